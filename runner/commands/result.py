@@ -1,0 +1,22 @@
+"""What every command returns: an exit code plus a text and a JSON rendering of the same result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+
+class ExitCode(IntEnum):
+    """The exit-code contract: 0 OK / in sync, 1 failure, 2 changes pending (plan only)."""
+
+    OK = 0
+    FAILURE = 1
+    CHANGES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    exit_code: ExitCode
+    text: str
+    data: dict[str, Any]
