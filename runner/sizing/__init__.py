@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from runner.sizing.assign import InsertBucket, assign_inserts
+from runner.sizing.record_size import CommitSize, average_record_size
 
 __all__ = [
+    "CommitSize",
     "InsertBucket",
     "assign_inserts",
+    "average_record_size",
 ]
