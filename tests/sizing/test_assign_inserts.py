@@ -38,7 +38,8 @@ def _records(buckets: list[InsertBucket]) -> list[tuple[str | None, int]]:
 
 
 def test_worked_example_from_the_file_sizing_article() -> None:
-    files = [("File_1", 40 * MB), ("File_2", 80 * MB), ("File_3", 90 * MB), ("File_4", 130 * MB), ("File_5", 105 * MB)]
+    sizes_mb = {"File_1": 40, "File_2": 80, "File_3": 90, "File_4": 130, "File_5": 105}
+    files = [(file_id, size * MB) for file_id, size in sizes_mb.items()]
 
     buckets = _assign(files, 450_000)
 
