@@ -1,0 +1,413 @@
+"""Storage: the same contract on a local folder and on a real S3-compatible server, plus local safety."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from runner.errors import RefusedError, StorageError
+from runner.hudi.storage import AlreadyExists, LocalStorage, Storage, storage_for
+from runner.hudi.storage_s3 import ObjectStorage, S3Options
+from tests.s3 import S3Server, s3_bucket, s3_server, upload_tree  # noqa: F401
+
+
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
+    """An empty table root, on local disk or in a fresh bucket of the local S3 server."""
+    if request.param == "local":
+        return storage_for(str(tmp_path / "table"))
+    server: S3Server = request.getfixturevalue("s3_server")
+    bucket: str = request.getfixturevalue("s3_bucket")
+    return storage_for(f"s3://{bucket}/warehouse/table", options=server.options())
+
+
+def paths(infos: object) -> list[str]:
+    return [i.path for i in infos]  # type: ignore[attr-defined]
+
+
+# --- The contract, on both backends ---------------------------------------------------------------
+
+
+def test_write_new_then_read_stat_and_list(storage: Storage) -> None:
+    storage.write_new(".hoodie/timeline/20240101.commit", b"{}")
+
+    assert storage.read(".hoodie/timeline/20240101.commit") == b"{}"
+    info = storage.stat(".hoodie/timeline/20240101.commit")
+    assert info is not None and (info.path, info.size, info.is_dir) == (".hoodie/timeline/20240101.commit", 2, False)
+    assert info.mtime_ms is not None and info.mtime_ms > 0
+    assert [(i.path, i.size, i.is_dir) for i in storage.list_dir(".hoodie")] == [(".hoodie/timeline", 0, True)]
+    assert paths(storage.list_dir(".hoodie/timeline")) == [".hoodie/timeline/20240101.commit"]
+
+
+def test_write_new_refuses_to_replace(storage: Storage) -> None:
+    storage.write_new("a/b.commit", b"first")
+
+    with pytest.raises(AlreadyExists, match="a/b.commit: it already exists"):
+        storage.write_new("a/b.commit", b"second")
+    assert storage.read("a/b.commit") == b"first"
+
+
+def test_read_missing_names_the_full_path(storage: Storage) -> None:
+    with pytest.raises(StorageError) as info:
+        storage.read(".hoodie/hoodie.properties")
+    assert f"{storage.uri}/.hoodie/hoodie.properties" in str(info.value)
+
+
+def test_missing_paths_list_as_empty_and_stat_as_none(storage: Storage) -> None:
+    storage.write_new("a/file", b"x")
+
+    assert storage.list_dir("nope") == []
+    assert storage.list_dir("a/file") == []
+    assert list(storage.walk("nope")) == []
+    assert storage.stat("nope/x.parquet") is None
+
+
+def test_walk_yields_every_file_below_recursively(storage: Storage) -> None:
+    for path in ["region=eu/day=1/a.parquet", "region=eu/b.parquet", "region=us/c.parquet", ".hoodie/x"]:
+        storage.write_new(path, b"data")
+
+    assert paths(storage.walk("region=eu")) == ["region=eu/b.parquet", "region=eu/day=1/a.parquet"]
+    assert paths(storage.walk()) == [".hoodie/x", "region=eu/b.parquet", "region=eu/day=1/a.parquet", "region=us/c.parquet"]
+    assert all(not i.is_dir and i.size == 4 for i in storage.walk())
+
+
+def test_list_dir_shows_direct_children_only(storage: Storage) -> None:
+    storage.write_new("p/a.parquet", b"1")
+    storage.write_new("p/q/b.parquet", b"22")
+
+    listed = storage.list_dir("p")
+    assert [(i.path, i.is_dir) for i in listed] == [("p/a.parquet", False), ("p/q", True)]
+    assert listed[0].size == 1
+
+
+def test_overwrite_creates_then_replaces(storage: Storage) -> None:
+    storage.overwrite(".hoodie/hoodie.properties", b"v=1\n")
+    storage.overwrite(".hoodie/hoodie.properties", b"v=2\n")
+
+    assert storage.read(".hoodie/hoodie.properties") == b"v=2\n"
+
+
+def test_delete_reports_whether_it_deleted(storage: Storage) -> None:
+    storage.write_new("p/a.parquet", b"1")
+
+    assert storage.delete("p/a.parquet") is True
+    assert storage.delete("p/a.parquet") is False
+    assert storage.stat("p/a.parquet") is None
+
+
+def test_delete_tree_counts_files_and_removes_everything(storage: Storage) -> None:
+    for path in ["p/a", "p/q/b", "p/q/r/c", "other/d"]:
+        storage.write_new(path, b"x")
+
+    assert storage.delete_tree("p") == 3
+    assert list(storage.walk("p")) == []
+    assert paths(storage.walk()) == ["other/d"]
+    assert storage.delete_tree("p") == 0
+
+
+def test_equivalent_spellings_name_the_same_file(storage: Storage) -> None:
+    storage.write_new("./a//b.commit", b"x")
+
+    assert storage.read("a/b.commit") == b"x"
+    assert paths(storage.walk("a/")) == ["a/b.commit"]
+
+
+@pytest.fixture(params=["local", "s3"])
+def offline_storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
+    """A storage whose S3 variant points at no server: what it refuses, it refuses without a request."""
+    if request.param == "local":
+        return LocalStorage(str(tmp_path))
+    return storage_for("s3://bucket/t", options={"endpoint_override": "http://127.0.0.1:9", "region": "us-east-1"})
+
+
+@pytest.mark.parametrize("bad", ["../outside", "a/../../outside", "/etc/passwd", "a/.."])
+@pytest.mark.parametrize("action", ["write_new", "overwrite", "delete", "delete_tree", "read"])
+def test_paths_escaping_the_root_are_refused(offline_storage: Storage, bad: str, action: str) -> None:
+    storage = offline_storage
+    calls: dict[str, Callable[[], object]] = {
+        "write_new": lambda: storage.write_new(bad, b"x"),
+        "overwrite": lambda: storage.overwrite(bad, b"x"),
+        "delete": lambda: storage.delete(bad),
+        "delete_tree": lambda: storage.delete_tree(bad),
+        "read": lambda: storage.read(bad),
+    }
+    with pytest.raises(RefusedError, match="relative to the table root"):
+        calls[action]()
+
+
+@pytest.mark.parametrize("action", ["delete", "delete_tree", "write_new", "overwrite"])
+def test_the_root_itself_cannot_be_mutated(offline_storage: Storage, action: str) -> None:
+    call = getattr(offline_storage, action)
+
+    with pytest.raises(RefusedError, match="table root"):
+        call("") if action.startswith("delete") else call("", b"x")
+
+
+def test_storage_survives_a_pickle_round_trip(storage: Storage) -> None:
+    storage.write_new("a/b", b"x")
+
+    copy = pickle.loads(pickle.dumps(storage))
+
+    assert copy == storage and copy.uri == storage.uri
+    assert copy.read("a/b") == b"x"
+    assert copy.delete("a/b") is True
+
+
+# --- Local disk: atomicity and symlink safety ------------------------------------------------------
+
+
+def test_concurrent_creators_exactly_one_wins(tmp_path: Path) -> None:
+    storage = LocalStorage(str(tmp_path))
+    barrier = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def create(i: int) -> None:
+        barrier.wait()
+        try:
+            storage.write_new(".hoodie/20240101.clean.requested", f"writer {i}".encode())
+            outcomes.append("won")
+        except AlreadyExists:
+            outcomes.append("lost")
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert sorted(outcomes) == ["lost"] * 7 + ["won"]
+    assert os.listdir(tmp_path / ".hoodie") == ["20240101.clean.requested"]  # no temp files left
+
+
+def test_local_writes_leave_no_temp_files(tmp_path: Path) -> None:
+    storage = LocalStorage(str(tmp_path))
+    storage.write_new("a", b"1")
+    storage.overwrite("a", b"2")
+    with pytest.raises(AlreadyExists):
+        storage.write_new("a", b"3")
+
+    assert os.listdir(tmp_path) == ["a"]
+
+
+def test_local_root_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    assert LocalStorage("table").uri == str(tmp_path / "table")
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder beside the table root holding a file that must never be touched."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "precious").write_bytes(b"keep me")
+    return folder
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "table"
+    folder.mkdir()
+    return folder
+
+
+@pytest.mark.parametrize("action", ["write_new", "overwrite", "delete", "delete_tree"])
+def test_mutations_through_a_symlinked_folder_that_leaves_the_root_are_refused(
+    root: Path, outside: Path, action: str
+) -> None:
+    (root / "partition").symlink_to(outside, target_is_directory=True)
+    storage = LocalStorage(str(root))
+    call = getattr(storage, action)
+
+    with pytest.raises(RefusedError, match="outside the table root"):
+        call("partition/precious") if action.startswith("delete") else call("partition/precious", b"x")
+    assert (outside / "precious").read_bytes() == b"keep me"
+
+
+def test_deleting_a_symlink_that_points_outside_is_refused(root: Path, outside: Path) -> None:
+    (root / "link.parquet").symlink_to(outside / "precious")
+    storage = LocalStorage(str(root))
+
+    with pytest.raises(RefusedError, match="outside the table root"):
+        storage.delete("link.parquet")
+    with pytest.raises(RefusedError, match="outside the table root"):
+        storage.overwrite("link.parquet", b"x")
+    assert (root / "link.parquet").is_symlink()
+    assert (outside / "precious").read_bytes() == b"keep me"
+
+
+def test_a_root_that_is_itself_a_symlink_is_fine(tmp_path: Path, root: Path) -> None:
+    (tmp_path / "alias").symlink_to(root, target_is_directory=True)
+    storage = LocalStorage(str(tmp_path / "alias"))
+
+    storage.write_new("a/b", b"x")
+    assert storage.delete_tree("a") == 1
+
+
+def test_deleting_a_symlink_inside_the_root_removes_only_the_link(root: Path) -> None:
+    (root / "real.parquet").write_bytes(b"data")
+    (root / "link.parquet").symlink_to(root / "real.parquet")
+    storage = LocalStorage(str(root))
+
+    assert storage.delete("link.parquet") is True
+    assert (root / "real.parquet").read_bytes() == b"data"
+
+
+def test_delete_tree_refuses_before_deleting_anything_if_a_link_inside_leaves_the_root(
+    root: Path, outside: Path
+) -> None:
+    (root / "p" / "q").mkdir(parents=True)
+    (root / "p" / "a.parquet").write_bytes(b"x")
+    (root / "p" / "q" / "escape").symlink_to(outside, target_is_directory=True)
+    storage = LocalStorage(str(root))
+
+    with pytest.raises(RefusedError, match="outside the table root"):
+        storage.delete_tree("p")
+    assert (root / "p" / "a.parquet").exists()
+    assert (outside / "precious").read_bytes() == b"keep me"
+
+
+def test_delete_tree_unlinks_inner_links_without_following_them(root: Path) -> None:
+    (root / "keep").mkdir()
+    (root / "keep" / "f").write_bytes(b"x")
+    (root / "p").mkdir()
+    (root / "p" / "dir_link").symlink_to(root / "keep", target_is_directory=True)
+    (root / "p" / "file_link").symlink_to(root / "keep" / "f")
+    storage = LocalStorage(str(root))
+
+    assert storage.delete_tree("p") == 2
+    assert not (root / "p").exists()
+    assert (root / "keep" / "f").read_bytes() == b"x"
+
+
+def test_walk_does_not_descend_into_linked_folders(root: Path) -> None:
+    (root / "p").mkdir()
+    (root / "p" / "f").write_bytes(b"x")
+    (root / "loop").symlink_to(root, target_is_directory=True)
+
+    assert paths(LocalStorage(str(root)).walk()) == ["p/f"]
+
+
+def test_delete_of_a_folder_points_to_delete_tree(root: Path) -> None:
+    (root / "p").mkdir()
+
+    with pytest.raises(StorageError, match="is a directory"):
+        LocalStorage(str(root)).delete("p")
+
+
+# --- storage_for and S3 settings -------------------------------------------------------------------
+
+
+def test_storage_for_local_paths_and_file_uris(tmp_path: Path) -> None:
+    assert storage_for(str(tmp_path)) == LocalStorage(str(tmp_path))
+    assert storage_for(f"file://{tmp_path}") == LocalStorage(str(tmp_path))
+    assert storage_for(f"file://localhost{tmp_path}").uri == str(tmp_path)
+
+
+@pytest.mark.parametrize("uri", ["s3://bucket/warehouse/orders", "s3a://bucket/warehouse/orders"])
+def test_storage_for_object_store_uris(uri: str) -> None:
+    storage = storage_for(uri, options={"region": "eu-west-1", "access_key": "k", "secret_key": "s"})
+
+    assert isinstance(storage, ObjectStorage)
+    assert (storage.uri, storage.bucket, storage.prefix) == (uri, "bucket", "warehouse/orders")
+
+
+@pytest.mark.parametrize("uri", ["gs://bucket/t", "hdfs://nn/t", "file://otherhost/t"])
+def test_storage_for_unsupported_uris(uri: str) -> None:
+    with pytest.raises(StorageError, match="(supported: plain paths, file://, s3://, s3a://)|(only local files)"):
+        storage_for(uri)
+
+
+def test_object_store_uri_needs_a_bucket() -> None:
+    with pytest.raises(StorageError, match="expected s3://bucket/prefix"):
+        storage_for("s3:///prefix", options={"region": "us-east-1"})
+
+
+def test_s3_options_fall_back_to_the_aws_environment() -> None:
+    env = {
+        "AWS_ENDPOINT_URL": "http://generic:1",
+        "AWS_ENDPOINT_URL_S3": "http://s3-specific:2",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_ACCESS_KEY_ID": "env-key",
+        "AWS_SECRET_ACCESS_KEY": "env-secret",
+        "AWS_SESSION_TOKEN": "env-token",
+    }
+
+    resolved = S3Options.resolve({"region": "us-east-2"}, env)
+
+    assert resolved == S3Options("http://s3-specific:2", "us-east-2", None, "env-key", "env-secret", "env-token")
+
+
+def test_s3_credentials_are_taken_as_a_group() -> None:
+    env = {"AWS_ACCESS_KEY_ID": "env-key", "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_SESSION_TOKEN": "env-token"}
+
+    resolved = S3Options.resolve({"access_key": "k", "secret_key": "s"}, env)
+
+    assert (resolved.access_key, resolved.secret_key, resolved.session_token) == ("k", "s", None)
+
+
+def test_unknown_s3_option_is_an_error() -> None:
+    with pytest.raises(StorageError, match="Unknown S3 storage option.*endpoint_url.*supported: endpoint_override"):
+        S3Options.resolve({"endpoint_url": "http://x"}, {})
+
+
+def test_s3_secrets_stay_out_of_repr() -> None:
+    storage = ObjectStorage.from_uri("s3://b/t", options={"access_key": "AKIA-SECRET", "secret_key": "shh"}, env={})
+
+    assert "AKIA-SECRET" not in repr(storage) and "shh" not in repr(storage)
+
+
+@pytest.mark.s3
+def test_s3_endpoint_from_environment_reaches_the_server(
+    s3_server: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint_url)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+    monkeypatch.setenv("AWS_REGION", s3_server.region)
+
+    storage = storage_for(f"s3://{s3_bucket}/t")
+    storage.write_new("a", b"x")
+
+    assert storage.read("a") == b"x"
+
+
+@pytest.mark.s3
+def test_upload_tree_copies_a_local_table_into_the_bucket(tmp_path: Path, s3_server: S3Server, s3_bucket: str) -> None:
+    local = LocalStorage(str(tmp_path / "orders"))
+    for path in [".hoodie/hoodie.properties", ".hoodie/20240101.commit", "region=eu/f1.parquet"]:
+        local.write_new(path, path.encode())
+
+    assert upload_tree(local.uri, s3_bucket, "warehouse/orders", s3_server) == 3
+
+    remote = storage_for(f"s3://{s3_bucket}/warehouse/orders", options=s3_server.options())
+    assert [(i.path, i.size) for i in remote.walk()] == [(i.path, i.size) for i in local.walk()]
+    assert remote.read("region=eu/f1.parquet") == b"region=eu/f1.parquet"
+
+
+@pytest.mark.s3
+def test_s3_write_new_sees_objects_written_by_others(s3_server: S3Server, s3_bucket: str) -> None:
+    s3_server.client().put_object(Bucket=s3_bucket, Key="t/.hoodie/20240101.commit", Body=b"theirs")
+    storage = storage_for(f"s3://{s3_bucket}/t", options=s3_server.options())
+
+    with pytest.raises(AlreadyExists, match=f"s3://{s3_bucket}/t/.hoodie/20240101.commit"):
+        storage.write_new(".hoodie/20240101.commit", b"ours")
+    assert storage.read(".hoodie/20240101.commit") == b"theirs"
+
+
+@pytest.mark.s3
+def test_s3_folder_markers_left_by_deletes_are_not_files(s3_server: S3Server, s3_bucket: str) -> None:
+    storage = storage_for(f"s3://{s3_bucket}/t", options=s3_server.options())
+    storage.write_new(".hoodie/.locks/runner.lock", b"x")
+    storage.write_new("p/q/a.parquet", b"x")
+
+    storage.delete(".hoodie/.locks/runner.lock")
+    storage.delete_tree("p/q")
+
+    assert list(storage.walk()) == []
+    assert all(i.is_dir for i in storage.list_dir(""))
