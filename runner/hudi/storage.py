@@ -14,6 +14,7 @@ receive one and delete files in parallel.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -133,8 +134,10 @@ def storage_for(uri: str, *, options: Mapping[str, str] | None = None) -> Storag
             paths so one project-wide setting can cover tables in both places.
 
     Raises:
-        StorageError: the scheme is not one of `SUPPORTED_SCHEMES`.
+        StorageError: the path is empty or its scheme is not one of `SUPPORTED_SCHEMES`.
     """
+    if not uri.strip():
+        raise StorageError("The table path is empty; expected a local path or s3://bucket/prefix.")
     scheme = urlsplit(uri).scheme.lower() if "://" in uri else ""
     if scheme == "":
         return LocalStorage(uri)
@@ -294,7 +297,7 @@ class LocalStorage:
         real = os.path.realpath(probe)
         if os.path.commonpath([real, real_root]) != real_root:
             raise RefusedError(
-                f"Refusing to {action} {full}: through a symlink it resolves to {real}, "
+                f"Refusing to {action} {full}: {probe} resolves through a symlink to {real}, "
                 f"outside the table root {real_root}.",
                 hint="remove or fix the symlink; the runner only changes files inside the table.",
             )
@@ -319,8 +322,8 @@ class LocalStorage:
 def _write_temp(directory: str, name: str, data: bytes) -> str:
     """Write `data` durably to a new hidden temp file next to `name` and return its path.
 
-    The `.tmp` suffix matches no Hudi timeline extension, so a leftover from a crash is ignored by
-    Hudi's readers rather than mistaken for an instant.
+    The name is hidden and ends in `.tmp`, which matches no timeline file-name pattern, so a
+    leftover from a crash cannot be mistaken for an instant.
     """
     temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
     try:
@@ -348,18 +351,16 @@ def _empty_dir(directory: str, dirnames: list[str], filenames: list[str]) -> int
 
     `os.walk` lists a symlink to a directory among `dirnames`; it is unlinked like a file.
     """
-    removed = 0
-    for name in filenames + dirnames:
+    links = [name for name in dirnames if os.path.islink(os.path.join(directory, name))]
+    for name in filenames + links:
         target = os.path.join(directory, name)
-        if name in dirnames and not os.path.islink(target):
-            _rmdir(target)
-            continue
         try:
             os.unlink(target)
         except OSError as e:
             raise _os_error("delete", target, e) from e
-        removed += 1
-    return removed
+    for name in set(dirnames) - set(links):
+        _rmdir(os.path.join(directory, name))
+    return len(filenames) + len(links)
 
 
 def _rmdir(directory: str) -> None:
@@ -370,10 +371,8 @@ def _rmdir(directory: str) -> None:
 
 
 def _remove_quietly(path: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _walk_error(top: str) -> Callable[[OSError], None]:

@@ -74,7 +74,9 @@ class S3Options:
         known = [f.name for f in fields(cls)]
         unknown = sorted(set(given) - set(known))
         if unknown:
-            raise StorageError(f"Unknown S3 storage option(s) {', '.join(unknown)}; supported: {', '.join(known)}.")
+            raise StorageError(
+                f"Unknown S3 storage option(s) {', '.join(unknown)}; supported: {', '.join(known)}."
+            )
         skip_env = set(_CREDENTIALS) if given.keys() & set(_CREDENTIALS) else set()
         for key, names in _ENV_FALLBACKS.items():
             if key not in given and key not in skip_env:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
 
 from runner.errors import RefusedError, StorageError
-from runner.hudi.storage import AlreadyExists, LocalStorage, Storage, storage_for
+from runner.hudi.storage import AlreadyExists, FileInfo, LocalStorage, Storage, storage_for
 from runner.hudi.storage_s3 import ObjectStorage, S3Options
 from tests.s3 import S3Server, s3_bucket, s3_server, upload_tree  # noqa: F401
 
@@ -26,8 +27,14 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
     return storage_for(f"s3://{bucket}/warehouse/table", options=server.options())
 
 
-def paths(infos: object) -> list[str]:
-    return [i.path for i in infos]  # type: ignore[attr-defined]
+@pytest.fixture
+def s3(request: pytest.FixtureRequest) -> tuple[S3Server, str]:
+    """The local S3 server and a fresh bucket in it (the `tests.s3` fixtures, fetched by name)."""
+    return request.getfixturevalue("s3_server"), request.getfixturevalue("s3_bucket")
+
+
+def paths(infos: Iterable[FileInfo]) -> list[str]:
+    return [i.path for i in infos]
 
 
 # --- The contract, on both backends ---------------------------------------------------------------
@@ -38,16 +45,22 @@ def test_write_new_then_read_stat_and_list(storage: Storage) -> None:
 
     assert storage.read(".hoodie/timeline/20240101.commit") == b"{}"
     info = storage.stat(".hoodie/timeline/20240101.commit")
-    assert info is not None and (info.path, info.size, info.is_dir) == (".hoodie/timeline/20240101.commit", 2, False)
+    assert info is not None and (info.path, info.size, info.is_dir) == (
+        ".hoodie/timeline/20240101.commit",
+        2,
+        False,
+    )
     assert info.mtime_ms is not None and info.mtime_ms > 0
-    assert [(i.path, i.size, i.is_dir) for i in storage.list_dir(".hoodie")] == [(".hoodie/timeline", 0, True)]
+    assert [(i.path, i.size, i.is_dir) for i in storage.list_dir(".hoodie")] == [
+        (".hoodie/timeline", 0, True)
+    ]
     assert paths(storage.list_dir(".hoodie/timeline")) == [".hoodie/timeline/20240101.commit"]
 
 
 def test_write_new_refuses_to_replace(storage: Storage) -> None:
     storage.write_new("a/b.commit", b"first")
 
-    with pytest.raises(AlreadyExists, match="a/b.commit: it already exists"):
+    with pytest.raises(AlreadyExists, match=r"a/b\.commit: it already exists"):
         storage.write_new("a/b.commit", b"second")
     assert storage.read("a/b.commit") == b"first"
 
@@ -72,7 +85,12 @@ def test_walk_yields_every_file_below_recursively(storage: Storage) -> None:
         storage.write_new(path, b"data")
 
     assert paths(storage.walk("region=eu")) == ["region=eu/b.parquet", "region=eu/day=1/a.parquet"]
-    assert paths(storage.walk()) == [".hoodie/x", "region=eu/b.parquet", "region=eu/day=1/a.parquet", "region=us/c.parquet"]
+    assert paths(storage.walk()) == [
+        ".hoodie/x",
+        "region=eu/b.parquet",
+        "region=eu/day=1/a.parquet",
+        "region=us/c.parquet",
+    ]
     assert all(not i.is_dir and i.size == 4 for i in storage.walk())
 
 
@@ -122,7 +140,9 @@ def offline_storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
     """A storage whose S3 variant points at no server: what it refuses, it refuses without a request."""
     if request.param == "local":
         return LocalStorage(str(tmp_path))
-    return storage_for("s3://bucket/t", options={"endpoint_override": "http://127.0.0.1:9", "region": "us-east-1"})
+    return storage_for(
+        "s3://bucket/t", options={"endpoint_override": "http://127.0.0.1:9", "region": "us-east-1"}
+    )
 
 
 @pytest.mark.parametrize("bad", ["../outside", "a/../../outside", "/etc/passwd", "a/.."])
@@ -317,9 +337,12 @@ def test_storage_for_object_store_uris(uri: str) -> None:
     assert (storage.uri, storage.bucket, storage.prefix) == (uri, "bucket", "warehouse/orders")
 
 
-@pytest.mark.parametrize("uri", ["gs://bucket/t", "hdfs://nn/t", "file://otherhost/t"])
+@pytest.mark.parametrize("uri", ["gs://bucket/t", "hdfs://nn/t", "file://otherhost/t", " "])
 def test_storage_for_unsupported_uris(uri: str) -> None:
-    with pytest.raises(StorageError, match="(supported: plain paths, file://, s3://, s3a://)|(only local files)"):
+    with pytest.raises(
+        StorageError,
+        match=r"(supported: plain paths, file://, s3://, s3a://)|(only local files)|(path is empty)",
+    ):
         storage_for(uri)
 
 
@@ -340,11 +363,17 @@ def test_s3_options_fall_back_to_the_aws_environment() -> None:
 
     resolved = S3Options.resolve({"region": "us-east-2"}, env)
 
-    assert resolved == S3Options("http://s3-specific:2", "us-east-2", None, "env-key", "env-secret", "env-token")
+    assert resolved == S3Options(
+        "http://s3-specific:2", "us-east-2", None, "env-key", "env-secret", "env-token"
+    )
 
 
 def test_s3_credentials_are_taken_as_a_group() -> None:
-    env = {"AWS_ACCESS_KEY_ID": "env-key", "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_SESSION_TOKEN": "env-token"}
+    env = {
+        "AWS_ACCESS_KEY_ID": "env-key",
+        "AWS_SECRET_ACCESS_KEY": "env-secret",
+        "AWS_SESSION_TOKEN": "env-token",
+    }
 
     resolved = S3Options.resolve({"access_key": "k", "secret_key": "s"}, env)
 
@@ -352,57 +381,67 @@ def test_s3_credentials_are_taken_as_a_group() -> None:
 
 
 def test_unknown_s3_option_is_an_error() -> None:
-    with pytest.raises(StorageError, match="Unknown S3 storage option.*endpoint_url.*supported: endpoint_override"):
+    with pytest.raises(
+        StorageError, match=r"Unknown S3 storage option.*endpoint_url.*supported: endpoint_override"
+    ):
         S3Options.resolve({"endpoint_url": "http://x"}, {})
 
 
 def test_s3_secrets_stay_out_of_repr() -> None:
-    storage = ObjectStorage.from_uri("s3://b/t", options={"access_key": "AKIA-SECRET", "secret_key": "shh"}, env={})
+    storage = ObjectStorage.from_uri(
+        "s3://b/t", options={"access_key": "AKIA-SECRET", "secret_key": "shh"}, env={}
+    )
 
     assert "AKIA-SECRET" not in repr(storage) and "shh" not in repr(storage)
 
 
 @pytest.mark.s3
 def test_s3_endpoint_from_environment_reaches_the_server(
-    s3_server: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+    s3: tuple[S3Server, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint_url)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
-    monkeypatch.setenv("AWS_REGION", s3_server.region)
+    server, bucket = s3
+    for shadowing in ["AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION"]:
+        monkeypatch.delenv(shadowing, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", server.endpoint_url)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server.secret_key)
+    monkeypatch.setenv("AWS_REGION", server.region)
 
-    storage = storage_for(f"s3://{s3_bucket}/t")
+    storage = storage_for(f"s3://{bucket}/t")
     storage.write_new("a", b"x")
 
     assert storage.read("a") == b"x"
 
 
 @pytest.mark.s3
-def test_upload_tree_copies_a_local_table_into_the_bucket(tmp_path: Path, s3_server: S3Server, s3_bucket: str) -> None:
+def test_upload_tree_copies_a_local_table_into_the_bucket(tmp_path: Path, s3: tuple[S3Server, str]) -> None:
+    server, bucket = s3
     local = LocalStorage(str(tmp_path / "orders"))
     for path in [".hoodie/hoodie.properties", ".hoodie/20240101.commit", "region=eu/f1.parquet"]:
         local.write_new(path, path.encode())
 
-    assert upload_tree(local.uri, s3_bucket, "warehouse/orders", s3_server) == 3
+    assert upload_tree(local.uri, bucket, "warehouse/orders", server) == 3
 
-    remote = storage_for(f"s3://{s3_bucket}/warehouse/orders", options=s3_server.options())
+    remote = storage_for(f"s3://{bucket}/warehouse/orders", options=server.options())
     assert [(i.path, i.size) for i in remote.walk()] == [(i.path, i.size) for i in local.walk()]
     assert remote.read("region=eu/f1.parquet") == b"region=eu/f1.parquet"
 
 
 @pytest.mark.s3
-def test_s3_write_new_sees_objects_written_by_others(s3_server: S3Server, s3_bucket: str) -> None:
-    s3_server.client().put_object(Bucket=s3_bucket, Key="t/.hoodie/20240101.commit", Body=b"theirs")
-    storage = storage_for(f"s3://{s3_bucket}/t", options=s3_server.options())
+def test_s3_write_new_sees_objects_written_by_others(s3: tuple[S3Server, str]) -> None:
+    server, bucket = s3
+    server.client().put_object(Bucket=bucket, Key="t/.hoodie/20240101.commit", Body=b"theirs")
+    storage = storage_for(f"s3://{bucket}/t", options=server.options())
 
-    with pytest.raises(AlreadyExists, match=f"s3://{s3_bucket}/t/.hoodie/20240101.commit"):
+    with pytest.raises(AlreadyExists, match=re.escape(f"s3://{bucket}/t/.hoodie/20240101.commit")):
         storage.write_new(".hoodie/20240101.commit", b"ours")
     assert storage.read(".hoodie/20240101.commit") == b"theirs"
 
 
 @pytest.mark.s3
-def test_s3_folder_markers_left_by_deletes_are_not_files(s3_server: S3Server, s3_bucket: str) -> None:
-    storage = storage_for(f"s3://{s3_bucket}/t", options=s3_server.options())
+def test_s3_folder_markers_left_by_deletes_are_not_files(s3: tuple[S3Server, str]) -> None:
+    server, bucket = s3
+    storage = storage_for(f"s3://{bucket}/t", options=server.options())
     storage.write_new(".hoodie/.locks/runner.lock", b"x")
     storage.write_new("p/q/a.parquet", b"x")
 
