@@ -1,0 +1,54 @@
+"""`runner status`: read each selected table and summarise its timeline and files."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from runner.commands._common import human_bytes, selected
+from runner.commands.result import CommandResult, ExitCode
+from runner.errors import RunnerError
+from runner.hudi.state import read_table_state
+from runner.hudi.storage import storage_for
+from runner.summary import summarize
+
+
+def run(args: argparse.Namespace) -> CommandResult:
+    _, tables = selected(args)
+    rows: list[dict[str, Any]] = []
+    for decl in tables:
+        try:
+            rows.append(summarize(decl, read_table_state(storage_for(decl.path))))
+        except RunnerError as error:
+            rows.append({"name": decl.name, "path": decl.path, "error": {"type": error.kind, "message": str(error)}})
+    failed = any("error" in r for r in rows)
+    return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, _text(rows), {"tables": rows})
+
+
+def _text(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no tables selected"
+    out: list[str] = []
+    for r in rows:
+        if "error" in r:
+            out += [f"! {r['name']} ({r['path']})", *(f"    {x}" for x in r["error"]["message"].splitlines()), ""]
+            continue
+        out.append(f"{r['name']} ({r['path']}): {r['table_type']}, table version {r['table_version']}"
+                   + (", metadata table present" if r["metadata_table"] else ""))
+        out.append("    instants: " + (", ".join(f"{k} x{v}" for k, v in r["instants"].items()) or "none"))
+        if r["pending_instants"]:
+            out.append("    pending: " + ", ".join(r["pending_instants"]))
+        out.append(f"    {r['partitions']} partitions, {r['file_groups']} file groups, "
+                   f"{r['replaced_file_groups']} replaced")
+        for label in ("latest_slices", "older_slices", "replaced_slices"):
+            f = r[label]
+            out.append(f"    {label.replace('_', ' ')}: {f['slices']} slices, {f['files']} files, {human_bytes(f['bytes'])}")
+        s = r["small_files"]
+        out.append(f"    small files (< {human_bytes(s['limit'])}): {s['count']} ({human_bytes(s['bytes'])})")
+        if r["savepoints"]:
+            out.append("    savepoints: " + ", ".join(r["savepoints"]))
+        if r["uncommitted_files"] or r["unrecognized_files"]:
+            out.append(f"    ignored: {r['uncommitted_files']} uncommitted, {r['unrecognized_files']} unrecognised files")
+        out.extend(f"    drift: {d}" for d in r["declaration_drift"])
+        out.append("")
+    return "\n".join(out).rstrip()

@@ -1,0 +1,59 @@
+"""Assemble one table's plan from its declaration and state (pure)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from runner.declarations.model import MetadataTableMode, TableDeclaration
+from runner.hudi.instant import Action
+from runner.hudi.state import TableMetadata, TableState
+from runner.plan.clean import CleanScope, plan_clean
+from runner.plan.model import Requirements, TablePlan, TableStatus
+from runner.plan.sizing import plan_sizing
+
+
+def timeline_fingerprint(meta: TableMetadata) -> str:
+    """Digest of every non-clean instant file: any new write, compaction, clustering, rollback or
+    savepoint since planning changes it. Cleans are left out because apply writes them itself."""
+    names = sorted(i.file_name for i in meta.timeline.files if i.action is not Action.CLEAN)
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:32]
+
+
+def requirements(meta: TableMetadata) -> Requirements:
+    return Requirements(
+        timeline_fingerprint=timeline_fingerprint(meta),
+        pending_cleans=tuple(str(i.time) for i, _ in meta.pending_cleans),
+    )
+
+
+def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> TablePlan:
+    """The clean and sizing steps for one table, with the requirements apply will re-check."""
+    meta = state.metadata
+    clean = plan_clean(decl.clean, state, scope)
+    sizing = plan_sizing(decl.file_sizing, state)
+    pending = tuple(str(i.time) for i, _ in meta.pending_cleans)
+    changes = bool(pending) or not clean.is_empty or (sizing is not None and not sizing.is_empty)
+    notes = [f"finish pending clean {t} first" for t in pending]
+    mdt = None
+    if meta.has_metadata_table:
+        mdt = "disable" if decl.metadata_table is MetadataTableMode.DISABLE else "refuse"
+        if changes:
+            notes.append(_MDT_NOTES[mdt])
+    return TablePlan(
+        name=decl.name,
+        path=decl.path,
+        status=TableStatus.CHANGES if changes else TableStatus.IN_SYNC,
+        requirements=requirements(meta),
+        clean=clean,
+        sizing=sizing,
+        metadata_table=mdt,
+        notes=tuple(notes),
+    )
+
+
+_MDT_NOTES = {
+    "refuse": "apply will refuse: the table has a metadata table (.hoodie/metadata) that the runner "
+    "cannot update; set `metadata_table: disable` to let it remove the metadata table first",
+    "disable": "apply will first disable the metadata table (remove .hoodie/metadata and clear "
+    "hoodie.table.metadata.partitions), as Hudi does when hoodie.metadata.enable=false",
+}
