@@ -25,6 +25,8 @@ def plan_sizing(sizing: FileSizing, state: TableState) -> SizingStep | None:
         latest = group.latest
         if group.key in busy or latest is None or latest.base_file is None or latest.log_files:
             continue
+        if latest.base_file.extension != "parquet":  # the rewrite job writes parquet only
+            continue
         base = latest.base_file
         if base.size < sizing.small_file_limit:
             path = relative_path(group.partition, base.name)
