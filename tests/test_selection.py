@@ -1,0 +1,166 @@
+"""The --select/--exclude grammar, including state:modified against a real temporary git repository."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner.declarations.loader import load_project
+from runner.declarations.model import Project
+from runner.errors import SelectionError
+from runner.selection import select_tables
+
+FILES = {
+    "project.yml": "name: sel\n",
+    "tables/orders.yml": "name: orders\npath: w/orders\nowner: sales\ntags: [gold, pii]\n",
+    "tables/orders_archive.yml": "name: orders_archive\npath: w/orders_archive\nowner: sales\ntags: [cold]\n",
+    "tables/finance/ledger.yml": "name: ledger\npath: w/ledger\nowner: finance\ntags: [gold]\n",
+    "tables/finance/eu/vat.yml": "name: vat\npath: w/vat\n",
+}
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    _write(tmp_path, FILES)
+    return load_project(tmp_path)
+
+
+def names(project: Project, select: list[str], exclude: tuple[str, ...] | list[str] = (),
+          state: str | None = None) -> list[str]:
+    return [table.name for table in select_tables(project, select, exclude, state)]
+
+
+@pytest.mark.parametrize(
+    ("select", "exclude", "expected"),
+    [
+        ([], [], ["ledger", "orders", "orders_archive", "vat"]),
+        (["orders"], [], ["orders"]),
+        (["orders_*"], [], ["orders_archive"]),
+        (["orders*"], ["orders_archive"], ["orders"]),
+        (["tag:gold"], [], ["ledger", "orders"]),
+        (["tag:g*"], [], ["ledger", "orders"]),
+        (["owner:sales"], [], ["orders", "orders_archive"]),
+        (["path:tables/finance/*"], [], ["ledger", "vat"]),
+        (["path:tables/finance"], [], ["ledger", "vat"]),
+        (["path:./tables/finance/eu/"], [], ["vat"]),
+        (["tag:gold", "owner:finance"], [], ["ledger", "orders"]),
+        (["tag:gold,owner:sales"], [], ["orders"]),
+        ([], ["tag:gold"], ["orders_archive", "vat"]),
+        (["nothing_like_this"], [], []),
+        (["tag:missing"], [], []),
+    ],
+)
+def test_selection_grammar(project: Project, select: list[str], exclude: list[str], expected: list[str]) -> None:
+    assert names(project, select, exclude) == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("team:x", 'unknown selector "team:" in "team:x"; expected a table name or glob, tag:NAME, owner:NAME, '
+                   "path:GLOB or state:modified"),
+        ("tag:", '"tag:" needs a value in "tag:"; expected a table name or glob, tag:NAME, owner:NAME, '
+                 "path:GLOB or state:modified"),
+        ("tag:a,", 'empty selector in "tag:a,"; expected a table name or glob, tag:NAME, owner:NAME, '
+                   "path:GLOB or state:modified"),
+        ("state:new", 'unknown state selector "state:new"; expected state:modified'),
+    ],
+)
+def test_bad_specs_are_selection_errors(project: Project, spec: str, message: str) -> None:
+    with pytest.raises(SelectionError) as caught:
+        names(project, [spec])
+    assert str(caught.value) == message
+
+
+def test_bad_exclude_specs_are_errors_too(project: Project) -> None:
+    with pytest.raises(SelectionError):
+        names(project, [], ["owner:"])
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                          cwd=root, check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    _write(tmp_path, FILES)
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    return tmp_path
+
+
+def modified(root: Path, ref: str = "main", select: str = "state:modified") -> list[str]:
+    return names(load_project(root), [select], [], ref)
+
+
+def test_state_modified_finds_edited_staged_and_new_declarations(repo: Path) -> None:
+    assert modified(repo) == []
+    _write(repo, {"tables/orders.yml": FILES["tables/orders.yml"] + "description: edited\n"})
+    _write(repo, {"tables/finance/new.yml": "name: fresh\npath: w/fresh\n"})
+    _write(repo, {"tables/finance/eu/vat.yml": FILES["tables/finance/eu/vat.yml"] + "owner: tax\n"})
+    git(repo, "add", "tables/finance/eu/vat.yml")
+    assert modified(repo) == ["fresh", "orders", "vat"]
+    assert modified(repo, select="state:modified,tag:gold") == ["orders"]
+
+
+def test_state_modified_compares_with_any_ref(repo: Path) -> None:
+    _write(repo, {"tables/orders.yml": FILES["tables/orders.yml"] + "description: edited\n"})
+    git(repo, "commit", "-q", "-am", "edit orders")
+    assert modified(repo, "HEAD") == []
+    assert modified(repo, "HEAD~1") == ["orders"]
+
+
+def test_a_changed_project_file_modifies_every_table(repo: Path) -> None:
+    _write(repo, {"project.yml": "name: sel\ndefaults:\n  clean:\n    commits_retained: 4\n"})
+    assert modified(repo) == ["ledger", "orders", "orders_archive", "vat"]
+
+
+def test_state_modified_works_for_a_project_in_a_subfolder_of_the_repository(tmp_path: Path) -> None:
+    project_dir = tmp_path / "lake"
+    _write(project_dir, FILES)
+    _write(tmp_path, {"README.md": "other content\n"})
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    _write(tmp_path, {"README.md": "changed, but not a declaration\n"})
+    _write(project_dir, {"tables/finance/ledger.yml": FILES["tables/finance/ledger.yml"] + "description: x\n"})
+    assert modified(project_dir) == ["ledger"]
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        (None, "state:modified needs a git ref to compare with\nTo fix this, pass one with --state, for example "
+               "--state origin/main."),
+        ("no-such-branch", 'state:modified: {root} has no git commit "no-such-branch"\nTo fix this, run from a git '
+                           "checkout and pass an existing ref to --state."),
+    ],
+)
+def test_state_modified_needs_an_existing_ref(repo: Path, ref: str | None, message: str) -> None:
+    with pytest.raises(SelectionError) as caught:
+        modified(repo, ref)  # type: ignore[arg-type]
+    assert str(caught.value) == message.replace("{root}", str(repo))
+
+
+def test_state_modified_outside_a_git_repository_is_an_error(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # even if the temp dir is in a repo
+    with pytest.raises(SelectionError) as caught:
+        names(project, ["state:modified"], [], "main")
+    assert str(caught.value).startswith(f"state:modified: {tmp_path} is not inside a git repository")
+
+
+def test_git_is_not_run_unless_state_modified_is_used(project: Project) -> None:
+    assert names(project, ["orders"], [], "this-ref-does-not-exist") == ["orders"]
