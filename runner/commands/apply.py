@@ -59,9 +59,9 @@ def _spark_deleter(project: Project):  # type: ignore[no-untyped-def]
     from runner.execute.clean import DeleteOutcome
     from runner.execute.spark import delete_files
 
-    spark = get_spark(project.spark)
-
     def delete(storage, paths):  # type: ignore[no-untyped-def]
+        # The JVM starts only when there is something to delete.
+        spark = get_spark(project.spark)
         return [DeleteOutcome(r.path, r.deleted, r.error) for r in delete_files(spark, storage, paths)]
 
     return delete

@@ -87,10 +87,13 @@ def apply_table(
             return result
         _handle_metadata_table(decl, storage, meta, result)
         runner = _runner(storage, meta, deleter_factory(), clock)
+        finished = [p for _, p in meta.pending_cleans if p is not None]
         for instant, pending_plan in meta.pending_cleans:
             if pending_plan is not None:
                 _record(result, runner.finish(instant, pending_plan))
         failpoint("after_pending_finished")
+        if finished:  # what the pending cleans removed is no longer ours to delete
+            plan = _narrowed(plan, plan_one(decl, storage, now=now))
         if plan.clean is not None and not plan.clean.is_empty:
             _, timeline, _ = read_timeline(storage)
             start = new_instant_time(timeline, clock=clock(), table_timezone=meta.config.timezone)
@@ -126,6 +129,20 @@ def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata) -> Table
     pending_now = {str(i.time) for i, p in meta.pending_cleans if p is not None}
     status = TableStatus.CHANGES if (pending_now or _has_work(planned)) else TableStatus.IN_SYNC
     return replace(planned, status=status)
+
+
+def _narrowed(plan: TablePlan, fresh: TablePlan) -> TablePlan:
+    """The plan minus what is already done, after pending cleans ran."""
+    if plan.clean is None or fresh.clean is None:
+        return plan
+    keep = {f.path for f in fresh.clean.files_to_delete}
+    parts = set(fresh.clean.partitions_to_delete)
+    clean = replace(
+        plan.clean,
+        files_to_delete=tuple(f for f in plan.clean.files_to_delete if f.path in keep),
+        partitions_to_delete=tuple(p for p in plan.clean.partitions_to_delete if p in parts),
+    )
+    return replace(plan, clean=clean)
 
 
 def _has_work(plan: TablePlan) -> bool:
