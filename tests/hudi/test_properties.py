@@ -1,0 +1,242 @@
+"""hoodie.properties: Java `.properties` parsing and formatting, and the table version gate.
+
+The parser's expectations below were checked against `java.util.Properties.load` / `store` (JDK 17)
+while writing this module; the random cross-check itself needs a JVM and is not part of the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runner.errors import TableError, UnsupportedTableError
+from runner.hudi.properties import TableConfig, TableType, format_properties, parse_properties
+from tests.conftest import FIXTURES, fixture_id, fixture_zips
+
+PARSE_CASES = [
+    ("key=value", {"key": "value"}),
+    ("key:value", {"key": "value"}),
+    ("key value", {"key": "value"}),
+    ("  key  =  value", {"key": "value"}),
+    ("key\t:\tvalue", {"key": "value"}),
+    ("key = = value", {"key": "= value"}),
+    ("key", {"key": ""}),
+    ("key=", {"key": ""}),
+    ("=value", {"": "value"}),
+    ("key=value  ", {"key": "value  "}),
+    ("# comment\n! comment\n  # indented comment\nk=v", {"k": "v"}),
+    ("k=v # not a comment", {"k": "v # not a comment"}),
+    ("a\\:b=c\\=d", {"a:b": "c=d"}),
+    ("a\\ b=c", {"a b": "c"}),
+    ("k=\\ leading", {"k": " leading"}),
+    ("k=\\t\\n\\r\\f", {"k": "\t\n\r\f"}),
+    ("k=\\u0041\\u00e9", {"k": "Aé"}),
+    ("k=\\uD83D\\uDE00", {"k": "😀"}),
+    ("k=\\q\\\\", {"k": "q\\"}),
+    ("k=one \\\n    two", {"k": "one two"}),
+    ("k=one\\\r\n  two\\\r  three", {"k": "onetwothree"}),
+    ("k=even\\\\\nnext=1", {"k": "even\\", "next": "1"}),
+    ("k=a\\\n# still the value", {"k": "a# still the value"}),
+    ("# comment \\\nk=v", {"k": "v"}),
+    ("k=a\\", {"k": "a"}),
+    ("k=a\\\n\nj=b", {"k": "a", "j": "b"}),
+    ("\\\n# a comment after a lone backslash", {}),
+    ("\\", {"": ""}),
+    ("k=1\r\nk=2\rj=3", {"k": "2", "j": "3"}),
+    ("", {}),
+    ("\n\n   \n\t\n", {}),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), PARSE_CASES)
+def test_parse_matches_java_properties_load(text: str, expected: dict[str, str]) -> None:
+    assert parse_properties(text, path="hoodie.properties") == expected
+
+
+def test_parse_malformed_unicode_escape_names_the_file_and_line() -> None:
+    with pytest.raises(TableError) as error:
+        parse_properties("a=1\n# c\nb=\\u12G4", path="t/.hoodie/hoodie.properties")
+    assert "t/.hoodie/hoodie.properties: line 3" in str(error.value)
+    assert "'12G4'" in str(error.value)
+    assert error.value.path == "t/.hoodie/hoodie.properties"
+
+
+FORMAT_CASES = [
+    ({"k": "v"}, "k=v\n"),
+    ({"a b": " c d "}, "a\\ b=\\ c d \n"),
+    ({"k=:#!": "=:#!"}, "k\\=\\:\\#\\!=\\=\\:\\#\\!\n"),
+    ({"k": "a\\b\tc\nd\re\ff"}, "k=a\\\\b\\tc\\nd\\re\\ff\n"),
+    ({"k": "é\x00\x7f~"}, "k=\\u00E9\\u0000\\u007F~\n"),
+    ({"k": "😀"}, "k=\\uD83D\\uDE00\n"),
+    ({"": ""}, "=\n"),
+    ({"b": "1", "a": "2"}, "b=1\na=2\n"),
+]
+
+
+@pytest.mark.parametrize(("props", "expected"), FORMAT_CASES)
+def test_format_matches_java_properties_store(props: dict[str, str], expected: str) -> None:
+    assert format_properties(props) == expected
+
+
+@given(st.dictionaries(st.text(), st.text(), max_size=8))
+def test_format_then_parse_round_trips(props: dict[str, str]) -> None:
+    assert parse_properties(format_properties(props), path="p") == props
+
+
+@pytest.mark.parametrize("zip_path", fixture_zips(), ids=fixture_id)
+def test_every_fixture_properties_file_parses(zip_path) -> None:
+    """The table's own file and its metadata table's (a MERGE_ON_READ table of the same version)."""
+    with zipfile.ZipFile(zip_path) as archive:
+        names = [n for n in archive.namelist() if n.endswith(".hoodie/hoodie.properties") and "__MACOSX" not in n]
+        for name in names:
+            props = parse_properties(archive.read(name).decode("iso-8859-1"), path=name)
+            config = TableConfig.from_properties(props, path=name)
+            assert config.version in (6, 8, 9)
+            assert config.raw == props
+            assert parse_properties(format_properties(props), path="p") == props
+            if "hoodie.table.create.schema" in props:
+                assert json.loads(props["hoodie.table.create.schema"])["type"] == "record"
+
+
+def _properties_text(zip_path) -> str:
+    with zipfile.ZipFile(zip_path) as archive:
+        return archive.read(f"{zip_path.stem}/.hoodie/hoodie.properties").decode("iso-8859-1")
+
+
+def _config(fixture: str) -> TableConfig:
+    return TableConfig.parse(_properties_text(FIXTURES / f"{fixture}.zip"), path=f"{fixture}/.hoodie/hoodie.properties")
+
+
+def test_v6_fixture_config() -> None:
+    config = _config("sample_table/cow/v6_complexkeygen_hivestyle")
+    assert config.name == "v6_complexkeygen_hivestyle"
+    assert config.table_type is TableType.COPY_ON_WRITE
+    assert (config.version, config.timeline_layout_version) == (6, 1)
+    assert config.record_key_fields == ("id", "name")
+    assert config.partition_fields == ("byteField", "shortField")
+    assert config.ordering_fields == ("longField",)
+    assert (config.base_file_format, config.timezone) == ("PARQUET", "LOCAL")
+    assert (config.timeline_path, config.timeline_dir) == ("", ".hoodie")
+    assert config.hive_style_partitioning and config.populate_meta_fields
+    assert config.metadata_partitions == ()
+
+
+def test_v8_fixture_config() -> None:
+    config = _config("quickstart_trips_table/mor/avro/v8_trips_8i3u1d")
+    assert config.table_type is TableType.MERGE_ON_READ
+    assert (config.version, config.timeline_layout_version) == (8, 2)
+    assert config.ordering_fields == ("ts",)
+    assert config.timeline_dir == ".hoodie/timeline"
+    assert config.metadata_partitions == (
+        "column_stats",
+        "files",
+        "partition_stats",
+        "record_index",
+        "secondary_index_rider_idx",
+    )
+    assert config.metadata_partitions_inflight == ()
+
+
+def test_v9_fixture_config_uses_ordering_fields() -> None:
+    config = _config("sample_table/cow/v9_txns_simple_nometa")
+    assert (config.version, config.timeline_layout_version) == (9, 2)
+    assert config.ordering_fields == ("txn_ts",)
+    assert config.partition_fields == ("region",)
+    assert config.is_partitioned
+
+
+def test_populate_meta_fields_off_and_lance_base_files() -> None:
+    assert not _config("sample_table/cow/v6_simplekeygen_hivestyle_no_metafields").populate_meta_fields
+    assert _config("sample_table/cow/v9_lance_txns_simple").base_file_format == "LANCE"
+
+
+BASE = {
+    "hoodie.table.name": "t",
+    "hoodie.table.type": "MERGE_ON_READ",
+    "hoodie.table.version": "9",
+}
+
+
+def _from(**changes: str | None) -> TableConfig:
+    props = {**BASE, **{k.replace("_", "."): v for k, v in changes.items() if v is not None}}
+    for key in [k.replace("_", ".") for k, v in changes.items() if v is None]:
+        props.pop(key, None)
+    return TableConfig.from_properties(props, path="t/.hoodie/hoodie.properties")
+
+
+def test_defaults_when_optional_keys_are_absent() -> None:
+    config = _from()
+    assert config.timeline_layout_version == 2
+    assert config.timeline_path == "timeline"
+    assert config.record_key_fields == config.partition_fields == config.ordering_fields == ()
+    assert (config.base_file_format, config.timezone) == ("PARQUET", "LOCAL")
+    assert not config.hive_style_partitioning and config.populate_meta_fields
+    assert not config.is_partitioned
+
+
+def test_layout_inferred_for_version_6() -> None:
+    assert _from(hoodie_table_version="6").timeline_layout_version == 1
+
+
+def test_partition_fields_drop_custom_keygen_types() -> None:
+    config = _from(hoodie_table_partition_fields="region:SIMPLE, ts:TIMESTAMP ,,day")
+    assert config.partition_fields == ("region", "ts", "day")
+
+
+def test_ordering_fields_prefer_v9_key_over_precombine() -> None:
+    assert _from(hoodie_table_precombine_field="old").ordering_fields == ("old",)
+    config = _from(hoodie_table_precombine_field="old", hoodie_table_ordering_fields="a,b")
+    assert config.ordering_fields == ("a", "b")
+
+
+def test_flags_follow_java_parse_boolean() -> None:
+    props = {**BASE, "hoodie.datasource.write.hive_style_partitioning": "TRUE", "hoodie.populate.meta.fields": "no"}
+    config = TableConfig.from_properties(props, path="p")
+    assert config.hive_style_partitioning and not config.populate_meta_fields
+
+
+@pytest.mark.parametrize("version", ["0", "5", "7", "10"])
+def test_unsupported_versions_are_refused_naming_found_and_supported(version: str) -> None:
+    with pytest.raises(UnsupportedTableError) as error:
+        _from(hoodie_table_version=version)
+    message = str(error.value)
+    assert f"hoodie.table.version is {version}" in message
+    assert "6, 8 and 9" in message
+    assert "t/.hoodie/hoodie.properties" in message
+
+
+@pytest.mark.parametrize(("version", "layout"), [("6", "2"), ("8", "1"), ("9", "0")])
+def test_layout_that_does_not_belong_to_the_version_is_refused(version: str, layout: str) -> None:
+    with pytest.raises(UnsupportedTableError, match="layout"):
+        _from(hoodie_table_version=version, hoodie_timeline_layout_version=layout)
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"hoodie_table_version": None}, "hoodie.table.version is missing"),
+        ({"hoodie_table_version": "nine"}, "hoodie.table.version must be a whole number, found 'nine'"),
+        ({"hoodie_table_name": None}, "hoodie.table.name is missing"),
+        ({"hoodie_table_type": None}, "hoodie.table.type is missing"),
+        ({"hoodie_table_type": "APPEND_ONLY"}, "COPY_ON_WRITE or MERGE_ON_READ, found 'APPEND_ONLY'"),
+        ({"hoodie_table_timeline_timezone": "CET"}, "LOCAL or UTC, found 'CET'"),
+    ],
+)
+def test_invalid_or_missing_keys_name_the_file_and_key(changes: dict[str, str | None], fragment: str) -> None:
+    with pytest.raises(TableError) as error:
+        _from(**changes)
+    assert fragment in str(error.value)
+    assert "t/.hoodie/hoodie.properties" in str(error.value)
+    assert not isinstance(error.value, UnsupportedTableError)
+
+
+def test_table_config_is_a_hashable_value() -> None:
+    assert _from() == _from()
+    assert hash(_from()) == hash(_from())
+    assert _from() != _from(hoodie_table_name="other")
+    with pytest.raises(TypeError):
+        _from().raw["x"] = "y"  # type: ignore[index]
