@@ -75,7 +75,7 @@ def _project(root: str, project: _ProjectFile, tables: list[TableDeclaration]) -
         directory=root,
         tables_dir=project.tables_dir,
         allowed_roots=project.roots,
-        spark=SparkSettings(master=spark.get("master", SparkSettings.master), conf=conf),
+        spark=SparkSettings(master=spark.get("master", SparkSettings().master), conf=conf),
         tables=tuple(sorted(tables, key=lambda table: table.name)),
     )
 
@@ -154,7 +154,11 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem]) -> I
                                             f"{root}; create it, or set tables_dir in project.yml"))
         return iter(())
     found = []
-    for current, folders, files in os.walk(folder):
+    def unreadable(error: OSError) -> None:
+        where = os.path.relpath(error.filename or folder, root)
+        problems.append(Problem(where, 0, 0, "", f"cannot read the folder: {error.strerror}"))
+
+    for current, folders, files in os.walk(folder, onerror=unreadable):
         folders[:] = [name for name in folders if not name.startswith(".")]
         found += [os.path.join(current, name) for name in files
                   if name.endswith(_EXTENSIONS) and not name.startswith(".")]

@@ -90,7 +90,9 @@ def effective_settings(table: Loaded | None, project: Loaded | None) -> dict[str
     """
     merged: dict[str, Setting] = {}
     for block, key, hudi_default in SETTINGS:
-        candidates: list[tuple[Loaded, FieldPath, Source]] = [] if table is None else [(table, (block, key), Source.TABLE)]
+        candidates: list[tuple[Loaded, FieldPath, Source]] = []
+        if table is not None:
+            candidates.append((table, (block, key), Source.TABLE))
         if project is not None:
             candidates.append((project, ("defaults", block, key), Source.PROJECT_DEFAULT))
         merged[f"{block}.{key}"] = _first_set(candidates, key) or Setting(hudi_default, Source.HUDI_DEFAULT)
@@ -123,9 +125,19 @@ def build_table(doc: Loaded, settings: Mapping[str, Setting], location: str) -> 
     """
     data = doc.data
     assert isinstance(data, Mapping)
-    values = {name: setting.value for name, setting in settings.items()}
-    clean = CleanPolicy(**{k.split(".")[1]: v for k, v in values.items() if k.startswith("clean.")})
-    sizing = FileSizing(**{k.split(".")[1]: v for k, v in values.items() if k.startswith("file_sizing.")})
+    value = {name: setting.value for name, setting in settings.items()}
+    clean = CleanPolicy(
+        policy=CleanPolicyName(str(value["clean.policy"])),
+        commits_retained=_int(value["clean.commits_retained"]),
+        file_versions_retained=_int(value["clean.file_versions_retained"]),
+        hours_retained=_int(value["clean.hours_retained"]),
+        incremental=value["clean.incremental"] is True,
+    )
+    sizing = FileSizing(
+        max_file_size=_int(value["file_sizing.max_file_size"]),
+        small_file_limit=_int(value["file_sizing.small_file_limit"]),
+        insert_split_size=_int(value["file_sizing.insert_split_size"]),
+    )
     return TableDeclaration(
         name=str(data["name"]),
         path=location,
@@ -139,6 +151,11 @@ def build_table(doc: Loaded, settings: Mapping[str, Setting], location: str) -> 
         tags=tuple(data.get("tags", ())),
         provenance=tuple((name, setting.source) for name, setting in settings.items()),
     )
+
+
+def _int(value: object) -> int:
+    assert isinstance(value, int)
+    return value
 
 
 def _table_spec(block: object) -> TableSpec | None:

@@ -60,11 +60,12 @@ class Trap:
             return f"{versions} it as {name} {int(plain, base)}"
         if self.kind is TrapKind.SEXAGESIMAL:
             return f"YAML 1.1 reads it as the base-60 number {_sexagesimal(plain)}, YAML 1.2 as a string"
-        reading = {
-            TrapKind.UNDERSCORE: lambda: str(int(plain)),
-            TrapKind.BOOLEAN: lambda: "true" if self.text.lower() in ("yes", "on") else "false",
-            TrapKind.DATE: lambda: "a date",
-        }[self.kind]()
+        if self.kind is TrapKind.UNDERSCORE:
+            reading = str(int(plain))
+        elif self.kind is TrapKind.BOOLEAN:
+            reading = "true" if self.text.lower() in ("yes", "on") else "false"
+        else:
+            reading = "a date"
         return f"YAML 1.1 reads it as {reading}, YAML 1.2 as a string"
 
     def integer_fix(self) -> str | None:
@@ -250,13 +251,15 @@ class _Builder:
                 return self._mapping(node, path, depth)
             if isinstance(node, yaml.SequenceNode):
                 return self._sequence(node, path, depth)
+            assert isinstance(node, yaml.ScalarNode)
             return self._scalar(node, path)
         finally:
             self.active.discard(id(node))
 
     def _mapping(self, node: yaml.MappingNode, path: FieldPath, depth: int) -> object:
         if node.tag != _TAG + "map":
-            return self._unsupported(node, path)
+            self._unsupported(node, path)
+            return None
         out: dict[str, object] = {}
         for key_node, value_node in node.value:
             key = self._key(key_node, path)
@@ -283,7 +286,8 @@ class _Builder:
 
     def _sequence(self, node: yaml.SequenceNode, path: FieldPath, depth: int) -> object:
         if node.tag != _TAG + "seq":
-            return self._unsupported(node, path)
+            self._unsupported(node, path)
+            return None
         out: list[object] = []
         for index, item in enumerate(node.value):
             self.marks[(*path, index)] = _mark(item)
@@ -308,7 +312,8 @@ class _Builder:
         if tag == _TAG + "float" and _FLOAT.fullmatch(text):
             return float(text.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
                          .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
-        return self._unsupported(node, path)
+        self._unsupported(node, path)
+        return None
 
     def _unsupported(self, node: yaml.Node, path: FieldPath) -> None:
         self._add(node, path, f"unsupported YAML tag {node.tag!r}: declarations use plain strings, "

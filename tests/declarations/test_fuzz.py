@@ -33,7 +33,7 @@ values = st.recursive(
     max_leaves=20,
 )
 declarations = st.dictionaries(st.sampled_from(KEYS), values, max_size=8)
-text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=300)
+text = st.text(st.characters(exclude_categories=("Cs",)), max_size=300)
 
 
 def _outcome(files: dict[str, bytes]) -> Project | DeclarationError:
@@ -53,7 +53,8 @@ def _raw(document: dict[str, Any]) -> str:
     """YAML text that writes trap tokens unquoted, as a person would."""
     lines = []
     for key, value in document.items():
-        rendered = value if isinstance(value, str) and value in TOKENS else yaml.safe_dump(value, default_flow_style=True)
+        unquoted = isinstance(value, str) and value in TOKENS
+        rendered = value if unquoted else yaml.safe_dump(value, default_flow_style=True)
         lines.append(f"{key}: {rendered.strip()}".replace("\n...", ""))
     return "\n".join(lines) + "\n"
 

@@ -29,7 +29,9 @@ def ls(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> tuple[int,
     return code, out, err
 
 
-def test_text_shows_each_setting_with_its_source(write_project: WriteProject, capsys: pytest.CaptureFixture[str]) -> None:
+def test_text_shows_each_setting_with_its_source(
+    write_project: WriteProject, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = write_project({"tables/orders.yml": ORDERS}, project=PROJECT)
     code, out, _ = ls(capsys, root)
     assert code == 0
