@@ -18,6 +18,7 @@ A spec that matches nothing is not an error; the selection is then simply empty.
 from __future__ import annotations
 
 import fnmatch
+import os
 import subprocess
 from collections.abc import Callable, Sequence
 
@@ -108,13 +109,17 @@ class _State:
         if not self.ref:
             raise SelectionError("state:modified needs a git ref to compare with",
                                  hint="pass one with --state, for example --state origin/main.")
-        self._git("rev-parse", "--show-toplevel", failure="is not inside a git repository")
+        top = self._git("rev-parse", "--show-toplevel", failure="is not inside a git repository").strip()
         self._git("rev-parse", "--verify", "--quiet", f"{self.ref}^{{commit}}",
                   failure=f'has no git commit "{self.ref}"')
-        # Paths relative to the project directory, like TableDeclaration.source_file.
-        diff = self._git("diff", "--name-only", "--no-renames", "--relative", "-z", self.ref, "--", ".")
-        new = self._git("ls-files", "--others", "--exclude-standard", "-z", "--", ".")
-        return frozenset(name for name in (diff + new).split("\0") if name)
+        # Whole-repository paths, so a tables_dir outside the project folder is covered too.
+        diff = self._git("-C", top, "diff", "--name-only", "--no-renames", "-z", self.ref)
+        new = self._git("-C", top, "ls-files", "--others", "--exclude-standard", "-z")
+        here = os.path.realpath(self.directory)
+        return frozenset(
+            os.path.relpath(os.path.join(top, name), here).replace(os.sep, "/")
+            for name in (diff + new).split("\0") if name
+        )
 
     def _git(self, *args: str, failure: str = "") -> str:
         try:

@@ -164,3 +164,13 @@ def test_state_modified_outside_a_git_repository_is_an_error(
 
 def test_git_is_not_run_unless_state_modified_is_used(project: Project) -> None:
     assert names(project, ["orders"], [], "this-ref-does-not-exist") == ["orders"]
+
+
+def test_state_modified_sees_a_tables_dir_outside_the_project_folder(tmp_path: Path) -> None:
+    _write(tmp_path, {"lake/project.yml": "name: p\ntables_dir: ../decls\n",
+                      "decls/a.yml": "name: a\npath: w/a\n", "decls/b.yml": "name: b\npath: w/b\n"})
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    _write(tmp_path, {"decls/b.yml": "name: b\npath: w/b\nowner: x\n"})
+    assert modified(tmp_path / "lake") == ["b"]
