@@ -28,6 +28,7 @@ _TAG = "tag:yaml.org,2002:"
 _TRAP_TAG = "tag:runner,2024:trap-"
 _MAX_NODES = 20_000  # aliases can expand a small file into billions of values ("billion laughs")
 _MAX_DEPTH = 64
+_MAX_NUMBER = 100  # characters; Python refuses to convert decimal strings over 4300 digits
 
 
 class TrapKind(StrEnum):
@@ -296,6 +297,9 @@ class _Builder:
 
     def _scalar(self, node: yaml.ScalarNode, path: FieldPath) -> object:
         tag, text = node.tag, node.value
+        if len(text) > _MAX_NUMBER and (tag.startswith(_TRAP_TAG) or tag in (_TAG + "int", _TAG + "float")):
+            self._add(node, path, "number too long to be a setting")
+            return None
         if tag.startswith(_TRAP_TAG):
             return Trap(text, TrapKind(tag.removeprefix(_TRAP_TAG)))
         if tag == _TAG + "str":
@@ -305,9 +309,6 @@ class _Builder:
         if tag == _TAG + "bool" and text.lower() in ("true", "false"):
             return text.lower() == "true"
         if tag == _TAG + "int" and re.fullmatch(r"[-+]?[0-9]+", text):
-            if len(text) > 100:
-                self._add(node, path, "number too long to be a setting")
-                return None
             return int(text)
         if tag == _TAG + "float" and _FLOAT.fullmatch(text):
             return float(text.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")

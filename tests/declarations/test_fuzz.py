@@ -22,7 +22,8 @@ KEYS = ["name", "path", "description", "owner", "tags", "clean", "file_sizing", 
         "precombine_field", "tables_dir", "allowed_roots", "defaults", "spark", "master", "conf", "<<"]
 TOKENS = ["010", "0x1F", "1:30", "yes", "off", "2024-01-01", "500_000", "120MiB", "12 XB", "0", "-1", "~",
           "KEEP_LATEST_COMMITS", "KEEP_LATEST_BY_HOURS", "keep", "disable", "MERGE_ON_READ", "s3://b/x/",
-          "file:///tmp/x", "file://h/x", "../x", "warehouse/t", "t", ".inf", ".nan", "1e3", "*a", "&a x", "!!int 3"]
+          "file:///tmp/x", "file://h/x", "../x", "warehouse/t", "t", ".inf", ".nan", "1e3", "*a", "&a x", "!!int 3",
+          "0" + "7" * 4400, "1_" + "0" * 4400]
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20),
                     st.sampled_from(TOKENS))

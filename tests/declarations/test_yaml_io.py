@@ -107,6 +107,9 @@ def test_syntax_errors_carry_line_and_column(text: str, problem: Problem) -> Non
                                 "true/false, lists and mappings"),
         ("? [a]\n: 1\n", "", "keys must be plain names, not lists or mappings"),
         ("a: " + "9" * 200 + "\n", "a", "number too long to be a setting"),
+        ("a: 0" + "1" * 5000 + "\n", "a", "number too long to be a setting"),
+        ("a: 1_" + "1" * 5000 + "\n", "a", "number too long to be a setting"),
+        ("a: 1." + "1" * 5000 + "\n", "a", "number too long to be a setting"),
     ],
 )
 def test_structures_no_declaration_needs_are_problems(text: str, field: str, message: str) -> None:
