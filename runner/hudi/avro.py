@@ -24,6 +24,7 @@ from importlib import resources
 from typing import cast
 
 import fastavro
+from fastavro.types import Schema
 
 from runner.errors import CorruptMetadataError
 
@@ -98,11 +99,14 @@ def _inline(node: object, definitions: dict[str, _JsonSchema], defined: set[str]
         fields = cast(list[dict[str, object]], node["fields"])
         record["fields"] = [{**f, "type": _inline(f["type"], definitions, defined)} for f in fields]
         return record
-    return {k: _inline(v, definitions, defined) if k in ("type", "items", "values") else v for k, v in node.items()}
+    return {
+        k: _inline(v, definitions, defined) if k in ("type", "items", "values") else v
+        for k, v in node.items()
+    }
 
 
 @functools.cache
-def parsed_schema(name: str) -> object:
+def parsed_schema(name: str) -> Schema:
     """`schema_json(name)` parsed once by fastavro."""
     return fastavro.parse_schema(schema_json(name))
 
@@ -161,4 +165,6 @@ def write_container(schema_name: str, record: Mapping[str, object]) -> bytes:
 
 
 def _corrupt(path: str, found: str) -> CorruptMetadataError:
-    return CorruptMetadataError(f"Cannot decode {path}: expected {EXPECTED_CONTAINER}, found {found}", path=path)
+    return CorruptMetadataError(
+        f"Cannot decode {path}: expected {EXPECTED_CONTAINER}, found {found}", path=path
+    )

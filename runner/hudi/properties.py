@@ -26,7 +26,17 @@ SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 _WHITESPACE = " \t\f"
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-_STORE_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f", "=": "\\=", ":": "\\:", "#": "\\#", "!": "\\!", "\\": "\\\\"}
+_STORE_ESCAPES = {
+    "\t": "\\t",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\f": "\\f",
+    "=": "\\=",
+    ":": "\\:",
+    "#": "\\#",
+    "!": "\\!",
+    "\\": "\\\\",
+}
 
 
 class TableType(StrEnum):
@@ -162,7 +172,9 @@ def format_properties(props: Mapping[str, str]) -> str:
     a leading blank in a value, and every character outside printable ASCII as `\\uXXXX` (a UTF-16
     surrogate pair beyond the BMP). Keys keep the mapping's order. `parse_properties` inverts it.
     """
-    return "".join(f"{_escape(k, all_spaces=True)}={_escape(v, all_spaces=False)}\n" for k, v in props.items())
+    return "".join(
+        f"{_escape(k, all_spaces=True)}={_escape(v, all_spaces=False)}\n" for k, v in props.items()
+    )
 
 
 def _escape(text: str, *, all_spaces: bool) -> str:
@@ -250,9 +262,12 @@ class TableConfig:
             version=version,
             timeline_layout_version=layout,
             record_key_fields=_fields(props.get("hoodie.table.recordkey.fields", "")),
-            partition_fields=tuple(f.split(":", 1)[0] for f in _fields(props.get("hoodie.table.partition.fields", ""))),
+            partition_fields=tuple(
+                f.split(":", 1)[0] for f in _fields(props.get("hoodie.table.partition.fields", ""))
+            ),
             ordering_fields=_fields(ordering),
-            base_file_format=props.get("hoodie.table.base.file.format", "PARQUET").strip().upper() or "PARQUET",
+            base_file_format=props.get("hoodie.table.base.file.format", "PARQUET").strip().upper()
+            or "PARQUET",
             timeline_path=props.get("hoodie.timeline.path", "timeline") if layout == 2 else "",
             metadata_partitions=_fields(props.get("hoodie.table.metadata.partitions", "")),
             metadata_partitions_inflight=_fields(props.get("hoodie.table.metadata.partitions.inflight", "")),
@@ -325,7 +340,9 @@ def _enum(props: Mapping[str, str], key: str, enum: type[TableType], path: str) 
 def _timezone(props: Mapping[str, str], path: str) -> str:
     value = props.get("hoodie.table.timeline.timezone", "LOCAL").strip().upper() or "LOCAL"
     if value not in ("LOCAL", "UTC"):
-        raise TableError(f"{path}: hoodie.table.timeline.timezone must be LOCAL or UTC, found {value!r}", path=path)
+        raise TableError(
+            f"{path}: hoodie.table.timeline.timezone must be LOCAL or UTC, found {value!r}", path=path
+        )
     return value
 
 

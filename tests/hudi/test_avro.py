@@ -1,4 +1,4 @@
-"""The Avro codec: packaged schemas match what Hudi writes, containers are Hudi-shaped, bad bytes fail clearly."""
+"""The Avro codec: schemas match what Hudi writes, containers are Hudi-shaped, bad bytes fail clearly."""
 
 from __future__ import annotations
 
@@ -40,14 +40,21 @@ def _shape(schema: object) -> object:
         ignored += ("default",)  # Hudi's HoodieWriteStat puts a meaningless default inside these types
     if set(schema) - set(ignored) == {"type"} and isinstance(schema["type"], str):
         return _shape(schema["type"])  # {"type": "string", "avro.java.string": "String"} is "string"
-    return {k: _shape(v) if k in ("type", "items", "values", "fields") else v for k, v in schema.items() if k not in ignored}
+    return {
+        k: _shape(v) if k in ("type", "items", "values", "fields") else v
+        for k, v in schema.items()
+        if k not in ignored
+    }
 
 
 HUDI_WRITTEN = {
     # record name -> (fixture zip, member): a file Hudi 1.1 wrote with its compiled schema
     "HoodieRequestedReplaceMetadata": (V9_ZIP, f"{V9_TIMELINE}/20260307135709297.clustering.requested"),
     "HoodieCommitMetadata": (V9_ZIP, f"{V9_TIMELINE}/20260307135657661_20260307135659468.commit"),
-    "HoodieReplaceCommitMetadata": (V9_ZIP, f"{V9_TIMELINE}/20260307135709297_20260307135709818.replacecommit"),
+    "HoodieReplaceCommitMetadata": (
+        V9_ZIP,
+        f"{V9_TIMELINE}/20260307135709297_20260307135709818.replacecommit",
+    ),
 }
 
 
@@ -73,7 +80,9 @@ def test_writer_output_is_a_hudi_shaped_container() -> None:
     reader = fastavro.reader(io.BytesIO(data))
     assert reader.codec == "null"
     assert _writer_schema(data)["name"] == "org.apache.hudi.avro.model.HoodieRequestedReplaceMetadata"
-    assert list(reader) == [{"operationType": "INSERT_OVERWRITE", "clusteringPlan": None, "extraMetadata": None, "version": 1}]
+    assert list(reader) == [
+        {"operationType": "INSERT_OVERWRITE", "clusteringPlan": None, "extraMetadata": None, "version": 1}
+    ]
 
 
 def test_writing_is_deterministic() -> None:
@@ -126,7 +135,12 @@ def _minimal(name: str) -> dict[str, object]:
             "earliestCommitToRetain": "",
             "partitionMetadata": {},
         },
-        "HoodieSavepointMetadata": {"savepointedBy": "", "savepointedAt": 0, "comments": "", "partitionMetadata": {}},
+        "HoodieSavepointMetadata": {
+            "savepointedBy": "",
+            "savepointedAt": 0,
+            "comments": "",
+            "partitionMetadata": {},
+        },
     }[name]
 
 
@@ -152,7 +166,9 @@ def test_bad_bytes_name_the_file_and_what_was_expected(data: bytes, found: str) 
     with pytest.raises(CorruptMetadataError) as error:
         avro.read_container(data, path=PATH)
     message = str(error.value)
-    assert message.startswith(f"Cannot decode {PATH}: expected an Avro object container file (magic Obj\\x01)")
+    assert message.startswith(
+        f"Cannot decode {PATH}: expected an Avro object container file (magic Obj\\x01)"
+    )
     assert "with one record" in message and found in message
     assert error.value.path == PATH
 

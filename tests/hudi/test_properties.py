@@ -91,7 +91,9 @@ def test_format_then_parse_round_trips(props: dict[str, str]) -> None:
 def test_every_fixture_properties_file_parses(zip_path) -> None:
     """The table's own file and its metadata table's (a MERGE_ON_READ table of the same version)."""
     with zipfile.ZipFile(zip_path) as archive:
-        names = [n for n in archive.namelist() if n.endswith(".hoodie/hoodie.properties") and "__MACOSX" not in n]
+        names = [
+            n for n in archive.namelist() if n.endswith(".hoodie/hoodie.properties") and "__MACOSX" not in n
+        ]
         for name in names:
             props = parse_properties(archive.read(name).decode("iso-8859-1"), path=name)
             config = TableConfig.from_properties(props, path=name)
@@ -108,7 +110,9 @@ def _properties_text(zip_path) -> str:
 
 
 def _config(fixture: str) -> TableConfig:
-    return TableConfig.parse(_properties_text(FIXTURES / f"{fixture}.zip"), path=f"{fixture}/.hoodie/hoodie.properties")
+    return TableConfig.parse(
+        _properties_text(FIXTURES / f"{fixture}.zip"), path=f"{fixture}/.hoodie/hoodie.properties"
+    )
 
 
 def test_v6_fixture_config() -> None:
@@ -194,7 +198,11 @@ def test_ordering_fields_prefer_v9_key_over_precombine() -> None:
 
 
 def test_flags_follow_java_parse_boolean() -> None:
-    props = {**BASE, "hoodie.datasource.write.hive_style_partitioning": "TRUE", "hoodie.populate.meta.fields": "no"}
+    props = {
+        **BASE,
+        "hoodie.datasource.write.hive_style_partitioning": "TRUE",
+        "hoodie.populate.meta.fields": "no",
+    }
     config = TableConfig.from_properties(props, path="p")
     assert config.hive_style_partitioning and not config.populate_meta_fields
 
