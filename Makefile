@@ -15,9 +15,16 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The main job on the embedded default: local Spark and a demo warehouse on local disk.
+# `runner plan` exits 2 when changes are pending, which is expected before apply.
 run: $(STAMP)
 	$(RUNNER) validate
 	$(RUNNER) ls
+	$(PY) -m runner.demo .
+	$(RUNNER) status
+	$(RUNNER) plan --out target/plan.json || [ $$? -eq 2 ]
+	$(RUNNER) apply target/plan.json
+	$(RUNNER) plan || [ $$? -eq 2 ]
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -81,7 +81,7 @@ def apply_table(
         failpoint("after_lock")
         meta = read_table_metadata(storage)
         fresh = plan_one(decl, storage, now=now, metadata=meta)
-        plan = _checked(planned, fresh, meta) if planned is not None else fresh
+        plan = _checked(planned, fresh, meta, storage) if planned is not None else fresh
         if plan.status is TableStatus.IN_SYNC:
             result.duration_s = round(time.monotonic() - started, 3)
             return result
@@ -106,8 +106,12 @@ def apply_table(
     return result
 
 
-def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata) -> TablePlan:
-    """The saved plan, if the table is unchanged and a fresh plan would delete at least as much."""
+def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata, storage: Storage) -> TablePlan:
+    """The saved plan, if the table is unchanged and a fresh plan would delete at least as much.
+
+    Files the saved plan lists that are already gone (the plan was applied before) are dropped, so
+    applying the same plan twice is a no-op rather than an error.
+    """
     if planned.requirements is None or planned.requirements.timeline_fingerprint != timeline_fingerprint(meta):
         raise RequirementFailed(
             f"table {planned.name}: the timeline changed since the plan was made "
@@ -115,6 +119,7 @@ def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata) -> Table
             f"found {timeline_fingerprint(meta)}); nothing was written",
             hint="run `runner plan` again and apply the new plan.",
         )
+    planned = _without_done(planned, storage)
     fresh_files = {f.path for f in fresh.clean.files_to_delete} if fresh.clean else set()
     extra = sorted(f.path for f in (planned.clean.files_to_delete if planned.clean else ()) if f.path not in fresh_files)
     fresh_parts = set(fresh.clean.partitions_to_delete) if fresh.clean else set()
@@ -129,6 +134,18 @@ def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata) -> Table
     pending_now = {str(i.time) for i, p in meta.pending_cleans if p is not None}
     status = TableStatus.CHANGES if (pending_now or _has_work(planned)) else TableStatus.IN_SYNC
     return replace(planned, status=status)
+
+
+def _without_done(plan: TablePlan, storage: Storage) -> TablePlan:
+    """Drop files and partitions that no longer exist (their deletion already happened)."""
+    if plan.clean is None:
+        return plan
+    clean = replace(
+        plan.clean,
+        files_to_delete=tuple(f for f in plan.clean.files_to_delete if storage.stat(f.path) is not None),
+        partitions_to_delete=tuple(p for p in plan.clean.partitions_to_delete if storage.stat(p) is not None),
+    )
+    return replace(plan, clean=clean)
 
 
 def _narrowed(plan: TablePlan, fresh: TablePlan) -> TablePlan:

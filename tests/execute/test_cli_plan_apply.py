@@ -84,6 +84,8 @@ def test_apply_saved_plan_then_plan_is_in_sync(tmp_path, capsys, spark):
     assert code == 0 and data["tables"][0]["status"] == "in_sync"
     code, report = run_json(capsys, "apply", "--project-dir", str(root))
     assert code == 0 and report["tables"][0]["status"] == "in_sync"
+    code, report = run_json(capsys, "apply", "--project-dir", str(root), str(plan_file))  # cron re-runs it
+    assert code == 0 and report["tables"][0]["status"] == "in_sync"
 
 
 def test_apply_refuses_a_plan_made_before_the_timeline_changed(tmp_path, capsys):
