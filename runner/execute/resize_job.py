@@ -181,7 +181,11 @@ def _with_file_name(table: pa.Table, name: str) -> pa.Table:
     if index < 0:
         return table
     field = table.schema.field(index)
-    return table.set_column(index, field, pa.array([name] * table.num_rows, type=field.type))
+    # One dictionary entry and all-zero indices: Parquet stores it as the same String column (the
+    # writer dictionary-encodes it anyway), without building a million Python strings first.
+    zeros = pa.Array.from_buffers(pa.int32(), table.num_rows, [None, pa.py_buffer(bytes(4 * table.num_rows))])
+    column = pa.DictionaryArray.from_arrays(zeros, pa.array([name], type=field.type))
+    return table.set_column(index, pa.field(field.name, column.type, field.nullable), column)
 
 
 def _footer(table: pa.Table, files: Sequence[pq.ParquetFile]) -> dict[str, str]:

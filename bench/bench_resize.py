@@ -1,0 +1,235 @@
+"""Benchmark the resize (clustering) executor against delta-rs compaction and bare pyarrow.
+
+Generates about `--total-mb` MiB of Parquet in `--files` small files (one partition of a Hudi v6
+copy-on-write table with the `_hoodie_*` columns, snappy, data that compresses like real data:
+unique keys, random amounts and ids, a low-cardinality category), then, `--runs` times, on fresh
+hard-linked copies of the same files:
+
+- **pyarrow** (baseline): for each group the runner plans, `pq.read_table` every input, concatenate,
+  `pq.write_table` one file (snappy), one group after the other in this process;
+- **runner**: `run_resize` on the Hudi table (requested/inflight plan, one Spark task per group on
+  `local[2]`, meta-column rewrite, footer keys, replacecommit); the session is started before timing;
+- **delta-rs**: `DeltaTable.optimize.compact(target_size=max file size)` on a Delta table made of the
+  same files (`convert_to_deltalake`, not timed), with snappy so that all three write the same codec.
+
+Reports the median of the runs per system and the ratio to the pyarrow median. All inputs fit in
+the page cache, so every system reads warm files. Needs `pip install deltalake` (bench only).
+
+    .venv/bin/python bench/bench_resize.py [--total-mb 1024] [--files 1000] [--max-file-mb 128] [--runs 3]
+    .venv/bin/python bench/bench_resize.py --quick        # 64 MiB in 100 files, 1 run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from runner.declarations.model import FileSizing, SparkSettings
+from runner.execute.resize import run_resize
+from runner.execute.spark import get_spark
+from runner.hudi.files import BaseFile
+from runner.hudi.instant import InstantTime
+from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
+from runner.hudi.state import read_table_state
+from runner.hudi.storage import storage_for
+from runner.plan.model import SizingStep
+from runner.plan.sizing import plan_sizing
+
+MIB = 1024 * 1024
+PARTITION = "dt=2024-01-01"
+INSTANT = InstantTime("20240101000000000")
+PROPERTIES = """\
+hoodie.table.name=bench
+hoodie.table.type=COPY_ON_WRITE
+hoodie.table.version=6
+hoodie.timeline.layout.version=1
+hoodie.table.recordkey.fields=id
+hoodie.table.partition.fields=dt
+hoodie.table.base.file.format=PARQUET
+hoodie.table.keygenerator.class=org.apache.hudi.keygen.SimpleKeyGenerator
+hoodie.datasource.write.hive_style_partitioning=true
+hoodie.populate.meta.fields=true
+hoodie.table.timeline.timezone=UTC
+hoodie.archivelog.folder=archived
+"""
+CATEGORIES = pa.array([f"category-{i:02d}" for i in range(16)])
+
+
+def rows_table(first: int, rows: int, name: str, rng: random.Random) -> pa.Table:
+    """`rows` rows with ids from `first`, as one Hudi bulk insert would write them into file `name`."""
+    ids = pa.array(range(first, first + rows), pa.int64())
+    text = pc.cast(ids, pa.string())
+    rand32 = pa.Array.from_buffers(pa.uint32(), rows, [None, pa.py_buffer(rng.randbytes(4 * rows))])
+    payload = pa.Array.from_buffers(pa.binary(), rows, [
+        None, pa.array(range(0, 16 * rows + 1, 16), pa.int32()).buffers()[1], pa.py_buffer(rng.randbytes(16 * rows)),
+    ])
+    return pa.table({
+        "_hoodie_commit_time": pa.array([str(INSTANT)] * rows),
+        "_hoodie_commit_seqno": pc.binary_join_element_wise(f"{INSTANT}_0_", text, ""),
+        "_hoodie_record_key": text,
+        "_hoodie_partition_path": pa.array([PARTITION] * rows),
+        "_hoodie_file_name": pa.array([name] * rows),
+        "id": ids,
+        "ts": pc.cast(pc.add(ids, 1_700_000_000_000_000), pa.timestamp("us", tz="UTC")),
+        "amount": pc.divide(pc.cast(rand32, pa.float64()), 100.0),
+        "qty": pc.cast(pc.bit_wise_and(rand32, 127), pa.int32()),
+        "category": pc.take(CATEGORIES, pc.bit_wise_and(pc.shift_right(rand32, 8), 15)),
+        "payload": payload,
+        "dt": pa.array([PARTITION.split("=")[1]] * rows),
+    })
+
+
+def generate(root: Path, total_mb: int, files: int) -> Path:
+    """A Hudi v6 table: one commit of `files` base files of about total/files bytes each."""
+    table = root / "source_hudi"
+    part = table / PARTITION
+    part.mkdir(parents=True)
+    (table / ".hoodie").mkdir()
+    (table / ".hoodie" / "hoodie.properties").write_text(PROPERTIES)
+    (part / ".hoodie_partition_metadata").write_text(f"commitTime={INSTANT}\npartitionDepth=1\n")
+    rng = random.Random(42)
+    probe = rows_table(0, 20_000, "probe", rng)
+    sink = pa.BufferOutputStream()
+    pq.write_table(probe, sink, compression="snappy")
+    rows = max(1, int(total_mb * MIB / files / (sink.getvalue().size / probe.num_rows)))
+    stats = []
+    for n in range(files):
+        name = BaseFile(f"{rng.getrandbits(128):032x}-0", f"{n}-1-{n}", INSTANT, "parquet").name
+        pq.write_table(rows_table(n * rows, rows, name, rng), part / name, compression="snappy")
+        size = (part / name).stat().st_size
+        stats.append(WriteStat(PARTITION, name.split("_")[0], f"{PARTITION}/{name}", None,
+                               num_writes=rows, num_inserts=rows, total_write_bytes=size, file_size_in_bytes=size))
+    commit = CommitMetadata("BULK_INSERT", {PARTITION: tuple(stats)})
+    (table / ".hoodie" / f"{INSTANT}.commit.requested").write_bytes(b"")
+    (table / ".hoodie" / f"{INSTANT}.inflight").write_bytes(b"")
+    (table / ".hoodie" / f"{INSTANT}.commit").write_bytes(encode_commit_metadata(commit, layout=1))
+    return table
+
+
+def linked_copy(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest, copy_function=os.link)
+    return dest
+
+
+def run_pyarrow(table: Path, step: SizingStep, out: Path) -> list[int]:
+    out.mkdir()
+    sizes = []
+    for i, group in enumerate(step.groups):
+        merged = pa.concat_tables([pq.read_table(table / f.path) for f in group.files])
+        pq.write_table(merged, out / f"part-{i:05d}.parquet", compression="snappy")
+        sizes.append((out / f"part-{i:05d}.parquet").stat().st_size)
+    return sizes
+
+
+def run_runner(table: Path, step: SizingStep, spark: object) -> list[int]:
+    storage = storage_for(str(table))
+    state = read_table_state(storage)
+    outcome = run_resize(storage, state.metadata, step, spark=spark,  # type: ignore[arg-type]
+                         clock=lambda: datetime.now(timezone.utc))
+    return [(table / p).stat().st_size for p in outcome.output_files]
+
+
+def prepare_delta(source: Path, dest: Path) -> Path:
+    from deltalake import convert_to_deltalake
+
+    dest.mkdir()
+    for f in (source / PARTITION).glob("*.parquet"):
+        os.link(f, dest / f.name)
+    convert_to_deltalake(str(dest))
+    return dest
+
+
+def run_delta(table: Path, target: int) -> list[int]:
+    from deltalake import DeltaTable, WriterProperties
+
+    DeltaTable(str(table)).optimize.compact(target_size=target, writer_properties=WriterProperties(compression="SNAPPY"))
+    return [os.path.getsize(u.removeprefix("file://")) for u in DeltaTable(str(table)).file_uris()]
+
+
+def timed(action: Callable[[], list[int]]) -> tuple[float, list[int]]:
+    started = time.perf_counter()
+    sizes = action()
+    return time.perf_counter() - started, sizes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--total-mb", type=int, default=1024)
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--max-file-mb", type=int, default=128)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="64 MiB in 100 files, 1 run")
+    parser.add_argument("--work-dir", type=Path, default=None)
+    args = parser.parse_args()
+    if args.quick:
+        args.total_mb, args.files, args.runs = 64, 100, 1
+    root = Path(tempfile.mkdtemp(prefix="bench_resize_", dir=args.work_dir))
+    try:
+        report(root, args)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def report(root: Path, args: argparse.Namespace) -> None:
+    started = time.perf_counter()
+    source = generate(root, args.total_mb, args.files)
+    inputs = sorted((source / PARTITION).glob("*.parquet"))
+    input_bytes = sum(f.stat().st_size for f in inputs)
+    print(f"generated {len(inputs)} files, {input_bytes / MIB:.0f} MiB in {time.perf_counter() - started:.1f} s")
+    limit = args.max_file_mb * MIB
+    plan_started = time.perf_counter()
+    step = plan_sizing(FileSizing(max_file_size=limit, small_file_limit=limit - 1), read_table_state(storage_for(str(source))))
+    plan_s = time.perf_counter() - plan_started
+    assert step is not None and not step.is_empty
+    spark = get_spark(SparkSettings(master="local[2]", conf=(("spark.ui.enabled", "false"),)))
+    times: dict[str, list[float]] = {"pyarrow": [], "runner": [], "delta-rs": []}
+    outputs: dict[str, list[int]] = {}
+    for run in range(args.runs):
+        work = root / f"run{run}"
+        work.mkdir()
+        hudi = linked_copy(source, work / "hudi")
+        delta = prepare_delta(source, work / "delta")
+        for name, action in (
+            ("pyarrow", lambda: run_pyarrow(source, step, work / "pyarrow")),
+            ("runner", lambda: run_runner(hudi, step, spark)),
+            ("delta-rs", lambda: run_delta(delta, limit)),
+        ):
+            seconds, sizes = timed(action)
+            times[name].append(seconds)
+            outputs[name] = sizes
+            print(f"run {run + 1}: {name:9s} {seconds:7.2f} s, {len(sizes)} files written")
+        shutil.rmtree(work)
+    print_table(args, len(inputs), input_bytes, step, plan_s, times, outputs)
+
+
+def print_table(args: argparse.Namespace, files: int, input_bytes: int, step: SizingStep, plan_s: float,
+                times: dict[str, list[float]], outputs: dict[str, list[int]]) -> None:
+    base = statistics.median(times["pyarrow"])
+    print(f"\n{files} input files, {input_bytes / MIB:.0f} MiB, {len(step.groups)} groups of <= {args.max_file_mb} MiB; "
+          f"median of {args.runs} run(s); Python {platform.python_version()}, {os.cpu_count()} CPUs; "
+          f"runner planning (listing + plan_sizing) {plan_s * 1000:.0f} ms, not included\n")
+    print("| what | median | MiB/s | files written | vs pyarrow |")
+    print("|---|---:|---:|---:|---:|")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"| {name} | {median:.2f} s | {input_bytes / MIB / median:.0f} | {len(outputs[name])} "
+              f"({sum(outputs[name]) / MIB:.0f} MiB) | {median / base:.2f}x |")
+    print("\nraw seconds: " + json.dumps({k: [round(v, 2) for v in vs] for k, vs in times.items()}))
+
+
+if __name__ == "__main__":
+    main()
