@@ -30,6 +30,7 @@ from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.build import plan_table, timeline_fingerprint
 from runner.plan.clean import clean_scope
 from runner.plan.model import TablePlan, TableStatus
+from runner.plan.sizing import plan_sizing
 
 
 @dataclass
@@ -100,6 +101,7 @@ def apply_table(
             inflight, clean_plan = runner.start(start, plan.clean)
             sizes = {f.path: f.size for f in plan.clean.files_to_delete}
             _record(result, runner.finish(inflight, clean_plan, sizes=sizes), started=str(start))
+        _resize(decl, storage, plan, result, spark_settings, clock)
         result.status = "success"
         result.notes.extend(plan.notes)
     result.duration_s = round(time.monotonic() - started, 3)
@@ -124,6 +126,9 @@ def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata, storage:
     extra = sorted(f.path for f in (planned.clean.files_to_delete if planned.clean else ()) if f.path not in fresh_files)
     fresh_parts = set(fresh.clean.partitions_to_delete) if fresh.clean else set()
     extra += sorted(p + "/" for p in (planned.clean.partitions_to_delete if planned.clean else ()) if p not in fresh_parts)
+    rewritable = {f.path for g in (fresh.sizing.groups if fresh.sizing else ()) for f in g.files}
+    extra += sorted(f.path for g in (planned.sizing.groups if planned.sizing else ()) for f in g.files
+                    if f.path not in rewritable)
     if extra:
         shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
         raise RefusedError(
@@ -164,6 +169,34 @@ def _narrowed(plan: TablePlan, fresh: TablePlan) -> TablePlan:
 
 def _has_work(plan: TablePlan) -> bool:
     return bool((plan.clean and not plan.clean.is_empty) or (plan.sizing and not plan.sizing.is_empty))
+
+
+def _resize(decl: TableDeclaration, storage: Storage, plan: TablePlan, result: TableResult,
+            spark_settings: SparkSettings, clock: Callable[[], datetime]) -> None:
+    """Finish a resize a crash interrupted, then rewrite the plan's small files as a clustering."""
+    meta = read_table_metadata(storage)
+    wanted = plan.sizing is not None and not plan.sizing.is_empty
+    if not (wanted or meta.runner_pending_clustering):
+        return
+    from runner.execute.resize import finish_pending_resize, run_resize
+    from runner.execute.spark import get_spark
+
+    spark = get_spark(spark_settings)
+    finished = finish_pending_resize(storage, meta, spark=spark, clock=clock)
+    if finished is not None:
+        _record_resize(result, finished)
+        meta = read_table_metadata(storage)
+    if wanted and plan.sizing is not None:
+        step = plan.sizing
+        if finished is not None:  # the finished resize may have taken some of these files
+            step = plan_sizing(decl.file_sizing, read_table_state(storage, metadata=meta)) or step
+        _record_resize(result, run_resize(storage, meta, step, spark=spark, clock=clock))
+
+
+def _record_resize(result: TableResult, outcome: Any) -> None:
+    result.instants_written.extend(outcome.instants_written)
+    result.files_rewritten += outcome.files_rewritten
+    result.bytes_rewritten += outcome.bytes_rewritten
 
 
 def _handle_metadata_table(decl: TableDeclaration, storage: Storage, meta: TableMetadata, result: TableResult) -> None:

@@ -48,6 +48,8 @@ class TableMetadata:
         pending_compaction: file group → base instant of its pending compaction operation.
         pending_log_compaction: the same for pending log compactions.
         pending_clustering: file groups that are inputs of a pending clustering plan.
+        runner_pending_clustering: pending clustering instants this runner scheduled (a resize a
+            crash interrupted); apply finishes them.
         savepoints: savepoint instant time → its metadata.
         last_clean: the latest completed clean with content, and its metadata.
         empty_completed_cleans: completed clean files with no content (Hudi deletes these).
@@ -65,6 +67,7 @@ class TableMetadata:
     pending_compaction: Mapping[FileGroupKey, InstantTime]
     pending_log_compaction: Mapping[FileGroupKey, InstantTime]
     pending_clustering: frozenset[FileGroupKey]
+    runner_pending_clustering: tuple[InstantTime, ...]
     savepoints: Mapping[InstantTime, SavepointMetadata]
     last_clean: tuple[Instant, CleanMetadata] | None
     empty_completed_cleans: tuple[Instant, ...]
@@ -142,6 +145,7 @@ def read_table_metadata(storage: Storage) -> TableMetadata:
     commits = reader.completed_commits()
     compactions = reader.pending_operations(Action.COMPACTION)
     last_clean, empty_cleans = reader.last_completed_clean()
+    clustering, own_clustering = reader.pending_clustering()
     return TableMetadata(
         base_path=storage.uri,
         config=config,
@@ -152,7 +156,8 @@ def read_table_metadata(storage: Storage) -> TableMetadata:
         compaction_plans=MappingProxyType(compactions),
         pending_compaction=MappingProxyType(_op_bases(compactions)),
         pending_log_compaction=MappingProxyType(_op_bases(reader.pending_operations(Action.LOG_COMPACTION))),
-        pending_clustering=reader.pending_clustering_groups(),
+        pending_clustering=clustering,
+        runner_pending_clustering=own_clustering,
         savepoints=MappingProxyType(reader.savepoints()),
         last_clean=last_clean,
         empty_completed_cleans=empty_cleans,

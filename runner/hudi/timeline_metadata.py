@@ -10,6 +10,7 @@ cleaner could not know what they protect: compaction and log-compaction plans, s
 from __future__ import annotations
 
 from runner.errors import CorruptMetadataError
+from runner.hudi.avro import read_container
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import (
     CleanMetadata,
@@ -68,17 +69,21 @@ class InstantReader:
             result[instant] = decode_compaction_plan(self._required(requested), path=self.path(requested))
         return result
 
-    def pending_clustering_groups(self) -> frozenset[tuple[str, str]]:
+    def pending_clustering(self) -> tuple[frozenset[tuple[str, str]], tuple[InstantTime, ...]]:
         """File groups named by a pending clustering plan (a pending replacecommit or clustering
-        whose requested file carries a plan; insert_overwrite requests carry none)."""
+        whose requested file carries a plan; insert_overwrite requests carry none), and which of
+        those pending instants this runner scheduled (its marker in the plan's extraMetadata)."""
         groups: set[tuple[str, str]] = set()
+        own: list[InstantTime] = []
         for instant in self._timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING):
             requested = self._requested_file(instant)
             data = self.read(requested)
             replace = decode_requested_replace(data, path=self.path(requested))
             for group in replace.clustering_groups or ():
                 groups.update((s.partition_path, s.file_id) for s in group.slices)
-        return frozenset(groups)
+            if replace.is_clustering and _has_runner_marker(data, self.path(requested)):
+                own.append(instant.time)
+        return frozenset(groups), tuple(own)
 
     def savepoints(self) -> dict[InstantTime, SavepointMetadata]:
         return {
@@ -131,3 +136,13 @@ class InstantReader:
             )
         return data
 
+
+
+RUNNER_MARKER = ("runner", "hudi-runner")
+
+
+def _has_runner_marker(data: bytes, path: str) -> bool:
+    """Whether a clustering plan carries this runner's marker in its extraMetadata."""
+    plan = read_container(data, path=path).get("clusteringPlan")
+    extra = plan.get("extraMetadata") if isinstance(plan, dict) else None
+    return isinstance(extra, dict) and extra.get(RUNNER_MARKER[0]) == RUNNER_MARKER[1]

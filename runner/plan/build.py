@@ -22,7 +22,7 @@ def timeline_fingerprint(meta: TableMetadata) -> str:
 def requirements(meta: TableMetadata) -> Requirements:
     return Requirements(
         timeline_fingerprint=timeline_fingerprint(meta),
-        pending_cleans=tuple(str(i.time) for i, _ in meta.pending_cleans),
+        pending_cleans=tuple(str(i.time) for i, p in meta.pending_cleans if p is not None),
     )
 
 
@@ -31,9 +31,11 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> 
     meta = state.metadata
     clean = plan_clean(decl.clean, state, scope)
     sizing = plan_sizing(decl.file_sizing, state)
-    pending = tuple(str(i.time) for i, _ in meta.pending_cleans)
-    changes = bool(pending) or not clean.is_empty or (sizing is not None and not sizing.is_empty)
+    pending = tuple(str(i.time) for i, p in meta.pending_cleans if p is not None)
+    resumes = tuple(str(t) for t in meta.runner_pending_clustering)
+    changes = bool(pending or resumes) or not clean.is_empty or (sizing is not None and not sizing.is_empty)
     notes = [f"finish pending clean {t} first" for t in pending]
+    notes += [f"finish the interrupted resize (clustering {t})" for t in resumes]
     mdt = None
     if meta.has_metadata_table:
         mdt = "disable" if decl.metadata_table is MetadataTableMode.DISABLE else "refuse"

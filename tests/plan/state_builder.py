@@ -114,7 +114,7 @@ class StateBuilder:
             compaction_plans=MappingProxyType(dict(self.compactions)),
             pending_compaction=MappingProxyType(_op_bases(self.compactions)),
             pending_log_compaction=MappingProxyType(_op_bases(self.log_compactions)),
-            pending_clustering=frozenset(self.clustering), savepoints=MappingProxyType(dict(self.savepoints)),
+            pending_clustering=frozenset(self.clustering), runner_pending_clustering=(), savepoints=MappingProxyType(dict(self.savepoints)),
             last_clean=self.last_clean, empty_completed_cleans=tuple(self.empty_cleans),
             pending_cleans=(), has_metadata_table=False,
         )
