@@ -24,7 +24,7 @@ run: $(STAMP)
 	$(RUNNER) status
 	$(RUNNER) plan --out target/plan.json || [ $$? -eq 2 ]
 	$(RUNNER) apply target/plan.json
-	@echo "Resizing replaced small-file groups; the policy decides when the cleaner may remove them:"
+	@echo "Second pass: the cleaner removes file groups the resize replaced, once the policy allows:"
 	$(RUNNER) plan || [ $$? -eq 2 ]
 	$(RUNNER) apply
 	$(RUNNER) plan
