@@ -8,6 +8,10 @@ from typing import Any
 from runner.declarations.model import TableDeclaration
 from runner.hudi.state import TableState
 
+# Hudi's reserved instants for metadata-only and full bootstrap: their base files are skeletons whose
+# data lives in the bootstrap source table, which the runner never deletes.
+BOOTSTRAP_INSTANTS = frozenset({"00000000000001", "00000000000002"})
+
 
 def summarize(decl: TableDeclaration, state: TableState) -> dict[str, Any]:
     meta = state.metadata
@@ -37,6 +41,10 @@ def summarize(decl: TableDeclaration, state: TableState) -> dict[str, Any]:
         "unrecognized_files": len(state.unrecognized_files),
         "savepoints": sorted(str(t) for t in meta.savepoints),
         "metadata_table": meta.has_metadata_table,
+        "bootstrap_base_path": config.raw.get("hoodie.bootstrap.base.path") or None,
+        "bootstrap_base_files": sum(
+            1 for s in latest if s.base_file is not None and s.base_file.instant_time in BOOTSTRAP_INSTANTS
+        ),
         "declaration_drift": declaration_drift(decl, state),
     }
 

@@ -28,10 +28,11 @@ def run(args: argparse.Namespace) -> CommandResult:
     saved = _load_plan(args.plan_file) if args.plan_file else None
     now = parse_now(saved.now if saved else args.now)
     report = RunReport.start(project)
-    for decl in tables:
+    for index, decl in enumerate(tables, start=1):
         planned = _planned_for(saved, decl)
         if saved is not None and planned is None:
             continue
+        _progress(f"[{index}/{len(tables)}] applying {decl.name} ...")
         report.tables.append(_apply_one(project, decl, planned, now))
     report.finish()
     report.write(Path(project.directory) / "target" / "run_results.json")
@@ -41,7 +42,6 @@ def run(args: argparse.Namespace) -> CommandResult:
 
 def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime) -> TableResult:
     started = time.monotonic()
-    _progress(f"applying {decl.name} ...")
     try:
         result = apply_table(
             decl, planned, now=now, spark_settings=project.spark,
@@ -51,7 +51,8 @@ def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | No
         result = TableResult(decl.name, decl.path, status="error",
                              error={"type": error.kind, "message": str(error)})
     result.duration_s = round(time.monotonic() - started, 3)
-    _progress(f"{decl.name}: {result.status} ({result.files_deleted} files deleted, {result.duration_s:.1f}s)")
+    _progress(f"    {decl.name}: {result.status}, {result.files_deleted} files deleted, "
+              f"{result.files_rewritten} rewritten, {result.duration_s:.1f}s")
     return result
 
 

@@ -45,6 +45,9 @@ def _text(rows: list[dict[str, Any]]) -> str:
             out.append(f"    {label.replace('_', ' ')}: {f['slices']} slices, {f['files']} files, {human_bytes(f['bytes'])}")
         s = r["small_files"]
         out.append(f"    small files (< {human_bytes(s['limit'])}): {s['count']} ({human_bytes(s['bytes'])})")
+        if r["bootstrap_base_path"]:
+            out.append(f"    bootstrapped from {r['bootstrap_base_path']} ({r['bootstrap_base_files']} skeleton base files; "
+                       "the source files are never deleted)")
         if r["savepoints"]:
             out.append("    savepoints: " + ", ".join(r["savepoints"]))
         if r["uncommitted_files"] or r["unrecognized_files"]:
