@@ -57,7 +57,8 @@ ROLLBACK_PLAN = {
                 {"name": "partitionPath", "type": _STRING},
                 {"name": "fileId", "type": ["null", _STRING], "default": None},
                 {"name": "latestBaseInstant", "type": ["null", _STRING], "default": None},
-                {"name": "filesToBeDeleted", "type": {"type": "array", "items": _STRING}, "default": []},
+                {"name": "filesToBeDeleted", "type": {"type": "array", "items": _STRING, "default": []},
+                 "default": []},
                 {"name": "logBlocksToBeDeleted", "type": ["null", {"type": "map", "values": "long"}], "default": None},
             ]}}]},
         {"name": "version", "type": ["int", "null"], "default": 1},
@@ -81,7 +82,8 @@ ROLLBACK_METADATA = {
                  "default": None},
             ]}}},
         {"name": "version", "type": ["int", "null"], "default": 1},
-        {"name": "instantsRollback", "type": {"type": "array", "items": "HoodieInstantInfo"}, "default": []},
+        {"name": "instantsRollback", "type": {"type": "array", "items": _INSTANT_INFO, "default": []},
+         "default": []},
     ],
 }
 
