@@ -32,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -189,6 +190,7 @@ def report(root: Path, args: argparse.Namespace) -> None:
     source = generate(root, args.total_mb, args.files)
     inputs = sorted((source / PARTITION).glob("*.parquet"))
     input_bytes = sum(f.stat().st_size for f in inputs)
+    os.sync()
     print(f"generated {len(inputs)} files, {input_bytes / MIB:.0f} MiB in {time.perf_counter() - started:.1f} s")
     limit = args.max_file_mb * MIB
     plan_started = time.perf_counter()
@@ -203,11 +205,13 @@ def report(root: Path, args: argparse.Namespace) -> None:
         work.mkdir()
         hudi = linked_copy(source, work / "hudi")
         delta = prepare_delta(source, work / "delta")
-        for name, action in (
-            ("pyarrow", lambda: run_pyarrow(source, step, work / "pyarrow")),
-            ("runner", lambda: run_runner(hudi, step, spark)),
-            ("delta-rs", lambda: run_delta(delta, limit)),
-        ):
+        actions: list[tuple[str, Callable[[], list[int]]]] = [
+            ("pyarrow", partial(run_pyarrow, source, step, work / "pyarrow")),
+            ("runner", partial(run_runner, hudi, step, spark)),
+            ("delta-rs", partial(run_delta, delta, limit)),
+        ]
+        for name, action in actions:
+            os.sync()  # earlier writes are flushed now, not during the next measurement
             seconds, sizes = timed(action)
             times[name].append(seconds)
             outputs[name] = sizes
@@ -222,14 +226,15 @@ def print_table(args: argparse.Namespace, files: int, input_bytes: int, step: Si
     print(f"\n{files} input files, {input_bytes / MIB:.0f} MiB, {len(step.groups)} groups of <= {args.max_file_mb} MiB; "
           f"median of {args.runs} run(s); Python {platform.python_version()}, {os.cpu_count()} CPUs; "
           f"runner planning (listing + plan_sizing) {plan_s * 1000:.0f} ms, not included\n")
-    print("| what | median | MiB/s | files written | vs pyarrow |")
-    print("|---|---:|---:|---:|---:|")
+    print("| what | median | MiB/s | files written | vs pyarrow (ratio of medians) | vs pyarrow (median of per-run ratios) |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, values in times.items():
         median = statistics.median(values)
+        per_run = statistics.median(v / b for v, b in zip(values, times["pyarrow"], strict=True))
         print(f"| {name} | {median:.2f} s | {input_bytes / MIB / median:.0f} | {len(outputs[name])} "
-              f"({sum(outputs[name]) / MIB:.0f} MiB) | {median / base:.2f}x |")
+              f"({sum(outputs[name]) / MIB:.0f} MiB) | {median / base:.2f}x | {per_run:.2f}x |")
     print("\nraw seconds: " + json.dumps({k: [round(v, 2) for v in vs] for k, vs in times.items()}))
-
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 if __name__ == "__main__":
     main()

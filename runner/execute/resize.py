@@ -246,8 +246,8 @@ class ResizeRunner:
         schema = _latest_schema(self.meta.commits)
         return CommitMetadata(
             operation_type=CLUSTER,
-            partition_to_write_stats=stats,
-            partition_to_replace_file_ids=replaced,
+            partition_to_write_stats={p: tuple(s) for p, s in stats.items()},
+            partition_to_replace_file_ids={p: tuple(ids) for p, ids in replaced.items()},
             extra_metadata={"schema": schema} if schema else {},
             is_replace=True,
         )

@@ -22,8 +22,13 @@ from dataclasses import dataclass
 from runner.errors import CorruptMetadataError
 from runner.hudi.avro import read_container, write_container
 from runner.hudi.files import BaseFile, relative_path
-from runner.hudi.metadata import ClusteringGroup, ClusteringSlice, RequestedReplace, decode_requested_replace
-from runner.hudi.metadata import encode_requested_replace
+from runner.hudi.metadata import (
+    ClusteringGroup,
+    ClusteringSlice,
+    RequestedReplace,
+    decode_requested_replace,
+    encode_requested_replace,
+)
 from runner.plan.model import RewriteGroup, SizingStep
 
 STRATEGY_CLASS = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
