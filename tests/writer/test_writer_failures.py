@@ -1,0 +1,126 @@
+"""Failed writes are invisible, and the next write rolls them back the way Hudi's EAGER policy does."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import runner
+from runner.errors import StepFailed
+from runner.hudi.metadata import decode_rollback_metadata, decode_rollback_plan
+from runner.hudi.state import read_table_state
+from runner.hudi.storage import storage_for
+from runner.writer import commit as commit_module
+from runner.writer.write import FAILPOINT_ENV, FAILPOINT_EXIT
+from tests.writer.writer_helpers import oracle_rows, table_yaml
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "id long, region string, name string, ts long"
+
+
+def _names(base: Path) -> list[str]:
+    return sorted(p.name for p in (base / ".hoodie").iterdir() if p.is_file())
+
+
+def _pending_instants(base: Path) -> set[str]:
+    names = _names(base)
+    return {n.split(".")[0] for n in names if n.endswith(".inflight") and f"{n.split('.')[0]}.commit" not in names}
+
+
+def _pending_files(base: Path) -> tuple[str, ...]:
+    return read_table_state(storage_for(str(base))).uncommitted_files
+
+
+def _assert_rolled_back(base: Path, failed: str, result: Any) -> None:
+    assert result.rolled_back == (failed,)
+    names = _names(base)
+    assert not [n for n in names if n.startswith(failed)]
+    (rollback,) = [n for n in names if n.endswith(".rollback")]
+    assert f"{rollback}.requested" in names and f"{rollback}.inflight" in names
+    meta = decode_rollback_metadata((base / ".hoodie" / rollback).read_bytes(), path=rollback)
+    plan = decode_rollback_plan((base / ".hoodie" / f"{rollback}.requested").read_bytes(), path=rollback)
+    assert meta.commits_rolled_back == (failed,) and plan.instant_time == failed
+    assert all(failed in f for files in meta.deleted_files.values() for f in files)
+    assert _pending_files(base) == ()
+    assert not (base / ".hoodie/.temp" / failed).exists()
+
+
+def test_a_write_that_raises_is_invisible_and_rolled_back_next_time(
+    spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project(orders=table_yaml("orders"))
+    base = root / "warehouse" / "orders"
+    runner.write(spark.createDataFrame([(1, "eu", "a", 1)], SCHEMA), "orders", project_dir=root)
+    before = oracle_rows(base)
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(commit_module, "complete", crash)
+    with pytest.raises(StepFailed, match="disk full"):
+        runner.write(spark.createDataFrame([(1, "eu", "b", 2), (2, "us", "c", 2)], SCHEMA), "orders", project_dir=root)
+    monkeypatch.undo()
+
+    (failed,) = _pending_instants(base)
+    assert f"{failed}.commit" not in _names(base)
+    assert oracle_rows(base) == before
+    assert len(_pending_files(base)) == 2  # the merged eu file and the new us file
+
+    result = runner.write(spark.createDataFrame([(3, "eu", "d", 3)], SCHEMA), "orders", project_dir=root)
+    _assert_rolled_back(base, failed, result)
+    assert sorted(r["id"] for r in oracle_rows(base)) == [1, 3]
+
+
+def test_a_hand_made_failed_write_without_markers_is_found_by_listing(
+    spark: Any, project: Callable[..., Path]
+) -> None:
+    root = project(orders=table_yaml("orders"))
+    base = root / "warehouse" / "orders"
+    first = runner.write(spark.createDataFrame([(1, "eu", "a", 1)], SCHEMA), "orders", project_dir=root)
+    failed = str(int(first.instant) + 5)
+    (base / ".hoodie" / f"{failed}.commit.requested").write_bytes(b"")
+    (base / ".hoodie" / f"{failed}.inflight").write_bytes(b"")
+    source = base / first.files[0]
+    stray = source.parent / f"deadbeef-0000-0000-0000-000000000000-0_0-1-2_{failed}.parquet"
+    shutil.copy(source, stray)
+    assert sorted(r["id"] for r in oracle_rows(base)) == [1]
+
+    result = runner.write(spark.createDataFrame([(2, "eu", "b", 1)], SCHEMA), "orders", project_dir=root)
+    _assert_rolled_back(base, failed, result)
+    assert not stray.exists()
+
+
+def test_a_killed_write_leaves_its_lock_and_files_and_the_next_write_cleans_up(
+    spark: Any, project: Callable[..., Path]
+) -> None:
+    root = project(orders=table_yaml("orders"))
+    base = root / "warehouse" / "orders"
+    runner.write(spark.createDataFrame([(1, "eu", "a", 1)], SCHEMA), "orders", project_dir=root)
+    script = textwrap.dedent(f"""
+        import runner
+        from runner.declarations.model import SparkSettings
+        from runner.execute.spark import get_spark
+        spark = get_spark(SparkSettings(master="local[1]"))
+        df = spark.createDataFrame([(1, "eu", "x", 5), (9, "us", "y", 5)], "{SCHEMA}")
+        runner.write(df, "orders", project_dir={str(root)!r})
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {FAILPOINT_ENV: "after_files"}
+    killed = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert killed.returncode == FAILPOINT_EXIT, killed.stderr[-2000:]
+    assert (base / ".hoodie/.locks/runner.lock").exists()
+    (failed,) = _pending_instants(base)
+    assert len(_pending_files(base)) == 2
+    assert sorted(r["name"] for r in oracle_rows(base)) == ["a"]
+
+    result = runner.write(spark.createDataFrame([(2, "eu", "b", 1)], SCHEMA), "orders", project_dir=root)
+    _assert_rolled_back(base, failed, result)
+    assert sorted(r["name"] for r in oracle_rows(base)) == ["a", "b"]
