@@ -37,7 +37,7 @@ def workload_profile(operation: str, inserts: Mapping[str, int], buckets: Sequen
             stats[bucket.partition].append(WriteStat(
                 bucket.partition, bucket.file_id, None, bucket.prev_commit, num_update_writes=bucket.updates
             ))
-    return CommitMetadata(operation_type=operation, partition_to_write_stats=stats)
+    return CommitMetadata(operation_type=operation, partition_to_write_stats=_frozen(stats))
 
 
 def commit_metadata(operation: str, files: Sequence[WrittenFile], schema: str) -> CommitMetadata:
@@ -55,7 +55,12 @@ def commit_metadata(operation: str, files: Sequence[WrittenFile], schema: str) -
             total_write_bytes=f.size,
             file_size_in_bytes=f.size,
         ))
-    return CommitMetadata(operation_type=operation, partition_to_write_stats=stats, extra_metadata={"schema": schema})
+    return CommitMetadata(operation_type=operation, partition_to_write_stats=_frozen(stats),
+                          extra_metadata={"schema": schema})
+
+
+def _frozen(stats: dict[str, list[WriteStat]]) -> dict[str, tuple[WriteStat, ...]]:
+    return {partition: tuple(items) for partition, items in stats.items()}
 
 
 def begin(timeline: TimelineWriter, instant: InstantTime) -> Instant:

@@ -23,7 +23,11 @@ from datetime import UTC, datetime
 from runner.declarations.model import TableDeclaration
 from runner.declarations.model import TableType as DeclaredType
 from runner.errors import DeclarationError, Problem, RefusedError
-from runner.hudi.properties import TableConfig, TableType, format_properties, parse_properties
+from runner.hudi.properties import (
+    TableConfig,
+    TableType,
+    format_properties,
+)
 from runner.hudi.storage import AlreadyExists, Storage
 
 PROPERTIES = ".hoodie/hoodie.properties"
@@ -221,7 +225,3 @@ def _flag(raw: object, key: str) -> bool:
     assert hasattr(raw, "get")
     return str(raw.get(key, "")).strip().lower() == "true"
 
-
-def parse_partition_metadata(data: bytes) -> dict[str, str]:
-    """The `.hoodie_partition_metadata` properties (commitTime, partitionDepth)."""
-    return parse_properties(data.decode("iso-8859-1"), path=".hoodie_partition_metadata")

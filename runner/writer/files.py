@@ -31,7 +31,12 @@ from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.properties import format_properties
 from runner.hudi.storage import AlreadyExists, Storage
 from runner.writer.markers import marker_path
-from runner.writer.schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, META_COLUMNS, PARTITION_PATH, RECORD_KEY
+from runner.writer.schema import (
+    FILE_NAME,
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -31,7 +31,7 @@ def marked_files(storage: Storage, instant: str) -> list[str]:
     root = marker_dir(instant) + "/"
     found = []
     for info in storage.walk(marker_dir(instant)):
-        rel = info.path[len(root):] if info.path.startswith(root) else info.path
+        rel = info.path.removeprefix(root)
         if _SUFFIX in rel:
             found.append(rel[: rel.rindex(_SUFFIX)])
     return sorted(found)

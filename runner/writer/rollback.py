@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import io
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from runner.errors import CorruptMetadataError, RefusedError
@@ -213,9 +213,9 @@ def _full(storage: Storage, path: str) -> str:
     return f"{storage.uri.rstrip('/')}/{path}"
 
 
-def _encode(schema: dict[str, object], record: dict[str, object]) -> bytes:
+def _encode(schema: Mapping[str, object], record: Mapping[str, object]) -> bytes:
     import fastavro
 
     out = io.BytesIO()
-    fastavro.writer(out, fastavro.parse_schema(schema), [record], codec="null", validator=True)
+    fastavro.writer(out, fastavro.parse_schema(dict(schema)), [dict(record)], codec="null", validator=True)
     return out.getvalue()

@@ -86,7 +86,7 @@ def file_avro_schema_json(spark_schema: Mapping[str, object], table: str) -> str
 
 def _record(struct: Mapping[str, object], name: str, namespace: str) -> dict[str, object]:
     full_name = f"{namespace}.{name}" if namespace else name
-    fields = []
+    fields: list[dict[str, object]] = []
     for field in _fields(struct):
         field_name = str(field["name"])
         avro = _avro_type(_type_of(field), field_name, full_name)

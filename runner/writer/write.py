@@ -43,7 +43,14 @@ from runner.writer.create import KeyLayout, layout_of, open_table
 from runner.writer.files import WrittenFile
 from runner.writer.index import index_frame
 from runner.writer.keys import ERROR_PREFIX
-from runner.writer.prepare import SEQ, data_columns, deduplicate, route_inserts, tag, with_keys
+from runner.writer.prepare import (
+    SEQ,
+    data_columns,
+    deduplicate,
+    route_inserts,
+    tag,
+    with_keys,
+)
 from runner.writer.rollback import rollback_failed_writes
 from runner.writer.route import Routing, plan_routing
 from runner.writer.schema import PARTITION_PATH, avro_schema_json, file_avro_schema_json
@@ -161,7 +168,7 @@ class _Job:
         try:
             if self.op is Operation.BULK_INSERT:
                 inflight = commit.mark_inflight(self.timeline, self.instant, commit.workload_profile(self.op.hudi, {}, []))
-                routed, targets = keyed.sortWithinPartitions(PARTITION_PATH, SEQ), {}
+                routed, targets = keyed.sortWithinPartitions(PARTITION_PATH, SEQ), dict[str, Target]()
             else:
                 inflight, routed, targets = self._route(keyed)
             _failpoint("after_inflight")

@@ -19,8 +19,8 @@ from runner.hudi.metadata import decode_rollback_metadata, decode_rollback_plan
 from runner.hudi.properties import TableConfig, parse_properties
 from runner.sizing import assign_inserts
 from runner.writer import create
-from runner.writer.route import plan_routing
 from runner.writer.rollback import ROLLBACK_METADATA, ROLLBACK_PLAN, _encode
+from runner.writer.route import plan_routing
 from runner.writer.schema import arrow_schema, avro_schema, decimal_bytes
 from tests.conftest import FIXTURES
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+
 def table_yaml(name: str, *, record_key: str = "[id]", partition_by: str = "[region]",
                precombine: str | None = "ts", sizing: str = "", kind: str = "COPY_ON_WRITE") -> str:
     """A table declaration stored under `warehouse/<name>` in the project."""
