@@ -38,7 +38,7 @@ from runner.execute.spark import run_tasks
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, encode_commit_metadata
-from runner.hudi.state import TableMetadata, read_timeline
+from runner.hudi.state import TableMetadata, read_table_state, read_timeline
 from runner.hudi.storage import Storage
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
@@ -148,14 +148,23 @@ class ResizeRunner:
                 hint="disable the metadata table first (`metadata_table: disable`), or run Hudi's clustering.",
             )
         busy = (set(self.meta.pending_clustering) | set(self.meta.pending_compaction)
-                | set(self.meta.pending_log_compaction) | set(self.meta.replaced))
+                | set(self.meta.pending_log_compaction))
+        # Only the latest slice may be rewritten: replacing a group from an older one loses its newer rows.
+        state = read_table_state(self.storage, partitions={g.partition for g in step.groups}, metadata=self.meta)
+        latest = {
+            (g.partition, g.file_id): relative_path(g.partition, g.latest.base_file.name)
+            for g in state.active_groups
+            if g.latest is not None and g.latest.base_file is not None and not g.latest.log_files
+        }
         for group in step.groups:
             for f in group.files:
-                if (group.partition, f.file_id) in busy or self.storage.stat(f.path) is None:
+                key = (group.partition, f.file_id)
+                if key in busy or latest.get(key) != f.path:
                     raise RefusedError(
-                        f"{f.path} is no longer a rewritable latest base file (its file group is "
-                        "replaced, in a pending compaction or clustering, or the file is gone); nothing was rewritten",
-                        hint="plan again with `runner plan`.",
+                        f"{f.path} is not the latest base file of an idle file group (the group was "
+                        "written to, replaced, has log files, is in a pending compaction or clustering, "
+                        "or the file is gone); nothing was rewritten",
+                        hint="plan again with `runner plan` rather than editing a plan.",
                     )
 
     def schedule(self, step: SizingStep) -> tuple[Instant, tuple[str, ...]]:

@@ -390,13 +390,25 @@ def test_a_table_with_a_metadata_table_is_refused(hudi_fixture):
     assert not read_table_metadata(storage).timeline.pending()
 
 
-def test_a_stale_step_is_refused_before_anything_is_written(v6_small):
-    storage, state, step = plan(v6_small)
-    gone = step.groups[0].files[0].path
-    (v6_small / gone).unlink()
-    with pytest.raises(RefusedError, match="no longer a rewritable"):
-        run_resize(storage, state.metadata, step, spark=None, clock=clock)  # type: ignore[arg-type]
-    assert not read_table_metadata(storage).timeline.pending()
+@pytest.mark.parametrize("change", ["deleted", "older_slice", "pending_clustering"])
+def test_a_stale_or_edited_step_is_refused_before_anything_is_written(change, hudi_fixture):
+    base = hudi_fixture(V6)
+    add_small_files(base, "20", 3, seed=5)
+    storage, state, step = plan(base, SIZING)
+    group = step.groups[0]
+    if change == "deleted":
+        (base / group.files[0].path).unlink()
+    elif change == "older_slice":  # partition 10's first version, superseded by the second commit
+        old = "10/97de74b1-2a8e-4bb7-874c-0a74e1f42a77-0_1-98-142_20240418172802262.parquet"
+        file = FileToRewrite("97de74b1-2a8e-4bb7-874c-0a74e1f42a77-0", old, 1)
+        step = SizingStep(step.max_file_size, step.small_file_limit, (RewriteGroup("10", (file,)),))
+    else:
+        runner = ResizeRunner(storage, state.metadata, spark=None, clock=clock)  # type: ignore[arg-type]
+        runner.schedule(step)
+    names = sorted(p.name for p in (base / ".hoodie").iterdir())
+    with pytest.raises(RefusedError, match="not the latest base file"):
+        run_resize(storage, read_table_metadata(storage), step, spark=None, clock=clock)  # type: ignore[arg-type]
+    assert sorted(p.name for p in (base / ".hoodie").iterdir()) == names
 
 
 def test_rewrite_unifies_evolved_schemas_newest_first(tmp_path):
