@@ -134,10 +134,11 @@ class TableBuilder:
         """A completed write: a `commit` (COW) or `deltacommit` (MOR).
 
         Args:
-            writes: new file groups per partition (or per partition for an int), `rows` records each.
+            writes: new file groups, `{partition: count}` or one count for every partition.
             updates: file groups whose every record is updated: a new base file (COW) or a log
                 file on the latest slice (MOR). Operation type is UPSERT with updates, else INSERT.
             at: the instant's wall-clock time instead of the next step.
+            rows, file_bytes: override `rows_per_file` and `file_bytes` for the new groups.
 
         Returns:
             The instant time.
@@ -197,8 +198,8 @@ class TableBuilder:
         inputs = self._select(partition, file_ids)
         t = self.files.tick(at)
         action = Action.REPLACE_COMMIT if self.files.layout == 1 else Action.CLUSTERING
-        group = ClusteringGroup(tuple(clustering_slice(g) for g in inputs))
-        request = RequestedReplace(CLUSTER, (group,), strategy_class=CLUSTERING_STRATEGY)
+        plan = ClusteringGroup(tuple(clustering_slice(g) for g in inputs))
+        request = RequestedReplace(CLUSTER, (plan,), strategy_class=CLUSTERING_STRATEGY)
         self.files.instant(t, action, State.REQUESTED, encode_requested_replace(request, base_path=self.path))
         if pending:
             for group in inputs:
@@ -257,9 +258,9 @@ class TableBuilder:
         if target not in self._completed:
             raise ValueError(f"savepoint target {instant} is not a completed write instant of {self.name}")
         when = self.files.tick(at)
-        files: dict[str, list[str]] = {}
+        files: dict[str, tuple[str, ...]] = {}
         for piece in expected_slices(self._all_groups(), as_of=target):
-            files.setdefault(piece.partition, []).extend(piece.file_names)
+            files[piece.partition] = files.get(piece.partition, ()) + piece.file_names
         meta = SavepointMetadata(
             savepointed_by="runner-synthetic", savepointed_at_ms=data.epoch_millis(when),
             comments=f"savepoint of {instant}", partition_files=files,
@@ -369,7 +370,7 @@ class TableBuilder:
         compacted: bool = False,
     ) -> None:
         """Write the completed instant with its metadata, then record the writes as committed."""
-        replaced_ids = {p: [g.file_id for g in gs] for p, gs in (replaced or {}).items()}
+        replaced_ids = {p: tuple(g.file_id for g in gs) for p, gs in (replaced or {}).items()}
         meta = CommitMetadata(
             operation_type=operation,
             partition_to_write_stats=batch.stats(),
@@ -385,7 +386,7 @@ class TableBuilder:
             for group in groups:
                 group.replaced_at, group.pending = t, None
 
-    def _workload(self, stats: dict[str, list[WriteStat]], operation: str) -> bytes:
+    def _workload(self, stats: dict[str, tuple[WriteStat, ...]], operation: str) -> bytes:
         """The inflight file: Hudi's workload profile (counts per partition, no paths), or nothing
         in tiny mode, where encoding it would double the timeline cost; Hudi reads an empty
         inflight file as empty metadata."""

@@ -161,7 +161,7 @@ def parquet_bytes(schema: RowSchema, rows: pa.Table) -> bytes:
     pq.write_table(
         table, sink, compression=compression, use_dictionary=others, write_statistics=others,
     )
-    return sink.getvalue().to_pybytes()
+    return bytes(sink.getvalue().to_pybytes())
 
 
 def write_padded(path: str, payload: bytes, size: int) -> int:

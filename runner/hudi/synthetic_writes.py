@@ -116,23 +116,24 @@ class WriteSet:
         file, table = self._base(group, _mover(merged), size)
         self.writes.append(Write("insert", group, file, table, count, count, None))
 
-    def stats(self) -> dict[str, list[WriteStat]]:
-        """Write stats by partition, in task order."""
+    def stats(self) -> dict[str, tuple[WriteStat, ...]]:
+        """Write stats by partition, in task order; a log append also names its log version, the
+        slice's base file and the log file (`HoodieDeltaWriteStat`)."""
         result: dict[str, list[WriteStat]] = {}
         for w in self.writes:
             inserts = w.written if w.kind == "insert" else 0
-            log: dict[str, object] = {}
-            if w.kind == "log":
-                piece = w.group.slices[-1]
-                log = {"log_version": _log_version(w.file.name), "log_offset": 0,
-                       "base_file": piece.base.name, "log_files": (w.file.name,)}
+            log = w.kind == "log"
             result.setdefault(w.group.partition, []).append(WriteStat(
                 partition_path=w.group.partition, file_id=w.group.file_id, path=w.file.path,
                 prev_commit=w.prev, num_writes=w.written, num_inserts=inserts,
                 num_update_writes=w.written - inserts, total_write_bytes=w.file.size,
-                file_size_in_bytes=w.file.size, **log,  # type: ignore[arg-type]
+                file_size_in_bytes=w.file.size,
+                log_version=_log_version(w.file.name) if log else None,
+                log_offset=0 if log else None,
+                base_file=w.group.slices[-1].base.name if log else None,
+                log_files=(w.file.name,) if log else (),
             ))
-        return result
+        return {partition: tuple(stats) for partition, stats in result.items()}
 
     def commit(self) -> None:
         """Record every write in its group's history: the instant completed."""
@@ -185,7 +186,7 @@ class WriteSet:
 
 def workload(
     inserts: Mapping[str, int], targets: Mapping[str, list[Group]], rows_per_file: int
-) -> dict[str, list[WriteStat]]:
+) -> dict[str, tuple[WriteStat, ...]]:
     """Hudi's workload profile for the inflight file: inserted and updated record counts per
     partition, one entry per updated file group, without paths."""
     stats: dict[str, list[WriteStat]] = {}
@@ -198,7 +199,7 @@ def workload(
             WriteStat(partition, g.file_id, None, g.slices[-1].base_instant, num_update_writes=g.current[1])
             for g in groups
         )
-    return stats
+    return {partition: tuple(entries) for partition, entries in stats.items()}
 
 
 def compaction_operation(group: Group) -> dict[str, object]:

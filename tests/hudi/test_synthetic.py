@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from runner.hudi.instant import Instant, State
+from runner.hudi.instant import Instant, InstantTime, State
 from runner.hudi.metadata import (
     decode_commit_metadata,
     decode_compaction_plan,
@@ -56,7 +56,7 @@ def builder_slices(b: TableBuilder, as_of: str | None = None) -> set[SliceKey]:
     }
 
 
-def orders(path: Path, **options: object) -> tuple[TableBuilder, dict[str, str]]:
+def orders(path: Path, **options: object) -> tuple[TableBuilder, dict[str, InstantTime]]:
     """The brief's scenario: insert, update, insert_overwrite, savepoint, then a failed write."""
     b = TableBuilder(path, name="orders", partitions=PARTITIONS, **options)  # type: ignore[arg-type]
     t = {"t1": b.commit(writes={"region=eu": 2, "region=us": 2})}
