@@ -213,6 +213,21 @@ def test_non_partitioned_table(tmp_path: Path) -> None:
     assert rows.column("customer_id").to_pylist() == list(range(1, 16))
 
 
+def test_plain_partitions_and_delete_partition(tmp_path: Path) -> None:
+    b = TableBuilder(tmp_path / "t", name="t", partitions=["10", "20"], partition_field="byteField")
+    b.commit(writes=1)
+    b.commit(updates=1)
+    dropped = b.delete_partition("20")
+
+    assert {s[0] for s in hudi_slices(b.path)} == {"10"} and hudi_slices(b.path) == builder_slices(b)
+    assert {s[0] for s in hudi_slices(b.path, as_of=b.completed_instants[-2])} == {"10", "20"}
+    config = TableConfig.parse(Path(b.path, ".hoodie/hoodie.properties").read_text("latin-1"), path="p")
+    assert config.partition_fields == ("byteField",) and not config.hive_style_partitioning
+    folder = Path(b.path, ".hoodie")
+    replace = decode_commit_metadata((folder / f"{dropped}.replacecommit").read_bytes(), path="c")
+    assert replace.operation_type == "DELETE_PARTITION" and not replace.write_stats
+
+
 def test_builds_are_deterministic(tmp_path: Path) -> None:
     path = tmp_path / "t"  # clustering plans hold absolute paths, so build twice in one place
 
