@@ -61,16 +61,16 @@ def build_events(path: Path, *, now: datetime) -> TableBuilder:
         precombine="event_ts", start=now - timedelta(days=5), rows_per_file=20,
     )
     b.commit(writes=2)
-    history: list[tuple[timedelta, str]] = [
-        (timedelta(days=4), "update"), (timedelta(days=3, hours=12), "update"), (timedelta(days=3), "compact"),
-        (timedelta(days=2), "update"), (timedelta(hours=36), "compact"), (timedelta(hours=30), "update"),
-        (timedelta(hours=20), "update"), (timedelta(hours=12), "compact"), (timedelta(hours=2), "update"),
+    # (hours before now, what happens): the first six are older than the 24-hour retention.
+    history = [
+        (96, "update"), (84, "update"), (72, "compact"), (48, "update"), (36, "compact"), (30, "update"),
+        (20, "update"), (12, "compact"), (2, "update"),
     ]
-    for ago, kind in history:
+    for hours, kind in history:
         if kind == "compact":
-            b.compaction(at=now - ago)
+            b.compaction(at=now - timedelta(hours=hours))
         else:
-            b.commit(updates=2, at=now - ago)
+            b.commit(updates=2, at=now - timedelta(hours=hours))
     b.commit(writes={days[-1]: 1}, at=now - timedelta(hours=1))
     return b
 
