@@ -190,5 +190,7 @@ def test_a_container_without_records_is_refused() -> None:
 def test_unknown_schema_and_invalid_record_are_programming_errors() -> None:
     with pytest.raises(KeyError, match="HoodieNope"):
         avro.write_container("HoodieNope", {})
-    with pytest.raises(fastavro.validation.ValidationError):
+    with pytest.raises(TypeError, match="policy"):
         avro.write_container("HoodieCleanerPlan", {"policy": 3})
+    with pytest.raises(ValueError, match="version"):
+        avro.write_container("HoodieCleanerPlan", {"policy": "X", "version": "two"})
