@@ -110,3 +110,34 @@ def route_inserts(tagged: DataFrame, ranges: Sequence[InsertRange]) -> DataFrame
         .drop(RANK, "_w_rpath", "_w_start", "_w_end", "_w_rfid")
     )
     return updates.unionByName(inserts)
+
+
+def one_task_per_target(routed: DataFrame, targets: Sequence[str]) -> DataFrame:
+    """Repartition so that each target file id gets a Spark task of its own, rows in input order.
+
+    Hudi's partitioner maps buckets to tasks one to one; hashing file ids would put several buckets
+    on one task and leave others idle. Each target gets an integer that Spark's own hash
+    partitioning (`pmod(hash(key), n)`, the rule `repartition` uses) sends to a distinct partition.
+    """
+    from pyspark.sql import functions as F
+
+    spark = routed.sparkSession
+    n = max(1, len(targets))
+    keys = _partition_keys(spark, n)
+    table = spark.createDataFrame([(t, keys[i]) for i, t in enumerate(targets)], "_w_tfid string, _w_part int")
+    joined = routed.join(F.broadcast(table), routed[TARGET] == table["_w_tfid"]).drop("_w_tfid")
+    return joined.repartition(n, "_w_part").sortWithinPartitions(TARGET, SEQ).drop("_w_part")
+
+
+def _partition_keys(spark: object, n: int) -> list[int]:
+    """`keys[i]` is an int that Spark's hash partitioning into `n` partitions puts in partition `i`."""
+    found: dict[int, int] = {}
+    limit = 8 * n
+    while len(found) < n:
+        probe = spark.range(0, limit).selectExpr(  # type: ignore[attr-defined]
+            "cast(id as int) as k", f"pmod(hash(cast(id as int)), {n}) as p"
+        )
+        for key, part in probe.collect():
+            found.setdefault(part, key)
+        limit *= 4
+    return [found[i] for i in range(n)]

@@ -47,6 +47,7 @@ from runner.writer.prepare import (
     SEQ,
     data_columns,
     deduplicate,
+    one_task_per_target,
     route_inserts,
     tag,
     with_keys,
@@ -61,7 +62,6 @@ if TYPE_CHECKING:
 
 FAILPOINT_ENV = "RUNNER_WRITER_FAILPOINT"
 FAILPOINT_EXIT = 97
-MAX_WRITE_TASKS = 2000
 
 
 class Operation(StrEnum):
@@ -198,8 +198,7 @@ class _Job:
                                avg_record_size=self._avg_record_size(state), auto_split=self._auto_split())
         inflight = commit.mark_inflight(self.timeline, self.instant,
                                         commit.workload_profile(self.op.hudi, inserts, routing.buckets))
-        tasks = max(1, min(len(routing.buckets), MAX_WRITE_TASKS))
-        routed = route_inserts(tagged, routing.ranges).repartition(tasks, TARGET).sortWithinPartitions(TARGET, SEQ)
+        routed = one_task_per_target(route_inserts(tagged, routing.ranges), [b.file_id for b in routing.buckets])
         self._tagged = tagged
         return inflight, routed, _targets(routing)
 
