@@ -127,6 +127,9 @@ def test_non_partitioned_table(spark: Any, project: Callable[..., Path]) -> None
     assert (base / ".hoodie_partition_metadata").exists()
     assert list(_commit(base, r2.instant)["partitionToWriteStats"]) == [""]
     assert "NonpartitionedKeyGenerator" in (base / ".hoodie/hoodie.properties").read_text()
+    empty = runner.write(_df(spark, []), "dim", project_dir=root)
+    assert empty.files == () and _commit(base, empty.instant)["partitionToWriteStats"] == {}
+    assert _rows(base) == _expect([(1, "eu", "a", 1), (2, "us", "b2", 2)])
 
 
 def test_small_files_are_topped_up_as_assign_inserts_plans(spark: Any, project: Callable[..., Path]) -> None:
