@@ -3,7 +3,8 @@
 A base file holds the five meta columns, then the data columns. Per record Hudi sets
 `_hoodie_commit_time` (the writing instant), `_hoodie_commit_seqno` (`<instant>_<task partition
 id>_<n>`, `n` counting the records this handle wrote), the record key, the partition path, and the
-file's own name. Its footer carries `hoodie_min_record_key`, `hoodie_max_record_key` and the Avro
+file's own name. Its footer carries `hoodie_min_record_key`, `hoodie_max_record_key`, Hudi's
+bloom filter of the keys (`org.apache.hudi.bloomfilter`, see `runner.writer.bloom`) and the Avro
 schema (`parquet.avro.schema`); Parquet columns are gzip-compressed, Hudi 0.14's default codec, at
 zlib's default level 6 as Hadoop's GzipCodec uses it (pyarrow's own default, 9, is six times slower).
 
@@ -218,6 +219,7 @@ class _OpenFile:
         self.name = ctx.file_name(file_id)
         self.rows = 0
         self._keys: tuple[str, str] | None = None
+        self._all_keys: list[pa.ChunkedArray] = []
         self._sink = pa.BufferOutputStream()
         self._writer = pq.ParquetWriter(
             self._sink, ctx.schema, compression=CODEC, compression_level=CODEC_LEVEL, store_schema=False
@@ -241,13 +243,21 @@ class _OpenFile:
         if self._keys is not None:
             low, high = min(low, self._keys[0]), max(high, self._keys[1])
         self._keys = (low, high)
+        self._all_keys.append(table.column(RECORD_KEY))
         self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.rows += table.num_rows
 
     def close(self, *, num_inserts: int, num_updates: int) -> WrittenFile:
+        import pyarrow as pa
+
+        from runner.writer import bloom
+
         footer = {"parquet.avro.schema": self.ctx.avro_schema, "writer.model.name": "avro"}
         if self._keys is not None:
             footer |= {"hoodie_min_record_key": self._keys[0], "hoodie_max_record_key": self._keys[1]}
+        keys = pa.chunked_array([c for chunked in self._all_keys for c in chunked.chunks], pa.string())
+        footer |= {"org.apache.hudi.bloomfilter": bloom.serialize(keys.combine_chunks()),
+                   "hoodie_bloom_filter_type_code": bloom.TYPE_CODE}
         self._writer.add_key_value_metadata(footer)
         self._writer.close()
         data = self._sink.getvalue().to_pybytes()
