@@ -15,7 +15,7 @@ exactly the number of records `assign_inserts` planned for it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.declarations.model import FileSizing
@@ -82,6 +82,7 @@ def plan_routing(
     sizing: FileSizing,
     avg_record_size: int,
     auto_split: bool,
+    blocked: Collection[tuple[str, str]] = (),
     make_file_id: Callable[[], str] = new_file_id,
 ) -> Routing:
     """Plan the buckets of an upsert or insert.
@@ -89,8 +90,10 @@ def plan_routing(
     Args:
         updates: records to update per `(partition, file_id)` (from the index lookup).
         inserts: new records per partition.
-        latest: per partition, the latest committed base file of each file group that may take
-            inserts, in view order (file groups in pending clustering already left out).
+        latest: per partition, the latest committed base file of each active file group, in view
+            order.
+        blocked: `(partition, file_id)` of groups in pending clustering or compaction: never small
+            files (the caller refuses updates to them, as Hudi's default update strategy does).
         sizing: the declared file sizes.
         avg_record_size: bytes per record, from the commit history.
         auto_split: size new file groups by `max_file_size // avg_record_size` records
@@ -112,7 +115,7 @@ def plan_routing(
         by_key[(partition, file_id)] = Bucket(file_id, partition, base, updates=count)
     ranges: list[InsertRange] = []
     for partition, count in sorted(inserts.items()):
-        files = latest.get(partition, ())
+        files = [f for f in latest.get(partition, ()) if (partition, f.file_id) not in blocked]
         planned = assign_inserts(
             [(f.file_id, max(f.size, 0)) for f in files],
             count,

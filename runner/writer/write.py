@@ -156,15 +156,15 @@ class _Job:
         self.timeline = TimelineWriter(storage, self.folder, 1)
         self.instant = new_instant_time(state.timeline, clock=datetime.now(UTC), table_timezone=timezone)
         self.commits = state.metadata
+        self.cached: list[DataFrame] = []
 
     def run(self) -> list[WrittenFile]:
-        from pyspark import StorageLevel
 
         commit.begin(self.timeline, InstantTime(self.instant))
         keyed = with_keys(self.data, self.layout)
         if self.op is Operation.UPSERT:
             keyed = deduplicate(keyed, self.layout.precombine_field)
-        keyed = keyed.persist(StorageLevel.MEMORY_AND_DISK)
+        keyed = self._cache(keyed)
         try:
             if self.op is Operation.BULK_INSERT:
                 inflight = commit.mark_inflight(self.timeline, self.instant, commit.workload_profile(self.op.hudi, {}, []))
@@ -175,31 +175,38 @@ class _Job:
             files = self._write_files(routed, targets)
             _failpoint("after_files")
         finally:
-            keyed.unpersist()
+            for frame in self.cached:
+                frame.unpersist()
         meta = commit.commit_metadata(self.op.hudi, files, avro_schema_json(self.schema, self.layout.table_name))
         commit.complete(self.storage, self.timeline, inflight, meta)
         return files
 
-    def _route(self, keyed: DataFrame) -> tuple[Instant, DataFrame, dict[str, Target]]:
+    def _cache(self, frame: DataFrame) -> DataFrame:
         from pyspark import StorageLevel
 
+        self.cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+        return self.cached[-1]
+
+    def _route(self, keyed: DataFrame) -> tuple[Instant, DataFrame, dict[str, Target]]:
         per_partition = {r[0]: r[1] for r in keyed.groupBy(PARTITION_PATH).count().collect()}
         state = read_table_state(self.storage, partitions=sorted(per_partition))
         latest = _latest_base_files(state)
+        blocked = set(state.metadata.pending_clustering) | set(state.metadata.pending_compaction)
         index = None
         if self.op is Operation.UPSERT:
             files = [(p, f) for p, fs in latest.items() for f in fs]
             index = index_frame(keyed.sparkSession, self.storage, files)
-        tagged = tag(keyed, index).persist(StorageLevel.MEMORY_AND_DISK)
+        tagged = self._cache(tag(keyed, index))
         counts = tagged.groupBy(PARTITION_PATH, TARGET).count().collect()
         updates = {(r[0], r[1]): r[2] for r in counts if r[1] is not None}
         inserts = {r[0]: r[2] for r in counts if r[1] is None}
+        _refuse_updates_to(blocked & set(updates), self.storage.uri)
         routing = plan_routing(updates, inserts, latest, sizing=self.decl.file_sizing,
-                               avg_record_size=self._avg_record_size(state), auto_split=self._auto_split())
+                               avg_record_size=self._avg_record_size(state), auto_split=self._auto_split(),
+                               blocked=blocked)
         inflight = commit.mark_inflight(self.timeline, self.instant,
                                         commit.workload_profile(self.op.hudi, inserts, routing.buckets))
         routed = one_task_per_target(route_inserts(tagged, routing.ranges), [b.file_id for b in routing.buckets])
-        self._tagged = tagged
         return inflight, routed, _targets(routing)
 
     def _write_files(self, routed: DataFrame, targets: dict[str, Target]) -> list[WrittenFile]:
@@ -209,11 +216,7 @@ class _Job:
             max_file_size=self.decl.file_sizing.max_file_size,
             avg_record_size=self._avg_record_size(None),
         )
-        try:
-            rows = map_in_arrow(routed, task, STATS_SCHEMA).collect()
-        finally:
-            if hasattr(self, "_tagged"):
-                self._tagged.unpersist()
+        rows = map_in_arrow(routed, task, STATS_SCHEMA).collect()
         return [WrittenFile(**row.asDict()) for row in rows]
 
     def _avg_record_size(self, state: TableState | None) -> int:
@@ -231,15 +234,25 @@ class _Job:
 
 
 def _latest_base_files(state: TableState) -> dict[str, list[BaseFile]]:
-    """Per listed partition, the latest base file of each active group not in pending clustering or compaction."""
-    blocked = set(state.metadata.pending_clustering) | set(state.metadata.pending_compaction)
+    """Per listed partition, the latest committed base file of each active (not replaced) file group."""
     latest: dict[str, list[BaseFile]] = {}
     for group in state.active_groups:
         newest = group.latest
-        if group.key in blocked or newest is None or newest.base_file is None:
+        if newest is None or newest.base_file is None:
             continue
         latest.setdefault(group.partition, []).append(newest.base_file)
     return latest
+
+
+def _refuse_updates_to(groups: set[tuple[str, str]], table: str) -> None:
+    """Hudi's default `SparkRejectUpdateStrategy`: no updates to groups a pending clustering rewrites."""
+    if groups:
+        listed = ", ".join(f"{p}/{f}" if p else f for p, f in sorted(groups))
+        raise RefusedError(
+            f"Refusing to update file groups of {table} that a pending clustering or compaction is "
+            f"rewriting: {listed}.",
+            hint="let the pending clustering or compaction complete (or roll it back), then write again.",
+        )
 
 
 def _targets(routing: Routing) -> dict[str, Target]:

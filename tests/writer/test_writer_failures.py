@@ -14,8 +14,15 @@ from typing import Any
 import pytest
 
 import runner
-from runner.errors import StepFailed
-from runner.hudi.metadata import decode_rollback_metadata, decode_rollback_plan
+from runner.errors import RefusedError, StepFailed
+from runner.hudi.metadata import (
+    ClusteringGroup,
+    ClusteringSlice,
+    RequestedReplace,
+    decode_rollback_metadata,
+    decode_rollback_plan,
+    encode_requested_replace,
+)
 from runner.hudi.state import read_table_state
 from runner.hudi.storage import storage_for
 from runner.writer import commit as commit_module
@@ -124,3 +131,24 @@ def test_a_killed_write_leaves_its_lock_and_files_and_the_next_write_cleans_up(
     result = runner.write(spark.createDataFrame([(2, "eu", "b", 1)], SCHEMA), "orders", project_dir=root)
     _assert_rolled_back(base, failed, result)
     assert sorted(r["name"] for r in oracle_rows(base)) == ["a", "b"]
+
+
+def test_updates_to_a_group_in_pending_clustering_are_refused(spark: Any, project: Callable[..., Path]) -> None:
+    root = project(orders=table_yaml("orders"))
+    base = root / "warehouse" / "orders"
+    first = runner.write(spark.createDataFrame([(1, "eu", "a", 1)], SCHEMA), "orders", project_dir=root)
+    partition, name = first.files[0].split("/")
+    file_id = name.split("_")[0]
+    plan = RequestedReplace("CLUSTER", (ClusteringGroup((ClusteringSlice(partition, file_id, name),)),),
+                            "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy", {})
+    pending = str(int(first.instant) + 1)
+    (base / ".hoodie" / f"{pending}.replacecommit.requested").write_bytes(
+        encode_requested_replace(plan, base_path=f"file:{base}"))
+    with pytest.raises(RefusedError, match="pending clustering or compaction"):
+        runner.write(spark.createDataFrame([(1, "eu", "b", 2)], SCHEMA), "orders", project_dir=root)
+    # Inserts avoid the group (it is no small-file candidate), the refused write's requested commit is
+    # rolled back like any failed write, and the pending plan is left alone.
+    result = runner.write(spark.createDataFrame([(2, "eu", "c", 2)], SCHEMA), "orders", operation="insert",
+                          project_dir=root)
+    assert len(result.rolled_back) == 1 and file_id not in result.files[0]
+    assert (base / ".hoodie" / f"{pending}.replacecommit.requested").exists()

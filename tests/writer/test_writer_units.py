@@ -154,6 +154,14 @@ def test_routing_tops_up_small_files_then_opens_new_groups_like_assign_inserts()
     assert routing.bucket("n1-0").base_file is None
 
 
+def test_groups_in_pending_clustering_are_never_small_files() -> None:
+    sizing = FileSizing(max_file_size=1000, small_file_limit=600, insert_split_size=4)
+    latest = {"p": [_base("a-0", 100), _base("b-0", 100)]}
+    routing = plan_routing({}, {"p": 3}, latest, sizing=sizing, avg_record_size=100, auto_split=False,
+                           blocked={("p", "a-0")})
+    assert [(b.file_id, b.inserts) for b in routing.buckets] == [("b-0", 3)]
+
+
 def test_routing_refuses_updates_to_unknown_groups() -> None:
     with pytest.raises(ValueError, match="no latest base file"):
         plan_routing({("p", "x-0"): 1}, {}, {}, sizing=FileSizing(), avg_record_size=1, auto_split=False)
