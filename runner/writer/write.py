@@ -22,11 +22,11 @@ Operations (Hudi's `WriteOperationType`):
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from runner.declarations.loader import load_project
 from runner.declarations.model import Source, TableDeclaration
@@ -60,6 +60,7 @@ from runner.writer.tasks import STATS_SCHEMA, TARGET, Target, WriteTask, map_in_
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+T = TypeVar("T")
 FAILPOINT_ENV = "RUNNER_WRITER_FAILPOINT"
 FAILPOINT_EXIT = 97
 
@@ -132,7 +133,7 @@ def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: 
     data = data_columns(df)
     with TableLock(storage, owner=f"runner.write({op.value})"):
         config, created = open_table(storage, decl, avro_schema_json(data.schema.jsonValue(), decl.name))
-        rolled_back = rollback_failed_writes(storage, config)
+        rolled_back = _guard(lambda: rollback_failed_writes(storage, config), "rollback of failed writes")
         layout = layout_of(config)
         job = _Job(storage, decl, layout, op, data, config.timezone)
         files = _guard(job.run, "write")
@@ -277,17 +278,14 @@ def _declaration(project_dir: str | os.PathLike[str], table: str) -> TableDeclar
                        hint=f"add tables/{table}.yml with `name: {table}`, a `path:` and a `table:` block.")
 
 
-def _guard(action: object, stage: str) -> list[WrittenFile]:
+def _guard(action: Callable[[], T], stage: str) -> T:
     """Run `action`, turning Spark and I/O failures into runner errors (ours keep their message)."""
-    assert callable(action)
     try:
-        result = action()
+        return action()
     except RunnerError:
         raise
     except Exception as error:
         raise _translate(error, stage) from error
-    assert isinstance(result, list)
-    return result
 
 
 def _translate(error: Exception, stage: str) -> RunnerError:

@@ -152,3 +152,32 @@ def test_updates_to_a_group_in_pending_clustering_are_refused(spark: Any, projec
                           project_dir=root)
     assert len(result.rolled_back) == 1 and file_id not in result.files[0]
     assert (base / ".hoodie" / f"{pending}.replacecommit.requested").exists()
+
+
+def test_a_rollback_interrupted_after_deleting_is_finished_by_the_next_write(
+    spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.writer import rollback as rollback_module
+
+    root = project(orders=table_yaml("orders"))
+    base = root / "warehouse" / "orders"
+    runner.write(spark.createDataFrame([(1, "eu", "a", 1)], SCHEMA), "orders", project_dir=root)
+    def crash(*args: object, **kwargs: object) -> dict[str, object]:
+        raise OSError("killed")
+
+    monkeypatch.setattr(commit_module, "complete", crash)
+    with pytest.raises(StepFailed):
+        runner.write(spark.createDataFrame([(2, "eu", "b", 1)], SCHEMA), "orders", project_dir=root)
+    (failed,) = _pending_instants(base)
+    monkeypatch.undo()
+
+    monkeypatch.setattr(rollback_module, "_metadata", crash)  # dies after deleting, before `R.rollback`
+    with pytest.raises(StepFailed, match="rollback of failed writes failed: killed"):
+        runner.write(spark.createDataFrame([(3, "eu", "c", 1)], SCHEMA), "orders", project_dir=root)
+    monkeypatch.undo()
+    assert [n for n in _names(base) if n.endswith(".rollback.inflight")]
+    assert not [n for n in _names(base) if n.endswith(".rollback")]
+
+    result = runner.write(spark.createDataFrame([(4, "eu", "d", 1)], SCHEMA), "orders", project_dir=root)
+    _assert_rolled_back(base, failed, result)
+    assert sorted(r["id"] for r in oracle_rows(base)) == [1, 4]

@@ -141,6 +141,7 @@ def test_small_files_are_topped_up_as_assign_inserts_plans(spark: Any, project: 
     root = project(t=table_yaml("t", partition_by="[region]", sizing=sizing))
     base = root / "warehouse" / "t"
     next_id = 0
+    instants: list[tuple[str, int]] = []
     for batch in (10, 25, 200, 40):
         before: list[tuple[str, int]] = []
         avg = 1024
@@ -161,7 +162,10 @@ def test_small_files_are_topped_up_as_assign_inserts_plans(spark: Any, project: 
         got = sorted((s["fileId"] if s["prevCommit"] != "null" else "", s["numInserts"]) for s in stats)
         assert got == sorted((b.file_id or "", b.records) for b in planned)
         assert any(b.file_id for b in planned) or batch == 10  # later writes do top up a small file
+        instants.append((result.instant, next_id))
     assert len(_rows(base)) == 275
+    for instant, total in instants:  # time travel: every commit reads back with all rows up to it
+        assert sorted(r["id"] for r in _rows(base, instant)) == list(range(total))
 
 
 def test_bulk_insert_opens_new_groups_only_and_rolls_over(spark: Any, project: Callable[..., Path]) -> None:
@@ -203,3 +207,19 @@ def test_commit_metadata_decodes_with_the_runner_codec(spark: Any, project: Call
     assert (stat.num_writes, stat.num_inserts, stat.prev_commit, stat.partition_path) == (1, 1, None, "region=eu")
     inflight = decode_commit_metadata((base / ".hoodie" / f"{result.instant}.inflight").read_bytes(), path="i")
     assert [(s.file_id, s.num_inserts) for s in inflight.write_stats] == [("", 1)]
+
+
+def test_insert_keeps_duplicates_unless_the_small_file_holds_the_key(spark: Any, project: Callable[..., Path]) -> None:
+    no_small = "file_sizing:\n  small_file_limit: 0\n"
+    root = project(a=table_yaml("a", sizing=no_small), b=table_yaml("b"))
+    for name, expected in (("a", ["x", "y"]), ("b", ["y"])):
+        runner.write(_df(spark, [(1, "eu", "x", 1)]), name, project_dir=root)
+        runner.write(_df(spark, [(1, "eu", "y", 2)]), name, operation="insert", project_dir=root)
+        assert sorted(r["name"] for r in _rows(root / "warehouse" / name)) == expected
+
+
+def test_a_different_schema_is_refused_when_merging(spark: Any, project: Callable[..., Path]) -> None:
+    root = project(orders=table_yaml("orders"))
+    runner.write(_df(spark, [(1, "eu", "a", 1)]), "orders", project_dir=root)
+    with pytest.raises(RefusedError, match="schema evolution is not supported"):
+        runner.write(_df(spark, [(1, "eu", "a", 2, 7)], SCHEMA + ", extra int"), "orders", project_dir=root)
