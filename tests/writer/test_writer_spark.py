@@ -223,3 +223,27 @@ def test_a_different_schema_is_refused_when_merging(spark: Any, project: Callabl
     runner.write(_df(spark, [(1, "eu", "a", 1)]), "orders", project_dir=root)
     with pytest.raises(RefusedError, match="schema evolution is not supported"):
         runner.write(_df(spark, [(1, "eu", "a", 2, 7)], SCHEMA + ", extra int"), "orders", project_dir=root)
+
+
+def test_logical_and_nested_types_round_trip_through_hudi_rs(spark: Any, project: Callable[..., Path]) -> None:
+    import datetime as dt
+    import decimal
+
+    root = project(t=table_yaml("t", partition_by="[day]", precombine="n"))
+    schema = ("id int, n long, b byte, s short, f float, amount decimal(10,5), day date, at timestamp, raw binary, "
+              "items array<struct<label:string, qty:int>>, attrs map<string, struct<w:double, ok:boolean>>, "
+              "nested struct<name:string, inner:struct<x:double>>")
+    at = dt.datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=dt.UTC)
+    row = (1, 7, 1, 300, 1.5, decimal.Decimal("12.34567"), dt.date(2024, 1, 2), at, b"\x01\x02",
+           [("a", 1), None], {"k": (1.0, True)}, ("f", (3.0,)))
+    runner.write(_df(spark, [row, (2, *row[1:])], schema), "t", project_dir=root)
+    runner.write(_df(spark, [(1, 8, *row[2:])], schema), "t", project_dir=root)
+    rows = oracle_rows(root / "warehouse" / "t")
+    assert [r["_hoodie_partition_path"] for r in rows] == ["day=2024-01-02"] * 2
+    by_id = {r["id"]: {k: v for k, v in r.items() if not k.startswith("_hoodie")} for r in rows}
+    assert by_id[1]["n"] == 8 and by_id[2]["n"] == 7
+    assert by_id[2] == {
+        "id": 2, "n": 7, "b": 1, "s": 300, "f": 1.5, "amount": decimal.Decimal("12.34567"), "day": dt.date(2024, 1, 2),
+        "at": at, "raw": b"\x01\x02", "items": [{"label": "a", "qty": 1}, None], "attrs": [("k", {"w": 1.0, "ok": True})],
+        "nested": {"name": "f", "inner": {"x": 3.0}},
+    }
