@@ -49,6 +49,8 @@ class KeyLayout:
         precombine_field: the ordering column that decides between records of one key, if any.
         key_generator: the key generator class Hudi uses for the table.
         hive_style: partition folders are `field=value` rather than `value`.
+        bare_single_key: a ComplexKeyGenerator table with one key field stores the bare value
+            (as Hudi 0.14.1-1.0 wrote it) rather than `field:value` (0.14.0, 1.1+).
     """
 
     table_name: str
@@ -57,16 +59,19 @@ class KeyLayout:
     precombine_field: str | None
     key_generator: str
     hive_style: bool
+    bare_single_key: bool = False
 
     @property
     def complex_keys(self) -> bool:
         """Record keys are `field:value` pairs joined by commas rather than the bare value.
 
-        ComplexKeyGenerator always uses pairs (as Hudi 0.14.0 and 1.1+ do; 0.14.1-1.0 wrote a bare
-        value for a single key field, a regression Hudi later undid). NonpartitionedKeyGenerator
-        uses pairs only for more than one key field.
+        More than one key field always gives pairs. With one key field, ComplexKeyGenerator gives a
+        pair in Hudi 0.14.0 and 1.1+ but the bare value in 0.14.1-1.0 (a regression Hudi later
+        undid, HUDI-9666); the writer follows what the table already holds (`bare_single_key`).
         """
-        return self.key_generator == COMPLEX or len(self.record_key_fields) > 1
+        if len(self.record_key_fields) > 1:
+            return True
+        return self.key_generator == COMPLEX and not self.bare_single_key
 
 
 def key_generator_for(record_key: tuple[str, ...], partition_by: tuple[str, ...]) -> str:
@@ -209,8 +214,16 @@ def check_declaration(decl: TableDeclaration, config: TableConfig) -> None:
             )
 
 
-def layout_of(config: TableConfig) -> KeyLayout:
-    """The key layout of a checked table."""
+def layout_of(config: TableConfig, *, sample_key: str | None = None) -> KeyLayout:
+    """The key layout of a checked table.
+
+    Args:
+        config: the table's configuration.
+        sample_key: any record key stored in the table, if it has one; it settles how a
+            ComplexKeyGenerator table with one key field encodes keys (see `KeyLayout`).
+    """
+    field = config.record_key_fields[0] if config.record_key_fields else ""
+    bare = sample_key is not None and not sample_key.startswith(f"{field}:")
     return KeyLayout(
         table_name=config.name,
         record_key_fields=config.record_key_fields,
@@ -218,6 +231,7 @@ def layout_of(config: TableConfig) -> KeyLayout:
         precombine_field=config.ordering_fields[0] if config.ordering_fields else None,
         key_generator=key_generator_of(config),
         hive_style=config.hive_style_partitioning,
+        bare_single_key=bare,
     )
 
 

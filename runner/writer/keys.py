@@ -6,7 +6,8 @@ Values become strings as Hudi renders Avro values (`HoodieAvroUtils.getNestedFie
 
 - Record key, one field (Simple, Nonpartitioned): the value; null or empty fails the write, as
   Hudi's `HoodieKeyException` does.
-- Record key, pairs (Complex, or several fields): `f1:v1,f2:v2`, a null value written `__null__`
+- Record key, pairs (Complex, or several fields; see `KeyLayout.complex_keys` for Complex with one
+  field, whose encoding `sample_record_key` reads from the table): `f1:v1,f2:v2`, a null value written `__null__`
   and an empty one `__empty__`; only all-null-or-empty fails.
 - Partition path: each field's value, `field=value` when hive style, joined by `/`; a null or empty
   value becomes `__HIVE_DEFAULT_PARTITION__`. A value containing `/` is refused: without URL
@@ -22,6 +23,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from runner.errors import RefusedError
+from runner.hudi.instant import InstantTime
+from runner.hudi.metadata import CommitMetadata
+from runner.hudi.storage import Storage
 from runner.writer.create import KeyLayout
 from runner.writer.schema import SparkType
 
@@ -93,3 +97,17 @@ def _as_string(field: str, types: Mapping[str, SparkType]) -> Column:
         "key or partition field.",
         hint="use a string, number, boolean, date or timestamp column.",
     )
+
+
+def sample_record_key(storage: Storage, commits: Mapping[InstantTime, CommitMetadata]) -> str | None:
+    """A record key the table holds: the footer minimum of a file the newest commit wrote, if any."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for time in sorted(commits, key=lambda t: t.normalized, reverse=True):
+        for stat in commits[time].write_stats:
+            if stat.path and stat.path.endswith(".parquet") and storage.stat(stat.path) is not None:
+                footer = pq.ParquetFile(pa.BufferReader(storage.read(stat.path))).metadata.metadata or {}
+                key = footer.get(b"hoodie_min_record_key")
+                return key.decode("utf-8") if key else None
+    return None

@@ -34,15 +34,22 @@ from runner.errors import RefusedError, RunnerError, StepFailed
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Instant, InstantTime
 from runner.hudi.lock import TableLock
-from runner.hudi.state import TableState, read_table_state
+from runner.hudi.properties import TableConfig
+from runner.hudi.state import TableState, read_table_metadata, read_table_state
 from runner.hudi.storage import Storage, storage_for
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.sizing import CommitSize, average_record_size
 from runner.writer import commit
-from runner.writer.create import KeyLayout, layout_of, open_table
+from runner.writer.create import (
+    COMPLEX,
+    KeyLayout,
+    key_generator_of,
+    layout_of,
+    open_table,
+)
 from runner.writer.files import WrittenFile
 from runner.writer.index import index_frame
-from runner.writer.keys import ERROR_PREFIX
+from runner.writer.keys import ERROR_PREFIX, sample_record_key
 from runner.writer.prepare import (
     SEQ,
     data_columns,
@@ -134,7 +141,7 @@ def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: 
     with TableLock(storage, owner=f"runner.write({op.value})"):
         config, created = open_table(storage, decl, avro_schema_json(data.schema.jsonValue(), decl.name))
         rolled_back = _guard(lambda: rollback_failed_writes(storage, config), "rollback of failed writes")
-        layout = layout_of(config)
+        layout = _layout(storage, config)
         job = _Job(storage, decl, layout, op, data, config.timezone)
         files = _guard(job.run, "write")
     return WriteResult(
@@ -232,6 +239,13 @@ class _Job:
     def _auto_split(self) -> bool:
         """Hudi splits new file groups by size (`insert.auto.split`) unless a split size was declared."""
         return dict(self.decl.provenance).get("file_sizing.insert_split_size", Source.HUDI_DEFAULT) is Source.HUDI_DEFAULT
+
+
+def _layout(storage: Storage, config: TableConfig) -> KeyLayout:
+    """The table's key layout; a single-field ComplexKeyGenerator table is asked how it stores keys."""
+    if key_generator_of(config) != COMPLEX or len(config.record_key_fields) != 1:
+        return layout_of(config)
+    return layout_of(config, sample_key=sample_record_key(storage, read_table_metadata(storage).commits))
 
 
 def _latest_base_files(state: TableState) -> dict[str, list[BaseFile]]:

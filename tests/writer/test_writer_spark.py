@@ -247,3 +247,21 @@ def test_logical_and_nested_types_round_trip_through_hudi_rs(spark: Any, project
         "at": at, "raw": b"\x01\x02", "items": [{"label": "a", "qty": 1}, None], "attrs": [("k", {"w": 1.0, "ok": True})],
         "nested": {"name": "f", "inner": {"x": 3.0}},
     }
+
+
+def test_single_field_complex_keys_follow_the_encoding_the_table_holds(spark: Any, project: Callable[..., Path]) -> None:
+    import pyarrow as pa
+
+    root = project(t=table_yaml("t", partition_by="[region, name]"))
+    base = root / "warehouse" / "t"
+    first = runner.write(_df(spark, [(1, "eu", "a", 1)]), "t", project_dir=root)
+    assert [r["_hoodie_record_key"] for r in oracle_rows(base)] == ["id:1"]  # Hudi 0.14.0 / 1.1+
+    # Rewrite the file as Hudi 0.14.1-1.0 would have: bare keys for a single-field ComplexKeyGenerator.
+    path = base / first.files[0]
+    table = pq.read_table(path)
+    footer = {**(pq.read_metadata(path).metadata or {}), b"hoodie_min_record_key": b"1", b"hoodie_max_record_key": b"1"}
+    table = table.set_column(2, "_hoodie_record_key", pa.array(["1"])).replace_schema_metadata(footer)
+    pq.write_table(table, path)
+    second = runner.write(_df(spark, [(1, "eu", "a", 2)]), "t", project_dir=root)
+    assert (second.num_updates, second.num_inserts) == (1, 0)
+    assert [(r["_hoodie_record_key"], r["ts"]) for r in oracle_rows(base)] == [("1", 2)]
