@@ -9,15 +9,9 @@ the `v9_txns_simple_nometa` fixture and `HoodieRowCreateHandle`):
   `_hoodie_file_name` becomes the new file's name. Tables written with
   `hoodie.populate.meta.fields=false` have no meta columns and are copied as they are;
 - the footer keys `hoodie_min_record_key` / `hoodie_max_record_key`, which Hudi's bloom index
-  requires to prune files by key range.
-
-Not written: Hudi's bloom filter (`org.apache.hudi.bloomfilter`, `hoodie_bloom_filter_type_code`),
-a Base64 Java-serialised Hadoop bloom filter (DYNAMIC_V0: 60,000 entries per row at 1e-9 false
-positives, about 320 KB) that this Python job does not rebuild. Readers never need it, and neither
-does Hudi's SIMPLE index, which is the Spark writers' default in recent releases (older ones defaulted
-to BLOOM). A writer configured with the BLOOM or GLOBAL_BLOOM index reads it (`HoodieKeyLookupHandle`)
-for every file whose key range covers an incoming key, and fails on a file without one. Do not resize
-tables written that way.
+  requires to prune files by key range, and Hudi's bloom filter of the file's record keys
+  (`org.apache.hudi.bloomfilter`, DYNAMIC_V0, built by `runner.writer.bloom` exactly as Hudi builds
+  it), which a writer using the BLOOM or GLOBAL_BLOOM index reads for every candidate file.
 
 Columns keep the Parquet physical types Arrow reads them as: decimals stay fixed-length, list
 elements keep their names (`array` for parquet-avro's legacy lists), INT96 timestamps stay INT96,
@@ -192,6 +186,21 @@ def _with_file_name(table: pa.Table, name: str) -> pa.Table:
 
 
 def _footer(table: pa.Table, files: Sequence[pq.ParquetFile]) -> dict[str, str]:
+    """Hudi's BLOOM-index footer: the record keys' bloom filter and their range.
+
+    A Hudi writer using the BLOOM index reads the filter of every candidate file without a null
+    check, so a rewritten file must carry one, built from its record keys as Hudi builds it.
+    """
+    footer = _key_range(table, files)
+    if RECORD_KEY_COLUMN in table.column_names and table.num_rows:
+        from runner.writer import bloom
+
+        keys = table.column(RECORD_KEY_COLUMN).combine_chunks()
+        footer |= {"org.apache.hudi.bloomfilter": bloom.serialize(keys), "hoodie_bloom_filter_type_code": bloom.TYPE_CODE}
+    return footer
+
+
+def _key_range(table: pa.Table, files: Sequence[pq.ParquetFile]) -> dict[str, str]:
     """The record-key range Hudi's bloom index prunes by, when the inputs carry one.
 
     Taken from the inputs' footers, which Hudi computed with Java's `String.compareTo` (UTF-16

@@ -25,6 +25,7 @@ from runner.errors import RefusedError
 from runner.execute.failpoints import EXIT_CODE
 from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resize
 from runner.execute.resize_job import GroupRewrite, rewrite_group
+from runner.writer import bloom
 from runner.execute.resize_plan import MARKER_VALUE, STRATEGY_CLASS, encode_plan, is_runner_plan
 from runner.hudi.avro import read_container
 from runner.hudi.files import BaseFile, relative_path
@@ -248,6 +249,8 @@ def test_meta_columns_are_preserved_except_the_file_name(v6_small, spark):
         keys = table.column("_hoodie_record_key").to_pylist()
         assert footer[b"hoodie_min_record_key"].decode() == min(keys)
         assert footer[b"hoodie_max_record_key"].decode() == max(keys)
+        assert footer[b"hoodie_bloom_filter_type_code"] == b"DYNAMIC_V0"
+        assert footer[b"org.apache.hudi.bloomfilter"].decode() == bloom.serialize(pa.array(keys, pa.string()))
     written = pa.concat_tables([pq.read_table(v6_small / p) for p in outcome.output_files])
     columns = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path"]
     assert sorted(written.select(columns).to_pylist(), key=repr) == sorted(original.select(columns).to_pylist(), key=repr)
@@ -427,7 +430,9 @@ def test_rewrite_unifies_evolved_schemas_newest_first(tmp_path):
     assert done.path == "p/new-0_0-0-0_20240103000000000.parquet" and done.records == 2
     written = pq.ParquetFile(tmp_path / done.path)
     assert written.metadata.row_group(0).column(0).compression == "ZSTD"
-    assert written.metadata.metadata == {b"hoodie_min_record_key": b"a", b"hoodie_max_record_key": b"b"}
+    footer = written.metadata.metadata
+    assert (footer[b"hoodie_min_record_key"], footer[b"hoodie_max_record_key"]) == (b"a", b"b")
+    assert footer[b"org.apache.hudi.bloomfilter"].decode() == bloom.serialize(pa.array(["a", "b"]))
     assert written.read().to_pylist() == [
         {"_hoodie_record_key": "a", "_hoodie_file_name": "new-0_0-0-0_20240103000000000.parquet", "v": 2, "extra": "e"},
         {"_hoodie_record_key": "b", "_hoodie_file_name": "new-0_0-0-0_20240103000000000.parquet", "v": 1, "extra": None},
