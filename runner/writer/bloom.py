@@ -21,6 +21,7 @@ pyarrow compute (unsigned 32-bit arithmetic wraps as Java's `int` does), one pas
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import struct
 from typing import TYPE_CHECKING
@@ -93,10 +94,17 @@ def _bit_vector(keys: pa.Array) -> bytes:
     three, seven, one = (pa.scalar(v, pa.uint32()) for v in (3, 7, 1))
     table = pa.table({"byte": pc.shift_right(bits, three), "value": pc.shift_left(one, pc.bit_wise_and(bits, seven))})
     sums = table.group_by("byte").aggregate([("value", "sum")]).sort_by("byte")
-    mask = pc.is_in(pa.array(range(size), pa.uint32()), value_set=sums.column("byte").combine_chunks())
+    mask = pc.is_in(_byte_indices(), value_set=sums.column("byte").combine_chunks())
     values = sums.column("value_sum").combine_chunks().cast(pa.uint8())
     vector = pc.replace_with_mask(pa.repeat(pa.scalar(0, pa.uint8()), size), mask, values)
     return bytes(vector.buffers()[1].to_pybytes()[:size])
+
+
+@functools.cache
+def _byte_indices() -> pa.Array:
+    import pyarrow as pa
+
+    return pa.array(range((VECTOR_SIZE + 7) // 8), pa.uint32())
 
 
 def _by_length(keys: pa.Array) -> list[pa.Array]:
