@@ -10,7 +10,7 @@ the `v9_txns_simple_nometa` fixture and `HoodieRowCreateHandle`):
   `hoodie.populate.meta.fields=false` have no meta columns and are copied as they are;
 - the footer keys `hoodie_min_record_key` / `hoodie_max_record_key`, which Hudi's bloom index
   requires to prune files by key range, and Hudi's bloom filter of the file's record keys
-  (`org.apache.hudi.bloomfilter`, DYNAMIC_V0, built by `runner.writer.bloom` exactly as Hudi builds
+  (`org.apache.hudi.bloomfilter`, DYNAMIC_V0, built by `runner.hudi.bloom` exactly as Hudi builds
   it), which a writer using the BLOOM or GLOBAL_BLOOM index reads for every candidate file.
 
 Columns keep the Parquet physical types Arrow reads them as: decimals stay fixed-length, list
@@ -193,7 +193,7 @@ def _footer(table: pa.Table, files: Sequence[pq.ParquetFile]) -> dict[str, str]:
     """
     footer = _key_range(table, files)
     if RECORD_KEY_COLUMN in table.column_names and table.num_rows:
-        from runner.writer import bloom
+        from runner.hudi import bloom
 
         keys = table.column(RECORD_KEY_COLUMN).combine_chunks()
         footer |= {"org.apache.hudi.bloomfilter": bloom.serialize(keys), "hoodie_bloom_filter_type_code": bloom.TYPE_CODE}

@@ -4,7 +4,7 @@ A base file holds the five meta columns, then the data columns. Per record Hudi 
 `_hoodie_commit_time` (the writing instant), `_hoodie_commit_seqno` (`<instant>_<task partition
 id>_<n>`, `n` counting the records this handle wrote), the record key, the partition path, and the
 file's own name. Its footer carries `hoodie_min_record_key`, `hoodie_max_record_key`, Hudi's
-bloom filter of the keys (`org.apache.hudi.bloomfilter`, see `runner.writer.bloom`) and the Avro
+bloom filter of the keys (`org.apache.hudi.bloomfilter`, see `runner.hudi.bloom`) and the Avro
 schema (`parquet.avro.schema`); Parquet columns are gzip-compressed, Hudi 0.14's default codec, at
 zlib's default level 6 as Hadoop's GzipCodec uses it (pyarrow's own default, 9, is six times slower).
 
@@ -250,7 +250,7 @@ class _OpenFile:
     def close(self, *, num_inserts: int, num_updates: int) -> WrittenFile:
         import pyarrow as pa
 
-        from runner.writer import bloom
+        from runner.hudi import bloom
 
         footer = {"parquet.avro.schema": self.ctx.avro_schema, "writer.model.name": "avro"}
         if self._keys is not None:

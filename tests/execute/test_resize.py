@@ -25,7 +25,7 @@ from runner.errors import RefusedError
 from runner.execute.failpoints import EXIT_CODE
 from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resize
 from runner.execute.resize_job import GroupRewrite, rewrite_group
-from runner.writer import bloom
+from runner.hudi import bloom
 from runner.execute.resize_plan import MARKER_VALUE, STRATEGY_CLASS, encode_plan, is_runner_plan
 from runner.hudi.avro import read_container
 from runner.hudi.files import BaseFile, relative_path

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runner.writer import bloom
+from runner.hudi import bloom
 from tests.conftest import FIXTURES
 
 FIXTURE_ZIPS = [
