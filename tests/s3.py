@@ -4,8 +4,8 @@ Object-store tests talk HTTP to this server exactly as they would to S3, through
 nothing is patched in-process. The server starts once per session, each test gets its own bucket,
 and no `AWS_*` environment variable is set: tests pass `S3Server.options()` to `storage_for`.
 
-The root `conftest.py` loads this module with `pytest_plugins = ["tests.s3"]`. Until it does, a test
-module can import the fixtures by name: `from tests.s3 import s3_bucket, s3_server  # noqa: F401`.
+The root `conftest.py` loads this module with `pytest_plugins = ["tests.s3"]`, so every test can ask
+for `s3_server` and `s3_bucket` by name; importing them into a module would start a second server.
 
 Caveat: moto keeps its buckets in process-global state, so a test that uses moto's in-process
 `mock_aws` (which resets that state) would empty this server's buckets too.

@@ -14,17 +14,7 @@ import pytest
 from runner.errors import RefusedError, StorageError
 from runner.hudi.storage import AlreadyExists, FileInfo, LocalStorage, Storage, storage_for
 from runner.hudi.storage_s3 import ObjectStorage, S3Options
-from tests.s3 import S3Server, s3_bucket, s3_server, upload_tree  # noqa: F401
-
-
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
-def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
-    """An empty table root, on local disk or in a fresh bucket of the local S3 server."""
-    if request.param == "local":
-        return storage_for(str(tmp_path / "table"))
-    server: S3Server = request.getfixturevalue("s3_server")
-    bucket: str = request.getfixturevalue("s3_bucket")
-    return storage_for(f"s3://{bucket}/warehouse/table", options=server.options())
+from tests.s3 import S3Server, upload_tree
 
 
 @pytest.fixture
