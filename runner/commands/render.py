@@ -32,7 +32,7 @@ def _table_lines(t: TablePlan) -> list[str]:
     if t.status is TableStatus.ERROR:
         return [head, *(f"    {line}" for line in (t.error or {}).get("message", "").splitlines())]
     if t.status is TableStatus.IN_SYNC:
-        return [head + ": in sync"]
+        return [head + ": in sync", *(f"    note: {n}" for n in t.notes)]
     lines = [head]
     lines.extend(f"    note: {n}" for n in t.notes)
     if t.clean and not t.clean.is_empty:

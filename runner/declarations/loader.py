@@ -185,7 +185,7 @@ def _load_table(
     settings = effective_settings(doc, project.doc if project.valid else None)
     problems += rules.policy_problems(doc, settings)
     problems += rules.sizing_problems(settings, Source.TABLE)
-    return build_table(doc, settings, location), entry, problems
+    return build_table(doc, settings, location, project.doc if project.valid else None), entry, problems
 
 
 def _location(doc: Loaded, root: str) -> tuple[str | None, list[Problem]]:

@@ -32,7 +32,7 @@ from runner.hudi.storage import Storage, storage_for
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.build import plan_table, timeline_fingerprint
 from runner.plan.clean import clean_scope
-from runner.plan.model import TablePlan, TableStatus
+from runner.plan.model import SizingStep, TablePlan, TableStatus
 from runner.plan.sizing import plan_sizing
 
 
@@ -179,8 +179,14 @@ def _resize(decl: TableDeclaration, storage: Storage, plan: TablePlan, result: T
     if wanted and plan.sizing is not None:
         step = plan.sizing
         if finished is not None:  # the finished resize may have taken some of these files
-            step = plan_sizing(decl.file_sizing, read_table_state(storage, metadata=meta)) or step
+            step = _still_rewritable(step, plan_sizing(decl.file_sizing, read_table_state(storage, metadata=meta)))
         _record_resize(result, run_resize(storage, meta, step, spark=spark, clock=clock))
+
+
+def _still_rewritable(step: SizingStep, fresh: SizingStep | None) -> SizingStep:
+    """The groups of `step` whose every input a fresh plan would still rewrite (never more)."""
+    candidates = {f.path for g in (fresh.groups if fresh else ()) for f in g.files}
+    return replace(step, groups=tuple(g for g in step.groups if all(f.path in candidates for f in g.files)))
 
 
 def _record_resize(result: TableResult, outcome: Any) -> None:

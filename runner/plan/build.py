@@ -9,7 +9,7 @@ from runner.hudi.instant import Action
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.clean import CleanScope, plan_clean
 from runner.plan.model import Requirements, TablePlan, TableStatus
-from runner.plan.sizing import plan_sizing
+from runner.plan.sizing import plan_sizing, small_files_note
 
 
 def timeline_fingerprint(meta: TableMetadata) -> str:
@@ -30,7 +30,9 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> 
     """The clean and sizing steps for one table, with the requirements apply will re-check."""
     meta = state.metadata
     clean = plan_clean(decl.clean, state, scope)
-    sizing = plan_sizing(decl.file_sizing, state)
+    # Rewriting data is never implied: only a declared `file_sizing` block asks for it.
+    sizing = plan_sizing(decl.file_sizing, state) if decl.file_sizing_declared else None
+    info = None if decl.file_sizing_declared else small_files_note(decl.file_sizing, state)
     pending = tuple(str(i.time) for i, p in meta.pending_cleans if p is not None)
     resumes = tuple(str(t) for t in meta.runner_pending_clustering)
     changes = bool(pending or resumes) or not clean.is_empty or (sizing is not None and not sizing.is_empty)
@@ -41,6 +43,8 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> 
         mdt = "disable" if decl.metadata_table is MetadataTableMode.DISABLE else "refuse"
         if changes:
             notes.append(_MDT_NOTES[mdt])
+    if info:
+        notes.append(info)
     return TablePlan(
         name=decl.name,
         path=decl.path,

@@ -14,6 +14,18 @@ from runner.plan.model import FileToRewrite, RewriteGroup, SizingStep
 from runner.sizing import plan_bins
 
 
+def small_files_note(sizing: FileSizing, state: TableState) -> str | None:
+    """What a resize would find, for tables that did not ask for one (information only)."""
+    step = plan_sizing(sizing, state)
+    if step is None or step.is_empty:
+        return None
+    files = sum(len(g.files) for g in step.groups)
+    size = sum(g.total_bytes for g in step.groups)
+    return (f"information: {files} small base files ({size} bytes) below {sizing.small_file_limit} bytes "
+            "could be rewritten into fewer files; apply rewrites data only for tables whose declaration "
+            "or project defaults have a `file_sizing` block")
+
+
 def plan_sizing(sizing: FileSizing, state: TableState) -> SizingStep | None:
     """Bin-pack each partition's small files into groups of at most `max_file_size` bytes."""
     if sizing.small_file_limit <= 0:
