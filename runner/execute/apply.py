@@ -190,6 +190,7 @@ def _still_rewritable(step: SizingStep, fresh: SizingStep | None) -> SizingStep:
 
 
 def _record_resize(result: TableResult, outcome: Any) -> None:
+    result.notes.extend(outcome.notes)
     result.instants_written.extend(outcome.instants_written)
     result.files_rewritten += outcome.files_rewritten
     result.bytes_rewritten += outcome.bytes_rewritten

@@ -14,6 +14,8 @@ from types import MappingProxyType
 from runner.errors import NotAHudiTableError, StorageError
 from runner.hudi.files import FileGroup
 from runner.hudi.instant import Action, Instant, InstantTime
+from runner.hudi.pending_writes import NONE as NO_PENDING_WRITES
+from runner.hudi.pending_writes import PendingWrites, read_pending_writes
 from runner.hudi.metadata import (
     CleanMetadata,
     CleanPlan,
@@ -55,6 +57,7 @@ class TableMetadata:
         empty_completed_cleans: completed clean files with no content (Hudi deletes these).
         pending_cleans: requested or inflight cleans with their plans (None if the plan is empty).
         has_metadata_table: `.hoodie/metadata` exists.
+        pending_writes: what pending commits, deltacommits and overwrites may still change.
     """
 
     base_path: str
@@ -73,6 +76,7 @@ class TableMetadata:
     empty_completed_cleans: tuple[Instant, ...]
     pending_cleans: tuple[tuple[Instant, CleanPlan | None], ...]
     has_metadata_table: bool
+    pending_writes: PendingWrites = NO_PENDING_WRITES
 
     @property
     def savepointed_files(self) -> frozenset[str]:
@@ -163,6 +167,7 @@ def read_table_metadata(storage: Storage) -> TableMetadata:
         empty_completed_cleans=empty_cleans,
         pending_cleans=reader.pending_cleans(),
         has_metadata_table=storage.stat(METADATA_TABLE) is not None,
+        pending_writes=read_pending_writes(storage, folder, timeline),
     )
 
 

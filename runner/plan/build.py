@@ -9,7 +9,7 @@ from runner.hudi.instant import Action
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.clean import CleanScope, plan_clean
 from runner.plan.model import Requirements, TablePlan, TableStatus
-from runner.plan.sizing import plan_sizing, small_files_note
+from runner.plan.sizing import plan_sizing, resize_blocked_notes, small_files_note
 
 
 def timeline_fingerprint(meta: TableMetadata) -> str:
@@ -33,6 +33,7 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> 
     # Rewriting data is never implied: only a declared `file_sizing` block asks for it.
     sizing = plan_sizing(decl.file_sizing, state) if decl.file_sizing_declared else None
     info = None if decl.file_sizing_declared else small_files_note(decl.file_sizing, state)
+    blocked = resize_blocked_notes(state) if sizing is not None else []
     pending = tuple(str(i.time) for i, p in meta.pending_cleans if p is not None)
     resumes = tuple(str(t) for t in meta.runner_pending_clustering)
     changes = bool(pending or resumes) or not clean.is_empty or (sizing is not None and not sizing.is_empty)
@@ -45,6 +46,7 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> 
             notes.append(_MDT_NOTES[mdt])
     if info:
         notes.append(info)
+    notes.extend(blocked)
     return TablePlan(
         name=decl.name,
         path=decl.path,
