@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import json
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +161,29 @@ def test_a_write_that_lands_during_the_rewrite_rolls_the_resize_back(table, spar
     code, report = _apply(root)  # with the writer done, the next apply resizes everything
     assert code == 0 and report["files_rewritten"] > 0
     assert oracle_rows(base, None, COLUMNS) == expected
+
+
+def test_an_interrupted_resize_whose_group_was_written_is_rolled_back_not_finished(table, spark, monkeypatch):
+    from runner.declarations.model import FileSizing
+    from runner.execute.resize import ResizeRunner
+    from runner.plan.sizing import plan_sizing
+
+    root, base = table
+    storage = storage_for(str(base))
+    state = read_table_state(storage)
+    step = plan_sizing(FileSizing(max_file_size=10 * 1024**2, small_file_limit=5 * 1024**2), state)
+    assert step is not None and step.groups
+    clock = lambda: datetime.now(timezone.utc)  # noqa: E731
+    ResizeRunner(storage, state.metadata, spark=spark, clock=clock).schedule(step)  # apply died right here
+    expected = _expected(base, {0: (0, "eu", "updated", 2)})
+    _as_hudi_writer(monkeypatch, {}, allow_updates_to_clustering=True)
+    runner.write(spark.createDataFrame([(0, "eu", "updated", 2)], SCHEMA), "orders", operation="upsert",
+                 project_dir=root)
+
+    code, report = _apply(root)
+
+    assert code == 0, report
+    assert any(n.startswith("rolled back the interrupted resize") for n in report["notes"])
+    assert oracle_rows(base, None, COLUMNS) == expected
+    meta = read_table_metadata(storage)
+    assert _group_of(base, 0) not in meta.replaced
