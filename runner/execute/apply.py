@@ -22,7 +22,10 @@ from typing import Any
 
 from runner.declarations.model import MetadataTableMode, SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
-from runner.execute.clean import CleanOutcome, CleanRunner, DeleteOutcome
+from runner.execute.clean import CleanOutcome, CleanRunner, DeleteOutcome, files_of
+from runner.execute.paths import partition_path
+from runner.hudi.files import relative_path
+from runner.hudi.metadata import CleanPlan
 from runner.execute.failpoints import failpoint
 from runner.execute.metadata_table import disable_metadata_table
 from runner.execute.narrow import narrow
@@ -102,6 +105,7 @@ def apply_table(
         finished = [p for _, p in meta.pending_cleans if p is not None]
         for instant, pending_plan in meta.pending_cleans:
             if pending_plan is not None:
+                _refuse_needed_files(storage, meta, str(instant.time), pending_plan)
                 _record(result, runner.finish(instant, pending_plan))
         failpoint("after_pending_finished")
         if finished:  # what the pending cleans removed is no longer ours to delete
@@ -147,6 +151,29 @@ def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata, storage:
     pending_now = {str(i.time) for i, p in meta.pending_cleans if p is not None}
     status = TableStatus.CHANGES if (pending_now or _has_work(plan)) else TableStatus.IN_SYNC
     return replace(plan, status=status)
+
+
+def _refuse_needed_files(storage: Storage, meta: TableMetadata, instant: str, plan: CleanPlan) -> None:
+    """Refuse a pending clean from the timeline that would delete what readers still need.
+
+    Hudi's planner never lists a latest slice of an active file group or a savepointed file, but a
+    pending plan may be older than the table's present (or hand-written), so it is checked against
+    the table as it is now before any of it runs.
+    """
+    files = files_of(plan, storage.uri)
+    state = read_table_state(storage, partitions=[partition_path(p) for p in files], metadata=meta)
+    needed = {relative_path(g.partition, name) for g in state.active_groups if g.latest is not None
+              for name in g.latest.file_names}
+    needed |= {relative_path(g.partition, name) for g in state.file_groups for s in g.slices
+               for name in s.file_names if name in meta.savepointed_files}
+    hit = sorted(needed.intersection(path for paths in files.values() for path in paths))
+    if hit:
+        raise RefusedError(
+            f"pending clean {instant} on {storage.uri} would delete {len(hit)} file(s) readers still need "
+            f"(a latest file slice or a savepointed file), e.g. {hit[0]}; nothing was deleted",
+            hint="check who wrote this clean plan; remove the pending clean only after making sure no data "
+            "is lost, or let Hudi's own cleaner decide.",
+        )
 
 
 def _narrowed(plan: TablePlan, fresh: TablePlan) -> TablePlan:

@@ -175,3 +175,16 @@ def test_a_file_already_gone_is_recorded_as_a_failed_delete_as_hudi_does(tmp_pat
     assert part.success_delete_files == (there,)
     assert first.total_files_deleted == 1
     assert report["tables"][0]["bytes_deleted"] >= size
+
+
+def test_a_pending_clean_listing_a_latest_slice_is_refused(tmp_path, capsys):
+    root = project(tmp_path / "p")
+    table = root / "table"
+    latest = next((table / "30").glob("*.parquet"))
+    _pending_clean(table, [f"file:{table}/30/{latest.name}"], partition="30")
+    before = tree_digest(table)
+    code, report = run_json(capsys, "apply", "--project-dir", str(root))
+    assert code == 1
+    assert report["tables"][0]["error"]["type"] == "RefusedError"
+    assert "readers still need" in report["tables"][0]["error"]["message"]
+    assert {k: v for k, v in tree_digest(table).items() if ".locks" not in k} == before
