@@ -85,14 +85,15 @@ def read_pending_writes(storage: Storage, folder: str, timeline: Timeline) -> Pe
     partitions: set[str] = set()
     unknown: list[str] = []
     for instant in timeline.pending(*_WRITES):
-        if instant.action in (Action.REPLACE_COMMIT, Action.CLUSTERING) and _is_clustering(storage, folder, timeline, instant):
+        clustering = instant.action in (Action.REPLACE_COMMIT, Action.CLUSTERING)
+        if clustering and _is_clustering(storage, folder, timeline, instant):
             continue  # a clustering plan names its groups; read with the other plans
         groups.update(_marked_groups(storage, str(instant.time)))
         reach = _profile(storage, folder, timeline, instant)
         if reach is None:
             unknown.append(
                 f"the pending {instant.action} {instant.time} has not recorded which file groups it "
-                "writes (no workload profile in its inflight file)"
+                "writes (no workload profile in its inflight file), or overwrites the whole table"
             )
             continue
         groups.update(reach[0])
@@ -124,6 +125,8 @@ def _profile(storage: Storage, folder: str, timeline: Timeline,
         profile = decode_commit_metadata(data, path=inflight.file_name)
     except CorruptMetadataError:
         return None
+    if (profile.operation_type or "").upper() == "INSERT_OVERWRITE_TABLE":
+        return None  # replaces every file group of every partition, whatever its profile lists
     groups: set[FileGroupKey] = set()
     partitions: set[str] = set()
     overwrite = instant.action in (Action.REPLACE_COMMIT, Action.CLUSTERING)
