@@ -23,13 +23,13 @@ from typing import Any
 from runner.declarations.model import MetadataTableMode, SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
 from runner.execute.clean import CleanOutcome, CleanRunner, DeleteOutcome, files_of
-from runner.execute.paths import partition_path
-from runner.hudi.files import relative_path
-from runner.hudi.metadata import CleanPlan
 from runner.execute.failpoints import failpoint
 from runner.execute.metadata_table import disable_metadata_table
 from runner.execute.narrow import narrow
+from runner.execute.paths import partition_path
+from runner.hudi.files import relative_path
 from runner.hudi.lock import TableLock
+from runner.hudi.metadata import CleanPlan
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.storage import Storage, storage_for
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time

@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.errors import CorruptMetadataError
-from runner.hudi.avro import read_container, write_container
 from runner.execute.paths import in_partition, partition_path
+from runner.hudi.avro import read_container, write_container
 from runner.hudi.files import BaseFile
 from runner.hudi.metadata import (
     ClusteringGroup,

@@ -87,7 +87,7 @@ def read_pending_writes(storage: Storage, folder: str, timeline: Timeline) -> Pe
     for instant in timeline.pending(*_WRITES):
         clustering = instant.action in (Action.REPLACE_COMMIT, Action.CLUSTERING)
         if clustering and _is_clustering(storage, folder, timeline, instant):
-            continue  # a clustering plan names its groups; read with the other plans
+            continue  # a clustering plan names its own groups (TableMetadata.pending_clustering)
         groups.update(_marked_groups(storage, str(instant.time)))
         reach = _profile(storage, folder, timeline, instant)
         if reach is None:

@@ -14,8 +14,6 @@ from types import MappingProxyType
 from runner.errors import NotAHudiTableError, StorageError
 from runner.hudi.files import FileGroup
 from runner.hudi.instant import Action, Instant, InstantTime
-from runner.hudi.pending_writes import NONE as NO_PENDING_WRITES
-from runner.hudi.pending_writes import PendingWrites, read_pending_writes
 from runner.hudi.metadata import (
     CleanMetadata,
     CleanPlan,
@@ -23,6 +21,8 @@ from runner.hudi.metadata import (
     CompactionOperation,
     SavepointMetadata,
 )
+from runner.hudi.pending_writes import NONE as NO_PENDING_WRITES
+from runner.hudi.pending_writes import PendingWrites, read_pending_writes
 from runner.hudi.properties import TableConfig, parse_properties
 from runner.hudi.storage import Storage
 from runner.hudi.timeline import Timeline
