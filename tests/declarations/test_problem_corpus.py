@@ -180,6 +180,36 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
         ["tables/a.yml:2:1: path: resolves to {root}/warehouse2/a, outside the allowed roots ({root}/warehouse, "
          "s3://lake/prod); fix the path, or add its root to allowed_roots in project.yml"],
     ),
+    "a table inside another table's folder": (
+        {"tables/inner.yml": "name: inner\npath: ./warehouse/customers/x/../legacy/\n",
+         "tables/outer.yml": "name: outer\npath: warehouse/customers\n",
+         "tables/s3_inner.yml": "name: s3_inner\npath: s3a://lake/t/sub\n",
+         "tables/s3_outer.yml": "name: s3_outer\npath: s3://lake/t/\n",
+         "tables/apart.yml": "name: apart\npath: warehouse/customers_v2\n"},
+        ['tables/inner.yml:2:1: path: {root}/warehouse/customers/legacy lies inside the location of table "outer" '
+         "(tables/outer.yml): {root}/warehouse/customers; the outer table's maintenance would treat this "
+         "table's files as its own. Move one table so that neither folder contains the other",
+         'tables/outer.yml:2:1: path: {root}/warehouse/customers contains the location of table "inner" '
+         "(tables/inner.yml): {root}/warehouse/customers/legacy; the outer table's maintenance would treat "
+         "that table's files as its own. Move one table so that neither folder contains the other",
+         'tables/s3_inner.yml:2:1: path: s3://lake/t/sub lies inside the location of table "s3_outer" '
+         "(tables/s3_outer.yml): s3://lake/t; the outer table's maintenance would treat this "
+         "table's files as its own. Move one table so that neither folder contains the other",
+         'tables/s3_outer.yml:2:1: path: s3://lake/t contains the location of table "s3_inner" '
+         "(tables/s3_inner.yml): s3://lake/t/sub; the outer table's maintenance would treat "
+         "that table's files as its own. Move one table so that neither folder contains the other"],
+    ),
+    "control characters in paths": (
+        {"project.yml": 'name: test\nallowed_roots: ["ware\\thouse"]\n',
+         "tables/a.yml": 'name: a\npath: "warehouse/a\\0b"\n',
+         "tables/b.yml": 'name: b\npath: "s3://lake/b\\nc"\n'},
+        ["project.yml:2:17: allowed_roots[0]: expected a path without control characters, got 'ware\\thouse' "
+         "(character 5 is a tab); remove it",
+         "tables/a.yml:2:1: path: expected a path without control characters, got 'warehouse/a\\x00b' "
+         "(character 12 is NUL); remove it",
+         "tables/b.yml:2:1: path: expected a path without control characters, got 's3://lake/b\\nc' "
+         "(character 12 is a newline); remove it"],
+    ),
     "bad path URIs": (
         {"project.yml": "name: test\nallowed_roots: ['s3:/lake']\n", "tables/a.yml": "name: a\npath: file://host/a\n"},
         ['project.yml:2:17: allowed_roots[0]: expected a URI such as s3://bucket/warehouse/orders, got "s3:/lake"',
