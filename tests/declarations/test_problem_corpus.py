@@ -93,7 +93,7 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
     ),
     "zero max file size": (
         {"tables/t.yml": T + "file_sizing:\n  max_file_size: 0MiB\n  small_file_limit: 0\n"},
-        ["tables/t.yml:4:3: file_sizing.max_file_size: must be at least 1 byte, got 0"],
+        ['tables/t.yml:4:3: file_sizing.max_file_size: must be at least 1 byte, got "0MiB"'],
     ),
     "unknown top-level key": (
         {"tables/t.yml": T + "owners: crm\n"},
@@ -123,9 +123,10 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
         ["tables/t.yml:3:1: metadata_table: expected one of keep, disable, got false"],
     ),
     "table block shapes": (
-        {"tables/t.yml": T + "table:\n  type: COW\n  record_key: id\n  partition_by: [a, a]\n"},
+        {"tables/t.yml": T + "table:\n  type: COW\n  record_key: id,ts\n  partition_by: [a, a]\n"},
         ["tables/t.yml:4:3: table.type: expected one of COPY_ON_WRITE, MERGE_ON_READ, got \"COW\"",
-         'tables/t.yml:5:3: table.record_key: expected a list, got "id"',
+         'tables/t.yml:5:3: table.record_key: expected one field name without commas (Hudi would read it as '
+         'several fields; write a list such as [a, b] instead), got "id,ts"',
          'tables/t.yml:6:3: table.partition_by: must not repeat items, got "a" more than once'],
     ),
     "retention field of another policy": (
@@ -271,6 +272,39 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
          'project.yml:1:1: tables: unknown key (did you mean "tables_dir"?); allowed here: name, tables_dir, '
          "allowed_roots, defaults, spark",
          f'project.yml:4:5: defaults.clean.policy: expected one of {POLICIES}, got "NEVER"'],
+    ),
+    "a schema error does not hide a rule broken in the same file": (
+        {"tables/t.yml": T + "owner: [a]\nclean:\n  file_versions_retained: 2\nfile_sizing:\n"
+                             "  max_file_size: 1MiB\n  small_file_limit: nonsense\n  insert_split_size: 0\n"},
+        ["tables/t.yml:3:1: owner: expected a string, got a list",
+         "tables/t.yml:5:3: clean.file_versions_retained: applies only to policy KEEP_LATEST_FILE_VERSIONS, but "
+         "this table's policy is KEEP_LATEST_COMMITS (Hudi's default); remove it, or set clean.policy: "
+         "KEEP_LATEST_FILE_VERSIONS",
+         "tables/t.yml:7:3: file_sizing.max_file_size: must be greater than small_file_limit (100MiB, Hudi's "
+         "default), got 1MiB; raise it, or lower small_file_limit",
+         f'tables/t.yml:8:3: file_sizing.small_file_limit: {SIZE}, got "nonsense"',
+         "tables/t.yml:9:3: file_sizing.insert_split_size: must be >= 1, got 0"],
+    ),
+    "errors in project.yml neither stop nor fake the table checks": (
+        {"project.yml": "name: test\nfoo: 1\ndefaults:\n  clean:\n    policy: KEEP_LATEST_FILE_VERSIONS\n"
+                        "  file_sizing:\n    max_file_size: 0\n",
+         "tables/ok.yml": "name: ok\npath: warehouse/ok\nclean:\n  file_versions_retained: 2\n",
+         "tables/t.yml": T + "clean:\n  commits_retained: 2\n"},
+        ["project.yml:2:1: foo: unknown key; allowed here: name, tables_dir, allowed_roots, defaults, spark",
+         "project.yml:7:5: defaults.file_sizing.max_file_size: must be >= 1, got 0",
+         "tables/t.yml:4:3: clean.commits_retained: applies only to policy KEEP_LATEST_COMMITS, but this table's "
+         "policy is KEEP_LATEST_FILE_VERSIONS (the project default at project.yml:5:5); remove it, or set "
+         "clean.policy: KEEP_LATEST_COMMITS"],
+    ),
+    "tabs for indentation": (
+        {"tables/t.yml": T + "clean:\n\tcommits_retained: 3\n"},
+        ["tables/t.yml:4:1: invalid YAML: a tab character; YAML does not allow tabs for indentation, so indent "
+         "with spaces (and set your editor to insert spaces)"],
+    ),
+    "a unit in the wrong case": (
+        {"tables/t.yml": T + "file_sizing:\n  max_file_size: 10 Mib\n"},
+        [f'tables/t.yml:4:3: file_sizing.max_file_size: {SIZE}, got "10 Mib" (unknown unit "Mib"; did you mean '
+         '"MiB"?)'],
     ),
     "missing tables folder": (
         {"project.yml": "name: test\ntables_dir: decls\n"},
