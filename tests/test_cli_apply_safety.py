@@ -263,3 +263,35 @@ def test_applying_the_outer_table_leaves_the_inner_table_unchanged(tmp_path: Pat
 def _without_file_names(rows: list[dict]) -> list[str]:
     # A rewrite moves rows to new files; what a reader sees must otherwise be the same.
     return sorted(repr(sorted((k, repr(v)) for k, v in r.items() if k != "_hoodie_file_name")) for r in rows)
+
+
+@pytest.mark.s3
+def test_on_object_storage_a_nested_table_is_never_a_partition(tmp_path: Path, s3_server, s3_bucket) -> None:
+    from runner.hudi.state import read_table_state
+    from runner.hudi.storage import storage_for
+    from tests.s3 import upload_tree
+
+    root = nested_project(tmp_path / "p")
+    upload_tree(root / "table", s3_bucket, "warehouse/t", s3_server)
+    storage = storage_for(f"s3://{s3_bucket}/warehouse/t", options=s3_server.options())
+    full = read_table_state(storage)
+    assert full.partitions == ("10", "20", "30")
+    assert not [f for f in full.unrecognized_files if f.startswith("legacy")]
+    assert read_table_state(storage, partitions=["legacy", "10"]).partitions == ("10",)
+
+
+def test_select_with_an_explicit_value_keeps_the_plan_file_and_duplicates_are_refused(tmp_path: Path,
+                                                                                       capsys) -> None:
+    in_sync = "name: t\npath: table\nfile_sizing:\n  small_file_limit: 0\n"  # 10 commits kept: nothing to do
+    root = make_project(tmp_path / "p", table_yml=in_sync)
+    plan_file = tmp_path / "plan.json"
+    assert cli(capsys, "plan", "--project-dir", str(root), "--out", str(plan_file))[0] == 0
+    code, out, _ = cli(capsys, "apply", "--project-dir", str(root), "--select=t", str(plan_file), "--format", "json")
+    assert code == 0 and [t["status"] for t in json.loads(out)["tables"]] == ["in_sync"]
+    data = json.loads(plan_file.read_text())
+    data["tables"] *= 2
+    plan_file.write_text(json.dumps(data))
+    code, _, err = cli(capsys, "apply", "--project-dir", str(root), str(plan_file))
+    assert code == 1 and 'error: the plan lists table "t" more than once; nothing was applied' in err
+    code, _, err = cli(capsys, "apply", "--project-dir", str(root), "")
+    assert code == 1 and "error: cannot read plan file" in err

@@ -41,7 +41,7 @@ CONFIRMATION = "yes"
 def run(args: argparse.Namespace) -> CommandResult:
     _refuse_swallowed_plan_file(args)
     project, tables = selected(args)
-    if args.plan_file:
+    if args.plan_file is not None:
         saved = _load_plan(args.plan_file)
         check_provenance(saved, project)
         tables = _in_plan(saved, tables, narrowed=bool(args.select))
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> CommandResult:
 def _refuse_swallowed_plan_file(args: argparse.Namespace) -> None:
     """`--select t plan.json` gives plan.json to --select (it takes several values): say so rather
     than re-planning and deleting what the reviewed plan never listed."""
-    if args.plan_file:
+    if args.plan_file is not None:
         return
     for option, specs in (("--select", args.select), ("--exclude", args.exclude)):
         for spec in specs:
@@ -116,6 +116,11 @@ def check_provenance(plan: Plan, project: Project) -> None:
             f'but this is project "{here.name}" at {here.directory}; nothing was applied',
             hint="apply a plan in the project it was made in, or make a new plan here with `runner plan`.",
         )
+    names = [t.name for t in plan.tables]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise PlanError(f"the plan lists {_listed(repeated)} more than once; nothing was applied",
+                        hint="re-create the plan with `runner plan` rather than editing it.")
     declared = {t.name: t for t in project.tables}
     unknown = [t.name for t in plan.tables if t.name not in declared]
     if unknown:

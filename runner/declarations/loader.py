@@ -31,7 +31,7 @@ class _ProjectFile:
     defaults: Loaded | None  # project.yml without what the schema rejected; None if not a mapping
     tables_dir: str
     roots: tuple[str, ...]
-    found: bool = True
+    found: bool = True  # False: project.yml or its tables_dir is unusable, already reported
 
 
 def load_project(project_dir: str | os.PathLike[str]) -> Project:
@@ -105,7 +105,7 @@ def read_yaml(root: str, relative: str) -> Loaded:
 
 
 def _load_project_file(root: str) -> tuple[_ProjectFile, list[Problem]]:
-    """Read and check project.yml; its defaults are merged into tables only if it passed the schema."""
+    """Read and check project.yml; the defaults the schema accepted are merged into the tables."""
     if not os.path.isfile(os.path.join(root, PROJECT_FILE)):
         message = (f"not found in {root}; every project needs a project.yml with at least `name:`. "
                    "To fix this, create it, or pass the right folder with --project-dir")
@@ -121,10 +121,13 @@ def _load_project_file(root: str) -> tuple[_ProjectFile, list[Problem]]:
         return _ProjectFile(doc, None, tables_dir, ()), problems
     shape, defaults = schema.check_and_prune(doc, schema.PROJECT_SCHEMA)
     problems += shape
-    roots = _roots(doc, root, problems)
+    roots = _roots(defaults, root, problems)
     # The defaults the schema accepted are checked and merged even when others were rejected,
     # so one bad line in project.yml neither hides nor fakes problems in the tables.
     problems += rules.sizing_problems(effective_settings(None, defaults), Source.PROJECT_DEFAULT)
+    if lookup(defaults.data, ("tables_dir",)) != tables_dir and tables_dir != DEFAULT_TABLES_DIR:
+        # The schema refused tables_dir and said why; look in the default folder, quietly.
+        return _ProjectFile(doc, defaults, DEFAULT_TABLES_DIR, roots, found=False), problems
     return _ProjectFile(doc, defaults, tables_dir, roots), problems
 
 
@@ -181,7 +184,7 @@ def _load_table(
     if not isinstance(doc.data, Mapping):
         return None, rules.Located(doc, None, None), problems
     shape, checked = schema.check_and_prune(doc, schema.TABLE_SCHEMA)
-    location, path_problems = _location(doc, root)
+    location, path_problems = _location(checked, root)
     problems += shape + path_problems
     name = _valid_name(doc, shape)
     entry = rules.Located(doc, name, location)

@@ -40,6 +40,7 @@ _NOUNS = {
 }
 _PATTERN_NOUNS = {
     "^[a-z][a-z0-9_]*$": "a lowercase letter followed by lowercase letters, digits or underscores",
+    "^[^\\u0000-\\u001f\\u007f-\\u009f]*$": "text without control characters (such as NUL, a tab or a newline)",
     "^[^,]+$": "one field name without commas (Hudi would read it as several fields; write a list such as "
                "[a, b] instead)",
 }

@@ -201,15 +201,17 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
          "that table's files as its own. Move one table so that neither folder contains the other"],
     ),
     "control characters in paths": (
-        {"project.yml": 'name: test\nallowed_roots: ["ware\\thouse"]\n',
+        {"project.yml": 'name: test\nallowed_roots: ["ware\\thouse"]\ntables_dir: "tab\\0les"\n',
          "tables/a.yml": 'name: a\npath: "warehouse/a\\0b"\n',
          "tables/b.yml": 'name: b\npath: "s3://lake/b\\nc"\n'},
-        ["project.yml:2:17: allowed_roots[0]: expected a path without control characters, got 'ware\\thouse' "
-         "(character 5 is a tab); remove it",
-         "tables/a.yml:2:1: path: expected a path without control characters, got 'warehouse/a\\x00b' "
-         "(character 12 is NUL); remove it",
-         "tables/b.yml:2:1: path: expected a path without control characters, got 's3://lake/b\\nc' "
-         "(character 12 is a newline); remove it"],
+        ['project.yml:2:17: allowed_roots[0]: expected text without control characters (such as NUL, a tab or '
+         'a newline), got "ware\\thouse"',
+         'project.yml:3:1: tables_dir: expected text without control characters (such as NUL, a tab or '
+         'a newline), got "tab\\u0000les"',
+         'tables/a.yml:2:1: path: expected text without control characters (such as NUL, a tab or a newline), '
+         'got "warehouse/a\\u0000b"',
+         'tables/b.yml:2:1: path: expected text without control characters (such as NUL, a tab or a newline), '
+         'got "s3://lake/b\\nc"'],
     ),
     "bad path URIs": (
         {"project.yml": "name: test\nallowed_roots: ['s3:/lake']\n", "tables/a.yml": "name: a\npath: file://host/a\n"},
