@@ -8,7 +8,13 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from runner.commands._common import guarded_location, instant_text, parse_now, plan_project, selected
+from runner.commands._common import (
+    guarded_location,
+    instant_text,
+    parse_now,
+    plan_project,
+    selected,
+)
 from runner.commands.render import render_plan
 from runner.commands.result import CommandResult, ExitCode
 from runner.declarations.fingerprint import declaration_fingerprint

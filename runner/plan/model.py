@@ -172,7 +172,7 @@ def _project_from(d: Any) -> PlanProject | None:
     if d is None:
         return None
     if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not isinstance(d.get("directory"), str):
-        raise ValueError(f"project: expected {{name, directory}} strings, found {d!r}")
+        raise TypeError(f"project: expected {{name, directory}} strings, found {d!r}")
     return PlanProject(d["name"], d["directory"])
 
 
