@@ -70,7 +70,7 @@ def test_the_plan_records_its_project_and_each_declaration(tmp_path: Path, capsy
         table["declaration_fingerprint"]
 
 
-@pytest.mark.parametrize("spelling", [["--select", "t"], ["-s", "t"], ["--exclude", "nothing", "t"]])
+@pytest.mark.parametrize("spelling", [["--select", "t"], ["-s", "t"], ["--exclude", "nothing", "t"], ["--state"]])
 def test_select_swallowing_the_plan_file_is_refused(spelling: list[str], tmp_path: Path, capsys) -> None:
     root = make_project(tmp_path / "p")
     plan_file = tmp_path / "plan.json"
@@ -78,8 +78,8 @@ def test_select_swallowing_the_plan_file_is_refused(spelling: list[str], tmp_pat
     before = digest(root / "table")
     code, _, err = cli(capsys, "apply", "--project-dir", str(root), *spelling, str(plan_file))
     assert code == 1
-    option = "--exclude" if "--exclude" in spelling else "--select"
-    assert f'error: {option} took "{plan_file}" as a table selector, but it looks like a plan file; ' \
+    option = next(o for o in ("--exclude", "--state", "--select") if o in spelling or o == "--select")
+    assert f'error: {option} took "{plan_file}" as its value, but it looks like a plan file; ' \
            "nothing was applied" in err
     assert digest(root / "table") == before
 

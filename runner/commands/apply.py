@@ -71,14 +71,15 @@ def _refuse_swallowed_plan_file(args: argparse.Namespace) -> None:
     than re-planning and deleting what the reviewed plan never listed."""
     if args.plan_file is not None:
         return
-    for option, specs in (("--select", args.select), ("--exclude", args.exclude)):
+    state = [args.state] if args.state else []
+    for option, specs in (("--select", args.select), ("--exclude", args.exclude), ("--state", state)):
         for spec in specs:
             if spec.endswith(".json") or os.path.isfile(spec):
                 raise RunnerError(
-                    f'{option} took "{spec}" as a table selector, but it looks like a plan file; '
+                    f'{option} took "{spec}" as its value, but it looks like a plan file; '
                     "nothing was applied",
                     hint=f"put the plan file before the options (`runner apply {spec} {option} ...`), "
-                    f"or write {option}=SPEC for each selector.",
+                    f"or write {option}=VALUE.",
                 )
 
 

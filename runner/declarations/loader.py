@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from runner.declarations import rules, schema
-from runner.declarations.merge import build_table, effective_settings, lookup
+from runner.declarations.merge import SIZE_FIELDS, build_table, effective_settings, lookup
 from runner.declarations.model import Project, Source, SparkSettings, TableDeclaration
 from runner.declarations.paths import PathError, resolve_path
 from runner.declarations.schema import show
@@ -190,8 +190,12 @@ def _load_table(
     entry = rules.Located(doc, name, location)
     # The rules run on what the schema accepted, so a schema error never hides a broken rule.
     settings = effective_settings(checked, project.defaults)
-    problems += rules.policy_problems(checked, settings)
-    problems += rules.sizing_problems(settings, Source.TABLE)
+    # With project.yml unreadable, what a table inherits is unknown: judge only its own choices.
+    known = project.defaults is not None
+    if known or settings["clean.policy"].source is Source.TABLE:
+        problems += rules.policy_problems(checked, settings)
+    if known or all(settings[f"file_sizing.{key}"].source is Source.TABLE for key in SIZE_FIELDS):
+        problems += rules.sizing_problems(settings, Source.TABLE)
     if shape or location is None:
         return None, entry, problems
     return build_table(doc, settings, location), entry, problems

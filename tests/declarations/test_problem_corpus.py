@@ -298,6 +298,15 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
          "policy is KEEP_LATEST_FILE_VERSIONS (the project default at project.yml:5:5); remove it, or set "
          "clean.policy: KEEP_LATEST_COMMITS"],
     ),
+    "an unreadable project.yml does not fake problems in tables that rely on its defaults": (
+        {"project.yml": "name: test\ndefaults: [\n",
+         "tables/t.yml": T + "clean:\n  file_versions_retained: 2\nfile_sizing:\n  max_file_size: 1MiB\n",
+         "tables/u.yml": "name: u\npath: w/u\nclean:\n  policy: KEEP_LATEST_COMMITS\n  hours_retained: 2\n"},
+        ["project.yml:3:1: invalid YAML: did not find expected node content (while parsing a flow node)",
+         "tables/u.yml:5:3: clean.hours_retained: applies only to policy KEEP_LATEST_BY_HOURS, but this table's "
+         "policy is KEEP_LATEST_COMMITS (set at tables/u.yml:4:3); remove it, or set clean.policy: "
+         "KEEP_LATEST_BY_HOURS"],
+    ),
     "tabs for indentation": (
         {"tables/t.yml": T + "clean:\n\tcommits_retained: 3\n"},
         ["tables/t.yml:4:1: invalid YAML: a tab character; YAML does not allow tabs for indentation, so indent "
