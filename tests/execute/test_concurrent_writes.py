@@ -58,7 +58,7 @@ def _as_hudi_writer(monkeypatch: pytest.MonkeyPatch, pause: dict[str, Callable[[
 
 
 def _apply(root: Path) -> tuple[int, dict[str, Any]]:
-    code = main(["apply", "--project-dir", str(root), "--format", "json"])
+    code = main(["apply", "--project-dir", str(root), "--auto-approve", "--format", "json"])
     return code, json.loads((root / "target" / "run_results.json").read_text())["tables"][0]
 
 

@@ -104,7 +104,7 @@ def test_a_future_now_is_refused_and_nothing_is_written(where, tmp_path, capsys)
             future.astimezone().replace(tzinfo=None)))))
         argv.append(str(plan_file))
     else:
-        argv += ["--now", future.isoformat()]
+        argv += ["--auto-approve", "--now", future.isoformat()]
     before = tree_digest(root / "table")
     code, report = run_json(capsys, *argv)
     assert code == 1
@@ -142,7 +142,7 @@ def test_a_pending_clean_cannot_reach_hoodie_or_outside_by_spelling(spelling, tm
     (other / "10" / name).write_bytes(b"precious")
     _pending_clean(table, [spelling.format(base=f"file:{table}", other=other, name=name)])
     before = tree_digest(table)
-    code, report = run_json(capsys, "apply", "--project-dir", str(root))
+    code, report = run_json(capsys, "apply", "--project-dir", str(root), "--auto-approve")
     assert code == 1
     assert report["tables"][0]["error"]["type"] == "RefusedError"
     assert {k: v for k, v in tree_digest(table).items() if ".locks" not in k} == before
@@ -162,7 +162,7 @@ def test_a_file_already_gone_is_recorded_as_a_failed_delete_as_hudi_does(tmp_pat
     _pending_clean(table, [f"file:{table}/{f}" for f in files[:2]])
     size = (table / files[1]).stat().st_size
     (table / files[0]).unlink()  # as if an earlier attempt deleted it before crashing
-    code, report = run_json(capsys, "apply", "--project-dir", str(root))
+    code, report = run_json(capsys, "apply", "--project-dir", str(root), "--auto-approve")
     assert code == 0, report
     assert report["tables"][0]["files_already_gone"] >= 1
     meta = read_table_metadata(storage_for(str(table)))
@@ -183,7 +183,7 @@ def test_a_pending_clean_listing_a_latest_slice_is_refused(tmp_path, capsys):
     latest = next((table / "30").glob("*.parquet"))
     _pending_clean(table, [f"file:{table}/30/{latest.name}"], partition="30")
     before = tree_digest(table)
-    code, report = run_json(capsys, "apply", "--project-dir", str(root))
+    code, report = run_json(capsys, "apply", "--project-dir", str(root), "--auto-approve")
     assert code == 1
     assert report["tables"][0]["error"]["type"] == "RefusedError"
     assert "readers still need" in report["tables"][0]["error"]["message"]

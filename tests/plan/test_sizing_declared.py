@@ -37,7 +37,7 @@ def test_without_a_file_sizing_block_small_files_are_information_only(tmp_path, 
 def test_apply_without_a_file_sizing_block_rewrites_nothing(tmp_path, capsys):
     root = _project(tmp_path / "p")
     before = tree_digest(root / "table")
-    code, report = run_json(capsys, "apply", "--project-dir", str(root))
+    code, report = run_json(capsys, "apply", "--project-dir", str(root), "--auto-approve")
     assert code == 0 and report["tables"][0]["status"] == "in_sync"
     assert report["tables"][0]["files_rewritten"] == 0
     assert {k: v for k, v in tree_digest(root / "table").items() if ".locks" not in k} == before
