@@ -227,7 +227,8 @@ def nested_project(root: Path, sizing: str = "") -> Path:
 
 
 def test_plan_never_treats_a_nested_table_as_a_partition(tmp_path: Path, capsys) -> None:
-    root = nested_project(tmp_path / "p")  # sizing on (Hudi's defaults): small files would be rewritten
+    # sizing declared with Hudi's defaults: small files would be rewritten
+    root = nested_project(tmp_path / "p", sizing="file_sizing: {}\n")
     data = saved_plan(root, capsys, tmp_path / "plan.json")
     table = data["tables"][0]
     touched = [f["path"] for f in table["clean"]["files_to_delete"]]
