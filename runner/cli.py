@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("status", "read each selected Hudi table and summarise its timeline and files"),
     "plan": ("plan", "show, changing nothing, what apply would do to bring each table in line"),
     "apply": ("apply", "clean and resize each selected table as Spark jobs, recorded on its timeline"),
+    "docs": ("docs", "write (generate) or serve a static HTML report of the selected tables"),
 }
 
 
@@ -56,7 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "apply":
             cmd.add_argument("plan_file", nargs="?", metavar="PLAN_JSON", help="apply this saved plan")
             cmd.add_argument("--now", metavar="TIME", help="instant time or ISO-8601 to plan as of")
+        if name == "docs":
+            _docs_arguments(cmd)
     return parser
+
+
+def _docs_arguments(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("action", choices=["generate", "serve"],
+                     help="generate: write target/docs/index.html; serve: generate, then serve it over HTTP")
+    cmd.add_argument("--out", metavar="DIR", help="write the report into DIR (default: <project>/target/docs)")
+    cmd.add_argument("--now", metavar="TIME", help="instant time or ISO-8601 to plan as of")
+    cmd.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default: 127.0.0.1)")
+    cmd.add_argument("--port", type=int, default=8080, help="serve: port to listen on; 0 picks a free one (default: 8080)")
 
 
 def run(argv: Sequence[str]) -> CommandResult:

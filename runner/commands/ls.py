@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> CommandResult:
     """List the tables `--select`/`--exclude` pick; invalid declarations raise `DeclarationError`."""
     project = load_project(args.project_dir)
     tables = select_tables(project, args.select, args.exclude, args.state)
-    data = {"project": project.name, "tables": [_table_json(table) for table in tables]}
+    data = {"project": project.name, "tables": [table_json(table) for table in tables]}
     text = _render(tables) if tables else "no tables selected"
     return CommandResult(ExitCode.OK, text, data)
 
@@ -38,7 +38,7 @@ def settings(table: TableDeclaration) -> list[tuple[str, object, Source]]:
     return rows
 
 
-def _table_json(table: TableDeclaration) -> dict[str, Any]:
+def table_json(table: TableDeclaration) -> dict[str, Any]:
     spec = table.table
     return {
         "name": table.name,
