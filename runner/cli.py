@@ -102,7 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if as_json:
         print(json.dumps(result.data, indent=2, sort_keys=False))
     elif result.text:
-        print(result.text)
+        from runner.commands.terminal import emit
+
+        emit(result.text)
     return int(result.exit_code)
 
 
@@ -117,4 +119,6 @@ def _print_error(kind: str, message: str, as_json: bool) -> None:
     if as_json:
         print(json.dumps({"error": {"type": kind, "message": message}}, indent=2))
     else:
-        print(f"error: {message}", file=sys.stderr)
+        from runner.commands.terminal import emit
+
+        emit(f"error: {message}", stream=sys.stderr)

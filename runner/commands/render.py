@@ -6,6 +6,12 @@ from runner.commands._common import human_bytes
 from runner.plan.model import Plan, TablePlan, TableStatus
 
 MAX_FILES_SHOWN = 10
+
+
+def count(number: int, noun: str) -> str:
+    """`1 file`, `2 files`: every count the user reads goes through here."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
 _MARK = {TableStatus.CHANGES: "~", TableStatus.IN_SYNC: "=", TableStatus.ERROR: "!"}
 
 
@@ -52,5 +58,6 @@ def _table_lines(t: TablePlan) -> list[str]:
         lines.append(f"    resize: {count} small files ({human_bytes(total)}) rewritten into {len(s.groups)} "
                      f"files of at most {human_bytes(s.max_file_size)}")
         for g in s.groups[:MAX_FILES_SHOWN]:
-            lines.append(f"      + {g.partition or '(table)'}: {len(g.files)} files -> 1 ({human_bytes(g.total_bytes)})")
+            lines.append(f"      ~ {g.partition or '(table)'}: {count(len(g.files), 'file')} rewritten into 1 "
+                         f"({human_bytes(g.total_bytes)})")
     return lines
