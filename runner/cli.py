@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif result.text:
         from runner.commands.terminal import emit
 
-        emit(result.text)
+        emit(result.text, pretty=result.pretty)
     return int(result.exit_code)
 
 

@@ -58,7 +58,9 @@ def test_no_color_on_a_tty_gives_the_plain_text(tmp_path, capsys):
     assert code == 2
     assert not ANSI.search(out)
     assert main(["plan", "--project-dir", str(root)]) == 2
-    assert out.replace("\r\n", "\n").strip().splitlines()[2:] == capsys.readouterr().out.strip().splitlines()[2:]
+    plain = capsys.readouterr().out.strip().splitlines()
+    # the same lines (bar the header's timestamp-free first line), then the summary table
+    assert out.replace("\r\n", "\n").strip().splitlines()[1:len(plain)] == plain[1:]
 
 
 def test_captured_output_has_no_escape_codes(tmp_path, capsys):
@@ -90,3 +92,15 @@ def test_apply_on_a_tty_shows_progress_and_no_spark_noise(tmp_path):
     assert "WARN" not in text and "log4j" not in text
     assert "log4j" in (root / "target" / "spark.log").read_text()
     assert f"Report: {root / 'target' / 'run_results.json'}" in text  # absolute with --project-dir
+
+
+def test_status_and_plan_show_a_summary_table_on_a_tty_only(tmp_path, capsys):
+    root = project(tmp_path / "p")
+    code, out = run_in_pty([RUNNER, "status", "--project-dir", str(root)])
+    text = ANSI.sub("", out)
+    assert code == 0 and "Tables" in text
+    assert re.search(r"│ t\s+│\s+COW │\s+6 │\s+3 │\s+1 │", text), text
+    code, out = run_in_pty([RUNNER, "plan", "--project-dir", str(root)])
+    assert code == 2 and re.search(r"│ t\s+│ changes\s+│\s+4 │", ANSI.sub("", out))
+    assert main(["status", "--project-dir", str(root)]) == 0
+    assert "│" not in capsys.readouterr().out  # piped: the text only

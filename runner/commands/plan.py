@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from runner.commands._common import instant_text, parse_now, selected
-from runner.commands.render import render_plan
+from runner.commands.render import plan_table_view, render_plan
 from runner.commands.result import CommandResult, ExitCode
 from runner.declarations.model import TableDeclaration
 from runner.errors import RunnerError
@@ -47,4 +47,5 @@ def run(args: argparse.Namespace) -> CommandResult:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(data, indent=2) + "\n")
-    return CommandResult(exit_code(plan), render_plan(plan, project.name), data)
+    return CommandResult(exit_code(plan), render_plan(plan, project.name), data,
+                         pretty=(lambda: plan_table_view(plan)) if plan.tables else None)

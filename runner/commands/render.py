@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from runner.commands._common import human_bytes
 from runner.plan.model import Plan, TablePlan, TableStatus
 
@@ -61,3 +63,25 @@ def _table_lines(t: TablePlan) -> list[str]:
             lines.append(f"      ~ {g.partition or '(table)'}: {count(len(g.files), 'file')} rewritten into 1 "
                          f"({human_bytes(g.total_bytes)})")
     return lines
+
+
+_ROW_STYLE = {TableStatus.CHANGES: "yellow", TableStatus.IN_SYNC: "green", TableStatus.ERROR: "red"}
+
+
+def plan_table_view(plan: Plan) -> Any:
+    """The terminal's one-row-per-table summary under the plan text."""
+    from runner.commands.terminal import summary_table
+
+    rows, styles = [], []
+    for t in plan.tables:
+        clean = t.clean if t.clean is not None and t.status is not TableStatus.ERROR else None
+        sizing = t.sizing if t.sizing is not None and t.status is not TableStatus.ERROR else None
+        rewrite = sum(len(g.files) for g in sizing.groups) if sizing else 0
+        rows.append([
+            t.name, t.status.value.replace("_", " "),
+            f"{len(clean.files_to_delete):,}" if clean else "", human_bytes(clean.bytes_to_reclaim) if clean else "",
+            f"{rewrite:,}" if sizing else "",
+        ])
+        styles.append(_ROW_STYLE.get(t.status, ""))
+    return summary_table("Plan", ["table", "status", "files to delete", "reclaimed", "files to rewrite"],
+                         rows, styles=styles)

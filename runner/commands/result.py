@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -20,3 +21,6 @@ class CommandResult:
     exit_code: ExitCode
     text: str
     data: dict[str, Any]
+    # Builds a rich renderable (a summary table) shown after `text` on a terminal only; built
+    # lazily so that piped and JSON output never import rich.
+    pretty: Callable[[], Any] | None = None

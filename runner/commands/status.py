@@ -22,7 +22,32 @@ def run(args: argparse.Namespace) -> CommandResult:
         except RunnerError as error:
             rows.append({"name": decl.name, "path": decl.path, "error": {"type": error.kind, "message": str(error)}})
     failed = any("error" in r for r in rows)
-    return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, _text(rows), {"tables": rows})
+    return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, _text(rows), {"tables": rows},
+                         pretty=(lambda: _table(rows)) if rows else None)
+
+
+_SHORT_TYPE = {"COPY_ON_WRITE": "COW", "MERGE_ON_READ": "MOR"}
+
+
+def _table(rows: list[dict[str, Any]]) -> Any:
+    """The terminal's summary of every table, one row each (the text above has the details)."""
+    from runner.commands.terminal import summary_table
+
+    columns = ["table", "type", "version", "partitions", "file groups", "latest", "older",
+               "small files", "pending", "drift"]
+    body, styles = [], []
+    for r in rows:
+        if "error" in r:
+            body.append([r["name"], "cannot be read", *[""] * 8])
+            styles.append("red")
+            continue
+        body.append([
+            r["name"], _SHORT_TYPE.get(r["table_type"], r["table_type"]), str(r["table_version"]), f"{r['partitions']:,}",
+            f"{r['file_groups']:,}", human_bytes(r["latest_slices"]["bytes"]), human_bytes(r["older_slices"]["bytes"]),
+            f"{r['small_files']['count']:,}", str(len(r["pending_instants"])), str(len(r["declaration_drift"])),
+        ])
+        styles.append("magenta" if r["declaration_drift"] else "")
+    return summary_table("Tables", columns, body, styles=styles)
 
 
 def _text(rows: list[dict[str, Any]]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -51,10 +51,10 @@ def console(stream: IO[str]) -> Any:
                    color_system="auto" if colour else None, highlight=False, soft_wrap=True)
 
 
-def emit(text: str, *, stream: IO[str] | None = None, pretty: Any = None) -> None:
+def emit(text: str, *, stream: IO[str] | None = None, pretty: Callable[[], Any] | None = None) -> None:
     """Print a command's text: coloured line by line on a colour TTY, else exactly as rendered.
 
-    `pretty`, when given, is a rich renderable (a table) shown after the text on a TTY only.
+    `pretty`, when given, builds a rich renderable (a table) shown after the text on a TTY only.
     """
     out = stream or sys.stdout
     if not is_tty(out):
@@ -66,7 +66,7 @@ def emit(text: str, *, stream: IO[str] | None = None, pretty: Any = None) -> Non
     for line in text.splitlines() or [""]:
         con.print(Text(line, style=style_of(line) if wants_colour(out) else ""))
     if pretty is not None:
-        con.print(pretty)
+        con.print(pretty())
 
 
 def style_of(line: str) -> str:
@@ -170,3 +170,15 @@ def jvm_output_to(log_path: str | None) -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(log)
+
+
+def summary_table(title: str, columns: list[str], rows: list[list[str]], *, styles: list[str] | None = None) -> Any:
+    """A rich table; the first column holds names, the others numbers (right-aligned)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for index, column in enumerate(columns):
+        table.add_column(column, justify="left" if index == 0 else "right", no_wrap=index == 0)
+    for index, row in enumerate(rows):
+        table.add_row(*row, style=(styles or [""] * len(rows))[index])
+    return table
