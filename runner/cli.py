@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         _common(cmd)
         if name == "plan":
             cmd.add_argument("--out", metavar="PLAN_JSON", help="also write the plan as JSON to this file")
+            cmd.add_argument("--verbose", "-v", action="store_true",
+                             help="list every file and why, instead of the first 10 of each list")
             cmd.add_argument("--now", metavar="TIME", help="instant time or ISO-8601 to plan as of")
         if name == "apply":
             cmd.add_argument("plan_file", nargs="?", metavar="PLAN_JSON", help="apply this saved plan")

@@ -47,5 +47,5 @@ def run(args: argparse.Namespace) -> CommandResult:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(data, indent=2) + "\n")
-    return CommandResult(exit_code(plan), render_plan(plan, project.name), data,
+    return CommandResult(exit_code(plan), render_plan(plan, project.name, verbose=getattr(args, "verbose", False)), data,
                          pretty=(lambda: plan_table_view(plan)) if plan.tables else None)

@@ -9,6 +9,7 @@ from runner.hudi.instant import Action
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.clean import CleanScope, plan_clean
 from runner.plan.model import Requirements, TablePlan, TableStatus
+from runner.plan.reasons import explain_clean
 from runner.plan.sizing import plan_sizing
 
 
@@ -29,7 +30,7 @@ def requirements(meta: TableMetadata) -> Requirements:
 def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> TablePlan:
     """The clean and sizing steps for one table, with the requirements apply will re-check."""
     meta = state.metadata
-    clean = plan_clean(decl.clean, state, scope)
+    clean = explain_clean(decl.clean, state, scope, plan_clean(decl.clean, state, scope))
     sizing = plan_sizing(decl.file_sizing, state)
     pending = tuple(str(i.time) for i, p in meta.pending_cleans if p is not None)
     resumes = tuple(str(t) for t in meta.runner_pending_clustering)

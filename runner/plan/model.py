@@ -26,11 +26,22 @@ class TableStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class FileToDelete:
-    """A data file, by its path relative to the table's base path."""
+    """A data file, by its path relative to the table's base path, and why the cleaner takes it."""
 
     partition: str
     path: str
     size: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FileKept:
+    """A file the policy alone would delete, kept because a savepoint or a pending compaction needs it."""
+
+    partition: str
+    path: str
+    size: int
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +55,8 @@ class CleanStep:
     partitions_to_delete: tuple[str, ...]
     savepointed_timestamps: tuple[str, ...] = ()
     scope: str = ""
+    kept: tuple[FileKept, ...] = ()
+    why: str = ""
 
     @property
     def bytes_to_reclaim(self) -> int:
@@ -174,8 +187,12 @@ def _clean_json(c: CleanStep) -> dict[str, Any]:
         "scope": c.scope,
         "savepointed_timestamps": list(c.savepointed_timestamps),
         "partitions_to_delete": list(c.partitions_to_delete),
-        "files_to_delete": [{"partition": f.partition, "path": f.path, "size": f.size} for f in c.files_to_delete],
+        "files_to_delete": [
+            {"partition": f.partition, "path": f.path, "size": f.size, "reason": f.reason} for f in c.files_to_delete
+        ],
         "bytes_to_reclaim": c.bytes_to_reclaim,
+        "kept": [{"partition": f.partition, "path": f.path, "size": f.size, "reason": f.reason} for f in c.kept],
+        "why": c.why,
     }
 
 
@@ -219,10 +236,14 @@ def _clean_from(d: dict[str, Any]) -> CleanStep:
         policy=CleanPolicyName(d["policy"]),
         earliest_commit_to_retain=None if ectr is None else Instant(InstantTime(ectr), Action(action), State.COMPLETED),
         last_completed_commit=d.get("last_completed_commit", ""),
-        files_to_delete=tuple(FileToDelete(f["partition"], f["path"], int(f["size"])) for f in d["files_to_delete"]),
+        files_to_delete=tuple(
+            FileToDelete(f["partition"], f["path"], int(f["size"]), f.get("reason", "")) for f in d["files_to_delete"]
+        ),
         partitions_to_delete=tuple(d["partitions_to_delete"]),
         savepointed_timestamps=tuple(d.get("savepointed_timestamps", ())),
         scope=d.get("scope", ""),
+        kept=tuple(FileKept(f["partition"], f["path"], int(f["size"]), f["reason"]) for f in d.get("kept", ())),
+        why=d.get("why", ""),
     )
 
 
