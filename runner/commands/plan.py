@@ -34,9 +34,17 @@ def _plan_or_error(decl: TableDeclaration, now: datetime) -> TablePlan:
 
 
 def exit_code(plan: Plan) -> ExitCode:
+    """1 failed > 2 changes pending > 3 drift only > 0 in sync.
+
+    Like Terraform's -detailed-exitcode, 0, 1 and 2 keep their meaning; drift gets its own code, 3,
+    only when nothing else is pending, so `plan || [ $? -eq 2 ]` before an apply still works and a
+    drift-only run is never mistaken for "in sync".
+    """
     if plan.has_errors:
         return ExitCode.FAILURE
-    return ExitCode.CHANGES if plan.has_changes else ExitCode.OK
+    if plan.has_changes:
+        return ExitCode.CHANGES
+    return ExitCode.DRIFT if plan.has_drift else ExitCode.OK
 
 
 def run(args: argparse.Namespace) -> CommandResult:

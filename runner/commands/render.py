@@ -14,7 +14,7 @@ def count(number: int, noun: str) -> str:
     """`1 file`, `2 files`: every count the user reads goes through here."""
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
-_MARK = {TableStatus.CHANGES: "~", TableStatus.IN_SYNC: "=", TableStatus.ERROR: "!"}
+_MARK = {TableStatus.CHANGES: "~", TableStatus.IN_SYNC: "=", TableStatus.ERROR: "!", TableStatus.DRIFT: "?"}
 
 
 def render_plan(plan: Plan, project: str, *, verbose: bool = False) -> str:
@@ -29,8 +29,10 @@ def render_plan(plan: Plan, project: str, *, verbose: bool = False) -> str:
     files = sum(len(t.clean.files_to_delete) for t in changed if t.clean)
     reclaim = sum(t.clean.bytes_to_reclaim for t in changed if t.clean)
     failed = sum(t.status is TableStatus.ERROR for t in plan.tables)
+    drifted = sum(t.status is TableStatus.DRIFT for t in plan.tables)
+    in_sync = len(plan.tables) - len(changed) - failed - drifted
     lines.append(
-        f"Plan: {len(changed)} to change, {len(plan.tables) - len(changed) - failed} in sync, {failed} failed; "
+        f"Plan: {len(changed)} to change, {in_sync} in sync, {drifted} drifted, {failed} failed; "
         f"{count(files, 'file')} ({human_bytes(reclaim)}) to delete."
     )
     return "\n".join(lines)
@@ -43,8 +45,13 @@ def _table_lines(t: TablePlan, verbose: bool) -> list[str]:
     if t.status is TableStatus.IN_SYNC:
         return [head + ": in sync" + (f"; {t.clean.why}" if t.clean and t.clean.why else ""),
                 *_kept_lines(t, verbose)]
+    if t.status is TableStatus.DRIFT:
+        return [head + ": nothing to apply, but the table differs from its declaration's `table:` block "
+                "(apply cannot change a table's type or keys: fix the declaration or the table)",
+                *(f"    drift: {d}" for d in t.drift), *_kept_lines(t, verbose)]
     lines = [head]
     lines.extend(f"    note: {n}" for n in t.notes)
+    lines.extend(f"    drift: {d}" for d in t.drift)
     if t.clean and not t.clean.is_empty:
         c = t.clean
         lines.append(f"    clean ({c.policy}): {c.why or 'earliest commit to retain ' + _ectr(c)}; {c.scope}")
@@ -81,7 +88,8 @@ def _ectr(c: CleanStep) -> str:
     return str(c.earliest_commit_to_retain.time) if c.earliest_commit_to_retain else "none"
 
 
-_ROW_STYLE = {TableStatus.CHANGES: "yellow", TableStatus.IN_SYNC: "green", TableStatus.ERROR: "red"}
+_ROW_STYLE = {TableStatus.CHANGES: "yellow", TableStatus.IN_SYNC: "green", TableStatus.ERROR: "red",
+              TableStatus.DRIFT: "magenta"}
 
 
 def plan_table_view(plan: Plan) -> Any:

@@ -9,11 +9,13 @@ from typing import Any
 
 
 class ExitCode(IntEnum):
-    """The exit-code contract: 0 OK / in sync, 1 failure, 2 changes pending (plan only)."""
+    """The exit-code contract: 0 OK / in sync, 1 failure, 2 changes pending (plan only), 3 drift
+    only (plan: nothing to apply, but a table differs from its `table:` block)."""
 
     OK = 0
     FAILURE = 1
     CHANGES = 2
+    DRIFT = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,7 +83,7 @@ def apply_table(
         meta = read_table_metadata(storage)
         fresh = plan_one(decl, storage, now=now, metadata=meta)
         plan = _checked(planned, fresh, meta, storage) if planned is not None else fresh
-        if plan.status is TableStatus.IN_SYNC:
+        if plan.status in (TableStatus.IN_SYNC, TableStatus.DRIFT):  # drift is for a person, not apply
             result.duration_s = round(time.monotonic() - started, 3)
             return result
         _handle_metadata_table(decl, storage, meta, result)

@@ -11,6 +11,7 @@ from runner.plan.clean import CleanScope, plan_clean
 from runner.plan.model import Requirements, TablePlan, TableStatus
 from runner.plan.reasons import explain_clean
 from runner.plan.sizing import plan_sizing
+from runner.summary import declaration_drift
 
 
 def timeline_fingerprint(meta: TableMetadata) -> str:
@@ -34,6 +35,7 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> 
     sizing = plan_sizing(decl.file_sizing, state)
     pending = tuple(str(i.time) for i, p in meta.pending_cleans if p is not None)
     resumes = tuple(str(t) for t in meta.runner_pending_clustering)
+    drift = declaration_drift(decl, state)
     changes = bool(pending or resumes) or not clean.is_empty or (sizing is not None and not sizing.is_empty)
     notes = [f"finish pending clean {t} first" for t in pending]
     notes += [f"finish the interrupted resize (clustering {t})" for t in resumes]
@@ -45,12 +47,13 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> 
     return TablePlan(
         name=decl.name,
         path=decl.path,
-        status=TableStatus.CHANGES if changes else TableStatus.IN_SYNC,
+        status=TableStatus.CHANGES if changes else TableStatus.DRIFT if drift else TableStatus.IN_SYNC,
         requirements=requirements(meta),
         clean=clean,
         sizing=sizing,
         metadata_table=mdt,
         notes=tuple(notes),
+        drift=tuple(drift),
     )
 
 

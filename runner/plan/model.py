@@ -22,6 +22,9 @@ class TableStatus(StrEnum):
     IN_SYNC = "in_sync"
     CHANGES = "changes"
     ERROR = "error"
+    # Nothing for apply to do, but hoodie.properties differs from the declaration's `table:` block;
+    # apply cannot change a table's type or keys, so this needs a person.
+    DRIFT = "drift"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,7 @@ class TablePlan:
     sizing: SizingStep | None = None
     metadata_table: str | None = None
     notes: tuple[str, ...] = ()
+    drift: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +139,10 @@ class Plan:
     @property
     def has_errors(self) -> bool:
         return any(t.status is TableStatus.ERROR for t in self.tables)
+
+    @property
+    def has_drift(self) -> bool:
+        return any(t.drift for t in self.tables)
 
     @property
     def has_changes(self) -> bool:
@@ -172,6 +180,7 @@ def _table_json(t: TablePlan) -> dict[str, Any]:
         },
         "metadata_table": t.metadata_table,
         "notes": list(t.notes),
+        "drift": list(t.drift),
         "clean": None if t.clean is None else _clean_json(t.clean),
         "sizing": None if t.sizing is None else _sizing_json(t.sizing),
     }
@@ -224,6 +233,7 @@ def _table_from(d: dict[str, Any]) -> TablePlan:
         ),
         metadata_table=d.get("metadata_table"),
         notes=tuple(d.get("notes", ())),
+        drift=tuple(d.get("drift", ())),
         clean=None if d.get("clean") is None else _clean_from(d["clean"]),
         sizing=None if d.get("sizing") is None else _sizing_from(d["sizing"]),
     )
