@@ -47,3 +47,19 @@ def test_verbose_lists_every_file(demo_project, capsys):  # noqa: F811
     full = capsys.readouterr().out
     assert "more files" not in full
     assert sum(line.startswith("      - ") and "partition " not in line for line in full.splitlines()) == 40
+
+
+def test_lance_base_files_get_a_note_that_they_cannot_be_resized(tmp_path, capsys):
+    from tests.execute.test_cli_plan_apply import project
+    from tests.conftest import FIXTURES
+
+    root = project(tmp_path / "p", FIXTURES / "sample_table/cow/v9_lance_nonpartitioned.zip")
+    (root / "tables" / "t.yml").write_text("name: t\npath: table\nmetadata_table: disable\n")
+    main(["plan", "--project-dir", str(root), "--format", "json"])
+    table = json.loads(capsys.readouterr().out)["tables"][0]
+    assert table["sizing"]["groups"] == []
+    notes = [n for n in table["notes"] if "lance" in n]
+    assert len(notes) == 1 and notes[0].endswith("small lance base files cannot be resized: "
+                                                 "the runner rewrites parquet base files only")
+    main(["plan", "--project-dir", str(root)])
+    assert "    note: " in capsys.readouterr().out

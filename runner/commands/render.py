@@ -44,7 +44,7 @@ def _table_lines(t: TablePlan, verbose: bool) -> list[str]:
         return [head, *(f"    {line}" for line in (t.error or {}).get("message", "").splitlines())]
     if t.status is TableStatus.IN_SYNC:
         return [head + ": in sync" + (f"; {t.clean.why}" if t.clean and t.clean.why else ""),
-                *_kept_lines(t, verbose)]
+                *(f"    note: {n}" for n in t.notes), *_kept_lines(t, verbose)]
     if t.status is TableStatus.DRIFT:
         return [head + ": nothing to apply, but the table differs from its declaration's `table:` block "
                 "(apply cannot change a table's type or keys: fix the declaration or the table)",

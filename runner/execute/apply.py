@@ -103,7 +103,8 @@ def apply_table(
             _record(result, runner.finish(inflight, clean_plan, sizes=sizes), started=str(start))
         _resize(decl, storage, plan, result, spark_settings, clock)
         result.status = "success"
-        result.notes.extend(plan.notes)
+        # The plan's notes about what apply "will" do are replaced by what it did (see above).
+        result.notes.extend(n for n in plan.notes if not n.startswith("apply will"))
     result.duration_s = round(time.monotonic() - started, 3)
     return result
 

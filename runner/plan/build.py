@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 
 from runner.declarations.model import MetadataTableMode, TableDeclaration
 from runner.hudi.instant import Action
@@ -38,6 +39,7 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> 
     drift = declaration_drift(decl, state)
     changes = bool(pending or resumes) or not clean.is_empty or (sizing is not None and not sizing.is_empty)
     notes = [f"finish pending clean {t} first" for t in pending]
+    notes += unresizable_notes(decl, state)
     notes += [f"finish the interrupted resize (clustering {t})" for t in resumes]
     mdt = None
     if meta.has_metadata_table:
@@ -55,6 +57,21 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> 
         notes=tuple(notes),
         drift=tuple(drift),
     )
+
+
+def unresizable_notes(decl: TableDeclaration, state: TableState) -> list[str]:
+    """Small latest base files the resize cannot rewrite, because its job writes parquet only."""
+    limit = decl.file_sizing.small_file_limit
+    formats = Counter(
+        s.base_file.extension for g in state.active_groups
+        if (s := g.latest) is not None and s.base_file is not None
+        and s.base_file.extension != "parquet" and 0 <= s.base_file.size < limit
+    )
+    return [
+        f"{number} small {extension} base file{'' if number == 1 else 's'} cannot be resized: "
+        "the runner rewrites parquet base files only"
+        for extension, number in sorted(formats.items())
+    ]
 
 
 _MDT_NOTES = {
