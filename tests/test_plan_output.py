@@ -63,3 +63,13 @@ def test_lance_base_files_get_a_note_that_they_cannot_be_resized(tmp_path, capsy
                                                  "the runner rewrites parquet base files only")
     main(["plan", "--project-dir", str(root)])
     assert "    note: " in capsys.readouterr().out
+
+
+def test_counts_are_singular_for_one(tmp_path, capsys):
+    from tests.execute.test_cli_plan_apply import project
+
+    root = project(tmp_path / "p")
+    assert main(["status", "--project-dir", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "3 partitions, 1 file group, 3 replaced" in out
+    assert "latest slices: 1 slice, 1 file, " in out

@@ -1,0 +1,102 @@
+"""`runner ls`: the selected tables with their effective settings and where each value came from.
+
+Every setting is shown with its source: the table's own file, the project's `defaults`, or
+Hudi's default. Text output shows the retention field of each table's policy only (the others
+have no effect); JSON output lists every effective setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from runner.commands.result import CommandResult, ExitCode
+from runner.declarations.loader import load_project
+from runner.declarations.merge import SIZE_FIELDS
+from runner.declarations.model import CleanPolicy, FileSizing, Source, TableDeclaration
+from runner.declarations.rules import RETENTION_FIELD
+from runner.declarations.sizes import format_size
+from runner.selection import select_tables
+
+
+def run(args: argparse.Namespace) -> CommandResult:
+    """List the tables `--select`/`--exclude` pick; invalid declarations raise `DeclarationError`."""
+    project = load_project(args.project_dir)
+    tables = select_tables(project, args.select, args.exclude, args.state)
+    data = {"project": project.name, "tables": [table_json(table) for table in tables]}
+    text = _render(tables) if tables else "no tables selected"
+    return CommandResult(ExitCode.OK, text, data)
+
+
+def settings(table: TableDeclaration) -> list[tuple[str, object, Source]]:
+    """`(setting, value, source)` for every effective setting, in provenance order."""
+    blocks: dict[str, CleanPolicy | FileSizing] = {"clean": table.clean, "file_sizing": table.file_sizing}
+    rows = []
+    for name, source in table.provenance:
+        block, field = name.split(".", 1)
+        rows.append((name, getattr(blocks[block], field), source))
+    return rows
+
+
+def table_json(table: TableDeclaration) -> dict[str, Any]:
+    spec = table.table
+    return {
+        "name": table.name,
+        "path": table.path,
+        "source_file": table.source_file,
+        "description": table.description,
+        "owner": table.owner,
+        "tags": list(table.tags),
+        "metadata_table": str(table.metadata_table),
+        "table": None if spec is None else {
+            "type": str(spec.type),
+            "record_key": list(spec.record_key),
+            "partition_by": list(spec.partition_by),
+            "precombine_field": spec.precombine_field,
+        },
+        "settings": {name: {"value": _json_value(value), "source": str(source)}
+                     for name, value, source in settings(table)},
+    }
+
+
+def _json_value(value: object) -> object:
+    return str(value) if isinstance(value, str) else value  # StrEnum → plain str
+
+
+def _render(tables: tuple[TableDeclaration, ...]) -> str:
+    """One block per table; the value and source columns line up across all tables."""
+    blocks = [(table, _rows(table)) for table in tables]
+    width = max(len(name) for _, rows in blocks for name, _, _ in rows)
+    value_width = max(len(value) for _, rows in blocks for _, value, source in rows if source)
+    out = []
+    for table, rows in blocks:
+        lines = [table.name + (f"  ({table.description})" if table.description else "")]
+        lines += [f"  {name:<{width}}  {value:<{value_width}}  {source}".rstrip() for name, value, source in rows]
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def _rows(table: TableDeclaration) -> list[tuple[str, str, str]]:
+    hidden = {f"clean.{field}" for policy, field in RETENTION_FIELD.items() if policy != table.clean.policy}
+    rows = [("path", table.path, ""), ("declared in", table.source_file, "")]
+    if table.owner:
+        rows.append(("owner", table.owner, ""))
+    if table.tags:
+        rows.append(("tags", ", ".join(table.tags), ""))
+    if table.table is not None:
+        spec = table.table
+        keys = f"; key {', '.join(spec.record_key)}" if spec.record_key else ""
+        parts = f"; partitioned by {', '.join(spec.partition_by)}" if spec.partition_by else ""
+        rows.append(("table", f"{spec.type}{keys}{parts}", ""))
+    rows.append(("metadata_table", str(table.metadata_table), ""))
+    rows += [(name, _text_value(name, value), str(source))
+             for name, value, source in settings(table) if name not in hidden]
+    return rows
+
+
+def _text_value(name: str, value: object) -> str:
+    if name.split(".")[-1] in SIZE_FIELDS and isinstance(value, int):
+        return f"{format_size(value)} ({value:,} bytes)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"{value:,}" if isinstance(value, int) else str(value)

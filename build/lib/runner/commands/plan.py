@@ -1,0 +1,59 @@
+"""`runner plan`: how far each selected table is from its declaration; changes nothing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from runner.commands._common import instant_text, parse_now, selected
+from runner.commands.render import plan_table_view, render_plan
+from runner.commands.result import CommandResult, ExitCode
+from runner.declarations.model import TableDeclaration
+from runner.errors import RunnerError
+from runner.execute.apply import plan_one
+from runner.hudi.storage import storage_for
+from runner.plan.model import Plan, TablePlan, TableStatus
+
+
+def build_plan(tables: tuple[TableDeclaration, ...], *, now: datetime) -> Plan:
+    """Plan every table; a table that cannot be read becomes an `error` entry, not an abort."""
+    return Plan(
+        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        now=instant_text(now),
+        tables=tuple(_plan_or_error(decl, now) for decl in tables),
+    )
+
+
+def _plan_or_error(decl: TableDeclaration, now: datetime) -> TablePlan:
+    try:
+        return plan_one(decl, storage_for(decl.path), now=now)
+    except RunnerError as error:
+        return TablePlan(decl.name, decl.path, TableStatus.ERROR, error={"type": error.kind, "message": str(error)})
+
+
+def exit_code(plan: Plan) -> ExitCode:
+    """1 failed > 2 changes pending > 3 drift only > 0 in sync.
+
+    Like Terraform's -detailed-exitcode, 0, 1 and 2 keep their meaning; drift gets its own code, 3,
+    only when nothing else is pending, so `plan || [ $? -eq 2 ]` before an apply still works and a
+    drift-only run is never mistaken for "in sync".
+    """
+    if plan.has_errors:
+        return ExitCode.FAILURE
+    if plan.has_changes:
+        return ExitCode.CHANGES
+    return ExitCode.DRIFT if plan.has_drift else ExitCode.OK
+
+
+def run(args: argparse.Namespace) -> CommandResult:
+    project, tables = selected(args)
+    plan = build_plan(tables, now=parse_now(args.now))
+    data = plan.to_json()
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=2) + "\n")
+    return CommandResult(exit_code(plan), render_plan(plan, project.name, verbose=getattr(args, "verbose", False)), data,
+                         pretty=(lambda: plan_table_view(plan)) if plan.tables else None)

@@ -1,0 +1,1 @@
+"""YAML declarations → validated, typed `Project`. Knows nothing of Hudi or Spark."""

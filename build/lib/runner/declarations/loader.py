@@ -1,0 +1,210 @@
+"""project.yml + tables/**/*.yml → one validated `Project`, or every problem at once.
+
+The pipeline per file is: read → YAML (`yaml_io`) → JSON Schema (`schema`) → merge with defaults
+(`merge`) → single-table rules; then rules across files (`rules`). A problem in one file never
+stops the others from being checked: the user sees the whole list in one run and can fix it in
+one pass. File names in problems are relative to the project directory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from runner.declarations import rules, schema
+from runner.declarations.merge import build_table, effective_settings, lookup
+from runner.declarations.model import Project, Source, SparkSettings, TableDeclaration
+from runner.declarations.paths import PathError, resolve_path
+from runner.declarations.schema import show
+from runner.declarations.yaml_io import Loaded, load_yaml
+from runner.errors import DeclarationError, Problem
+
+PROJECT_FILE = "project.yml"
+DEFAULT_TABLES_DIR = "tables"
+_EXTENSIONS = (".yml", ".yaml")
+
+
+@dataclass(frozen=True, slots=True)
+class _ProjectFile:
+    doc: Loaded
+    valid: bool  # passed the schema: its defaults may be merged into tables
+    tables_dir: str
+    roots: tuple[str, ...]
+
+
+def load_project(project_dir: str | os.PathLike[str]) -> Project:
+    """Load, validate and merge a whole project.
+
+    Args:
+        project_dir: the folder holding project.yml.
+
+    Returns:
+        The project with every table's effective settings, its path resolved (an absolute local
+        path, or a URI without trailing slash), its provenance filled, and `tables` sorted by name.
+
+    Raises:
+        DeclarationError: with every problem found in project.yml and in every table file, sorted
+            by file and line. Bad input never raises anything else.
+    """
+    root = os.path.abspath(os.fspath(project_dir))
+    project, problems = _load_project_file(root)
+    located: list[rules.Located] = []
+    tables: list[TableDeclaration] = []
+    for relative in _table_files(root, project, problems):
+        table, entry, found = _load_table(root, relative, project)
+        located.append(entry)
+        problems += found
+        if table is not None:
+            tables.append(table)
+    problems += rules.duplicate_problems(located)
+    for entry in located:
+        problems += rules.root_problems(entry, project.roots)
+    if problems:
+        raise DeclarationError(_sorted(problems))
+    return _project(root, project, tables)
+
+
+def _project(root: str, project: _ProjectFile, tables: list[TableDeclaration]) -> Project:
+    data = project.doc.data
+    assert isinstance(data, Mapping)
+    spark = data.get("spark", {})
+    conf = tuple((str(key), _conf_text(value)) for key, value in spark.get("conf", {}).items())
+    return Project(
+        name=str(data["name"]),
+        directory=root,
+        tables_dir=project.tables_dir,
+        allowed_roots=project.roots,
+        spark=SparkSettings(master=spark.get("master", SparkSettings().master), conf=conf),
+        tables=tuple(sorted(tables, key=lambda table: table.name)),
+    )
+
+
+def _conf_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def read_yaml(root: str, relative: str) -> Loaded:
+    """Read and parse one file of the project; unreadable or non-UTF-8 files become problems."""
+    try:
+        with open(os.path.join(root, relative), "rb") as handle:
+            raw = handle.read()
+    except OSError as error:
+        return Loaded(relative, None, {}, (Problem(relative, 0, 0, "", f"cannot read the file: {error.strerror}"),))
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        column = error.start - raw.rfind(b"\n", 0, error.start)
+        message = f"not UTF-8 text (byte 0x{raw[error.start]:02x}); save the file as UTF-8"
+        return Loaded(relative, None, {}, (Problem(relative, line, column, "", message),))
+    return load_yaml(text, relative)
+
+
+def _load_project_file(root: str) -> tuple[_ProjectFile, list[Problem]]:
+    """Read and check project.yml; its defaults are merged into tables only if it passed the schema."""
+    if not os.path.isfile(os.path.join(root, PROJECT_FILE)):
+        message = (f"not found in {root}; every project needs a project.yml with at least `name:`. "
+                   "To fix this, create it, or pass the right folder with --project-dir")
+        doc = Loaded(PROJECT_FILE, None, {})
+        return _ProjectFile(doc, False, DEFAULT_TABLES_DIR, ()), [Problem(PROJECT_FILE, 0, 0, "", message)]
+    doc = read_yaml(root, PROJECT_FILE)
+    problems = list(doc.problems) + _top_level(doc, "a project (at least `name:`)")
+    tables_dir = lookup(doc.data, ("tables_dir",))
+    if not isinstance(tables_dir, str) or not tables_dir.strip():
+        tables_dir = DEFAULT_TABLES_DIR
+    if not isinstance(doc.data, Mapping):
+        return _ProjectFile(doc, False, tables_dir, ()), problems
+    problems += schema.check(doc, schema.PROJECT_SCHEMA)
+    roots = _roots(doc, root, problems)
+    valid = not problems
+    if valid:
+        problems += rules.sizing_problems(effective_settings(None, doc), Source.PROJECT_DEFAULT)
+    return _ProjectFile(doc, valid, tables_dir, roots), problems
+
+
+def _roots(doc: Loaded, root: str, problems: list[Problem]) -> tuple[str, ...]:
+    roots = []
+    declared = lookup(doc.data, ("allowed_roots",))
+    for index, text in enumerate(declared if isinstance(declared, list) else ()):
+        if isinstance(text, str):
+            try:
+                roots.append(resolve_path(text, root))
+            except PathError as error:
+                problems.append(doc.problem(("allowed_roots", index), str(error)))
+    return tuple(roots)
+
+
+def _top_level(doc: Loaded, what: str) -> list[Problem]:
+    if isinstance(doc.data, Mapping) or (doc.data is None and doc.problems):
+        return []
+    if doc.data is None:
+        return [Problem(doc.file, 0, 0, "", f"the file is empty; expected {what}")]
+    return [doc.problem((), f"expected a mapping (key: value lines) at the top of the file, "
+                        f"got {show(doc.data)}; the file should declare {what}")]
+
+
+def _table_files(root: str, project: _ProjectFile, problems: list[Problem]) -> Iterator[str]:
+    """Every *.yml/*.yaml under tables_dir (hidden files and folders skipped), sorted."""
+    folder = os.path.normpath(os.path.join(root, project.tables_dir))
+    if not os.path.isdir(folder):
+        problems.append(project.doc.problem(("tables_dir",), f'folder "{project.tables_dir}" not found in '
+                                            f"{root}; create it, or set tables_dir in project.yml"))
+        return iter(())
+    found = []
+    def unreadable(error: OSError) -> None:
+        where = os.path.relpath(error.filename or folder, root)
+        problems.append(Problem(where, 0, 0, "", f"cannot read the folder: {error.strerror}"))
+
+    for current, folders, files in os.walk(folder, onerror=unreadable):
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        found += [os.path.join(current, name) for name in files
+                  if name.endswith(_EXTENSIONS) and not name.startswith(".")]
+    project_file = os.path.join(root, PROJECT_FILE)
+    relative = (os.path.relpath(path, root).replace(os.sep, "/") for path in found if path != project_file)
+    return iter(sorted(relative))
+
+
+def _load_table(
+    root: str, relative: str, project: _ProjectFile
+) -> tuple[TableDeclaration | None, rules.Located, list[Problem]]:
+    doc = read_yaml(root, relative)
+    problems = list(doc.problems)
+    problems += _top_level(doc, "a table (at least `name:` and `path:`)")
+    if not isinstance(doc.data, Mapping):
+        return None, rules.Located(doc, None, None), problems
+    shape = schema.check(doc, schema.TABLE_SCHEMA)
+    location, path_problems = _location(doc, root)
+    problems += shape + path_problems
+    name = _valid_name(doc, shape)
+    entry = rules.Located(doc, name, location)
+    if shape or location is None:
+        return None, entry, problems
+    settings = effective_settings(doc, project.doc if project.valid else None)
+    problems += rules.policy_problems(doc, settings)
+    problems += rules.sizing_problems(settings, Source.TABLE)
+    return build_table(doc, settings, location), entry, problems
+
+
+def _location(doc: Loaded, root: str) -> tuple[str | None, list[Problem]]:
+    declared = lookup(doc.data, ("path",))
+    if not isinstance(declared, str) or not declared:
+        return None, []
+    try:
+        return resolve_path(declared, root), []
+    except PathError as error:
+        return None, [doc.problem(("path",), str(error))]
+
+
+def _valid_name(doc: Loaded, shape: list[Problem]) -> str | None:
+    name = lookup(doc.data, ("name",))
+    if not isinstance(name, str) or any(problem.field == "name" for problem in shape):
+        return None
+    return name
+
+
+def _sorted(problems: list[Problem]) -> list[Problem]:
+    unique = dict.fromkeys(problems)
+    return sorted(unique, key=lambda p: (p.file != PROJECT_FILE, p.file, p.line, p.column, p.field, p.message))

@@ -1,0 +1,94 @@
+"""Table base paths: resolve what a declaration says into one canonical location.
+
+Two declarations name the same table when their paths resolve to the same location, however they
+are spelled: `warehouse/orders/`, `./warehouse/x/../orders` and `file:///proj/warehouse/orders` are
+one folder. Local paths (plain or `file:` URIs) become absolute, normalised paths; other URIs keep
+their scheme and bucket and lose redundant slashes, `.` and `..` segments and the trailing slash.
+Normalisation is lexical: symbolic links are not followed, because the folder may not exist yet.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from urllib.parse import unquote
+
+_URI = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(.*)", re.DOTALL)
+# Hadoop's S3 connectors are one store under three names.
+_SAME_SCHEME = {"s3a": "s3", "s3n": "s3"}
+
+
+class PathError(ValueError):
+    """A path or URI that cannot name a table location; the message says what was expected."""
+
+
+def resolve_path(declared: str, project_dir: str) -> str:
+    """Resolve a declared table path to an absolute local path or a normalised URI.
+
+    Args:
+        declared: the `path` as written: relative (to the project directory), absolute, a
+            `file:` URI, or another URI such as `s3://bucket/warehouse/orders/`.
+        project_dir: absolute path of the project directory.
+
+    Returns:
+        `/abs/warehouse/orders` for local paths; `s3://bucket/warehouse/orders` for URIs.
+
+    Raises:
+        PathError: the path is empty, a `file:` URI names another host or a relative path, or a
+            URI has no authority (bucket) or no path.
+    """
+    text = declared.strip()
+    if not text:
+        raise PathError("expected a path or URI, got an empty string")
+    match = _URI.fullmatch(text)
+    if match is None or len(match.group(1)) == 1:  # one letter: a Windows drive, not a scheme
+        return _normpath(os.path.join(project_dir, text))
+    scheme, rest = match.group(1).lower(), match.group(2)
+    if scheme == "file":
+        return _file_uri(text, rest)
+    return _remote_uri(text, scheme, rest)
+
+
+def _file_uri(text: str, rest: str) -> str:
+    if rest.startswith("//"):
+        host, _, path = rest[2:].partition("/")
+        if host not in ("", "localhost"):
+            raise PathError(f'expected a local file URI such as file:///data/orders, got "{text}" '
+                            f'(host "{host}" is not this machine)')
+        path = "/" + path
+    else:
+        path = rest
+    if not path.startswith("/"):
+        raise PathError(f'expected an absolute file URI such as file:///data/orders, got "{text}"')
+    return _normpath(unquote(path))
+
+
+def _remote_uri(text: str, scheme: str, rest: str) -> str:
+    if not rest.startswith("//"):
+        raise PathError(f'expected a URI such as s3://bucket/warehouse/orders, got "{text}"')
+    authority, _, path = rest[2:].partition("/")
+    if not authority:
+        raise PathError(f'expected a bucket or host after "{scheme}://", got "{text}"')
+    clean = _normpath("/" + path) if path else ""
+    return f"{scheme}://{authority}{'' if clean == '/' else clean}"
+
+
+def _normpath(path: str) -> str:
+    # POSIX keeps a leading "//" as possibly special; for table locations it is a typo.
+    return posixpath.normpath(re.sub("/{2,}", "/", path))
+
+
+def location_key(resolved: str) -> str:
+    """The form two resolved paths are compared in: one spelling per store (`s3a://` → `s3://`)."""
+    match = _URI.fullmatch(resolved)
+    if match is None or len(match.group(1)) == 1:
+        return resolved
+    scheme = match.group(1).lower()
+    return f"{_SAME_SCHEME.get(scheme, scheme)}:{match.group(2)}"
+
+
+def is_under(location: str, root: str) -> bool:
+    """Whether resolved `location` is `root` itself or inside it (both compared by `location_key`)."""
+    path, base = location_key(location), location_key(root)
+    return path == base or path.startswith(base.rstrip("/") + "/")

@@ -1,0 +1,123 @@
+"""Checks a JSON Schema cannot express: they need the merged defaults or more than one file.
+
+- A retention field must belong to the table's effective policy. Only the table's own fields are
+  checked: a project may set defaults for every policy and let each table pick one.
+- `small_file_limit` must be below `max_file_size` after merging (0 turns small files off). The
+  problem points at the table's own field when it set one, else at the project default, so one bad
+  default is reported once rather than once per table.
+- Table names are unique, and no two tables share a location after normalising the path.
+- With `allowed_roots`, every table lies under one of them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from runner.declarations.merge import Setting
+from runner.declarations.model import CleanPolicyName, Source
+from runner.declarations.paths import is_under, location_key
+from runner.declarations.sizes import format_size
+from runner.declarations.yaml_io import Loaded
+from runner.errors import Problem
+
+RETENTION_FIELD = {
+    CleanPolicyName.KEEP_LATEST_COMMITS: "commits_retained",
+    CleanPolicyName.KEEP_LATEST_FILE_VERSIONS: "file_versions_retained",
+    CleanPolicyName.KEEP_LATEST_BY_HOURS: "hours_retained",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A table file with the name and resolved location it declares (either may be unknown)."""
+
+    doc: Loaded
+    name: str | None
+    location: str | None
+
+
+def policy_problems(doc: Loaded, settings: Mapping[str, Setting]) -> list[Problem]:
+    """Retention fields the table sets that its effective cleaning policy ignores."""
+    policy = settings["clean.policy"]
+    assert isinstance(policy.value, CleanPolicyName)
+    problems = []
+    for other, field in RETENTION_FIELD.items():
+        own = settings[f"clean.{field}"]
+        if other is policy.value or own.source is not Source.TABLE:
+            continue
+        message = (f"applies only to policy {other}, but this table's policy is {policy.value} "
+                   f"({policy.origin()}); remove it, or set clean.policy: {other}")
+        problems.append(doc.problem(("clean", field), message))
+    return problems
+
+
+def sizing_problems(settings: Mapping[str, Setting], owner: Source) -> list[Problem]:
+    """Size settings that contradict each other, reported where `owner` set one of them.
+
+    Args:
+        settings: effective settings of a table (or of the project defaults alone).
+        owner: report only if this source set max_file_size or small_file_limit.
+    """
+    largest, small = settings["file_sizing.max_file_size"], settings["file_sizing.small_file_limit"]
+    assert isinstance(largest.value, int) and isinstance(small.value, int)
+    if largest.source is owner and largest.value < 1:
+        return [_at(largest, "must be at least 1 byte, got 0")]
+    if small.value == 0 or small.value < largest.value:
+        return []
+    if small.source is owner:
+        return [_at(small, f"must be less than max_file_size ({_size(largest)}, {largest.origin()}), "
+                           f"got {_size(small)}; lower it, or write 0 to turn small-file handling off")]
+    if largest.source is owner:
+        return [_at(largest, f"must be greater than small_file_limit ({_size(small)}, {small.origin()}), "
+                             f"got {_size(largest)}; raise it, or lower small_file_limit")]
+    return []
+
+
+def duplicate_problems(tables: Sequence[Located]) -> list[Problem]:
+    """Tables that share a name, or a location after normalising; each file names the others."""
+    problems = []
+    for name, group in _groups(tables, lambda t: t.name).items():
+        for table in group:
+            others = _files(group, table)
+            problems.append(table.doc.problem(("name",), f'duplicate table name "{name}", also declared in '
+                                              f"{others}; table names must be unique"))
+    for location, group in _groups(tables, lambda t: location_key(t.location) if t.location else None).items():
+        for table in group:
+            others = ", ".join(f'"{t.name}" ({t.doc.file})' for t in group if t is not table)
+            problems.append(table.doc.problem(("path",), f"same location as {others}: {location}; "
+                                              "each table needs its own path"))
+    return problems
+
+
+def root_problems(table: Located, roots: Sequence[str]) -> list[Problem]:
+    """The table's location if it lies outside every allowed root (no roots: anything goes)."""
+    if not roots or table.location is None or any(is_under(table.location, root) for root in roots):
+        return []
+    listed = ", ".join(roots)
+    return [table.doc.problem(("path",), f"resolves to {table.location}, outside the allowed roots "
+                              f"({listed}); fix the path, or add its root to allowed_roots in project.yml")]
+
+
+def _groups(tables: Iterable[Located], key: Callable[[Located], str | None]) -> dict[str, list[Located]]:
+    grouped: dict[str, list[Located]] = defaultdict(list)
+    for table in tables:
+        value = key(table)
+        if value is not None:
+            grouped[value].append(table)
+    return {value: group for value, group in grouped.items() if len(group) > 1}
+
+
+def _files(group: Sequence[Located], table: Located) -> str:
+    return ", ".join(t.doc.file for t in group if t is not table)
+
+
+def _size(setting: Setting) -> str:
+    assert isinstance(setting.value, int)
+    return format_size(setting.value)
+
+
+def _at(setting: Setting, message: str) -> Problem:
+    assert setting.doc is not None
+    return setting.doc.problem(setting.path, message)

@@ -1,0 +1,92 @@
+"""Byte sizes as people write them in declarations: `125829120`, `120MiB`, `100 MB`, `1GB`.
+
+Decimal units (KB, MB, GB) are powers of 1000 and binary units (KiB, MiB, GiB) powers of 1024,
+as in the IEC convention. Hudi's own settings are plain byte counts, so `120MiB` is exactly
+Hudi's default `hoodie.parquet.max.file.size` of 125829120. Units are case-sensitive on purpose:
+`mb` could mean millibits and `Mb` megabits, and guessing would be worse than refusing.
+
+`format_size` is the inverse of `parse_size`: `parse_size(format_size(n)) == n` for every n >= 0.
+"""
+
+from __future__ import annotations
+
+import re
+
+UNITS: dict[str, int] = {
+    "B": 1,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "KiB": 1024,
+    "MiB": 1024**2,
+    "GiB": 1024**3,
+}
+
+_SIZE = re.compile(r"\s*([0-9]{1,15})\s*([A-Za-z]*)\s*")
+_EXPECTED = "a size such as 120MiB, 100 MB or a number of bytes (units: " + ", ".join(UNITS) + ")"
+# Largest unit first, binary before decimal: a value that is a whole number of MiB reads best as MiB.
+_FORMAT_ORDER = ("GiB", "MiB", "KiB", "GB", "MB", "KB")
+
+
+def parse_size(value: object) -> int:
+    """Return the number of bytes that `value` declares.
+
+    Args:
+        value: a non-negative integer (bytes), or a string of digits with an optional unit,
+            optionally separated by spaces (`120MiB`, `100 MB`, `4096`).
+
+    Returns:
+        The size in bytes.
+
+    Raises:
+        ValueError: the value is not a size; the message says what was expected and what was found,
+            for example `expected a size such as 120MiB, ..., got "12 XB" (unknown unit "XB")`.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"expected {_EXPECTED}, got {_show(value)}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"expected {_EXPECTED}, got {value} (sizes cannot be negative)")
+        return value
+    match = _SIZE.fullmatch(value)
+    if match is None:
+        raise ValueError(f"expected {_EXPECTED}, got {_show(value)}{_why_not(value)}")
+    digits, unit = match.groups()
+    if unit and unit not in UNITS:
+        raise ValueError(f'expected {_EXPECTED}, got {_show(value)} (unknown unit "{unit}")')
+    return int(digits) * UNITS[unit or "B"]
+
+
+def format_size(size: int) -> str:
+    """Render a byte count in the largest unit that divides it exactly (`125829120` → `120MiB`).
+
+    Sizes that are not a whole number of any unit stay in bytes (`1000001` → `1000001B`).
+    """
+    for unit in _FORMAT_ORDER:
+        factor = UNITS[unit]
+        if size and size % factor == 0:
+            return f"{size // factor}{unit}"
+    return f"{size}B"
+
+
+def _why_not(text: str) -> str:
+    stripped = text.strip()
+    if stripped.startswith("-"):
+        return " (sizes cannot be negative)"
+    if re.fullmatch(r"[0-9]*[.,][0-9]*\s*[A-Za-z]*", stripped) and any(c.isdigit() for c in stripped):
+        return " (use a whole number, for example 1536MiB instead of 1.5GiB)"
+    if re.fullmatch(r"[0-9]{16,}\s*[A-Za-z]*", stripped):
+        return " (too large)"
+    return ""
+
+
+def _show(value: object) -> str:
+    if isinstance(value, str):
+        return '"' + (value if len(value) <= 40 else value[:37] + "...") + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "an empty value"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return "a mapping" if isinstance(value, dict) else str(value)

@@ -1,0 +1,326 @@
+"""YAML text → plain Python values plus the line and column of every key, without YAML 1.1's traps.
+
+PyYAML implements YAML 1.1, where an unquoted `010` is the octal number 8, `1:30` is 90 (base 60),
+`2024-01-01` is a date and `yes`/`on` are booleans. Editors and most other tools implement YAML 1.2,
+where these are a string or a different number. A declaration that means different things to
+different readers is a bug waiting to happen, so such scalars load as `Trap` values, which no JSON
+Schema type accepts; the schema stage then explains the trap and the fix.
+
+The loader resolves only YAML 1.2's core schema (null, true/false, decimal integers, floats with a
+dot) and builds values itself from the node tree rather than through PyYAML's constructors. That
+gives us duplicate-key detection, a mark for every key, and no arbitrary-object construction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+import yaml
+
+from runner.errors import Problem
+
+FieldPath = tuple[str | int, ...]
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TAG = "tag:yaml.org,2002:"
+_TRAP_TAG = "tag:runner,2024:trap-"
+_MAX_NODES = 20_000  # aliases can expand a small file into billions of values ("billion laughs")
+_MAX_DEPTH = 64
+_MAX_NUMBER = 100  # characters; Python refuses to convert decimal strings over 4300 digits
+
+
+class TrapKind(StrEnum):
+    """The YAML 1.1 readings that YAML 1.2 readers (and most people) do not expect."""
+
+    OCTAL = "octal"
+    RADIX = "radix"
+    UNDERSCORE = "underscore"
+    SEXAGESIMAL = "sexagesimal"
+    BOOLEAN = "boolean"
+    DATE = "date"
+
+
+@dataclass(frozen=True, slots=True)
+class Trap:
+    """An unquoted scalar that YAML 1.1 and YAML 1.2 read differently; kept as its source text."""
+
+    text: str
+    kind: TrapKind
+
+    def explain(self) -> str:
+        """How YAML readers disagree about the text, for example `YAML 1.1 reads it as octal 8, ...`."""
+        plain = self.text.replace("_", "")
+        if self.kind is TrapKind.OCTAL and re.fullmatch(r"[-+]?0[0-7]+", plain):
+            return f"YAML 1.1 reads it as octal {int(plain, 8)}, YAML 1.2 as {int(plain)}"
+        if self.kind is TrapKind.OCTAL:
+            return "YAML readers disagree about numbers with a leading zero"
+        if self.kind is TrapKind.RADIX:
+            base, name, versions = _RADIXES[plain.lstrip("+-")[1]]
+            return f"{versions} it as {name} {int(plain, base)}"
+        if self.kind is TrapKind.SEXAGESIMAL:
+            return f"YAML 1.1 reads it as the base-60 number {_sexagesimal(plain)}, YAML 1.2 as a string"
+        if self.kind is TrapKind.UNDERSCORE:
+            reading = str(int(plain))
+        elif self.kind is TrapKind.BOOLEAN:
+            reading = "true" if self.text.lower() in ("yes", "on") else "false"
+        else:
+            reading = "a date"
+        return f"YAML 1.1 reads it as {reading}, YAML 1.2 as a string"
+
+    def integer_fix(self) -> str | None:
+        """The plain decimal to write instead, when the intended integer is clear."""
+        plain = self.text.replace("_", "")
+        if self.kind in (TrapKind.OCTAL, TrapKind.UNDERSCORE):
+            return str(int(plain))
+        if self.kind is TrapKind.RADIX:
+            return str(int(plain, _RADIXES[plain.lstrip("+-")[1]][0]))
+        return None
+
+
+_RADIXES = {
+    "x": (16, "hexadecimal", "YAML reads"),
+    "o": (8, "octal", "YAML 1.2 reads"),
+    "b": (2, "binary", "YAML 1.1 reads"),
+}
+
+
+def _sexagesimal(text: str) -> int | float:
+    total: int | float = 0
+    for part in text.lstrip("+-").split(":"):
+        total = total * 60 + (float(part) if "." in part else int(part))
+    return -total if text.startswith("-") else total
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A 1-based line and column in a YAML file."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """One YAML file after loading.
+
+    Args:
+        file: the file name shown in problems (relative to the project directory).
+        data: plain values (dict, list, str, int, float, bool, None, Trap); None also when the
+            file could not be parsed at all, in which case `problems` says why.
+        marks: for each field path, where its key (mapping entries) or item (list items) starts.
+        problems: what went wrong while loading (syntax, duplicate keys, unsupported tags).
+    """
+
+    file: str
+    data: object
+    marks: Mapping[FieldPath, Mark]
+    problems: tuple[Problem, ...] = ()
+
+    def where(self, path: FieldPath) -> Mark:
+        """The mark of `path`, or of its nearest ancestor that has one."""
+        for end in range(len(path), -1, -1):
+            mark = self.marks.get(path[:end])
+            if mark is not None:
+                return mark
+        return Mark(1, 1)
+
+    def problem(self, path: FieldPath, message: str) -> Problem:
+        """A problem located at `path` in this file."""
+        mark = self.where(path)
+        return Problem(self.file, mark.line, mark.column, field_name(path), message)
+
+
+def field_name(path: FieldPath) -> str:
+    """Render a field path the way users write it: `clean.commits_retained`, `tags[1]`."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
+            out += f".{part}" if out else part
+        else:
+            out += '["' + part.replace('"', '\\"') + '"]'
+    return out
+
+
+class _Resolver(_BaseLoader):  # type: ignore[misc,valid-type]
+    """Resolves plain scalars by YAML 1.2's core schema, tagging YAML 1.1 traps on the way."""
+
+    yaml_implicit_resolvers: dict[str | None, list[tuple[str, re.Pattern[str]]]] = {}
+
+
+_DIGITS = list("-+0123456789")
+# Order matters: for each first character the first matching pattern wins.
+_RESOLVERS: tuple[tuple[str, str, list[str]], ...] = (
+    (_TAG + "null", r"~|null|Null|NULL|", ["~", "n", "N", ""]),
+    (_TAG + "bool", r"true|True|TRUE|false|False|FALSE", list("tTfF")),
+    (_TRAP_TAG + "boolean", r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF", list("yYnNoO")),
+    (_TAG + "int", r"[-+]?(?:0|[1-9][0-9]*)", _DIGITS),
+    (_TRAP_TAG + "radix", r"[-+]?0(?:x[0-9a-fA-F][0-9a-fA-F_]*|o[0-7][0-7_]*|b[01][01_]*)", _DIGITS),
+    (_TRAP_TAG + "octal", r"[-+]?0[0-9_]+", _DIGITS),
+    (_TRAP_TAG + "date", r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}"
+     r"(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)?", list("0123456789")),
+    (_TRAP_TAG + "sexagesimal", r"[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*",
+     _DIGITS),
+    (_TRAP_TAG + "underscore", r"(?=.*_)[-+]?[0-9][0-9_]*", _DIGITS),
+    (_TAG + "float", r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)",
+     list("-+.0123456789")),
+)
+_FLOAT = re.compile(_RESOLVERS[-1][1])
+for _tag, _pattern, _first in _RESOLVERS:
+    _Resolver.add_implicit_resolver(_tag, re.compile(f"^(?:{_pattern})$"), _first)
+
+
+def load_yaml(text: str, file: str) -> Loaded:
+    """Parse one YAML document into plain values and key marks; never raises on bad input.
+
+    Args:
+        text: the file's content.
+        file: the name used in problems.
+
+    Returns:
+        A `Loaded` whose `problems` lists syntax errors, duplicate keys, unsupported tags, and
+        documents too large or too deep to be a declaration.
+    """
+    try:
+        node = yaml.compose(text, Loader=_Resolver)
+    except yaml.MarkedYAMLError as error:
+        return Loaded(file, None, {}, (_syntax_problem(file, error),))
+    except yaml.reader.ReaderError as error:
+        line = text.count("\n", 0, error.position) + 1
+        column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
+        message = f"invalid YAML: non-printable character #x{error.character:04x} is not allowed; remove it"
+        return Loaded(file, None, {}, (Problem(file, line, column, "", message),))
+    except yaml.YAMLError as error:
+        return Loaded(file, None, {}, (Problem(file, 0, 0, "", f"invalid YAML: {error}"),))
+    except RecursionError:
+        return Loaded(file, None, {}, (Problem(file, 0, 0, "", "invalid YAML: nested too deeply"),))
+    if node is None:
+        return Loaded(file, None, {})
+    builder = _Builder(file)
+    data = builder.build(node, (), 0)
+    builder.marks.setdefault((), _mark(node))
+    return Loaded(file, data, builder.marks, tuple(builder.problems))
+
+
+def _syntax_problem(file: str, error: yaml.MarkedYAMLError) -> Problem:
+    mark = error.problem_mark or error.context_mark
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+    detail = error.problem or "syntax error"
+    if error.context:
+        where = ""
+        if error.context_mark is not None and error.context_mark.line != getattr(mark, "line", None):
+            where = f" at line {error.context_mark.line + 1}"
+        # PyYAML phrases some errors as context + "but found ...": keep them in reading order.
+        if detail.startswith("but "):
+            detail = f"{error.context}{where}, {detail}"
+        else:
+            detail = f"{detail} ({error.context}{where})"
+    return Problem(file, line, column, "", f"invalid YAML: {detail}")
+
+
+def _mark(node: yaml.Node) -> Mark:
+    return Mark(node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+class _Builder:
+    """Walks a composed node tree once, building values and recording marks and problems."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.marks: dict[FieldPath, Mark] = {}
+        self.problems: list[Problem] = []
+        self.visited = 0
+        self.too_big = False
+        self.active: set[int] = set()
+
+    def build(self, node: yaml.Node, path: FieldPath, depth: int) -> object:
+        self.visited += 1
+        if self.visited > _MAX_NODES or depth > _MAX_DEPTH:
+            if not self.too_big:
+                self._add(node, path[:4], "too large or too deeply nested to be a declaration")
+            self.too_big = True
+            return None
+        if id(node) in self.active:
+            self._add(node, path, "an alias refers to its own anchor (a recursive structure)")
+            return None
+        self.active.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path, depth)
+            if isinstance(node, yaml.SequenceNode):
+                return self._sequence(node, path, depth)
+            assert isinstance(node, yaml.ScalarNode)
+            return self._scalar(node, path)
+        finally:
+            self.active.discard(id(node))
+
+    def _mapping(self, node: yaml.MappingNode, path: FieldPath, depth: int) -> object:
+        if node.tag != _TAG + "map":
+            self._unsupported(node, path)
+            return None
+        out: dict[str, object] = {}
+        for key_node, value_node in node.value:
+            key = self._key(key_node, path)
+            if key is None:
+                continue
+            if key in out:
+                first = self.marks[(*path, key)]
+                self._add(key_node, (*path, key), f"duplicate key (first defined at line {first.line}); "
+                          "YAML readers silently keep one of the two values, so remove one")
+                continue
+            self.marks[(*path, key)] = _mark(key_node)
+            out[key] = self.build(value_node, (*path, key), depth + 1)
+        return out
+
+    def _key(self, node: yaml.Node, path: FieldPath) -> str | None:
+        if not isinstance(node, yaml.ScalarNode):
+            self._add(node, path, "keys must be plain names, not lists or mappings")
+            return None
+        if node.value == "<<" and not node.style:
+            self._add(node, (*path, "<<"), "YAML merge keys (<<) are not supported; write the keys "
+                      "out, or put shared settings under `defaults` in project.yml")
+            return None
+        return str(node.value)
+
+    def _sequence(self, node: yaml.SequenceNode, path: FieldPath, depth: int) -> object:
+        if node.tag != _TAG + "seq":
+            self._unsupported(node, path)
+            return None
+        out: list[object] = []
+        for index, item in enumerate(node.value):
+            self.marks[(*path, index)] = _mark(item)
+            out.append(self.build(item, (*path, index), depth + 1))
+        return out
+
+    def _scalar(self, node: yaml.ScalarNode, path: FieldPath) -> object:
+        tag, text = node.tag, node.value
+        if len(text) > _MAX_NUMBER and (tag.startswith(_TRAP_TAG) or tag in (_TAG + "int", _TAG + "float")):
+            self._add(node, path, "number too long to be a setting")
+            return None
+        if tag.startswith(_TRAP_TAG):
+            return Trap(text, TrapKind(tag.removeprefix(_TRAP_TAG)))
+        if tag == _TAG + "str":
+            return text
+        if tag == _TAG + "null" and text in ("~", "null", "Null", "NULL", ""):
+            return None
+        if tag == _TAG + "bool" and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        if tag == _TAG + "int" and re.fullmatch(r"[-+]?[0-9]+", text):
+            return int(text)
+        if tag == _TAG + "float" and _FLOAT.fullmatch(text):
+            return float(text.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
+                         .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
+        self._unsupported(node, path)
+        return None
+
+    def _unsupported(self, node: yaml.Node, path: FieldPath) -> None:
+        self._add(node, path, f"unsupported YAML tag {node.tag!r}: declarations use plain strings, "
+                  "numbers, true/false, lists and mappings")
+        return None
+
+    def _add(self, node: yaml.Node, path: FieldPath, message: str) -> None:
+        mark = _mark(node)
+        self.problems.append(Problem(self.file, mark.line, mark.column, field_name(path), message))

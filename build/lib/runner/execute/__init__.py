@@ -1,0 +1,1 @@
+"""Side effects, driven only by a Plan: timeline writes, Spark jobs, the run report."""

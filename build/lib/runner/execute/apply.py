@@ -1,0 +1,237 @@
+"""Apply one table's plan: lock, re-check, finish pending cleans, clean, resize, record.
+
+Safety rules enforced here, whatever plan.json says:
+- the table's timeline must be the one the plan was computed from (else fail, or re-plan when
+  planning and applying in one run);
+- every file the plan deletes must also be deletable by a fresh plan computed under the lock
+  (so a hand-edited plan can never delete a latest slice, a savepointed file, a file a pending
+  compaction needs, or an uncommitted file);
+- a table with a metadata table is refused unless its declaration says `metadata_table: disable`.
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+from runner.declarations.model import MetadataTableMode, SparkSettings, TableDeclaration
+from runner.errors import RefusedError, RequirementFailed, RunnerError
+from runner.execute.clean import CleanOutcome, CleanRunner, DeleteOutcome
+from runner.execute.failpoints import failpoint
+from runner.execute.metadata_table import disable_metadata_table
+from runner.hudi.lock import TableLock
+from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
+from runner.hudi.storage import Storage, storage_for
+from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
+from runner.plan.build import plan_table, timeline_fingerprint
+from runner.plan.clean import clean_scope
+from runner.plan.model import TablePlan, TableStatus
+from runner.plan.sizing import plan_sizing
+
+
+@dataclass
+class TableResult:
+    """What apply did to one table; serialised into target/run_results.json."""
+
+    name: str
+    path: str
+    status: str = "in_sync"  # in_sync | success | error
+    instants_written: list[str] = field(default_factory=list)
+    files_deleted: int = 0
+    bytes_deleted: int = 0
+    files_already_gone: int = 0
+    partitions_deleted: list[str] = field(default_factory=list)
+    files_rewritten: int = 0
+    bytes_rewritten: int = 0
+    notes: list[str] = field(default_factory=list)
+    error: dict[str, str] | None = None
+    duration_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
+             metadata: TableMetadata | None = None) -> TablePlan:
+    """Read what the declaration needs and plan it (incremental listing when sizing is off)."""
+    meta = metadata or read_table_metadata(storage)
+    scope = clean_scope(decl.clean, meta, now=now)
+    needs_full = decl.file_sizing.small_file_limit > 0 or scope.partitions is None
+    state = read_table_state(storage, partitions=None if needs_full else scope.partitions, metadata=meta)
+    return plan_table(decl, state, scope)
+
+
+def apply_table(
+    decl: TableDeclaration,
+    planned: TablePlan | None,
+    *,
+    now: datetime,
+    spark_settings: SparkSettings,
+    deleter_factory: Callable[[], Callable[[Storage, list[str]], list[DeleteOutcome]]],
+    clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+) -> TableResult:
+    """Apply `planned` (from plan.json) or, when None, plan and apply in one go under the lock."""
+    storage = storage_for(decl.path)
+    result = TableResult(decl.name, decl.path)
+    started = time.monotonic()
+    with TableLock(storage, owner=f"runner apply ({getpass.getuser()})"):
+        failpoint("after_lock")
+        meta = read_table_metadata(storage)
+        fresh = plan_one(decl, storage, now=now, metadata=meta)
+        plan = _checked(planned, fresh, meta, storage) if planned is not None else fresh
+        if plan.status in (TableStatus.IN_SYNC, TableStatus.DRIFT):  # drift is for a person, not apply
+            result.duration_s = round(time.monotonic() - started, 3)
+            return result
+        _handle_metadata_table(decl, storage, meta, result)
+        runner = _runner(storage, meta, deleter_factory(), clock)
+        finished = [p for _, p in meta.pending_cleans if p is not None]
+        for instant, pending_plan in meta.pending_cleans:
+            if pending_plan is not None:
+                _record(result, runner.finish(instant, pending_plan))
+        failpoint("after_pending_finished")
+        if finished:  # what the pending cleans removed is no longer ours to delete
+            plan = _narrowed(plan, plan_one(decl, storage, now=now))
+        if plan.clean is not None and not plan.clean.is_empty:
+            _, timeline, _ = read_timeline(storage)
+            start = new_instant_time(timeline, clock=clock(), table_timezone=meta.config.timezone)
+            inflight, clean_plan = runner.start(start, plan.clean)
+            sizes = {f.path: f.size for f in plan.clean.files_to_delete}
+            _record(result, runner.finish(inflight, clean_plan, sizes=sizes), started=str(start))
+        _resize(decl, storage, plan, result, spark_settings, clock)
+        result.status = "success"
+        # The plan's notes about what apply "will" do are replaced by what it did (see above).
+        result.notes.extend(n for n in plan.notes if not n.startswith("apply will"))
+    result.duration_s = round(time.monotonic() - started, 3)
+    return result
+
+
+def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata, storage: Storage) -> TablePlan:
+    """The saved plan, if the table is unchanged and a fresh plan would delete at least as much.
+
+    Files the saved plan lists that are already gone (the plan was applied before) are dropped, so
+    applying the same plan twice is a no-op rather than an error.
+    """
+    if planned.requirements is None or planned.requirements.timeline_fingerprint != timeline_fingerprint(meta):
+        raise RequirementFailed(
+            f"table {planned.name}: the timeline changed since the plan was made "
+            f"(expected fingerprint {planned.requirements.timeline_fingerprint if planned.requirements else None}, "
+            f"found {timeline_fingerprint(meta)}); nothing was written",
+            hint="run `runner plan` again and apply the new plan.",
+        )
+    planned = _without_done(planned, storage)
+    fresh_files = {f.path for f in fresh.clean.files_to_delete} if fresh.clean else set()
+    extra = sorted(f.path for f in (planned.clean.files_to_delete if planned.clean else ()) if f.path not in fresh_files)
+    fresh_parts = set(fresh.clean.partitions_to_delete) if fresh.clean else set()
+    extra += sorted(p + "/" for p in (planned.clean.partitions_to_delete if planned.clean else ()) if p not in fresh_parts)
+    rewritable = {f.path for g in (fresh.sizing.groups if fresh.sizing else ()) for f in g.files}
+    extra += sorted(f.path for g in (planned.sizing.groups if planned.sizing else ()) for f in g.files
+                    if f.path not in rewritable)
+    if extra:
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        raise RefusedError(
+            f"table {planned.name}: the plan asks to delete what the table still needs or the policy keeps: "
+            f"{shown}; nothing was deleted",
+            hint="re-create the plan with `runner plan` rather than editing it.",
+        )
+    pending_now = {str(i.time) for i, p in meta.pending_cleans if p is not None}
+    status = TableStatus.CHANGES if (pending_now or _has_work(planned)) else TableStatus.IN_SYNC
+    return replace(planned, status=status)
+
+
+def _without_done(plan: TablePlan, storage: Storage) -> TablePlan:
+    """Drop files and partitions that no longer exist (their deletion already happened)."""
+    if plan.clean is None:
+        return plan
+    clean = replace(
+        plan.clean,
+        files_to_delete=tuple(f for f in plan.clean.files_to_delete if storage.stat(f.path) is not None),
+        partitions_to_delete=tuple(p for p in plan.clean.partitions_to_delete if storage.stat(p) is not None),
+    )
+    return replace(plan, clean=clean)
+
+
+def _narrowed(plan: TablePlan, fresh: TablePlan) -> TablePlan:
+    """The plan minus what is already done, after pending cleans ran."""
+    if plan.clean is None or fresh.clean is None:
+        return plan
+    keep = {f.path for f in fresh.clean.files_to_delete}
+    parts = set(fresh.clean.partitions_to_delete)
+    clean = replace(
+        plan.clean,
+        files_to_delete=tuple(f for f in plan.clean.files_to_delete if f.path in keep),
+        partitions_to_delete=tuple(p for p in plan.clean.partitions_to_delete if p in parts),
+    )
+    return replace(plan, clean=clean)
+
+
+def _has_work(plan: TablePlan) -> bool:
+    return bool((plan.clean and not plan.clean.is_empty) or (plan.sizing and not plan.sizing.is_empty))
+
+
+def _resize(decl: TableDeclaration, storage: Storage, plan: TablePlan, result: TableResult,
+            spark_settings: SparkSettings, clock: Callable[[], datetime]) -> None:
+    """Finish a resize a crash interrupted, then rewrite the plan's small files as a clustering."""
+    meta = read_table_metadata(storage)
+    wanted = plan.sizing is not None and not plan.sizing.is_empty
+    if not (wanted or meta.runner_pending_clustering):
+        return
+    from runner.execute.resize import finish_pending_resize, run_resize
+    from runner.execute.spark import get_spark
+
+    spark = get_spark(spark_settings)
+    finished = finish_pending_resize(storage, meta, spark=spark, clock=clock)
+    if finished is not None:
+        _record_resize(result, finished)
+        meta = read_table_metadata(storage)
+    if wanted and plan.sizing is not None:
+        step = plan.sizing
+        if finished is not None:  # the finished resize may have taken some of these files
+            step = plan_sizing(decl.file_sizing, read_table_state(storage, metadata=meta)) or step
+        _record_resize(result, run_resize(storage, meta, step, spark=spark, clock=clock))
+
+
+def _record_resize(result: TableResult, outcome: Any) -> None:
+    result.instants_written.extend(outcome.instants_written)
+    result.files_rewritten += outcome.files_rewritten
+    result.bytes_rewritten += outcome.bytes_rewritten
+
+
+def _handle_metadata_table(decl: TableDeclaration, storage: Storage, meta: TableMetadata, result: TableResult) -> None:
+    if not meta.has_metadata_table:
+        return
+    if decl.metadata_table is not MetadataTableMode.DISABLE:
+        raise RefusedError(
+            f"table {decl.name} has a metadata table (.hoodie/metadata); deleting files without updating "
+            "it would make Hudi readers list files that no longer exist; nothing was deleted",
+            hint=f"set `metadata_table: disable` in {decl.source_file} to let the runner disable it first "
+            "(Hudi rebuilds it when a writer re-enables it), or clean this table with Hudi itself.",
+        )
+    disable_metadata_table(storage, meta)
+    result.notes.append("disabled the metadata table before cleaning")
+
+
+def _runner(storage: Storage, meta: TableMetadata, deleter: Any, clock: Callable[[], datetime]) -> CleanRunner:
+    writer = TimelineWriter(storage, meta.timeline_folder, meta.config.timeline_layout_version)
+
+    def completion() -> Any:
+        _, timeline, _ = read_timeline(storage)
+        return new_instant_time(timeline, clock=clock(), table_timezone=meta.config.timezone)
+
+    return CleanRunner(storage, writer, deleter, completion_time=completion)
+
+
+def _record(result: TableResult, outcome: CleanOutcome, *, started: str | None = None) -> None:
+    result.instants_written.extend(outcome.instants_written if started is None else
+                                   [f"{started}.clean.requested", f"{started}.clean.inflight",
+                                    *outcome.instants_written])
+    result.files_deleted += outcome.files_deleted
+    result.bytes_deleted += outcome.bytes_deleted
+    result.files_already_gone += outcome.files_already_gone
+    result.partitions_deleted.extend(outcome.partitions_deleted)
+    if outcome.failed:
+        raise RunnerError(f"clean {outcome.instant}: {len(outcome.failed)} file(s) could not be deleted, "
+                          f"e.g. {outcome.failed[0]}; the clean is recorded with them as failed")

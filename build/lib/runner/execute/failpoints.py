@@ -1,0 +1,28 @@
+"""Named crash points for recovery tests: `RUNNER_FAILPOINT=<name>` kills the process there.
+
+The process exits with `os._exit`, skipping every `finally` and context manager, as a SIGKILL
+would: the lock stays behind and files written so far stay as they are.
+"""
+
+from __future__ import annotations
+
+import os
+
+EXIT_CODE = 97
+
+POINTS = (
+    "after_lock",
+    "after_pending_finished",
+    "after_clean_requested",
+    "after_clean_inflight",
+    "after_delete",
+    "after_clean_completed",
+    "after_replace_requested",
+    "after_rewrite",
+)
+
+
+def failpoint(name: str) -> None:
+    assert name in POINTS, name
+    if os.environ.get("RUNNER_FAILPOINT") == name:
+        os._exit(EXIT_CODE)

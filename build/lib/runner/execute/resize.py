@@ -1,0 +1,288 @@
+"""Runs a sizing step as a Hudi clustering: small base files rewritten into full-size ones.
+
+Timeline, as Hudi writes a clustering (`hudi-format.md` §8):
+- table version 6: `T.replacecommit.requested` (the plan) → `T.replacecommit.inflight` (empty) →
+  `T.replacecommit` (JSON `HoodieReplaceCommitMetadata`);
+- versions 8 and 9: `T.clustering.requested` → `T.clustering.inflight` (empty) →
+  `T_C.replacecommit` (Avro).
+The completed metadata has operation type `CLUSTER`, one write stat per new file (prevCommit
+"null", numWrites = numInserts = rows, totalWriteBytes = fileSizeInBytes = the file's size, as
+`HoodieRowCreateHandle` records them), the writer schema of the latest commit under `schema`, and
+`partitionToReplaceFileIds` = every input file id.
+
+Readers see one consistent snapshot throughout: files named with T belong to a pending instant
+and are ignored until the replacecommit exists, and from then on the input file groups are replaced
+and the new ones are read. The rows are the same, only `_hoodie_file_name` differs.
+
+Crash safety: the plan carries the runner's marker (`resize_plan`). If the process dies after the
+requested file, at any point of the rewrite, or before the completed file, the instant stays
+pending; `finish_pending_resize` deletes whatever files the dead run wrote with T and executes the
+same plan again. Before completing, files named with T that the job did not report (leftovers of
+failed or retried task attempts) are deleted, as Hudi's marker reconciliation does, so exactly the
+reported files become visible.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from runner.errors import RefusedError, StepFailed
+from runner.execute.failpoints import failpoint
+from runner.execute.resize_job import GroupRewrite, RewriteTask, RewrittenFile
+from runner.execute.resize_plan import PlannedGroup, decode_plan, encode_plan, groups_of_step, is_runner_plan
+from runner.execute.spark import run_tasks
+from runner.hudi.files import BaseFile, relative_path
+from runner.hudi.instant import Action, Instant, InstantTime, State
+from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, encode_commit_metadata
+from runner.hudi.state import TableMetadata, read_table_state, read_timeline
+from runner.hudi.storage import Storage
+from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
+from runner.plan.model import SizingStep
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class ResizeOutcome:
+    """What one or more clustering instants did.
+
+    Args:
+        instants: requested times of the clustering instants executed.
+        instants_written: timeline files created, in order.
+        files_rewritten: input base files replaced.
+        bytes_rewritten: their total size.
+        output_files: the new base files, relative to the base path.
+        bytes_written: their total size.
+        records_written: rows in the new files (equal to the rows replaced).
+        partial_files_deleted: files of a crashed or retried attempt that were removed.
+    """
+
+    instants: tuple[str, ...] = ()
+    instants_written: tuple[str, ...] = ()
+    files_rewritten: int = 0
+    bytes_rewritten: int = 0
+    output_files: tuple[str, ...] = ()
+    bytes_written: int = 0
+    records_written: int = 0
+    partial_files_deleted: tuple[str, ...] = field(default=())
+
+    def __add__(self, other: ResizeOutcome) -> ResizeOutcome:
+        return ResizeOutcome(
+            self.instants + other.instants,
+            self.instants_written + other.instants_written,
+            self.files_rewritten + other.files_rewritten,
+            self.bytes_rewritten + other.bytes_rewritten,
+            self.output_files + other.output_files,
+            self.bytes_written + other.bytes_written,
+            self.records_written + other.records_written,
+            self.partial_files_deleted + other.partial_files_deleted,
+        )
+
+
+def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
+               spark: SparkSession, clock: Clock) -> ResizeOutcome:
+    """Schedule and execute `step` as one clustering instant (nothing is written for an empty step).
+
+    Args:
+        storage: rooted at the table's base path; the caller holds the table lock.
+        meta: the table's metadata, read under the lock.
+        step: the groups to rewrite, planned from that metadata.
+        spark: runs one task per group.
+        clock: the wall clock, for the instant and completion times.
+
+    Raises:
+        RefusedError: the table has a metadata table, or an input is no longer a rewritable latest
+            base file; nothing was written.
+        StepFailed: the rewrite job failed; the clustering stays pending for the next apply.
+    """
+    if step.is_empty:
+        return ResizeOutcome()
+    runner = ResizeRunner(storage, meta, spark=spark, clock=clock)
+    runner.check(step)
+    pending, written = runner.schedule(step)
+    return runner.execute(pending, groups_of_step(step), written=written)
+
+
+def finish_pending_resize(storage: Storage, meta: TableMetadata, *,
+                          spark: SparkSession, clock: Clock) -> ResizeOutcome | None:
+    """Execute every pending clustering this runner scheduled, oldest first; None if there is none.
+
+    Pending clustering written by anyone else is left alone (the planner already keeps its file
+    groups out of new plans).
+    """
+    runner = ResizeRunner(storage, meta, spark=spark, clock=clock)
+    outcomes = [runner.execute(instant, groups) for instant, groups in runner.pending_own()]
+    if not outcomes:
+        return None
+    total = outcomes[0]
+    for outcome in outcomes[1:]:
+        total = total + outcome
+    return total
+
+
+class ResizeRunner:
+    """Schedules and executes clustering instants on one table."""
+
+    def __init__(self, storage: Storage, meta: TableMetadata, *, spark: SparkSession, clock: Clock) -> None:
+        self.storage = storage
+        self.meta = meta
+        self.spark = spark
+        self.clock = clock
+        self.layout = meta.config.timeline_layout_version
+        self.action = Action.REPLACE_COMMIT if self.layout == 1 else Action.CLUSTERING
+        self.writer = TimelineWriter(storage, meta.timeline_folder, self.layout)
+
+    def check(self, step: SizingStep) -> None:
+        """Refuse a step that would hide data from readers or touch busy file groups."""
+        if self.meta.has_metadata_table or self.meta.config.metadata_partitions:
+            raise RefusedError(
+                f"table {self.storage.uri} has a metadata table; new files written without updating it "
+                "would be invisible to readers that list files through it; nothing was rewritten",
+                hint="disable the metadata table first (`metadata_table: disable`), or run Hudi's clustering.",
+            )
+        busy = (set(self.meta.pending_clustering) | set(self.meta.pending_compaction)
+                | set(self.meta.pending_log_compaction))
+        # Only the latest slice may be rewritten: replacing a group from an older one loses its newer rows.
+        state = read_table_state(self.storage, partitions={g.partition for g in step.groups}, metadata=self.meta)
+        latest = {
+            (g.partition, g.file_id): relative_path(g.partition, g.latest.base_file.name)
+            for g in state.active_groups
+            if g.latest is not None and g.latest.base_file is not None and not g.latest.log_files
+        }
+        for group in step.groups:
+            for f in group.files:
+                key = (group.partition, f.file_id)
+                if key in busy or latest.get(key) != f.path:
+                    raise RefusedError(
+                        f"{f.path} is not the latest base file of an idle file group (the group was "
+                        "written to, replaced, has log files, is in a pending compaction or clustering, "
+                        "or the file is gone); nothing was rewritten",
+                        hint="plan again with `runner plan` rather than editing a plan.",
+                    )
+
+    def schedule(self, step: SizingStep) -> tuple[Instant, tuple[str, ...]]:
+        """Write the requested plan and the (empty) inflight file of a new instant."""
+        _, timeline, _ = read_timeline(self.storage)
+        time = new_instant_time(timeline, clock=self.clock(), table_timezone=self.meta.config.timezone)
+        requested = self.writer.requested(time, self.action, encode_plan(step, base_uri=_qualified(self.storage.uri)))
+        inflight = self.writer.inflight(time, self.action)
+        failpoint("after_replace_requested")
+        return inflight, (requested.file_name, inflight.file_name)
+
+    def pending_own(self) -> list[tuple[Instant, tuple[PlannedGroup, ...]]]:
+        """Pending clustering instants carrying this runner's marker, with their groups."""
+        own = []
+        for instant in self.meta.timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING):
+            requested = self.meta.timeline.file_for(instant.time, instant.action, State.REQUESTED)
+            if requested is None:
+                continue
+            path = f"{self.meta.timeline_folder}/{requested.file_name}"
+            data = self.storage.read(path)
+            if is_runner_plan(data, path=path):
+                own.append((instant, decode_plan(data, path=path)))
+        return own
+
+    def execute(self, pending: Instant, groups: Sequence[PlannedGroup], *,
+                written: tuple[str, ...] = ()) -> ResizeOutcome:
+        """Rewrite the groups of a pending instant and complete it (writing its inflight if missing)."""
+        if pending.state is State.REQUESTED:
+            pending = self.writer.inflight(pending.time, pending.action)
+            written += (pending.file_name,)
+        partitions = sorted({g.partition for g in groups})
+        removed = self._delete_instant_files(pending.time, partitions, keep=frozenset())
+        results = self._rewrite(pending.time, groups)
+        removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))
+        failpoint("after_rewrite")
+        metadata = self._commit_metadata(groups, results)
+        done = self.writer.complete(pending, encode_commit_metadata(metadata, layout=self.layout),
+                                    completion=self._completion_time())
+        return ResizeOutcome(
+            instants=(str(pending.time),),
+            instants_written=written + (done.file_name,),
+            files_rewritten=sum(r.input_files for r in results),
+            bytes_rewritten=sum(r.input_bytes for r in results),
+            output_files=tuple(r.path for r in results),
+            bytes_written=sum(r.size for r in results),
+            records_written=sum(r.records for r in results),
+            partial_files_deleted=removed,
+        )
+
+    def _rewrite(self, time: InstantTime, groups: Sequence[PlannedGroup]) -> list[RewrittenFile]:
+        tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs) for g in groups]
+        try:
+            results = run_tasks(self.spark, tasks, RewriteTask(self.storage, str(time)), per_task=1)
+        except Exception as error:  # a Py4J/Spark error wraps the task's; the instant stays pending
+            raise StepFailed(
+                f"clustering {time} on {self.storage.uri}: rewriting {len(tasks)} group(s) failed: "
+                f"{type(error).__name__}: {str(error)[:2000]}",
+                hint="fix the cause; the next `runner apply` deletes the partial files and runs the same plan again.",
+            ) from error
+        if len(results) != len(tasks):
+            raise StepFailed(f"clustering {time}: {len(tasks)} groups planned but {len(results)} files reported")
+        return results
+
+    def _delete_instant_files(self, time: InstantTime, partitions: Sequence[str], *,
+                              keep: frozenset[str]) -> tuple[str, ...]:
+        """Delete base files named with `time` (and their temp files) except `keep`."""
+        removed = []
+        for partition in partitions:
+            for info in self.storage.list_dir(partition):
+                name = info.path.rsplit("/", 1)[-1]
+                if info.is_dir or not _written_at(name, time):
+                    continue
+                path = relative_path(partition, name)
+                if path not in keep and self.storage.delete(path):
+                    removed.append(path)
+        return tuple(removed)
+
+    def _commit_metadata(self, groups: Sequence[PlannedGroup], results: Sequence[RewrittenFile]) -> CommitMetadata:
+        stats: dict[str, list[WriteStat]] = {}
+        for r in results:
+            stats.setdefault(r.partition, []).append(WriteStat(
+                partition_path=r.partition, file_id=r.file_id, path=r.path, prev_commit=None,
+                num_writes=r.records, num_inserts=r.records, total_write_bytes=r.size, file_size_in_bytes=r.size,
+            ))
+        replaced: dict[str, list[str]] = {}
+        for g in groups:
+            replaced.setdefault(g.partition, []).extend(g.file_ids)
+        schema = _latest_schema(self.meta.commits)
+        return CommitMetadata(
+            operation_type=CLUSTER,
+            partition_to_write_stats={p: tuple(s) for p, s in stats.items()},
+            partition_to_replace_file_ids={p: tuple(ids) for p, ids in replaced.items()},
+            extra_metadata={"schema": schema} if schema else {},
+            is_replace=True,
+        )
+
+    def _completion_time(self) -> InstantTime:
+        _, timeline, _ = read_timeline(self.storage)
+        return new_instant_time(timeline, clock=self.clock(), table_timezone=self.meta.config.timezone)
+
+
+def _written_at(name: str, time: InstantTime) -> bool:
+    """A base file of instant `time`, or LocalStorage's hidden temp file for one (`.<name>.<hex>.tmp`)."""
+    if name.startswith(".") and name.endswith(".tmp"):
+        name = name[1:].rsplit(".", 2)[0]
+    base = BaseFile.parse(name)
+    return base is not None and base.instant_time == time
+
+
+def _latest_schema(commits: Mapping[InstantTime, CommitMetadata]) -> str | None:
+    """The writer schema of the newest commit that recorded one; readers take the table schema from it."""
+    for time in sorted(commits, key=lambda t: t.normalized, reverse=True):
+        schema = commits[time].extra_metadata.get("schema")
+        if schema:
+            return schema
+    return None
+
+
+def _qualified(uri: str) -> str:
+    """The base path as Hudi records it in plans: with a scheme (`file:/...` on local disk)."""
+    return uri.rstrip("/") if "://" in uri else f"file:{uri.rstrip('/')}"

@@ -1,0 +1,83 @@
+"""The only module that imports pyspark, and only when a job actually runs.
+
+Deletes and rewrites run as Spark jobs so that a cluster (`spark.master` in project.yml) spreads
+them over executors; locally they run on `local[*]`. Tasks receive a picklable `Storage` and do
+their I/O through it, so the same job works on local disk and on S3.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from runner.declarations.model import SparkSettings
+from runner.hudi.storage import Storage
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# Files per Spark task: large enough to amortise task overhead, small enough to spread work.
+FILES_PER_TASK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteResult:
+    path: str
+    deleted: bool  # False: it was already gone (a re-run after a crash)
+    error: str | None = None
+
+
+def get_spark(settings: SparkSettings) -> SparkSession:
+    """The active session if there is one (tests share one), else a new one from the settings."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = (
+        SparkSession.builder.appName("hudi-runner")
+        .master(settings.master)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    for key, value in settings.conf:
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def run_tasks(spark: SparkSession, items: Sequence[T], task: Callable[[Iterable[T]], Iterator[R]],
+              *, per_task: int = FILES_PER_TASK) -> list[R]:
+    """Run `task` over `items` split into Spark partitions; results come back to the driver."""
+    if not items:
+        return []
+    slices = max(1, min(len(items) // per_task + 1, spark.sparkContext.defaultParallelism * 4))
+    return spark.sparkContext.parallelize(list(items), slices).mapPartitions(task).collect()
+
+
+def delete_files(spark: SparkSession, storage: Storage, paths: Sequence[str]) -> list[DeleteResult]:
+    """Delete files (relative to the storage root) as one Spark job."""
+    return run_tasks(spark, paths, _Deleter(storage))
+
+
+class _Deleter:
+    """Picklable task: deletes each path; a missing file counts as already deleted."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+
+    def __call__(self, paths: Iterable[str]) -> Iterator[DeleteResult]:
+        for path in paths:
+            try:
+                yield DeleteResult(path, self.storage.delete(path))
+            except Exception as error:  # reported per file; the clean records it as failed
+                yield DeleteResult(path, False, f"{type(error).__name__}: {error}")

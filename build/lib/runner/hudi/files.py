@@ -1,0 +1,136 @@
+"""Data files, file slices and file groups.
+
+A base file is `<fileId>_<writeToken>_<instant>.<ext>`, written by the commit, compaction or
+clustering at `<instant>`. A log file is `.<fileId>_<instant>.log.<version>_<writeToken>`: in table
+version 6 `<instant>` is the base instant of the slice the log belongs to; in versions 8 and 9 it is
+the delta commit's own requested time, and the slice is found through completion times.
+
+A file group is `(partition, fileId)`; its slices are keyed by base instant, newest first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from runner.hudi.instant import InstantTime
+
+BASE_FORMATS = ("parquet", "orc", "hfile", "lance")
+
+_BASE_RE = re.compile(
+    r"(?P<file_id>[^_/]+)_(?P<token>\d+-\d+-\d+)_(?P<time>\d{14}|\d{17})\.(?P<ext>"
+    + "|".join(BASE_FORMATS)
+    + r")"
+)
+_LOG_RE = re.compile(
+    r"\.(?P<file_id>[^_/]+)_(?P<time>\d{14}|\d{17})\.(?P<ext>log|archive)\.(?P<version>\d+)"
+    r"(?:_(?P<token>\d+-\d+-\d+))?(?P<cdc>\.cdc)?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BaseFile:
+    """A base (columnar) file. `size` is in bytes, -1 when unknown."""
+
+    file_id: str
+    write_token: str
+    instant_time: InstantTime
+    extension: str
+    size: int = -1
+
+    @classmethod
+    def parse(cls, name: str, size: int = -1) -> BaseFile | None:
+        """Parse a base file name; None if `name` is not one."""
+        match = _BASE_RE.fullmatch(name)
+        if match is None:
+            return None
+        return cls(match["file_id"], match["token"], InstantTime(match["time"]), match["ext"], size)
+
+    @property
+    def name(self) -> str:
+        return f"{self.file_id}_{self.write_token}_{self.instant_time}.{self.extension}"
+
+
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    """A log file of a merge-on-read slice (or a CDC log, with `cdc`)."""
+
+    file_id: str
+    instant_time: InstantTime
+    version: int
+    write_token: str | None
+    cdc: bool = False
+    extension: str = "log"
+    size: int = -1
+
+    @classmethod
+    def parse(cls, name: str, size: int = -1) -> LogFile | None:
+        """Parse a log file name; None if `name` is not one (archive logs are not data files)."""
+        match = _LOG_RE.fullmatch(name)
+        if match is None or match["ext"] != "log":
+            return None
+        return cls(
+            match["file_id"], InstantTime(match["time"]), int(match["version"]), match["token"],
+            bool(match["cdc"]), match["ext"], size,
+        )
+
+    @property
+    def name(self) -> str:
+        token = f"_{self.write_token}" if self.write_token else ""
+        cdc = ".cdc" if self.cdc else ""
+        return f".{self.file_id}_{self.instant_time}.{self.extension}.{self.version}{token}{cdc}"
+
+    @property
+    def sort_key(self) -> tuple[str, int, str]:
+        return (self.instant_time.normalized, self.version, self.write_token or "")
+
+
+def is_data_file_name(name: str) -> bool:
+    """True for names a cleaner may ever delete: Hudi base files and (CDC) log files."""
+    return BaseFile.parse(name) is not None or LogFile.parse(name) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class FileSlice:
+    """One version of a file group: a base instant, its base file (absent for log-only slices or
+    a slice opened by a pending compaction) and the log files written on top of it."""
+
+    partition: str
+    file_id: str
+    base_instant: InstantTime
+    base_file: BaseFile | None = None
+    log_files: tuple[LogFile, ...] = ()
+
+    @property
+    def files(self) -> tuple[BaseFile | LogFile, ...]:
+        return ((self.base_file,) if self.base_file else ()) + self.log_files
+
+    @property
+    def file_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.files)
+
+    @property
+    def size(self) -> int:
+        return sum(max(f.size, 0) for f in self.files)
+
+
+@dataclass(frozen=True, slots=True)
+class FileGroup:
+    """All committed slices of `(partition, file_id)`, newest base instant first."""
+
+    partition: str
+    file_id: str
+    slices: tuple[FileSlice, ...] = field(default=())
+
+    @property
+    def latest(self) -> FileSlice | None:
+        return self.slices[0] if self.slices else None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.partition, self.file_id)
+
+
+def relative_path(partition: str, name: str) -> str:
+    """`<partition>/<name>`, or just the name for a non-partitioned table."""
+    return f"{partition}/{name}" if partition else name

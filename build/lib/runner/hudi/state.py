@@ -1,0 +1,222 @@
+"""`TableState`: everything the planners need about one table, read once, then immutable.
+
+`read_table_state` is the only function on the read side that lists or reads files. It can list
+every partition or only the ones a planner asked for (incremental cleaning), so that planning stays
+a pure function of `(declaration, state, now)` while not listing a whole table it does not need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from runner.errors import NotAHudiTableError, StorageError
+from runner.hudi.files import FileGroup
+from runner.hudi.instant import Action, Instant, InstantTime
+from runner.hudi.metadata import (
+    CleanMetadata,
+    CleanPlan,
+    CommitMetadata,
+    CompactionOperation,
+    SavepointMetadata,
+)
+from runner.hudi.properties import TableConfig, parse_properties
+from runner.hudi.storage import Storage
+from runner.hudi.timeline import Timeline
+from runner.hudi.view import ListedFiles, build_file_groups, discover_partitions, list_partitions
+from runner.hudi import timeline_metadata as tm
+
+PROPERTIES = ".hoodie/hoodie.properties"
+METADATA_TABLE = ".hoodie/metadata"
+
+FileGroupKey = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class TableMetadata:
+    """Everything about a table that its timeline says, without listing any partition.
+
+    Args:
+        base_path: the table's root as given to the storage.
+        config: hoodie.properties.
+        timeline: the active timeline.
+        timeline_folder: `.hoodie` (layout 1) or `.hoodie/timeline` (layout 2).
+        commits: decoded metadata of every completed commit, deltacommit and replacecommit.
+        replaced: file group → requested time of the completed replacecommit that replaced it.
+        compaction_plans: each pending compaction instant with its operations.
+        pending_compaction: file group → base instant of its pending compaction operation.
+        pending_log_compaction: the same for pending log compactions.
+        pending_clustering: file groups that are inputs of a pending clustering plan.
+        runner_pending_clustering: pending clustering instants this runner scheduled (a resize a
+            crash interrupted); apply finishes them.
+        savepoints: savepoint instant time → its metadata.
+        last_clean: the latest completed clean with content, and its metadata.
+        empty_completed_cleans: completed clean files with no content (Hudi deletes these).
+        pending_cleans: requested or inflight cleans with their plans (None if the plan is empty).
+        has_metadata_table: `.hoodie/metadata` exists.
+    """
+
+    base_path: str
+    config: TableConfig
+    timeline: Timeline
+    timeline_folder: str
+    commits: Mapping[InstantTime, CommitMetadata]
+    replaced: Mapping[FileGroupKey, InstantTime]
+    compaction_plans: Mapping[Instant, tuple[CompactionOperation, ...]]
+    pending_compaction: Mapping[FileGroupKey, InstantTime]
+    pending_log_compaction: Mapping[FileGroupKey, InstantTime]
+    pending_clustering: frozenset[FileGroupKey]
+    runner_pending_clustering: tuple[InstantTime, ...]
+    savepoints: Mapping[InstantTime, SavepointMetadata]
+    last_clean: tuple[Instant, CleanMetadata] | None
+    empty_completed_cleans: tuple[Instant, ...]
+    pending_cleans: tuple[tuple[Instant, CleanPlan | None], ...]
+    has_metadata_table: bool
+
+    @property
+    def savepointed_files(self) -> frozenset[str]:
+        """File names listed by any completed savepoint."""
+        return frozenset(
+            name for meta in self.savepoints.values() for names in meta.partition_files.values() for name in names
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TableState:
+    """A table's metadata plus the committed file groups of its listed partitions.
+
+    Args:
+        partitions: every partition (folders holding `.hoodie_partition_metadata`) when
+            `fully_listed`, else only those asked for that exist.
+        file_groups: committed slices of every file group there, replaced groups included.
+        uncommitted_files: data files (relative paths) of pending or failed writes: never deleted.
+        unrecognized_files: files outside partitions or of unknown kinds: ignored, never deleted.
+    """
+
+    metadata: TableMetadata
+    partitions: tuple[str, ...]
+    fully_listed: bool
+    file_groups: tuple[FileGroup, ...]
+    uncommitted_files: tuple[str, ...] = ()
+    unrecognized_files: tuple[str, ...] = ()
+
+    @property
+    def config(self) -> TableConfig:
+        return self.metadata.config
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.metadata.timeline
+
+    @property
+    def active_groups(self) -> tuple[FileGroup, ...]:
+        return tuple(g for g in self.file_groups if g.key not in self.metadata.replaced)
+
+
+def read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str]:
+    """Read hoodie.properties and the timeline folder, refusing non-Hudi folders and unknown versions."""
+    try:
+        raw = storage.read(PROPERTIES)
+    except StorageError:
+        if storage.stat(".hoodie") is None:
+            raise NotAHudiTableError(
+                f"{storage.uri} is not a Hudi table: it has no .hoodie folder",
+                path=storage.uri,
+                hint="check the table's `path` in its declaration.",
+            ) from None
+        raise NotAHudiTableError(
+            f"{storage.uri}/{PROPERTIES} is missing, so the table's type and version are unknown",
+            path=f"{storage.uri}/{PROPERTIES}",
+            hint="restore hoodie.properties (Hudi keeps a hoodie.properties.backup while updating it).",
+        ) from None
+    config = TableConfig.from_properties(
+        parse_properties(raw.decode("utf-8", errors="replace"), path=PROPERTIES), path=PROPERTIES
+    )
+    folder = ".hoodie" if config.timeline_layout_version == 1 else f".hoodie/{config.timeline_path}"
+    names = [f.path.rsplit("/", 1)[-1] for f in storage.list_dir(folder) if not f.is_dir]
+    return config, Timeline.from_file_names(names, folder=folder), folder
+
+
+def read_table_metadata(storage: Storage) -> TableMetadata:
+    """Read hoodie.properties, the timeline and the instant contents the planners need."""
+    config, timeline, folder = read_timeline(storage)
+    reader = tm.InstantReader(storage, folder, timeline)
+    commits = reader.completed_commits()
+    compactions = reader.pending_operations(Action.COMPACTION)
+    last_clean, empty_cleans = reader.last_completed_clean()
+    clustering, own_clustering = reader.pending_clustering()
+    return TableMetadata(
+        base_path=storage.uri,
+        config=config,
+        timeline=timeline,
+        timeline_folder=folder,
+        commits=MappingProxyType(commits),
+        replaced=MappingProxyType(_replaced_groups(timeline, commits)),
+        compaction_plans=MappingProxyType(compactions),
+        pending_compaction=MappingProxyType(_op_bases(compactions)),
+        pending_log_compaction=MappingProxyType(_op_bases(reader.pending_operations(Action.LOG_COMPACTION))),
+        pending_clustering=clustering,
+        runner_pending_clustering=own_clustering,
+        savepoints=MappingProxyType(reader.savepoints()),
+        last_clean=last_clean,
+        empty_completed_cleans=empty_cleans,
+        pending_cleans=reader.pending_cleans(),
+        has_metadata_table=storage.stat(METADATA_TABLE) is not None,
+    )
+
+
+def read_table_state(
+    storage: Storage,
+    *,
+    partitions: Collection[str] | None = None,
+    metadata: TableMetadata | None = None,
+) -> TableState:
+    """Read a table's metadata (unless given) and the file groups of its partitions.
+
+    Args:
+        storage: rooted at the table's base path.
+        partitions: list only these partitions (those that exist); None lists the whole table.
+        metadata: reuse metadata read moments ago (planning reads it first to choose partitions).
+    """
+    meta = metadata or read_table_metadata(storage)
+    listed: ListedFiles = (
+        discover_partitions(storage) if partitions is None else list_partitions(storage, partitions)
+    )
+    view = build_file_groups(
+        listed,
+        timeline=meta.timeline,
+        layout=meta.config.timeline_layout_version,
+        commits=meta.commits,
+        pending_compaction=meta.compaction_plans,
+    )
+    return TableState(
+        metadata=meta,
+        partitions=listed.partitions,
+        fully_listed=partitions is None,
+        file_groups=view.groups,
+        uncommitted_files=view.uncommitted,
+        unrecognized_files=listed.unrecognized,
+    )
+
+
+def _replaced_groups(
+    timeline: Timeline, commits: Mapping[InstantTime, CommitMetadata]
+) -> dict[FileGroupKey, InstantTime]:
+    """File groups replaced by completed replacecommits (overwrite, delete_partition, clustering)."""
+    replaced: dict[FileGroupKey, InstantTime] = {}
+    for instant in timeline.completed(Action.REPLACE_COMMIT):
+        meta = commits.get(instant.time)
+        for partition, file_ids in (meta.partition_to_replace_file_ids.items() if meta else ()):
+            for file_id in file_ids:
+                replaced.setdefault((partition, file_id), instant.time)
+    return replaced
+
+
+def _op_bases(ops: Mapping[Instant, tuple[CompactionOperation, ...]]) -> dict[FileGroupKey, InstantTime]:
+    return {
+        (op.partition_path, op.file_id): InstantTime(op.base_instant_time)
+        for operations in ops.values()
+        for op in operations
+    }
+

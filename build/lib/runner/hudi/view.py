@@ -1,0 +1,198 @@
+"""The file-system view: partitions, file groups and their committed file slices.
+
+Rules (Hudi's `AbstractTableFileSystemView` / `HoodieFileGroup`, and hudi-rs agrees on the fixtures):
+- A partition is a folder holding `.hoodie_partition_metadata` (or its `.parquet`/`.orc` form).
+- A data file counts only if the instant that wrote it is committed: a completed write, a pending
+  compaction (its output slice), or an instant older than the active timeline (archived). Files of
+  requested, inflight or failed writes are `uncommitted` and are never planned for deletion.
+- A pending compaction opens a new, possibly empty, slice at the compaction instant.
+- Log files: layout 1 names the slice's base instant in the log name; layout 2 names the delta
+  commit, and the log joins the newest slice whose base instant is <= the commit's completion time.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+
+from runner.hudi.files import BaseFile, FileGroup, FileSlice, LogFile, relative_path
+from runner.hudi.instant import Action, Instant, InstantTime
+from runner.hudi.metadata import CommitMetadata, CompactionOperation
+from runner.hudi.storage import FileInfo, Storage
+from runner.hudi.timeline import Timeline
+
+PARTITION_MARKER = ".hoodie_partition_metadata"
+
+
+@dataclass(frozen=True, slots=True)
+class ListedFiles:
+    """Files found in partition folders. `files` maps a partition to its (name, size) entries."""
+
+    partitions: tuple[str, ...]
+    files: Mapping[str, tuple[tuple[str, int], ...]]
+    unrecognized: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    groups: tuple[FileGroup, ...]
+    uncommitted: tuple[str, ...]
+
+
+def _is_marker(name: str) -> bool:
+    return name == PARTITION_MARKER or name.startswith(PARTITION_MARKER + ".")
+
+
+def discover_partitions(storage: Storage) -> ListedFiles:
+    """List the whole table once and find its partitions by their marker files."""
+    by_dir: dict[str, list[FileInfo]] = defaultdict(list)
+    for info in storage.walk(""):
+        if info.path.startswith(".hoodie/") or info.path == ".hoodie":
+            continue
+        folder, _, _ = info.path.rpartition("/")
+        by_dir[folder].append(info)
+    return _classify(by_dir)
+
+
+def list_partitions(storage: Storage, partitions: Collection[str]) -> ListedFiles:
+    """List only the given partitions (one directory listing each); missing ones are skipped."""
+    by_dir = {p: [f for f in storage.list_dir(p) if not f.is_dir] for p in sorted(set(partitions))}
+    return _classify(by_dir)
+
+
+def _classify(by_dir: Mapping[str, list[FileInfo]]) -> ListedFiles:
+    partitions = sorted(d for d, files in by_dir.items() if any(_is_marker(_name(f)) for f in files))
+    partition_set = set(partitions)
+    files: dict[str, tuple[tuple[str, int], ...]] = {}
+    unrecognized: list[str] = []
+    for folder, infos in by_dir.items():
+        names = [(_name(f), f.size) for f in infos]
+        if folder in partition_set:
+            files[folder] = tuple(sorted((n, s) for n, s in names if not _is_marker(n)))
+        else:
+            unrecognized.extend(relative_path(folder, n) for n, _ in names)
+    return ListedFiles(tuple(partitions), files, tuple(sorted(unrecognized)))
+
+
+def _name(info: FileInfo) -> str:
+    return info.path.rsplit("/", 1)[-1]
+
+
+def build_file_groups(
+    listed: ListedFiles,
+    *,
+    timeline: Timeline,
+    layout: int,
+    commits: Mapping[InstantTime, CommitMetadata],
+    pending_compaction: Mapping[Instant, tuple[CompactionOperation, ...]],
+) -> View:
+    """Assemble committed file slices per file group from a listing (pure)."""
+    committed = {i.time for i in timeline.completed_writes} | {i.time for i in pending_compaction}
+    earliest = timeline.earliest_write
+    completion = _completion_times(timeline)
+
+    def is_committed(time: InstantTime) -> bool:
+        return time in committed or (earliest is not None and time < earliest)
+
+    slices: dict[tuple[str, str], dict[InstantTime, list[object]]] = defaultdict(dict)
+    uncommitted: list[str] = []
+    logs: list[tuple[str, LogFile]] = []
+    for partition, entries in listed.files.items():
+        for name, size in entries:
+            base = BaseFile.parse(name, size)
+            if base is not None:
+                if is_committed(base.instant_time):
+                    _add_base(slices[(partition, base.file_id)], base, partition, commits, uncommitted)
+                else:
+                    uncommitted.append(relative_path(partition, name))
+                continue
+            log = LogFile.parse(name, size)
+            if log is not None:
+                logs.append((partition, log))
+    for instant, ops in pending_compaction.items():
+        for op in ops:
+            slices[(op.partition_path, op.file_id)].setdefault(instant.time, [None, []])
+    for partition, log in logs:
+        slot = _slice_for_log(log, slices[(partition, log.file_id)], layout, completion, is_committed)
+        if slot is None:
+            uncommitted.append(relative_path(partition, log.name))
+        else:
+            slices[(partition, log.file_id)].setdefault(slot, [None, []])[1].append(log)
+    groups = tuple(_group(p, f, by_time) for (p, f), by_time in sorted(slices.items()) if by_time)
+    return View(groups, tuple(sorted(uncommitted)))
+
+
+def _add_base(
+    by_time: dict[InstantTime, list[object]],
+    base: BaseFile,
+    partition: str,
+    commits: Mapping[InstantTime, CommitMetadata],
+    uncommitted: list[str],
+) -> None:
+    """Add a committed base file; of two with the same instant (a retried task's leftover), keep
+    the one the commit's write stats name and treat the other as uncommitted."""
+    entry = by_time.setdefault(base.instant_time, [None, []])
+    current = entry[0]
+    if current is None:
+        entry[0] = base
+        return
+    assert isinstance(current, BaseFile)
+    written = _written_names(commits.get(base.instant_time))
+    keep, drop = (base, current) if base.name in written and current.name not in written else (current, base)
+    entry[0] = keep
+    uncommitted.append(relative_path(partition, drop.name))
+
+
+def _written_names(meta: CommitMetadata | None) -> frozenset[str]:
+    if meta is None:
+        return frozenset()
+    return frozenset(
+        (s.path or "").rsplit("/", 1)[-1] for stats in meta.partition_to_write_stats.values() for s in stats
+    )
+
+
+def _completion_times(timeline: Timeline) -> dict[InstantTime, InstantTime]:
+    return {
+        i.time: i.completion_time or i.time
+        for i in timeline.completed(Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT)
+    }
+
+
+def _slice_for_log(
+    log: LogFile,
+    by_time: Mapping[InstantTime, list[object]],
+    layout: int,
+    completion: Mapping[InstantTime, InstantTime],
+    is_committed: object,
+) -> InstantTime | None:
+    """The base instant of the slice a committed log file belongs to; None if uncommitted."""
+    assert callable(is_committed)
+    if layout == 1:
+        return log.instant_time if is_committed(log.instant_time) else None
+    done = completion.get(log.instant_time)
+    if done is None:
+        if not is_committed(log.instant_time):
+            return None
+        done = log.instant_time  # archived delta commit: its completion is no earlier than its start
+    candidates = [t for t in by_time if t <= done]
+    return max(candidates, key=lambda t: t.normalized) if candidates else log.instant_time
+
+
+def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, list[object]]) -> FileGroup:
+    ordered = sorted(by_time.items(), key=lambda kv: kv[0].normalized, reverse=True)
+    return FileGroup(
+        partition,
+        file_id,
+        tuple(
+            FileSlice(partition, file_id, time, base, tuple(sorted(logs, key=lambda lf: lf.sort_key)))  # type: ignore[arg-type]
+            for time, (base, logs) in ordered
+        ),
+    )
+
+
+def iter_files(groups: Iterable[FileGroup]) -> Iterable[tuple[FileSlice, str]]:
+    for group in groups:
+        for file_slice in group.slices:
+            for name in file_slice.file_names:
+                yield file_slice, relative_path(group.partition, name)

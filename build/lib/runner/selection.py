@@ -1,0 +1,134 @@
+"""`--select` / `--exclude`: which declared tables a command works on.
+
+Grammar (dbt's, cut down to what tables need). Each argument is one spec; a table is selected if it
+matches any `--select` spec and no `--exclude` spec. An empty `--select` selects every table.
+
+- `orders`, `orders_*`: table name, or an fnmatch glob over names.
+- `tag:gold`, `owner:crm`: a tag or the owner (globs allowed).
+- `path:tables/finance/*`: a glob over the declaration file, relative to the project directory;
+  a folder (`path:tables/finance`) matches every file below it.
+- `state:modified`: tables whose declaration differs from the git ref given with `--state`,
+  including new files not yet committed. A change to project.yml modifies every table, since any
+  default may have changed.
+- `tag:gold,owner:crm`: a comma joins specs that must all match (intersection).
+
+A spec that matches nothing is not an error; the selection is then simply empty.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+from collections.abc import Callable, Sequence
+
+from runner.declarations.model import Project, TableDeclaration
+from runner.errors import SelectionError
+
+PROJECT_FILE = "project.yml"
+_PREFIXES = ("tag", "owner", "path", "state")
+_GRAMMAR = "a table name or glob, tag:NAME, owner:NAME, path:GLOB or state:modified"
+
+Matcher = Callable[[TableDeclaration], bool]
+
+
+def select_tables(
+    project: Project, select: Sequence[str], exclude: Sequence[str], state_ref: str | None
+) -> tuple[TableDeclaration, ...]:
+    """The tables of `project` that `select` picks and `exclude` does not, in project order.
+
+    Args:
+        project: a loaded project.
+        select: specs to include; empty means every table.
+        exclude: specs to leave out.
+        state_ref: the git ref `state:modified` compares against (`--state`).
+
+    Raises:
+        SelectionError: a spec has an unknown prefix or is empty; `state:modified` was used without
+            `--state`, outside a git repository, or with a ref git does not know.
+    """
+    state = _State(project.directory, state_ref)
+    included = [_parse(spec, state) for spec in select]
+    excluded = [_parse(spec, state) for spec in exclude]
+    return tuple(
+        table for table in project.tables
+        if (not included or any(match(table) for match in included))
+        and not any(match(table) for match in excluded)
+    )
+
+
+def _parse(spec: str, state: _State) -> Matcher:
+    parts = [_parse_one(part.strip(), spec, state) for part in spec.split(",")]
+    return lambda table: all(match(table) for match in parts)
+
+
+def _parse_one(part: str, spec: str, state: _State) -> Matcher:
+    if not part:
+        raise SelectionError(f'empty selector in "{spec}"; expected {_GRAMMAR}')
+    prefix, colon, value = part.partition(":")
+    if not colon:
+        return lambda table: fnmatch.fnmatchcase(table.name, part)
+    if prefix not in _PREFIXES:
+        raise SelectionError(f'unknown selector "{prefix}:" in "{spec}"; expected {_GRAMMAR}')
+    if not value:
+        raise SelectionError(f'"{prefix}:" needs a value in "{spec}"; expected {_GRAMMAR}')
+    if prefix == "tag":
+        return lambda table: any(fnmatch.fnmatchcase(tag, value) for tag in table.tags)
+    if prefix == "owner":
+        return lambda table: table.owner is not None and fnmatch.fnmatchcase(table.owner, value)
+    if prefix == "path":
+        return _path_matcher(value)
+    if value != "modified":
+        raise SelectionError(f'unknown state selector "{part}"; expected state:modified')
+    return state.modified
+
+
+def _path_matcher(pattern: str) -> Matcher:
+    pattern = pattern.removeprefix("./").rstrip("/")
+
+    def match(table: TableDeclaration) -> bool:
+        return fnmatch.fnmatchcase(table.source_file, pattern) or table.source_file.startswith(pattern + "/")
+
+    return match
+
+
+class _State:
+    """Which declaration files differ from a git ref; asks git once, on first use."""
+
+    def __init__(self, directory: str, ref: str | None) -> None:
+        self.directory = directory
+        self.ref = ref
+        self.changed: frozenset[str] | None = None
+
+    def modified(self, table: TableDeclaration) -> bool:
+        if self.changed is None:
+            self.changed = self._changed_files()
+        return PROJECT_FILE in self.changed or table.source_file in self.changed
+
+    def _changed_files(self) -> frozenset[str]:
+        if not self.ref:
+            raise SelectionError("state:modified needs a git ref to compare with",
+                                 hint="pass one with --state, for example --state origin/main.")
+        top = self._git("rev-parse", "--show-toplevel", failure="is not inside a git repository").strip()
+        self._git("rev-parse", "--verify", "--quiet", f"{self.ref}^{{commit}}",
+                  failure=f'has no git commit "{self.ref}"')
+        # Whole-repository paths, so a tables_dir outside the project folder is covered too.
+        diff = self._git("-C", top, "diff", "--name-only", "--no-renames", "-z", self.ref)
+        new = self._git("-C", top, "ls-files", "--others", "--exclude-standard", "-z")
+        here = os.path.realpath(self.directory)
+        return frozenset(
+            os.path.relpath(os.path.join(top, name), here).replace(os.sep, "/")
+            for name in (diff + new).split("\0") if name
+        )
+
+    def _git(self, *args: str, failure: str = "") -> str:
+        try:
+            done = subprocess.run(["git", *args], cwd=self.directory, capture_output=True, text=True,
+                                  check=False)
+        except OSError as error:
+            raise SelectionError(f"state:modified needs git, which could not run: {error}") from error
+        if done.returncode != 0:
+            reason = failure or f"`git {' '.join(args)}` failed: {done.stderr.strip()}"
+            raise SelectionError(f"state:modified: {self.directory} {reason}" if failure else reason,
+                                 hint="run from a git checkout and pass an existing ref to --state.")
+        return done.stdout

@@ -1,0 +1,241 @@
+"""Creating a copy-on-write table from its declaration, or checking an existing one against it.
+
+A new table gets the `hoodie.properties` a Hudi 0.14 Spark writer would give it (table version 6,
+timeline layout 1, `.hoodie/` timeline, JSON commit metadata). The key generator is the one Hudi
+infers (`KeyGenUtils.inferKeyGeneratorType`): no partition fields → NonpartitionedKeyGenerator; one
+record key field and one partition field → SimpleKeyGenerator; anything else → ComplexKeyGenerator.
+Partitions are hive style (`region=eu`), values are not URL-encoded, and partition columns stay in
+the data. `hoodie.table.checksum` is Hudi's: CRC32 of `<database>.<table name>`, the database being
+empty here because the runner sets none.
+
+An existing table is written only if the writer can keep it readable by Hudi and hudi-rs exactly as
+Hudi would: version 6, copy-on-write, Parquet, meta fields populated, one of the three key
+generators, no URL-encoded partition paths, no dropped partition columns, and no metadata table
+(which this writer cannot keep in step with the data files).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from runner.declarations.model import TableDeclaration
+from runner.declarations.model import TableType as DeclaredType
+from runner.errors import DeclarationError, Problem, RefusedError
+from runner.hudi.properties import (
+    TableConfig,
+    TableType,
+    format_properties,
+)
+from runner.hudi.storage import AlreadyExists, Storage
+
+PROPERTIES = ".hoodie/hoodie.properties"
+METADATA_TABLE = ".hoodie/metadata"
+SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
+COMPLEX = "org.apache.hudi.keygen.ComplexKeyGenerator"
+NON_PARTITIONED = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+KEY_GENERATORS = (SIMPLE, COMPLEX, NON_PARTITIONED)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyLayout:
+    """How the writer derives `_hoodie_record_key` and `_hoodie_partition_path` for this table.
+
+    Args:
+        table_name: `hoodie.table.name`, which also names the Avro record (`<name>_record`).
+        record_key_fields: the record key columns, in order.
+        partition_fields: the partition path columns, in order; empty when not partitioned.
+        precombine_field: the ordering column that decides between records of one key, if any.
+        key_generator: the key generator class Hudi uses for the table.
+        hive_style: partition folders are `field=value` rather than `value`.
+        bare_single_key: a ComplexKeyGenerator table with one key field stores the bare value
+            (as Hudi 0.14.1-1.0 wrote it) rather than `field:value` (0.14.0, 1.1+).
+    """
+
+    table_name: str
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    precombine_field: str | None
+    key_generator: str
+    hive_style: bool
+    bare_single_key: bool = False
+
+    @property
+    def complex_keys(self) -> bool:
+        """Record keys are `field:value` pairs joined by commas rather than the bare value.
+
+        More than one key field always gives pairs. With one key field, ComplexKeyGenerator gives a
+        pair in Hudi 0.14.0 and 1.1+ but the bare value in 0.14.1-1.0 (a regression Hudi later
+        undid, HUDI-9666); the writer follows what the table already holds (`bare_single_key`).
+        """
+        if len(self.record_key_fields) > 1:
+            return True
+        return self.key_generator == COMPLEX and not self.bare_single_key
+
+
+def key_generator_for(record_key: tuple[str, ...], partition_by: tuple[str, ...]) -> str:
+    """The key generator class Hudi infers from the record key and partition fields."""
+    if not partition_by:
+        return NON_PARTITIONED
+    return SIMPLE if len(record_key) == 1 and len(partition_by) == 1 else COMPLEX
+
+
+def open_table(storage: Storage, decl: TableDeclaration, create_schema: str | None) -> tuple[TableConfig, bool]:
+    """Read the table's configuration, creating the table first if it does not exist.
+
+    Args:
+        storage: rooted at the table's base path.
+        decl: the table's declaration; its `table:` block creates the table or is checked against it.
+        create_schema: Avro schema JSON to record as `hoodie.table.create.schema` on creation.
+
+    Returns:
+        The table configuration and whether this call created the table.
+
+    Raises:
+        DeclarationError: the table does not exist and the declaration has no `table:` block.
+        RefusedError: the declaration disagrees with the table, or the table is one this writer
+            must not write (see the module docstring).
+    """
+    created = False
+    if storage.stat(PROPERTIES) is None:
+        try:
+            storage.write_new(PROPERTIES, properties_bytes(new_table_properties(decl, create_schema)))
+            created = True
+        except AlreadyExists:
+            pass  # another creator won; check what it wrote like any existing table
+    config = read_config(storage)
+    check_writable(storage, config)
+    check_declaration(decl, config)
+    return config, created
+
+
+def read_config(storage: Storage) -> TableConfig:
+    text = storage.read(PROPERTIES).decode("iso-8859-1")
+    return TableConfig.parse(text, path=f"{storage.uri}/{PROPERTIES}")
+
+
+def new_table_properties(decl: TableDeclaration, create_schema: str | None) -> dict[str, str]:
+    """`hoodie.properties` of a new table, in a stable order, with the checksum last."""
+    spec = decl.table
+    if spec is None:
+        raise DeclarationError([Problem(decl.source_file, 0, 0, "table", (
+            f"table {decl.name!r} does not exist yet at {decl.path} and its declaration has no `table:` "
+            "block, so the writer does not know its record key and partitioning; add `table:` with "
+            "`type`, `record_key` and `partition_by`"))])
+    if spec.type is not DeclaredType.COPY_ON_WRITE:
+        raise RefusedError(
+            f"{decl.source_file}: table.type is {spec.type.value}; the writer creates COPY_ON_WRITE tables only.",
+            hint="declare `type: COPY_ON_WRITE`; merge-on-read writes (log files, compaction) are not supported yet.",
+        )
+    if not spec.record_key:
+        raise RefusedError(f"{decl.source_file}: table.record_key is empty; the writer needs a record key "
+                           "to place updates (Hudi's keyless tables are not supported).",
+                           hint="declare `record_key: [<column>, ...]`.")
+    props = {
+        "hoodie.table.name": decl.name,
+        "hoodie.table.type": TableType.COPY_ON_WRITE.value,
+        "hoodie.table.version": "6",
+        "hoodie.timeline.layout.version": "1",
+        "hoodie.table.recordkey.fields": ",".join(spec.record_key),
+        "hoodie.table.keygenerator.class": key_generator_for(spec.record_key, spec.partition_by),
+        "hoodie.table.base.file.format": "PARQUET",
+        "hoodie.archivelog.folder": "archived",
+        "hoodie.populate.meta.fields": "true",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.datasource.write.partitionpath.urlencode": "false",
+        "hoodie.datasource.write.drop.partition.columns": "false",
+    }
+    if spec.partition_by:
+        props["hoodie.table.partition.fields"] = ",".join(spec.partition_by)
+    if spec.precombine_field:
+        props["hoodie.table.precombine.field"] = spec.precombine_field
+    if create_schema:
+        props["hoodie.table.create.schema"] = create_schema
+    props["hoodie.table.checksum"] = str(zlib.crc32(f".{decl.name}".encode()))
+    return props
+
+
+def properties_bytes(props: dict[str, str]) -> bytes:
+    """The file as `java.util.Properties.store` writes it: a comment, then escaped `key=value` lines."""
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (f"#Properties saved on {stamp}\n" + format_properties(props)).encode("iso-8859-1")
+
+
+def check_writable(storage: Storage, config: TableConfig) -> None:
+    """Refuse tables this writer cannot write the way Hudi would (see the module docstring)."""
+    where = f"{storage.uri}/{PROPERTIES}"
+    raw = config.raw
+    problems = [
+        (config.version != 6, f"hoodie.table.version is {config.version}; the writer writes table version 6 only"),
+        (config.table_type is not TableType.COPY_ON_WRITE,
+         f"hoodie.table.type is {config.table_type.value}; the writer writes COPY_ON_WRITE tables only"),
+        (config.base_file_format != "PARQUET", f"hoodie.table.base.file.format is {config.base_file_format}"),
+        (not config.populate_meta_fields, "hoodie.populate.meta.fields is false"),
+        (_flag(raw, "hoodie.datasource.write.partitionpath.urlencode"), "partition paths are URL-encoded"),
+        (_flag(raw, "hoodie.datasource.write.drop.partition.columns"), "partition columns are dropped"),
+        (not config.record_key_fields, "the table has no record key fields"),
+        (key_generator_of(config) not in KEY_GENERATORS,
+         f"hoodie.table.keygenerator.class is {key_generator_of(config)}"),
+        (storage.stat(METADATA_TABLE) is not None, "the table has a metadata table (.hoodie/metadata)"),
+    ]
+    for failed, why in problems:
+        if failed:
+            raise RefusedError(f"Refusing to write {storage.uri}: {why} ({where}).",
+                               hint="write this table with Hudi itself; the runner's writer supports "
+                                    "version 6 copy-on-write tables with Simple, Complex or Nonpartitioned keys.")
+
+
+def key_generator_of(config: TableConfig) -> str:
+    """`hoodie.table.keygenerator.class`, or Hudi's inferred class when the table does not record one."""
+    found = config.raw.get("hoodie.table.keygenerator.class", "").strip()
+    return found or key_generator_for(config.record_key_fields, config.partition_fields)
+
+
+def check_declaration(decl: TableDeclaration, config: TableConfig) -> None:
+    """Refuse to write when the declaration's `table:` block contradicts hoodie.properties."""
+    spec = decl.table
+    if spec is None:
+        return
+    found_precombine = config.ordering_fields[0] if config.ordering_fields else None
+    checks = (
+        ("type", spec.type.value, config.table_type.value, "hoodie.table.type"),
+        ("record_key", list(spec.record_key), list(config.record_key_fields), "hoodie.table.recordkey.fields"),
+        ("partition_by", list(spec.partition_by), list(config.partition_fields), "hoodie.table.partition.fields"),
+        ("precombine_field", spec.precombine_field, found_precombine, "hoodie.table.precombine.field"),
+    )
+    for field, expected, found, key in checks:
+        if expected != found:
+            raise RefusedError(
+                f"{decl.source_file}: table.{field} is {expected!r} but the table at {decl.path} has "
+                f"{key} = {found!r}; refusing to write with a different {field}.",
+                hint=f"change table.{field} in {decl.source_file} to {found!r} (a Hudi table's keys and "
+                "partitioning cannot change after creation).",
+            )
+
+
+def layout_of(config: TableConfig, *, sample_key: str | None = None) -> KeyLayout:
+    """The key layout of a checked table.
+
+    Args:
+        config: the table's configuration.
+        sample_key: any record key stored in the table, if it has one; it settles how a
+            ComplexKeyGenerator table with one key field encodes keys (see `KeyLayout`).
+    """
+    field = config.record_key_fields[0] if config.record_key_fields else ""
+    bare = sample_key is not None and not sample_key.startswith(f"{field}:")
+    return KeyLayout(
+        table_name=config.name,
+        record_key_fields=config.record_key_fields,
+        partition_fields=config.partition_fields,
+        precombine_field=config.ordering_fields[0] if config.ordering_fields else None,
+        key_generator=key_generator_of(config),
+        hive_style=config.hive_style_partitioning,
+        bare_single_key=bare,
+    )
+
+
+def _flag(raw: object, key: str) -> bool:
+    assert hasattr(raw, "get")
+    return str(raw.get(key, "")).strip().lower() == "true"
+

@@ -1,0 +1,295 @@
+"""Writing base files inside a Spark task: Hudi's create and merge handles, with pyarrow, through `Storage`.
+
+A base file holds the five meta columns, then the data columns. Per record Hudi sets
+`_hoodie_commit_time` (the writing instant), `_hoodie_commit_seqno` (`<instant>_<task partition
+id>_<n>`, `n` counting the records this handle wrote), the record key, the partition path, and the
+file's own name. Its footer carries `hoodie_min_record_key`, `hoodie_max_record_key`, Hudi's
+bloom filter of the keys (`org.apache.hudi.bloomfilter`, see `runner.hudi.bloom`) and the Avro
+schema (`parquet.avro.schema`); Parquet columns are gzip-compressed, Hudi 0.14's default codec, at
+zlib's default level 6 as Hadoop's GzipCodec uses it (pyarrow's own default, 9, is six times slower).
+
+- Create handle (new file group): writes the records in order; when the file reaches
+  `max_file_size` it rolls over to the next file id of the same prefix (`<uuid>-1`, `-2`, ...).
+- Merge handle (copy-on-write update): rewrites the group's latest base file into a new file of the
+  same file id. Old records keep their meta values (only `_hoodie_file_name` changes); an old record
+  whose key arrives in this write is replaced by the new one, in place, and counts as an update; the
+  remaining new records follow as inserts. As in Hudi's `HoodieMergeHandle`, new records of one key
+  collapse to the last one first.
+
+Before a data file exists, its marker `.hoodie/.temp/<instant>/<partition>/<file>.marker.<CREATE|MERGE>`
+is created (Hudi's direct markers), so a failed write's files can always be found and removed.
+A partition gets its `.hoodie_partition_metadata` (`commitTime`, `partitionDepth`) when the first
+file is written there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from runner.errors import RefusedError
+from runner.hudi.files import BaseFile, relative_path
+from runner.hudi.properties import format_properties
+from runner.hudi.storage import AlreadyExists, Storage
+from runner.writer.markers import marker_path
+from runner.writer.schema import (
+    FILE_NAME,
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+PARTITION_METADATA = ".hoodie_partition_metadata"
+CODEC = "gzip"
+CODEC_LEVEL = 6
+ROW_GROUP_ROWS = 131_072
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    """What one handle wrote: the file and its counts, for the commit's write stat."""
+
+    partition: str
+    file_id: str
+    name: str
+    prev_commit: str | None
+    num_writes: int
+    num_inserts: int
+    num_update_writes: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileContext:
+    """Everything a task needs to write files of one instant.
+
+    Args:
+        storage: the table's storage.
+        instant: the writing commit's instant time.
+        write_token: `<task partition id>-<stage id>-<task attempt id>`.
+        partition_id: the Spark task's partition id (in `_hoodie_commit_seqno`).
+        schema: the file's Arrow schema (meta columns first).
+        avro_schema: the `parquet.avro.schema` footer value.
+        max_file_size: bytes at which a create handle rolls over.
+        avg_record_size: bytes per record to expect before the first row group is written.
+    """
+
+    storage: Storage
+    instant: str
+    write_token: str
+    partition_id: int
+    schema: pa.Schema
+    avro_schema: str
+    max_file_size: int
+    avg_record_size: int
+
+    def file_name(self, file_id: str) -> str:
+        return BaseFile(file_id, self.write_token, self.instant, "parquet").name  # type: ignore[arg-type]
+
+
+def stamp(ctx: FileContext, rows: pa.Table, file_name: str, first_seq: int) -> pa.Table:
+    """New records in file layout: meta columns for this instant and file, data cast to the schema."""
+    import pyarrow as pa
+
+    n = rows.num_rows
+    seq = pa.array([f"{ctx.instant}_{ctx.partition_id}_{i}" for i in range(first_seq, first_seq + n)], pa.string())
+    columns = [
+        pa.repeat(pa.scalar(ctx.instant), n),
+        seq,
+        rows.column(RECORD_KEY).cast(pa.string()),
+        rows.column(PARTITION_PATH).cast(pa.string()),
+        pa.repeat(pa.scalar(file_name), n),
+    ]
+    data_fields = [f for f in ctx.schema if f.name not in META_COLUMNS]
+    data = rows.select([f.name for f in data_fields]).cast(pa.schema(data_fields))
+    return pa.Table.from_arrays(columns + list(data.columns), schema=ctx.schema)
+
+
+class CreateHandle:
+    """Writes new records into a new file group, rolling over to `<prefix>-<n+1>` at the size limit."""
+
+    def __init__(self, ctx: FileContext, partition: str, file_id: str) -> None:
+        self.ctx = ctx
+        self.partition = partition
+        prefix, _, index = file_id.rpartition("-")
+        self._prefix, self._index = prefix, int(index)
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._file: _OpenFile | None = None
+        self.written: list[WrittenFile] = []
+
+    def write(self, rows: pa.Table) -> None:
+        self._pending.append(rows)
+        self._pending_rows += rows.num_rows
+        if self._pending_rows >= ROW_GROUP_ROWS:
+            self._flush()
+
+    def close(self) -> list[WrittenFile]:
+        self._flush()
+        if self._file is not None:
+            self.written.append(self._file.close(num_inserts=self._file.rows, num_updates=0))
+            self._file = None
+        return self.written
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if not self._pending:
+            return
+        rows = pa.concat_tables(self._pending)
+        self._pending, self._pending_rows = [], 0
+        offset = 0
+        while offset < rows.num_rows:
+            current = self._open()
+            take = min(rows.num_rows - offset, current.rows_that_fit())
+            current.write(stamp(self.ctx, rows.slice(offset, take), current.name, current.rows))
+            offset += take
+            if current.size >= self.ctx.max_file_size:
+                self.written.append(current.close(num_inserts=current.rows, num_updates=0))
+                self._file = None
+                self._index += 1
+
+    def _open(self) -> _OpenFile:
+        if self._file is None:
+            file_id = f"{self._prefix}-{self._index}"
+            self._file = _OpenFile(self.ctx, self.partition, file_id, prev_commit=None, io_type="CREATE")
+        return self._file
+
+
+def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table) -> WrittenFile:
+    """Rewrite `base` with `incoming` applied: the next version of its file group (see module doc)."""
+    import pyarrow as pa
+
+    old = _read_base(ctx, partition, base)
+    latest: dict[str, int] = {key: i for i, key in enumerate(incoming.column(RECORD_KEY).to_pylist())}
+    old_keys = old.column(RECORD_KEY).to_pylist()
+    old_set = set(old_keys)
+    updated = [latest[k] for k in old_keys if k in latest]
+    inserted = [i for k, i in latest.items() if k not in old_set]
+    order = updated + sorted(inserted)
+    out = _OpenFile(ctx, partition, base.file_id, prev_commit=str(base.instant_time), io_type="MERGE")
+    fresh = stamp(ctx, incoming.take(pa.array(order, pa.int64())), out.name, 0)
+    old = old.set_column(old.schema.get_field_index(FILE_NAME), FILE_NAME, pa.repeat(pa.scalar(out.name), old.num_rows))
+    positions, next_update = [], old.num_rows
+    for key in old_keys:
+        if key in latest:
+            positions.append(next_update)
+            next_update += 1
+        else:
+            positions.append(len(positions))
+    positions.extend(range(old.num_rows + len(updated), old.num_rows + len(order)))
+    out.write(pa.concat_tables([old, fresh]).take(pa.array(positions, pa.int64())))
+    return out.close(num_inserts=len(inserted), num_updates=len(updated))
+
+
+def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = relative_path(partition, base.name)
+    table = pq.read_table(pa.BufferReader(ctx.storage.read(path)))
+    names = [f.name for f in ctx.schema]
+    if sorted(table.schema.names) != sorted(names):
+        raise RefusedError(
+            f"Cannot merge into {path}: its columns {table.schema.names} differ from the written "
+            f"columns {names}; schema evolution is not supported by the writer.",
+            hint="write the same columns as the table already has.",
+        )
+    try:
+        return table.select(names).cast(ctx.schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise RefusedError(f"Cannot merge into {path}: its column types differ from the written ones ({error}).",
+                           hint="cast the DataFrame's columns to the table's types.") from error
+
+
+class _OpenFile:
+    """A base file being written to memory; `close` stores it (after its marker) and reports it."""
+
+    def __init__(self, ctx: FileContext, partition: str, file_id: str, *, prev_commit: str | None,
+                 io_type: str) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.ctx, self.partition, self.file_id = ctx, partition, file_id
+        self.prev_commit, self.io_type = prev_commit, io_type
+        self.name = ctx.file_name(file_id)
+        self.rows = 0
+        self._keys: tuple[str, str] | None = None
+        self._all_keys: list[pa.ChunkedArray] = []
+        self._sink = pa.BufferOutputStream()
+        self._writer = pq.ParquetWriter(
+            self._sink, ctx.schema, compression=CODEC, compression_level=CODEC_LEVEL, store_schema=False
+        )
+
+    @property
+    def size(self) -> int:
+        return int(self._sink.tell())
+
+    def rows_that_fit(self) -> int:
+        per_row = self.size // self.rows if self.rows and self.size else self.ctx.avg_record_size
+        return max(1, (self.ctx.max_file_size - self.size) // max(per_row, 1))
+
+    def write(self, table: pa.Table) -> None:
+        import pyarrow.compute as pc
+
+        if table.num_rows == 0:
+            return
+        bounds = pc.min_max(table.column(RECORD_KEY))
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if self._keys is not None:
+            low, high = min(low, self._keys[0]), max(high, self._keys[1])
+        self._keys = (low, high)
+        self._all_keys.append(table.column(RECORD_KEY))
+        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self.rows += table.num_rows
+
+    def close(self, *, num_inserts: int, num_updates: int) -> WrittenFile:
+        import pyarrow as pa
+
+        from runner.hudi import bloom
+
+        footer = {"parquet.avro.schema": self.ctx.avro_schema, "writer.model.name": "avro"}
+        if self._keys is not None:
+            footer |= {"hoodie_min_record_key": self._keys[0], "hoodie_max_record_key": self._keys[1]}
+        keys = pa.chunked_array([c for chunked in self._all_keys for c in chunked.chunks], pa.string())
+        footer |= {"org.apache.hudi.bloomfilter": bloom.serialize(keys.combine_chunks()),
+                   "hoodie_bloom_filter_type_code": bloom.TYPE_CODE}
+        self._writer.add_key_value_metadata(footer)
+        self._writer.close()
+        data = self._sink.getvalue().to_pybytes()
+        ensure_partition_metadata(self.ctx.storage, self.partition, self.ctx.instant)
+        self.ctx.storage.write_new(marker_path(self.ctx.instant, self.partition, self.name, self.io_type), b"")
+        self.ctx.storage.write_new(relative_path(self.partition, self.name), data)
+        return WrittenFile(self.partition, self.file_id, self.name, self.prev_commit, self.rows,
+                           num_inserts, num_updates, len(data))
+
+
+def ensure_partition_metadata(storage: Storage, partition: str, instant: str) -> None:
+    """Create the partition's `.hoodie_partition_metadata` unless it exists (Hudi's `trySave`)."""
+    path = relative_path(partition, PARTITION_METADATA)
+    if storage.stat(path) is not None:
+        return
+    depth = len([s for s in partition.split("/") if s]) if partition else 0
+    text = "#partition metadata\n" + format_properties({"commitTime": instant, "partitionDepth": str(depth)})
+    try:
+        storage.write_new(path, text.encode("iso-8859-1"))
+    except AlreadyExists:
+        pass  # another task of this write created it first
+
+
+def stat_rows(files: Sequence[WrittenFile]) -> dict[str, list[object]]:
+    """Written files as columns, the shape the Spark job returns to the driver."""
+    return {
+        "partition": [f.partition for f in files],
+        "file_id": [f.file_id for f in files],
+        "name": [f.name for f in files],
+        "prev_commit": [f.prev_commit for f in files],
+        "num_writes": [f.num_writes for f in files],
+        "num_inserts": [f.num_inserts for f in files],
+        "num_update_writes": [f.num_update_writes for f in files],
+        "size": [f.size for f in files],
+    }

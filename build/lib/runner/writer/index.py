@@ -1,0 +1,66 @@
+"""The record index of an upsert: which file group holds each existing record key.
+
+Like Hudi's SIMPLE index, it reads the `_hoodie_record_key` column of the latest base file of every
+file group in the partitions the write touches, and the writer joins the incoming records against
+it on (partition path, record key). The index is partition-scoped (not global): the same key in
+another partition is another record, as with Hudi's default non-global indexes. Reading runs as a
+Spark job, one task per few files, through the table's `Storage`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from runner.hudi.files import BaseFile, relative_path
+from runner.hudi.storage import Storage
+from runner.writer.schema import RECORD_KEY
+from runner.writer.tasks import map_in_arrow
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+INDEX_SCHEMA = "_w_ipath string, _w_ikey string, _w_ifid string"
+
+
+def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str, BaseFile]]) -> DataFrame | None:
+    """`(_w_ipath, _w_ikey, _w_ifid)` for every record of the given latest base files.
+
+    Args:
+        spark: the session.
+        storage: the table's storage, shipped to the tasks.
+        files: `(partition, latest base file)` of each file group to index.
+
+    Returns:
+        The index as a DataFrame, or None when there is nothing to index.
+    """
+    if not files:
+        return None
+    rows = [(partition, base.name, base.file_id) for partition, base in files]
+    listing = spark.createDataFrame(rows, "partition string, name string, file_id string")
+    tasks = max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2))
+    return map_in_arrow(listing.repartition(tasks), KeyReader(storage), INDEX_SCHEMA)
+
+
+@dataclass(frozen=True)
+class KeyReader:
+    """Picklable task: reads the record key column of each listed base file."""
+
+    storage: Storage
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for batch in batches:
+            columns = batch.to_pydict()
+            for partition, name, file_id in zip(columns["partition"], columns["name"], columns["file_id"], strict=True):
+                data = self.storage.read(relative_path(partition, name))
+                keys = pq.read_table(pa.BufferReader(data), columns=[RECORD_KEY]).column(0).combine_chunks()
+                n = len(keys)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.repeat(pa.scalar(partition), n), keys.cast(pa.string()), pa.repeat(pa.scalar(file_id), n)],
+                    names=["_w_ipath", "_w_ikey", "_w_ifid"],
+                )

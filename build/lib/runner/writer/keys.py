@@ -1,0 +1,113 @@
+"""Record keys and partition paths as Spark column expressions, the way Hudi's key generators build them.
+
+Values become strings as Hudi renders Avro values (`HoodieAvroUtils.getNestedFieldValAsString` with
+`consistentLogicalTimestampEnabled=false`): numbers and booleans print as Java does, a date as
+`yyyy-MM-dd`, a timestamp as its raw epoch microseconds.
+
+- Record key, one field (Simple, Nonpartitioned): the value; null or empty fails the write, as
+  Hudi's `HoodieKeyException` does.
+- Record key, pairs (Complex, or several fields; see `KeyLayout.complex_keys` for Complex with one
+  field, whose encoding `sample_record_key` reads from the table): `f1:v1,f2:v2`, a null value written `__null__`
+  and an empty one `__empty__`; only all-null-or-empty fails.
+- Partition path: each field's value, `field=value` when hive style, joined by `/`; a null or empty
+  value becomes `__HIVE_DEFAULT_PARTITION__`. A value containing `/` is refused: without URL
+  encoding it would silently add a folder level.
+
+Failures are raised inside Spark with `raise_error` and a message starting with `ERROR_PREFIX`, which
+the writer turns back into a `RefusedError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from runner.errors import RefusedError
+from runner.hudi.instant import InstantTime
+from runner.hudi.metadata import CommitMetadata
+from runner.hudi.storage import Storage
+from runner.writer.create import KeyLayout
+from runner.writer.schema import SparkType
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+ERROR_PREFIX = "runner.writer: "
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+NULL_PLACEHOLDER = "__null__"
+EMPTY_PLACEHOLDER = "__empty__"
+_CASTABLE = ("string", "byte", "short", "integer", "long", "boolean", "float", "double", "date")
+
+
+def record_key_column(layout: KeyLayout, types: Mapping[str, SparkType]) -> Column:
+    """The `_hoodie_record_key` expression for a DataFrame with the given column types."""
+    from pyspark.sql import functions as F
+
+    fields = layout.record_key_fields
+    values = [_as_string(f, types) for f in fields]
+    if not layout.complex_keys:
+        value = values[0]
+        message = f"{ERROR_PREFIX}record key field {fields[0]!r} is null or empty in a row; Hudi requires a value"
+        return F.when(value.isNull() | (value == ""), F.raise_error(F.lit(message))).otherwise(value)
+    parts = [
+        F.concat(F.lit(f"{f}:"), F.when(v.isNull(), F.lit(NULL_PLACEHOLDER))
+                 .when(v == "", F.lit(EMPTY_PLACEHOLDER)).otherwise(v))
+        for f, v in zip(fields, values, strict=True)
+    ]
+    all_missing = F.lit(True)
+    for v in values:
+        all_missing = all_missing & (v.isNull() | (v == ""))
+    message = f"{ERROR_PREFIX}record key fields {list(fields)} are all null or empty in a row; Hudi requires a value"
+    return F.when(all_missing, F.raise_error(F.lit(message))).otherwise(F.concat_ws(",", *parts))
+
+
+def partition_path_column(layout: KeyLayout, types: Mapping[str, SparkType]) -> Column:
+    """The `_hoodie_partition_path` expression; `""` for a non-partitioned table."""
+    from pyspark.sql import functions as F
+
+    if not layout.partition_fields:
+        return F.lit("")
+    segments = []
+    for field in layout.partition_fields:
+        value = _as_string(field, types)
+        message = f"{ERROR_PREFIX}partition field {field!r} has a value containing '/', which would nest folders"
+        checked = F.when(F.instr(value, "/") > 0, F.raise_error(F.lit(message))).otherwise(value)
+        text = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(checked)
+        segments.append(F.concat(F.lit(f"{field}="), text) if layout.hive_style else text)
+    return F.concat_ws("/", *segments)
+
+
+def _as_string(field: str, types: Mapping[str, SparkType]) -> Column:
+    from pyspark.sql import functions as F
+
+    if field not in types:
+        raise RefusedError(
+            f"The DataFrame has no column {field!r}, which the table uses as a key or partition field; "
+            f"columns: {', '.join(types)}.",
+            hint="add the column, or check the table's record_key and partition_by.",
+        )
+    kind = types[field]
+    column = F.col(f"`{field}`")
+    if kind == "timestamp":
+        return F.unix_micros(column).cast("string")
+    if isinstance(kind, str) and (kind in _CASTABLE or kind.startswith("decimal(")):
+        return column.cast("string")
+    raise RefusedError(
+        f"Column {field!r} of type {kind if isinstance(kind, str) else kind.get('type')} cannot be a record "
+        "key or partition field.",
+        hint="use a string, number, boolean, date or timestamp column.",
+    )
+
+
+def sample_record_key(storage: Storage, commits: Mapping[InstantTime, CommitMetadata]) -> str | None:
+    """A record key the table holds: the footer minimum of a file the newest commit wrote, if any."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for time in sorted(commits, key=lambda t: t.normalized, reverse=True):
+        for stat in commits[time].write_stats:
+            if stat.path and stat.path.endswith(".parquet") and storage.stat(stat.path) is not None:
+                footer = pq.ParquetFile(pa.BufferReader(storage.read(stat.path))).metadata.metadata or {}
+                key = footer.get(b"hoodie_min_record_key")
+                return key.decode("utf-8") if key else None
+    return None

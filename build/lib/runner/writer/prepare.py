@@ -1,0 +1,143 @@
+"""The DataFrame stages of a write, all lazy Spark: keys, de-duplication, tagging, routing.
+
+Columns added to the data (and dropped before files are written, except the two meta columns):
+`_hoodie_record_key` and `_hoodie_partition_path` (see `runner.writer.keys`), `_w_seq` (the row's
+position in the input, `monotonically_increasing_id`, which orders ties and inserts), `_w_fid` (the
+target file group).
+
+De-duplication (upsert only; Hudi's `hoodie.combine.before.upsert=true`, while insert and bulk
+insert keep duplicates as `hoodie.combine.before.insert=false` does): among records of one
+(partition path, key), the one with the greatest precombine value wins, a null value being the
+smallest; on a tie, or without a precombine field, the later record in the input wins. That is
+`OverwriteWithLatestAvroPayload.preCombine` as reduced by Hudi's `HoodieWriteHelper`, where the
+newer record wins unless the older one's ordering value is strictly greater.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from runner.errors import RefusedError
+from runner.writer.create import KeyLayout
+from runner.writer.keys import partition_path_column, record_key_column
+from runner.writer.route import InsertRange
+from runner.writer.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, field_types
+from runner.writer.tasks import TARGET
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+SEQ = "_w_seq"
+RANK = "_w_rank"
+
+
+def data_columns(df: DataFrame) -> DataFrame:
+    """The input without Hudi meta columns (a DataFrame read from a Hudi table carries them)."""
+    return df.drop(*[c for c in df.columns if c in META_COLUMNS])
+
+
+def with_keys(df: DataFrame, layout: KeyLayout) -> DataFrame:
+    """Add the record key, the partition path and the input position."""
+    from pyspark.sql import functions as F
+
+    types = field_types(df.schema.jsonValue())
+    if layout.precombine_field and layout.precombine_field not in types:
+        raise RefusedError(
+            f"The DataFrame has no column {layout.precombine_field!r}, the table's precombine field; "
+            f"columns: {', '.join(types)}.",
+            hint="add the column: it decides which of several records with one key is kept.",
+        )
+    return df.select(
+        "*",
+        record_key_column(layout, types).alias(RECORD_KEY),
+        partition_path_column(layout, types).alias(PARTITION_PATH),
+        F.monotonically_increasing_id().alias(SEQ),
+    )
+
+
+def deduplicate(df: DataFrame, precombine_field: str | None) -> DataFrame:
+    """Keep one record per (partition path, record key), as the module docstring describes."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = [F.col(SEQ).desc()]
+    if precombine_field:
+        order.insert(0, F.col(f"`{precombine_field}`").desc_nulls_last())
+    window = Window.partitionBy(PARTITION_PATH, RECORD_KEY).orderBy(*order)
+    return df.withColumn(RANK, F.row_number().over(window)).filter(F.col(RANK) == 1).drop(RANK)
+
+
+def tag(df: DataFrame, index: DataFrame | None) -> DataFrame:
+    """Add `_w_fid`: the file group already holding the record's key, null for a new key."""
+    from pyspark.sql import functions as F
+
+    if index is None:
+        return df.withColumn(TARGET, F.lit(None).cast("string"))
+    joined = df.join(
+        index, (df[PARTITION_PATH] == index["_w_ipath"]) & (df[RECORD_KEY] == index["_w_ikey"]), "left"
+    )
+    return joined.withColumn(TARGET, F.col("_w_ifid")).drop("_w_ipath", "_w_ikey", "_w_ifid")
+
+
+def route_inserts(tagged: DataFrame, ranges: Sequence[InsertRange]) -> DataFrame:
+    """Give every insert (null `_w_fid`) the file id whose planned range holds its number.
+
+    Inserts are numbered per partition in input order, from 0.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    updates = tagged.filter(F.col(TARGET).isNotNull())
+    if not ranges:
+        return updates
+    spark = tagged.sparkSession
+    table = spark.createDataFrame(
+        [(r.partition, r.start, r.end, r.file_id) for r in ranges],
+        "_w_rpath string, _w_start long, _w_end long, _w_rfid string",
+    )
+    numbered = tagged.filter(F.col(TARGET).isNull()).withColumn(
+        RANK, F.row_number().over(Window.partitionBy(PARTITION_PATH).orderBy(SEQ)) - 1
+    )
+    condition = (
+        (numbered[PARTITION_PATH] == table["_w_rpath"])
+        & (numbered[RANK] >= table["_w_start"])
+        & (numbered[RANK] < table["_w_end"])
+    )
+    inserts = (
+        numbered.join(F.broadcast(table), condition, "inner")
+        .withColumn(TARGET, F.col("_w_rfid"))
+        .drop(RANK, "_w_rpath", "_w_start", "_w_end", "_w_rfid")
+    )
+    return updates.unionByName(inserts)
+
+
+def one_task_per_target(routed: DataFrame, targets: Sequence[str]) -> DataFrame:
+    """Repartition so that each target file id gets a Spark task of its own, rows in input order.
+
+    Hudi's partitioner maps buckets to tasks one to one; hashing file ids would put several buckets
+    on one task and leave others idle. Each target gets an integer that Spark's own hash
+    partitioning (`pmod(hash(key), n)`, the rule `repartition` uses) sends to a distinct partition.
+    """
+    from pyspark.sql import functions as F
+
+    spark = routed.sparkSession
+    n = max(1, len(targets))
+    keys = _partition_keys(spark, n)
+    table = spark.createDataFrame([(t, keys[i]) for i, t in enumerate(targets)], "_w_tfid string, _w_part int")
+    joined = routed.join(F.broadcast(table), routed[TARGET] == table["_w_tfid"]).drop("_w_tfid")
+    return joined.repartition(n, "_w_part").sortWithinPartitions(TARGET, SEQ).drop("_w_part")
+
+
+def _partition_keys(spark: object, n: int) -> list[int]:
+    """`keys[i]` is an int that Spark's hash partitioning into `n` partitions puts in partition `i`."""
+    found: dict[int, int] = {}
+    limit = 8 * n
+    while len(found) < n:
+        probe = spark.range(0, limit).selectExpr(  # type: ignore[attr-defined]
+            "cast(id as int) as k", f"pmod(hash(cast(id as int)), {n}) as p"
+        )
+        for key, part in probe.collect():
+            found.setdefault(part, key)
+        limit *= 4
+    return [found[i] for i in range(n)]

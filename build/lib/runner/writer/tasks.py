@@ -1,0 +1,171 @@
+"""The Spark side of a write: one `mapInArrow` task writes the files of the buckets it receives.
+
+Rows reach a task sorted by their target (the file id for upsert and insert, the partition path for
+bulk insert), so each target is one consecutive run of Arrow batches. A run for an existing file
+group is gathered and merged (copy-on-write); any other run streams into a create handle. The task
+returns one row per file written; the driver turns those into write stats.
+
+Spark's public `mapInArrow` insists on pandas being installed although the Arrow path never uses it
+(the check runs on the driver only). Without pandas, `map_in_arrow` builds the same plan node
+through the UDF class Spark's wrapper uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from runner.hudi.files import BaseFile
+from runner.hudi.storage import Storage
+from runner.writer.files import CreateHandle, FileContext, WrittenFile, merge, stat_rows
+from runner.writer.schema import PARTITION_PATH, arrow_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+TARGET = "_w_fid"  # the file id column of routed rows
+STATS_SCHEMA = (
+    "partition string, file_id string, name string, prev_commit string, num_writes long, "
+    "num_inserts long, num_update_writes long, size long"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a run of rows goes: its partition and, for an existing file group, the base file."""
+
+    partition: str
+    base_file: BaseFile | None
+
+
+@dataclass(frozen=True)
+class WriteTask:
+    """Picklable `mapInArrow` function writing the files of one instant.
+
+    Args:
+        storage: the table's storage.
+        instant: the commit's instant time.
+        spark_schema: `df.schema.jsonValue()` of the data columns.
+        avro_schema: the footer's Avro schema JSON (meta fields included).
+        targets: file id → target, for upsert and insert; empty for bulk insert, whose runs are
+            partition paths and always open new file groups.
+        max_file_size: the create handle's roll-over size.
+        avg_record_size: bytes per record expected before a file has any row group.
+    """
+
+    storage: Storage
+    instant: str
+    spark_schema: Mapping[str, object]
+    avro_schema: str
+    targets: Mapping[str, Target]
+    max_file_size: int
+    avg_record_size: int
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        ctx = self._context()
+        column = PARTITION_PATH if not self.targets else TARGET
+        run: _Run | None = None
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            for key, part in _runs(table, column):
+                if run is None or run.key != key:
+                    if run is not None:
+                        yield _stats(run.finish())
+                    run = self._run(ctx, key)
+                run.add(part)
+        if run is not None:
+            yield _stats(run.finish())
+
+    def _run(self, ctx: FileContext, key: str) -> _Run:
+        from runner.writer.route import new_file_id
+
+        if not self.targets:  # bulk insert: a run is a partition path and opens a new file group
+            return _Run(ctx, key, new_file_id(), Target(key, None))
+        if key not in self.targets:
+            raise AssertionError(f"rows routed to unknown file group {key!r}")
+        return _Run(ctx, key, key, self.targets[key])
+
+    def _context(self) -> FileContext:
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        partition_id, stage, attempt = (task.partitionId(), task.stageId(), task.taskAttemptId()) if task else (0, 0, 0)
+        return FileContext(
+            storage=self.storage,
+            instant=self.instant,
+            write_token=f"{partition_id}-{stage}-{attempt}",
+            partition_id=partition_id,
+            schema=arrow_schema(self.spark_schema),
+            avro_schema=self.avro_schema,
+            max_file_size=self.max_file_size,
+            avg_record_size=self.avg_record_size,
+        )
+
+
+class _Run:
+    """The rows of one target: merged at the end for an existing group, streamed otherwise."""
+
+    def __init__(self, ctx: FileContext, key: str, file_id: str, target: Target) -> None:
+        self.ctx, self.key, self.target = ctx, key, target
+        self._rows: list[pa.Table] = []
+        self._create = None if target.base_file else CreateHandle(ctx, target.partition, file_id)
+
+    def add(self, rows: pa.Table) -> None:
+        if self._create is not None:
+            self._create.write(rows)
+        else:
+            self._rows.append(rows)
+
+    def finish(self) -> list[WrittenFile]:
+        import pyarrow as pa
+
+        if self._create is not None:
+            return self._create.close()
+        assert self.target.base_file is not None
+        return [merge(self.ctx, self.target.partition, self.target.base_file, pa.concat_tables(self._rows))]
+
+
+def _runs(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
+    """Consecutive runs of equal values of `column`, with their rows."""
+    import pyarrow.compute as pc
+
+    encoded = pc.run_end_encode(table.column(column).combine_chunks())
+    start = 0
+    for end, value in zip(encoded.run_ends.to_pylist(), encoded.values.to_pylist(), strict=True):
+        yield str(value), table.slice(start, end - start)
+        start = end
+
+
+def _stats(files: list[WrittenFile]) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pydict(stat_rows(files), schema=_stats_schema())
+
+
+def _stats_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([
+        ("partition", pa.string()), ("file_id", pa.string()), ("name", pa.string()),
+        ("prev_commit", pa.string()), ("num_writes", pa.int64()), ("num_inserts", pa.int64()),
+        ("num_update_writes", pa.int64()), ("size", pa.int64()),
+    ])
+
+
+def map_in_arrow(df: DataFrame, func: object, schema: str) -> DataFrame:
+    """`df.mapInArrow(func, schema)`, also when pandas is not installed (see the module docstring)."""
+    try:
+        return df.mapInArrow(func, schema)  # type: ignore[arg-type]
+    except ImportError:
+        pass
+    from pyspark.sql import DataFrame as SparkDataFrame
+    from pyspark.sql.udf import UserDefinedFunction
+    from pyspark.util import PythonEvalType
+
+    udf = UserDefinedFunction(func, returnType=schema, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)  # type: ignore[arg-type]
+    column = udf(*[df[name] for name in df.columns])
+    return SparkDataFrame(df._jdf.mapInArrow(column._jc, False, None), df.sparkSession)

@@ -1,0 +1,323 @@
+"""`runner.write`: a Spark DataFrame into a declared copy-on-write Hudi table, the way Hudi 0.14 writes it.
+
+One call is one commit. Under the table's runner lock it: creates the table if absent (or checks the
+declaration against it), rolls back failed writes (Hudi's EAGER policy), picks a new instant time,
+writes `T.commit.requested`, computes keys, plans where records go, writes `T.inflight`, writes the
+files in one Spark job, and completes `T.commit`. A write that dies anywhere before `T.commit`
+leaves only files of an uncommitted instant, which readers ignore and the next write removes.
+
+Operations (Hudi's `WriteOperationType`):
+- `upsert`: de-duplicate the input by key (precombine field), look the keys up in the latest base
+  files of the touched partitions, merge updates into new versions of their file groups, route
+  inserts with `assign_inserts` (small files first). As Hudi 0.14's default payload
+  (`OverwriteWithLatestAvroPayload`) does, an incoming record replaces the stored one whatever
+  their precombine values; the precombine field only decides between records of the same write.
+- `insert`: the same routing without the lookup or de-duplication: keys already in the table get a
+  second record, unless the insert lands in the small file holding them (Hudi's merge handle then
+  replaces the old record, as `hoodie.merge.allow.duplicate.on.inserts=false` does in 0.14).
+- `bulk_insert`: no lookup, no small files: each Spark task writes new file groups per partition,
+  rolling to a new file at `max_file_size`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, TypeVar
+
+from runner.declarations.loader import load_project
+from runner.declarations.model import Source, TableDeclaration
+from runner.errors import RefusedError, RunnerError, StepFailed
+from runner.hudi.files import BaseFile, relative_path
+from runner.hudi.instant import Instant, InstantTime
+from runner.hudi.lock import TableLock
+from runner.hudi.properties import TableConfig
+from runner.hudi.state import TableState, read_table_metadata, read_table_state
+from runner.hudi.storage import Storage, storage_for
+from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
+from runner.sizing import CommitSize, average_record_size
+from runner.writer import commit
+from runner.writer.create import (
+    COMPLEX,
+    KeyLayout,
+    key_generator_of,
+    layout_of,
+    open_table,
+)
+from runner.writer.files import WrittenFile
+from runner.writer.index import index_frame
+from runner.writer.keys import ERROR_PREFIX, sample_record_key
+from runner.writer.prepare import (
+    SEQ,
+    data_columns,
+    deduplicate,
+    one_task_per_target,
+    route_inserts,
+    tag,
+    with_keys,
+)
+from runner.writer.rollback import rollback_failed_writes
+from runner.writer.route import Routing, plan_routing
+from runner.writer.schema import PARTITION_PATH, avro_schema_json, file_avro_schema_json
+from runner.writer.tasks import STATS_SCHEMA, TARGET, Target, WriteTask, map_in_arrow
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+T = TypeVar("T")
+FAILPOINT_ENV = "RUNNER_WRITER_FAILPOINT"
+FAILPOINT_EXIT = 97
+
+
+class Operation(StrEnum):
+    """The write operations, spelled as `runner.write` takes them; `.hudi` is Hudi's name."""
+
+    UPSERT = "upsert"
+    INSERT = "insert"
+    BULK_INSERT = "bulk_insert"
+
+    @property
+    def hudi(self) -> str:
+        return self.value.upper()
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What one `runner.write` did.
+
+    Args:
+        table: the declared table name.
+        path: the table's base path.
+        instant: the completed commit's instant time.
+        operation: the Hudi operation type (UPSERT, INSERT, BULK_INSERT).
+        created: the table did not exist and was created.
+        rolled_back: instant times of failed writes rolled back first.
+        files: relative paths of the base files written.
+        num_inserts, num_updates: records inserted and updated; num_writes counts every record
+            in the files written (carried-over records of merged files included).
+        bytes_written: total size of the files written.
+    """
+
+    table: str
+    path: str
+    instant: str
+    operation: str
+    created: bool
+    rolled_back: tuple[str, ...]
+    files: tuple[str, ...]
+    num_inserts: int
+    num_updates: int
+    num_writes: int
+    bytes_written: int
+
+
+def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: str | os.PathLike[str] = ".") -> WriteResult:
+    """Write a DataFrame into the declared table as one Hudi commit (see the module docstring).
+
+    Args:
+        df: the records; Hudi meta columns in it are ignored.
+        table: the table's declared name.
+        operation: `upsert`, `insert` or `bulk_insert`.
+        project_dir: the project holding the table's declaration.
+
+    Returns:
+        What was written.
+
+    Raises:
+        DeclarationError: invalid declarations, or an absent table without a `table:` block.
+        RefusedError: an unknown table or operation, a declaration that contradicts the table, a
+            table this writer does not write, or records it cannot write (null keys, bad types).
+        LockError: another runner holds the table.
+        StepFailed: the Spark job or a file operation failed; the commit stays pending and the
+            next write rolls it back.
+    """
+    op = _operation(operation)
+    decl = _declaration(project_dir, table)
+    storage = storage_for(decl.path)
+    data = data_columns(df)
+    with TableLock(storage, owner=f"runner.write({op.value})"):
+        config, created = open_table(storage, decl, avro_schema_json(data.schema.jsonValue(), decl.name))
+        rolled_back = _guard(lambda: rollback_failed_writes(storage, config), "rollback of failed writes")
+        layout = _layout(storage, config)
+        job = _Job(storage, decl, layout, op, data, config.timezone)
+        files = _guard(job.run, "write")
+    return WriteResult(
+        table=decl.name, path=decl.path, instant=str(job.instant), operation=op.hudi, created=created,
+        rolled_back=rolled_back, files=tuple(relative_path(f.partition, f.name) for f in files),
+        num_inserts=sum(f.num_inserts for f in files), num_updates=sum(f.num_update_writes for f in files),
+        num_writes=sum(f.num_writes for f in files), bytes_written=sum(f.size for f in files),
+    )
+
+
+class _Job:
+    """One commit's worth of work, run under the lock."""
+
+    def __init__(self, storage: Storage, decl: TableDeclaration, layout: KeyLayout, op: Operation,
+                 data: DataFrame, timezone: str) -> None:
+        self.storage, self.decl, self.layout, self.op, self.data = storage, decl, layout, op, data
+        self.schema = data.schema.jsonValue()
+        state = read_table_state(storage, partitions=())
+        self.folder = state.metadata.timeline_folder
+        self.timeline = TimelineWriter(storage, self.folder, 1)
+        self.instant = new_instant_time(state.timeline, clock=datetime.now(UTC), table_timezone=timezone)
+        self.commits = state.metadata
+        self.cached: list[DataFrame] = []
+
+    def run(self) -> list[WrittenFile]:
+
+        commit.begin(self.timeline, InstantTime(self.instant))
+        keyed = with_keys(self.data, self.layout)
+        if self.op is Operation.UPSERT:
+            keyed = deduplicate(keyed, self.layout.precombine_field)
+        keyed = self._cache(keyed)
+        try:
+            if self.op is Operation.BULK_INSERT:
+                inflight = commit.mark_inflight(self.timeline, self.instant, commit.workload_profile(self.op.hudi, {}, []))
+                routed, targets = keyed.sortWithinPartitions(PARTITION_PATH, SEQ), dict[str, Target]()
+            else:
+                inflight, routed, targets = self._route(keyed)
+            _failpoint("after_inflight")
+            files = self._write_files(routed, targets)
+            _failpoint("after_files")
+        finally:
+            for frame in self.cached:
+                frame.unpersist()
+        meta = commit.commit_metadata(self.op.hudi, files, avro_schema_json(self.schema, self.layout.table_name))
+        commit.complete(self.storage, self.timeline, inflight, meta)
+        return files
+
+    def _cache(self, frame: DataFrame) -> DataFrame:
+        from pyspark import StorageLevel
+
+        self.cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+        return self.cached[-1]
+
+    def _route(self, keyed: DataFrame) -> tuple[Instant, DataFrame, dict[str, Target]]:
+        per_partition = {r[0]: r[1] for r in keyed.groupBy(PARTITION_PATH).count().collect()}
+        state = read_table_state(self.storage, partitions=sorted(per_partition))
+        latest = _latest_base_files(state)
+        blocked = set(state.metadata.pending_clustering) | set(state.metadata.pending_compaction)
+        index = None
+        if self.op is Operation.UPSERT:
+            files = [(p, f) for p, fs in latest.items() for f in fs]
+            index = index_frame(keyed.sparkSession, self.storage, files)
+        tagged = self._cache(tag(keyed, index))
+        counts = tagged.groupBy(PARTITION_PATH, TARGET).count().collect()
+        updates = {(r[0], r[1]): r[2] for r in counts if r[1] is not None}
+        inserts = {r[0]: r[2] for r in counts if r[1] is None}
+        _refuse_updates_to(blocked & set(updates), self.storage.uri)
+        routing = plan_routing(updates, inserts, latest, sizing=self.decl.file_sizing,
+                               avg_record_size=self._avg_record_size(state), auto_split=self._auto_split(),
+                               blocked=blocked)
+        inflight = commit.mark_inflight(self.timeline, self.instant,
+                                        commit.workload_profile(self.op.hudi, inserts, routing.buckets))
+        routed = one_task_per_target(route_inserts(tagged, routing.ranges), [b.file_id for b in routing.buckets])
+        return inflight, routed, _targets(routing)
+
+    def _write_files(self, routed: DataFrame, targets: dict[str, Target]) -> list[WrittenFile]:
+        task = WriteTask(
+            storage=self.storage, instant=self.instant, spark_schema=self.schema,
+            avro_schema=file_avro_schema_json(self.schema, self.layout.table_name), targets=targets,
+            max_file_size=self.decl.file_sizing.max_file_size,
+            avg_record_size=self._avg_record_size(None),
+        )
+        rows = map_in_arrow(routed, task, STATS_SCHEMA).collect()
+        return [WrittenFile(**row.asDict()) for row in rows]
+
+    def _avg_record_size(self, state: TableState | None) -> int:
+        meta = state.metadata if state is not None else self.commits
+        sizes = [
+            CommitSize(i.action.value, m.total_bytes_written, m.total_records_written)
+            for i in reversed(meta.timeline.completed_writes)
+            if (m := meta.commits.get(i.time)) is not None
+        ]
+        return average_record_size(sizes, small_file_limit=self.decl.file_sizing.small_file_limit)
+
+    def _auto_split(self) -> bool:
+        """Hudi splits new file groups by size (`insert.auto.split`) unless a split size was declared."""
+        return dict(self.decl.provenance).get("file_sizing.insert_split_size", Source.HUDI_DEFAULT) is Source.HUDI_DEFAULT
+
+
+def _layout(storage: Storage, config: TableConfig) -> KeyLayout:
+    """The table's key layout; a single-field ComplexKeyGenerator table is asked how it stores keys."""
+    if key_generator_of(config) != COMPLEX or len(config.record_key_fields) != 1:
+        return layout_of(config)
+    return layout_of(config, sample_key=sample_record_key(storage, read_table_metadata(storage).commits))
+
+
+def _latest_base_files(state: TableState) -> dict[str, list[BaseFile]]:
+    """Per listed partition, the latest committed base file of each active (not replaced) file group."""
+    latest: dict[str, list[BaseFile]] = {}
+    for group in state.active_groups:
+        newest = group.latest
+        if newest is None or newest.base_file is None:
+            continue
+        latest.setdefault(group.partition, []).append(newest.base_file)
+    return latest
+
+
+def _refuse_updates_to(groups: set[tuple[str, str]], table: str) -> None:
+    """Hudi's default `SparkRejectUpdateStrategy`: no updates to groups a pending clustering rewrites."""
+    if groups:
+        listed = ", ".join(f"{p}/{f}" if p else f for p, f in sorted(groups))
+        raise RefusedError(
+            f"Refusing to update file groups of {table} that a pending clustering or compaction is "
+            f"rewriting: {listed}.",
+            hint="let the pending clustering or compaction complete (or roll it back), then write again.",
+        )
+
+
+def _targets(routing: Routing) -> dict[str, Target]:
+    return {b.file_id: Target(b.partition, b.base_file) for b in routing.buckets}
+
+
+def _operation(operation: str) -> Operation:
+    try:
+        return Operation(operation)
+    except ValueError:
+        raise RefusedError(f"Unknown write operation {operation!r}; expected one of "
+                           f"{', '.join(o.value for o in Operation)}.") from None
+
+
+def _declaration(project_dir: str | os.PathLike[str], table: str) -> TableDeclaration:
+    project = load_project(project_dir)
+    for decl in project.tables:
+        if decl.name == table:
+            return decl
+    raise RefusedError(f"No table named {table!r} is declared in {project.directory}; declared: "
+                       f"{', '.join(t.name for t in project.tables) or 'none'}.",
+                       hint=f"add tables/{table}.yml with `name: {table}`, a `path:` and a `table:` block.")
+
+
+def _guard(action: Callable[[], T], stage: str) -> T:
+    """Run `action`, turning Spark and I/O failures into runner errors (ours keep their message)."""
+    try:
+        return action()
+    except RunnerError:
+        raise
+    except Exception as error:
+        raise _translate(error, stage) from error
+
+
+def _translate(error: Exception, stage: str) -> RunnerError:
+    text = str(error)
+    for marker in (ERROR_PREFIX, "RefusedError: "):
+        if marker in text:
+            message = text[text.index(marker) + len(marker):].splitlines()[0].strip()
+            return RefusedError(message.rstrip(".") + ".")
+    first = next(iter(_lines(text)), type(error).__name__)
+    return StepFailed(f"The {stage} failed: {first}",
+                      hint="fix the cause and write again; the failed commit is rolled back first.")
+
+
+def _lines(text: str) -> Iterable[str]:
+    return (line.strip() for line in text.splitlines() if line.strip())
+
+
+def _failpoint(name: str) -> None:
+    """Crash here (as a kill would: no cleanup) when `RUNNER_WRITER_FAILPOINT` names this point."""
+    if os.environ.get(FAILPOINT_ENV) == name:
+        os._exit(FAILPOINT_EXIT)
