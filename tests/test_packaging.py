@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_wheel_builds_without_license_warning_and_includes_the_report_assets(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path), str(REPO)],
-                          capture_output=True, text=True, timeout=600)
+                          check=False, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     output = done.stdout + done.stderr
     assert "project.license" not in output and "License classifiers are deprecated" not in output

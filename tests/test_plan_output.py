@@ -50,8 +50,8 @@ def test_verbose_lists_every_file(demo_project, capsys):  # noqa: F811
 
 
 def test_lance_base_files_get_a_note_that_they_cannot_be_resized(tmp_path, capsys):
-    from tests.execute.test_cli_plan_apply import project
     from tests.conftest import FIXTURES
+    from tests.execute.test_cli_plan_apply import project
 
     root = project(tmp_path / "p", FIXTURES / "sample_table/cow/v9_lance_nonpartitioned.zip")
     (root / "tables" / "t.yml").write_text("name: t\npath: table\nmetadata_table: disable\n")

@@ -60,11 +60,11 @@ def test_hook_fails_a_bad_declaration_and_passes_a_good_one(tmp_path):
            "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
     command = [sys.executable, "-m", "pre_commit", "try-repo", str(hook_repo), "runner-validate-system",
                "--files", "tables/orders.yml"]
-    failed = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    failed = subprocess.run(command, cwd=project, env=env, check=False, capture_output=True, text=True, timeout=300)
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "tables/orders.yml" in failed.stdout and "clean.commits_retained" in failed.stdout
     orders.write_text(orders.read_text().replace("commits_retained: 0", "commits_retained: 3"))
     git(project, "add", "-A")
-    passed = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    passed = subprocess.run(command, cwd=project, env=env, check=False, capture_output=True, text=True, timeout=300)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Passed" in passed.stdout

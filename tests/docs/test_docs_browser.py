@@ -31,7 +31,7 @@ def _install_chromium() -> str | None:
         return None
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for command in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
-        if subprocess.run(command, env=env, capture_output=True, timeout=900).returncode != 0:
+        if subprocess.run(command, env=env, check=False, capture_output=True, timeout=900).returncode != 0:
             return None
     return shutil.which("chromium")
 
@@ -48,7 +48,7 @@ def chromium() -> str:
 def run_chromium(binary: str, *args: str) -> subprocess.CompletedProcess[str]:
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
         return subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", *args],
-                              capture_output=True, text=True, timeout=120)
+                              check=False, capture_output=True, text=True, timeout=120)
 
 
 class Dom(HTMLParser):
