@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import __version__
+from runner.declarations.merge import SIZE_FIELDS
 from runner.declarations.model import Project, TableDeclaration
 from runner.docs import charts
 from runner.errors import RunnerError
@@ -46,6 +47,8 @@ def collect_site(
         "now": now_text,
         "tables": [_table(project, decl, now=now, declaration_json=declaration_json) for decl in tables],
         "run_results": last_run(Path(project.directory)),
+        # Settings whose values are byte counts (shown as KiB/MiB); insert_split_size counts records.
+        "byte_settings": sorted(f"file_sizing.{name}" for name in SIZE_FIELDS),
     }
 
 

@@ -58,6 +58,7 @@ class Dom(HTMLParser):
         super().__init__()
         self.elements: list[tuple[str, dict[str, str], str | None, str | None]] = []
         self.body: dict[str, str] = {}
+        self.html = ""
         self._stack: list[tuple[str, dict[str, str]]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -86,6 +87,7 @@ def dump_dom(binary: str, index: Path) -> Dom:
     done = run_chromium(binary, "--virtual-time-budget=5000", "--dump-dom", index.as_uri())
     assert done.returncode == 0, done.stderr[-2000:]
     dom = Dom()
+    dom.html = done.stdout
     dom.feed(done.stdout)
     return dom
 
@@ -120,6 +122,9 @@ def test_report_charts_render_in_chromium(chromium, demo_project, tmp_path, caps
         circles = dom.find("circle", chart="timeline", section=section, cls="instant")
         assert sorted(c["data-kind"] for c in circles) == sorted(p["kind"] for p in table["timeline"])
     assert {a["href"] for a in dom.find("a")} >= {"#table-orders", "#table-events", "#table-customers", "#last-run"}
+    # Byte sizes read as sizes; insert_split_size counts records and stays a number.
+    assert "<td>file_sizing.max_file_size</td><td>1.0 MiB (1,048,576 bytes)</td>" in dom.html
+    assert "<td>file_sizing.insert_split_size</td><td>10000</td>" in dom.html
 
     shot = tmp_path / "report.png"
     done = run_chromium(chromium, "--window-size=1400,3900", f"--screenshot={shot}", index.as_uri())

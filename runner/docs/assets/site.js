@@ -145,7 +145,7 @@ function legend(points) {
   return box;
 }
 
-function settingsTable(decl) {
+function settingsTable(decl, byteSettings) {
   const t = el("table", { class: "kv" });
   const add = (k, v, src) => t.append(el("tr", {}, el("td", {}, k), el("td", {}, v), el("td", { class: "src" }, src || "")));
   add("path", decl.path); add("declared in", decl.source_file);
@@ -153,7 +153,7 @@ function settingsTable(decl) {
   if (decl.tags.length) add("tags", decl.tags.join(", "));
   add("metadata_table", decl.metadata_table);
   for (const [k, s] of Object.entries(decl.settings)) {
-    const size = /_(size|limit)$/.test(k) && typeof s.value === "number";
+    const size = byteSettings.includes(k) && typeof s.value === "number";
     add(k, size ? `${bytes(s.value)} (${s.value.toLocaleString("en")} bytes)` : String(s.value), s.source);
   }
   return t;
@@ -165,6 +165,11 @@ function planSummary(p) {
   const files = clean ? clean.files_to_delete.length : 0;
   box.append(el("div", {}, `clean (${clean ? clean.policy : "none"}): ${plural(files, "file")} to delete, `
     + `${bytes(clean ? clean.bytes_to_reclaim : 0)} reclaimable; ${clean ? clean.scope : ""}`));
+  if (clean && clean.why) box.append(el("div", { class: "sub" }, `why: ${clean.why}`));
+  if (clean && clean.kept.length) {
+    box.append(el("div", { class: "sub" }, `kept: ${plural(clean.kept.length, "file")} (${clean.kept[0].reason}${clean.kept.length > 1 ? ", ..." : ""})`));
+  }
+  for (const d of p.drift || []) box.append(el("div", { class: "error" }, `drift: ${d}`));
   if (sizing && sizing.groups.length) {
     const n = sizing.groups.reduce((a, g) => a + g.files.length, 0);
     box.append(el("div", {}, `resize: ${plural(n, "small file")} into ${plural(sizing.groups.length, "file")}`));
@@ -173,7 +178,7 @@ function planSummary(p) {
   return box;
 }
 
-function tableSection(t) {
+function tableSection(t, byteSettings) {
   const sec = el("section", { class: "table", id: `table-${t.name}` });
   const status = t.error ? "error" : t.plan.status;
   sec.append(el("h2", {}, t.name, el("span", { class: `badge ${status}` }, status.replace("_", " "))));
@@ -200,7 +205,7 @@ function tableSection(t) {
   }
   sec.append(el("h3", {}, "Declaration"));
   const grid = el("div", { class: "grid" });
-  grid.append(settingsTable(t.declaration));
+  grid.append(settingsTable(t.declaration, byteSettings));
   grid.append(t.source_yaml === null ? el("div", { class: "empty" }, "source file not readable") : el("pre", {}, t.source_yaml));
   sec.append(grid);
   return sec;
@@ -232,7 +237,7 @@ function render(data) {
   for (const t of data.tables) nav.append(el("a", { href: `#table-${t.name}` }, t.name));
   nav.append(el("a", { href: "#last-run" }, "last run"));
   if (!data.tables.length) main.append(el("div", { class: "empty" }, "no tables selected"));
-  for (const t of data.tables) main.append(tableSection(t));
+  for (const t of data.tables) main.append(tableSection(t, data.byte_settings));
   main.append(runSection(data.run_results));
   document.body.dataset.rendered = String(document.querySelectorAll("svg.chart").length);
 }

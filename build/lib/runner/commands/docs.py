@@ -57,8 +57,8 @@ def _serve(directory: Path, host: str, port: int) -> None:
     except OSError as error:
         raise StorageError(f"cannot listen on {host}:{port}: {error.strerror or error}",
                            hint="choose another port with --port.") from None
-    bound_host, bound_port = server.server_address[:2]
-    print(f"serving {directory} at http://{bound_host}:{bound_port}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    bound_port = server.server_address[1]  # the real port when --port 0 let the OS choose
+    print(f"serving {directory} at http://{host}:{bound_port}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

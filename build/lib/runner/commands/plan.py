@@ -6,12 +6,13 @@ import argparse
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from runner.commands._common import instant_text, parse_now, selected
 from runner.commands.render import plan_table_view, render_plan
 from runner.commands.result import CommandResult, ExitCode
 from runner.declarations.model import TableDeclaration
-from runner.errors import RunnerError
+from runner.errors import RunnerError, StorageError
 from runner.execute.apply import plan_one
 from runner.hudi.storage import storage_for
 from runner.plan.model import Plan, TablePlan, TableStatus
@@ -47,13 +48,22 @@ def exit_code(plan: Plan) -> ExitCode:
     return ExitCode.DRIFT if plan.has_drift else ExitCode.OK
 
 
+def _write_plan(out: Path, data: dict[str, Any]) -> None:
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=2) + "\n")
+    except OSError as error:
+        raise StorageError(
+            f"--out: cannot write the plan to {out.resolve()}: {error.strerror or error}",
+            hint="choose a writable path for --out (no table was touched).",
+        ) from None
+
+
 def run(args: argparse.Namespace) -> CommandResult:
     project, tables = selected(args)
     plan = build_plan(tables, now=parse_now(args.now))
     data = plan.to_json()
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(data, indent=2) + "\n")
+        _write_plan(Path(args.out), data)
     return CommandResult(exit_code(plan), render_plan(plan, project.name, verbose=getattr(args, "verbose", False)), data,
                          pretty=(lambda: plan_table_view(plan)) if plan.tables else None)

@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, Any, Self
 
 # Line prefixes of the plan and report views, Terraform-style: `-` delete, `~` change or rewrite,
 # `=` in sync, `!` failed or drifted.
@@ -93,7 +93,7 @@ class Activity:
     def live(self) -> bool:
         return self._progress is not None
 
-    def __enter__(self) -> Activity:
+    def __enter__(self) -> Self:
         if is_tty(self._stream):
             # A private copy of the terminal's descriptor: the display keeps drawing while fd 2
             # itself is pointed at Spark's log (see `jvm_output_to`).

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
+    def log_message(self, format: str, *args: object) -> None:  # the stdlib names it `format`
         pass  # one line per request would drown the URL the user needs
 
 

@@ -17,7 +17,7 @@ from runner.hudi.files import FileGroup, FileSlice, relative_path
 from runner.hudi.instant import Instant
 from runner.hudi.state import TableState
 from runner.plan.clean import CleanScope
-from runner.plan.model import CleanStep, FileKept, FileToDelete
+from runner.plan.model import CleanStep, FileKept
 
 
 def explain_clean(policy: CleanPolicy, state: TableState, scope: CleanScope, step: CleanStep) -> CleanStep:
