@@ -65,3 +65,13 @@ def test_an_os_error_anywhere_is_reported_as_the_users_io_error(tmp_path, capsys
     assert main(["docs", "generate", "--project-dir", str(root)]) == 1
     err = capsys.readouterr().err
     assert err.strip() == f"error: {root / 'target' / 'run_results.json'}: Permission denied"
+
+
+def test_ls_shows_declaration_paths_relative_only_without_project_dir(tmp_path, capsys, monkeypatch):
+    root = project(tmp_path / "p")
+    assert main(["ls", "--project-dir", str(root)]) == 0
+    assert f"{root}/tables/t.yml" in capsys.readouterr().out
+    monkeypatch.chdir(root)
+    assert main(["ls"]) == 0
+    out = capsys.readouterr().out
+    assert "tables/t.yml" in out and str(root) + "/tables" not in out
