@@ -104,3 +104,20 @@ def test_status_and_plan_show_a_summary_table_on_a_tty_only(tmp_path, capsys):
     assert code == 2 and re.search(r"│ t\s+│ changes\s+│\s+4 │", ANSI.sub("", out))
     assert main(["status", "--project-dir", str(root)]) == 0
     assert "│" not in capsys.readouterr().out  # piped: the text only
+
+
+def test_a_child_started_inside_jvm_output_to_writes_to_the_log_for_its_whole_life(tmp_path, capfd):
+    """The mechanism that quiets Spark: the child keeps the log as its stderr after the block ends."""
+    from runner.commands.terminal import jvm_output_to
+
+    log = tmp_path / "target" / "spark.log"
+    with jvm_output_to(str(log)):
+        child = subprocess.Popen(["sh", "-c", "echo starting >&2; read line; echo later: $line >&2"],
+                                 stdin=subprocess.PIPE, text=True)
+    print("ours", file=sys.stderr)
+    child.communicate("still quiet\n", timeout=30)
+    assert log.read_text() == "starting\nlater: still quiet\n"
+    assert capfd.readouterr().err == "ours\n"
+    with jvm_output_to(None):  # --debug: the child's output stays on the terminal
+        subprocess.run(["sh", "-c", "echo visible >&2"], check=True)
+    assert capfd.readouterr().err == "visible\n"
