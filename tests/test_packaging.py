@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,7 +12,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_wheel_builds_without_license_warning_and_includes_the_report_assets(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path), str(REPO)],
+    # Build from a copy: setuptools writes build/ and *.egg-info next to the sources it builds.
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "runner", source / "runner", ignore=shutil.ignore_patterns("__pycache__"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path), str(source)],
                           check=False, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     output = done.stdout + done.stderr

@@ -1,1 +1,0 @@
-"""YAML declarations → validated, typed `Project`. Knows nothing of Hudi or Spark."""

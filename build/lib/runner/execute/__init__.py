@@ -1,1 +1,0 @@
-"""Side effects, driven only by a Plan: timeline writes, Spark jobs, the run report."""

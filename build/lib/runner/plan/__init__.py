@@ -1,1 +1,0 @@
-"""Pure planning: (declaration, table state, now) -> plan. No storage, no Spark, no clock."""
