@@ -98,8 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
                              help="list every file and why, instead of the first 10 of each list")
             cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
         if name == "apply":
-            cmd.add_argument("plan_file", nargs="?", metavar="PLAN_JSON", help="apply this saved plan")
+            cmd.add_argument("plan_file", nargs="?", metavar="PLAN_JSON",
+                             help="apply this saved plan (made by `runner plan --out`) and nothing else")
             cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
+            cmd.add_argument("--auto-approve", action="store_true",
+                             help="without PLAN_JSON: plan and apply without asking (for scheduled runs)")
         if name == "docs":
             _docs_arguments(cmd)
     return parser

@@ -42,7 +42,7 @@ def test_drift_only_exits_3_with_its_own_status(tmp_path, capsys):
 def test_apply_leaves_a_drifted_table_alone(tmp_path, capsys):
     root = drifting_project(tmp_path / "p")
     before = tree_digest(root / "table")
-    assert main(["apply", "--project-dir", str(root), "--format", "json"]) == 0
+    assert main(["apply", "--auto-approve", "--project-dir", str(root), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["tables"][0]["status"] == "in_sync"
     assert tree_digest(root / "table") == before
 

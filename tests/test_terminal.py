@@ -83,7 +83,7 @@ def test_line_styles():
 def test_apply_on_a_tty_shows_progress_and_no_spark_noise(tmp_path):
     """A real apply in its own process (its own JVM): Spark's start-up lines go to target/spark.log."""
     root = project(tmp_path / "p")
-    code, out = run_in_pty([RUNNER, "apply", "--project-dir", str(root)])
+    code, out = run_in_pty([RUNNER, "apply", "--auto-approve", "--project-dir", str(root)])
     assert code == 0, out
     text = ANSI.sub("", out)
     assert "starting Spark (local" in text and "started Spark in" in text
