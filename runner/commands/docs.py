@@ -11,7 +11,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from runner.commands._common import instant_text, parse_now, selected
+from runner.commands._common import guarded_location, instant_text, parse_now, selected
 from runner.commands.ls import table_json
 from runner.commands.result import CommandResult, ExitCode
 from runner.docs.collect import collect_site
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> CommandResult:
     data = collect_site(
         project, tables, now=now, now_text=instant_text(now),
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        declaration_json=table_json,
+        declaration_json=table_json, locate=lambda decl: guarded_location(project, decl),
     )
     out_dir = Path(args.out).resolve() if args.out else Path(project.directory) / DEFAULT_OUT
     try:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from runner import __version__
+from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.merge import SIZE_FIELDS
 from runner.declarations.model import Project, TableDeclaration
 from runner.docs import charts
@@ -27,6 +29,8 @@ from runner.plan.model import Plan
 RUN_RESULTS = Path("target") / "run_results.json"
 
 DeclarationJson = Callable[[TableDeclaration], dict[str, Any]]
+# The table's real location, checked against allowed_roots (raises RunnerError when refused).
+Locate = Callable[[TableDeclaration], str]
 
 
 def collect_site(
@@ -37,6 +41,7 @@ def collect_site(
     now_text: str,
     generated_at: str,
     declaration_json: DeclarationJson,
+    locate: Locate,
 ) -> dict[str, Any]:
     """The report's data: one entry per selected table, plus the last run's results if any."""
     return {
@@ -45,7 +50,8 @@ def collect_site(
         "runner_version": __version__,
         "generated_at": generated_at,
         "now": now_text,
-        "tables": [_table(project, decl, now=now, declaration_json=declaration_json) for decl in tables],
+        "tables": [_table(project, decl, now=now, declaration_json=declaration_json, locate=locate)
+                   for decl in tables],
         "run_results": last_run(Path(project.directory)),
         # Settings whose values are byte counts (shown as KiB/MiB); insert_split_size counts records.
         "byte_settings": sorted(f"file_sizing.{name}" for name in SIZE_FIELDS),
@@ -53,17 +59,19 @@ def collect_site(
 
 
 def _table(project: Project, decl: TableDeclaration, *, now: datetime,
-           declaration_json: DeclarationJson) -> dict[str, Any]:
+           declaration_json: DeclarationJson, locate: Locate) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "name": decl.name,
         "declaration": declaration_json(decl),
         "source_yaml": _source_text(Path(project.directory) / decl.source_file),
     }
     try:
-        storage = storage_for(decl.path)
+        real = locate(decl)  # as `runner plan` does: read only the real path inside allowed_roots
+        storage = storage_for(real)
         meta = read_table_metadata(storage)
         state = read_table_state(storage, metadata=meta)
-        plan = plan_table(decl, state, clean_scope(decl.clean, meta, now=now))
+        planned = plan_table(replace(decl, path=real), state, clean_scope(decl.clean, meta, now=now))
+        plan = replace(planned, path=decl.path, declaration_fingerprint=declaration_fingerprint(decl))
     except RunnerError as error:
         entry["error"] = {"type": error.kind, "message": str(error)}
         return entry
