@@ -46,7 +46,8 @@ def test_every_hfile_in_the_metadata_table_reads(mdt_tables: dict[str, Path], fi
         assert rows == sorted(set(rows)), path
         last = rows[-1] if rows else b""
         # Hudi 1.1 stores the row; Hudi 1.0 (HBase's writer) the whole key, row first
-        assert hfile.file_info[b"hfile.LASTKEY"][2 : 2 + len(last)] == last, path
+        # (HBase's writer leaves LASTKEY out of an empty HFile)
+        assert hfile.file_info.get(b"hfile.LASTKEY", b"\0\0")[2 : 2 + len(last)] == last, path
         cells += len(rows)
     assert cells > 0
 
