@@ -122,3 +122,24 @@ def test_read_metadata_table_reads_the_mdt_config(mdt_tables: dict[str, Path]) -
     assert mdt.config.base_file_format == "HFILE"
     assert mdt.config.version == 9
     assert mdt.timeline.completed()
+
+
+@pytest.mark.parametrize("fixture", MDT_IDS)
+def test_every_fixture_mdt_is_consistent_with_its_data_timeline(mdt_tables: dict[str, Path], fixture: str) -> None:
+    from runner.hudi.mdt.check import check_metadata_table
+
+    storage = storage_for(str(mdt_tables[fixture]))
+    health = check_metadata_table(storage, read_table_state(storage))
+    assert health.ok, health.problems
+
+
+def test_a_data_instant_without_its_mdt_deltacommit_is_reported_as_behind(mdt_tables: dict[str, Path], tmp_path: Path) -> None:
+    from runner.hudi.mdt.check import consistency_problems
+
+    base = _copy(mdt_tables, F9, tmp_path)
+    storage = storage_for(str(base))
+    newest = sorted((base / ".hoodie/metadata/.hoodie/timeline").glob("2*_*.deltacommit"))[-1]
+    newest.unlink()
+    problems = consistency_problems(read_table_metadata(storage), read_metadata_table(storage))
+    assert any("behind the data table" in p and newest.name.split("_")[0] in p for p in problems)
+    assert any("pending or failed write" in p for p in problems)
