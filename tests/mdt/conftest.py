@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, extract_fixture, fixture_id
+from tests.execute.conftest import spark_deleter  # noqa: F401  (the apply tests' Spark deleter)
 
 
 def mdt_fixture_zips() -> list[Path]:
