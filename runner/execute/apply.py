@@ -27,6 +27,7 @@ from runner.execute.metadata_table import disable_metadata_table
 from runner.hudi.instant import InstantTime
 from runner.hudi.lock import TableLock
 from runner.hudi.mdt.maintain import CleanMaintenance, prepare_clean_maintenance
+from runner.hudi.mdt.maintain import refusal_reasons as metadata_table_refusals
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.storage import Storage, storage_for
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
@@ -65,7 +66,11 @@ def plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
     scope = clean_scope(decl.clean, meta, now=now)
     needs_full = decl.file_sizing.small_file_limit > 0 or scope.partitions is None
     state = read_table_state(storage, partitions=None if needs_full else scope.partitions, metadata=meta)
-    return plan_table(decl, state, scope)
+    refusals: tuple[str, ...] = ()
+    if meta.has_metadata_table and decl.metadata_table is MetadataTableMode.KEEP:
+        resuming = frozenset(str(i.time) for i, p in meta.pending_cleans if p is not None)
+        refusals = tuple(metadata_table_refusals(storage, meta, resuming=resuming))
+    return plan_table(decl, state, scope, refusals)
 
 
 def apply_table(
