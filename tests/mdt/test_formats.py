@@ -111,3 +111,11 @@ def test_corrupt_inputs_name_the_file() -> None:
         list(read_log_blocks(good[:-5], where="x.log"))
     with pytest.raises(CorruptMetadataError, match="x.hfile: not a readable HFile"):
         read_hfile(b"\0" * 5000, where="x.hfile")
+
+
+def test_a_truncated_block_is_a_clear_error() -> None:
+    cells = [(b"k%03d" % i, b"v" * 50) for i in range(50)]
+    data = bytearray(write_hfile(cells, standard_file_info(cells, created_ms=0)))
+    data[40:44] = b"\xff\xff\xff\xff"  # corrupt the data block's compressed bytes
+    with pytest.raises(CorruptMetadataError, match="broken.hfile"):
+        read_hfile(bytes(data), where="broken.hfile")

@@ -32,10 +32,11 @@ UNTOUCHED_BY_CLEAN = ("record_index", "partition_stats", "secondary_index_")
 
 @dataclass(frozen=True, slots=True)
 class MdtCommit:
-    """One MDT deltacommit: its instant (the data instant's) and records per MDT partition."""
+    """One MDT deltacommit: its instant (the data instant's) and encoded record values per MDT
+    partition and key (HoodieMetadataRecord Avro binary, in the table's own schema)."""
 
     instant: str
-    records: Mapping[str, Mapping[str, rec.MetadataRecord]]
+    records: Mapping[str, Mapping[str, bytes]]
 
 
 def unsupported_partitions(mdt_partitions: Collection[str]) -> list[str]:
@@ -50,29 +51,40 @@ def partition_id(data_partition: str) -> str:
 
 
 def clean_commit(
-    instant: str, clean: CleanMetadata, *, mdt_partitions: Collection[str], stats_columns: Collection[str]
+    instant: str, clean: CleanMetadata, *, mdt_partitions: Collection[str], stats_columns: Collection[str],
+    schema: str,
 ) -> MdtCommit:
-    """The records Hudi writes to the MDT for a completed clean."""
-    files: dict[str, rec.MetadataRecord] = {}
+    """The records Hudi writes to the MDT for a completed clean, encoded with `schema`."""
+    files: dict[str, bytes] = {}
     deleted_partitions: dict[str, tuple[int, bool]] = {}
-    stats: dict[str, rec.MetadataRecord] = {}
-    blooms: dict[str, rec.MetadataRecord] = {}
+    with_stats = COLUMN_STATS in mdt_partitions and bool(stats_columns)
+    with_blooms = BLOOM_FILTERS in mdt_partitions
+    stats: dict[str, bytes] = {}
+    blooms: dict[str, bytes] = {}
+    bloom_value = rec.encode_record(schema, _bloom_tombstone(instant)) if with_blooms else b""
+    # Tombstones differ only in file and column name: splice them into one encoded template.
+    head, mid, tail = rec.string_template(schema, _column_stats_tombstone) if with_stats else (b"", b"", b"")
+    column_parts = [(keys.name_id(c), mid + rec.avro_string(c) + tail) for c in stats_columns] if with_stats else []
     for partition, meta in clean.partition_metadata.items():
         pid = partition_id(partition)
-        files[pid] = rec.file_list_record({name: (0, True) for name in meta.delete_path_patterns})
+        files[pid] = rec.encode_record(schema, rec.file_list_record({n: (0, True) for n in meta.delete_path_patterns}))
         if meta.is_partition_deleted:
             deleted_partitions[pid] = (0, True)
+        partition_key = keys.name_id(pid)
         for name in meta.delete_path_patterns:
-            for column in stats_columns:
-                stats[keys.column_stats_key(column, pid, name)] = _column_stats_tombstone(name, column)
-            if BaseFile.parse(name) is not None:
-                blooms[keys.bloom_filter_key(pid, name)] = _bloom_tombstone(instant)
+            partition_file_key = partition_key + keys.file_id(name)  # also the bloom-filter key
+            value_head = head + rec.avro_string(name)
+            for column_key, value_tail in column_parts:
+                stats[column_key + partition_file_key] = value_head + value_tail
+            if with_blooms and BaseFile.parse(name) is not None:
+                blooms[partition_file_key] = bloom_value
     if deleted_partitions:
-        files[rec.ALL_PARTITIONS_KEY] = rec.file_list_record(deleted_partitions, record_type=rec.PARTITION_LIST)
-    out: dict[str, Mapping[str, rec.MetadataRecord]] = {FILES: files}
-    if COLUMN_STATS in mdt_partitions and stats:
+        files[rec.ALL_PARTITIONS_KEY] = rec.encode_record(
+            schema, rec.file_list_record(deleted_partitions, record_type=rec.PARTITION_LIST))
+    out: dict[str, Mapping[str, bytes]] = {FILES: files}
+    if stats:
         out[COLUMN_STATS] = stats
-    if BLOOM_FILTERS in mdt_partitions and blooms:
+    if blooms:
         out[BLOOM_FILTERS] = blooms
     return MdtCommit(instant, out)
 

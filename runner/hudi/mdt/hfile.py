@@ -72,17 +72,23 @@ class _Trailer:
 
 def read_hfile(data: bytes, *, where: str) -> HFile:
     """Decode an HFile; `where` names the file (and block) in error messages."""
+    try:
+        return _read_hfile(data, where)
+    except (struct.error, IndexError) as error:
+        raise _corrupt(where, "complete blocks", f"truncated data ({error})") from error
+
+
+def _read_hfile(data: bytes, where: str) -> HFile:
     trailer = _read_trailer(data, where)
-    index_payload, after_index, checksum_type = _read_block(data, trailer.load_on_open_offset, ROOT_INDEX_MAGIC, trailer.codec, where)
+    index_payload, checksum_type = _read_block(data, trailer.load_on_open_offset, ROOT_INDEX_MAGIC, trailer.codec, where)
     data_offsets = [offset for offset, _ in _parse_root_index(index_payload, trailer.data_index_count, where)]
-    info_payload, _, _ = _read_block(data, trailer.file_info_offset, FILE_INFO_MAGIC, trailer.codec, where)
+    info_payload, _ = _read_block(data, trailer.file_info_offset, FILE_INFO_MAGIC, trailer.codec, where)
     cells: list[tuple[bytes, bytes]] = []
     for offset in data_offsets:
-        payload, _, _ = _read_block(data, offset, DATA_MAGIC, trailer.codec, where)
+        payload, _ = _read_block(data, offset, DATA_MAGIC, trailer.codec, where)
         cells.extend(_parse_cells(payload, where))
     if len(cells) != trailer.entry_count:
         raise _corrupt(where, f"trailer entry_count {trailer.entry_count}", f"{len(cells)} cells")
-    del after_index
     return HFile(tuple(cells), _parse_file_info(info_payload, where), checksum_type, trailer.codec)
 
 
@@ -105,19 +111,18 @@ def _read_trailer(data: bytes, where: str) -> _Trailer:
     )
 
 
-def _read_block(data: bytes, offset: int, magic: bytes, codec: int, where: str) -> tuple[bytes, int, int]:
-    """Return (uncompressed payload, offset after the block incl. checksums, checksum type)."""
+def _read_block(data: bytes, offset: int, magic: bytes, codec: int, where: str) -> tuple[bytes, int]:
+    """Return (uncompressed payload, checksum type); checksums are not verified, as in hudi-rs."""
     header = data[offset : offset + HEADER_SIZE]
     if len(header) < HEADER_SIZE or header[:8] != magic:
         raise _corrupt(where, f"block {magic.decode()} at offset {offset}", repr(header[:8]))
-    on_disk, uncompressed, _prev, checksum_type, per_checksum, data_with_header = struct.unpack(">IIqBII", header[8:])
+    _on_disk, uncompressed, _prev, checksum_type, _per_checksum, data_with_header = struct.unpack(">IIqBII", header[8:])
     payload_end = offset + data_with_header
     raw = data[offset + HEADER_SIZE : payload_end]
     payload = _decompress(raw, codec, where) if uncompressed else b""
     if len(payload) != uncompressed:
         raise _corrupt(where, f"{uncompressed} uncompressed bytes in {magic.decode()} at {offset}", f"{len(payload)}")
-    del per_checksum
-    return payload, offset + HEADER_SIZE + on_disk, checksum_type
+    return payload, checksum_type
 
 
 def _decompress(raw: bytes, codec: int, where: str) -> bytes:
@@ -164,7 +169,8 @@ def _parse_file_info(payload: bytes, where: str) -> dict[bytes, bytes]:
         if tag == 1 and isinstance(value, bytes):
             pair = dict(_iter_proto(value, where))
             first, second = pair.get(1, b""), pair.get(2, b"")
-            assert isinstance(first, bytes) and isinstance(second, bytes)
+            if not isinstance(first, bytes) or not isinstance(second, bytes):
+                raise _corrupt(where, "file-info entries of two byte strings", repr(pair))
             info[first] = second
     return info
 
@@ -187,10 +193,11 @@ def write_hfile(
     _check_sorted(cells)
     out = bytearray()
     index: list[tuple[int, int, bytes]] = []
-    for chunk in _chunks(cells, block_size):
+    encoded = [_cell(row, value) for row, value in cells]
+    for first, last in _chunks(encoded, block_size):
         start = len(out)
-        out += _block(DATA_MAGIC, b"".join(_cell(row, value) for row, value in chunk), checksum_type)
-        index.append((start, len(out) - start, chunk[0][0]))
+        out += _block(DATA_MAGIC, b"".join(encoded[first:last]), checksum_type)
+        index.append((start, len(out) - start, cells[first][0]))
     last_data_offset = index[-1][0] if index else 0
     index_offset = len(out)
     out += _block(ROOT_INDEX_MAGIC, b"".join(_index_entry(*entry) for entry in index), checksum_type)
@@ -199,7 +206,7 @@ def write_hfile(
     out += _block(FILE_INFO_MAGIC, _file_info_payload(file_info), checksum_type)
     trailer = _proto([
         (1, info_offset), (2, index_offset),
-        (3, sum(_cell_size(row, value) for row, value in cells)),
+        (3, sum(map(len, encoded))),
         (5, len(index)), (6, 0), (7, len(cells)), (8, 1), (9, 0), (10, last_data_offset),
         (11, COMPARATOR.encode()), (12, CODEC_GZ),
     ])
@@ -228,24 +235,24 @@ def _check_sorted(cells: Sequence[tuple[bytes, bytes]]) -> None:
             raise ValueError(f"HFile cells must be strictly ascending by key; {previous!r} is followed by {row!r}")
 
 
-def _chunks(cells: Sequence[tuple[bytes, bytes]], block_size: int) -> Iterable[Sequence[tuple[bytes, bytes]]]:
+def _chunks(encoded: Sequence[bytes], block_size: int) -> Iterable[tuple[int, int]]:
+    """[first, last) cell ranges of the data blocks: a block ends once it holds `block_size` bytes."""
     start, size = 0, 0
-    for i, (row, value) in enumerate(cells):
+    for i, cell in enumerate(encoded):
         if size >= block_size and i > start:
-            yield cells[start:i]
+            yield start, i
             start, size = i, 0
-        size += _cell_size(row, value)
-    if start < len(cells):
-        yield cells[start:]
+        size += len(cell)
+    if start < len(encoded):
+        yield start, len(encoded)
 
 
-def _cell_size(row: bytes, value: bytes) -> int:
-    return 8 + len(row) + 12 + len(value) + 1
+# family length 0, LATEST_TIMESTAMP, key type Put: the same for every cell
+_KEY_SUFFIX = b"\x00" + struct.pack(">QB", LATEST_TIMESTAMP, KEY_TYPE_PUT)
 
 
 def _cell(row: bytes, value: bytes) -> bytes:
-    key = struct.pack(">H", len(row)) + row + b"\x00" + struct.pack(">QB", LATEST_TIMESTAMP, KEY_TYPE_PUT)
-    return struct.pack(">II", len(key), len(value)) + key + value + b"\x00"
+    return b"".join((struct.pack(">IIH", len(row) + 12, len(value), len(row)), row, _KEY_SUFFIX, value, b"\x00"))
 
 
 def _index_entry(offset: int, size: int, first_row: bytes) -> bytes:

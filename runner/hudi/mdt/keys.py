@@ -12,6 +12,7 @@ fixture v9_txns_simple_meta):
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import struct
 
@@ -65,7 +66,8 @@ def xxh64(data: bytes, seed: int = _SEED) -> int:
     return acc ^ (acc >> 32)
 
 
-def _name_id(name: str) -> str:
+@functools.lru_cache(maxsize=4096)  # columns and partitions repeat for every file of a clean
+def name_id(name: str) -> str:
     return base64.b64encode(struct.pack(">Q", xxh64(name.encode("utf-8")))).decode("ascii")
 
 
@@ -74,11 +76,11 @@ def file_id(file_name: str) -> str:
 
 
 def column_stats_key(column: str, partition: str, file_name: str) -> str:
-    return _name_id(column) + _name_id(partition) + file_id(file_name)
+    return name_id(column) + name_id(partition) + file_id(file_name)
 
 
 def bloom_filter_key(partition: str, file_name: str) -> str:
-    return _name_id(partition) + file_id(file_name)
+    return name_id(partition) + file_id(file_name)
 
 
 def java_string_hash(text: str) -> int:

@@ -37,7 +37,8 @@ class CleanMaintenance:
     step: Callable[[str], None] = lambda _: None
 
     def __call__(self, instant: InstantTime, clean: CleanMetadata, completion_time: Callable[[], InstantTime]) -> list[str]:
-        commit = clean_commit(str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns)
+        commit = clean_commit(str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns,
+                              schema=self.schema)
         mdt = read_metadata_table(self.storage)  # a retry may find its own pending instant
         return write_mdt_commit(self.storage, mdt, commit, schema=self.schema, completion_time=completion_time,
                                 created_ms=int(time.time() * 1000), step=self.step)

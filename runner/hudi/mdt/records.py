@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import fastavro
@@ -78,3 +78,35 @@ def file_entries(record: Mapping[str, Any]) -> dict[str, tuple[int, bool]]:
     """The (size, isDeleted) map of a type-1/2 record."""
     entries = record.get("filesystemMetadata") or {}
     return {name: (int(info["size"]), bool(info["isDeleted"])) for name, info in entries.items()}
+
+
+def _varint(value: int) -> bytes:
+    """Avro's zig-zag varint of a non-negative length."""
+    value <<= 1
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def string_template(schema_json: str, build: Callable[[str, str], MetadataRecord]) -> tuple[bytes, bytes, bytes]:
+    """(head, mid, tail) such that `head + avro_string(x) + mid + avro_string(y) + tail` is the
+    encoding of `build(x, y)`: a fast path for records that differ only in two string fields.
+
+    A clean of 100,000 files writes 16 column-stats tombstones per file; encoding each through
+    fastavro costs ~100 µs, splicing the strings into a template well under 1 µs.
+    """
+    first, second = "\x01first-marker\x01", "\x02second-marker\x02"
+    encoded = encode_record(schema_json, build(first, second))
+    a, b = avro_string(first), avro_string(second)
+    i, j = encoded.find(a), encoded.find(b)
+    if i < 0 or j < i or encoded.count(a) != 1 or encoded.count(b) != 1:
+        raise ValueError("string_template needs the first marker before the second, each once")
+    return encoded[:i], encoded[i + len(a) : j], encoded[j + len(b) :]
+
+
+def avro_string(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    return _varint(len(raw)) + raw

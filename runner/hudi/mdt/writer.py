@@ -23,7 +23,6 @@ from runner.errors import RefusedError
 from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt import keys
-from runner.hudi.mdt import records as rec
 from runner.hudi.mdt.actions import MdtCommit
 from runner.hudi.mdt.hfile import CHECKSUM_CRC32C, CHECKSUM_NULL, standard_file_info, write_hfile
 from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, encode_log_block
@@ -79,16 +78,16 @@ def write_mdt_commit(
 
 
 def _write_partition(
-    storage: Storage, partition: str, records: Mapping[str, rec.MetadataRecord], time: InstantTime,
+    storage: Storage, partition: str, records: Mapping[str, bytes], time: InstantTime,
     schema: str, created_ms: int, version: int,
 ) -> list[WriteStat]:
     folder = f"{METADATA_TABLE}/{partition}"
     names = [f.path.rsplit("/", 1)[-1] for f in storage.list_dir(folder) if not f.is_dir]
     groups = _file_groups(names, folder)
     by_group: dict[str, list[tuple[bytes, bytes]]] = {}
-    for key, record in records.items():
+    for key, value in records.items():
         file_id = groups[keys.shard(key, len(groups))] if len(groups) > 1 else groups[0]
-        by_group.setdefault(file_id, []).append((key.encode("utf-8"), rec.encode_record(schema, record)))
+        by_group.setdefault(file_id, []).append((key.encode("utf-8"), value))
     stats = []
     for file_id, cells in sorted(by_group.items()):
         cells.sort()
