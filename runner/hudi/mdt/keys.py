@@ -83,12 +83,25 @@ def bloom_filter_key(partition: str, file_name: str) -> str:
     return name_id(partition) + file_id(file_name)
 
 
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    units = text.encode("utf-16-be")
+@functools.lru_cache(maxsize=1 << 20)
+def _chunk_hash(chunk: str) -> tuple[int, int]:
+    """(String.hashCode of the chunk as unsigned 32 bits, 31 ** its UTF-16 length mod 2**32)."""
+    h, units = 0, chunk.encode("utf-16-be")
     for i in range(0, len(units), 2):
         h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h, pow(31, len(units) // 2, 1 << 32)
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int.
+
+    The hash is linear (`h(a + b) = h(a) * 31**len(b) + h(b)`), so it is folded over 12-character
+    chunks whose hashes are cached: index keys repeat their column, partition and file parts.
+    """
+    h = 0
+    for i in range(0, len(text), 12):
+        chunk_hash, power = _chunk_hash(text[i : i + 12])
+        h = (h * power + chunk_hash) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
 
 
