@@ -51,3 +51,20 @@ def test_a_resize_on_a_table_with_a_metadata_table_is_announced_as_refused(tmp_p
     code, table = _plan(root, capsys)
     assert table["sizing"]["groups"]  # F9's ~430 KiB files are small at a 1 MiB limit
     assert any("apply will refuse the resize" in n for n in table["notes"])
+
+
+def test_a_version_6_table_with_a_metadata_folder_is_refused_with_the_reason(tmp_path, capsys):
+    root = tmp_path / "p6"
+    (root / "tables").mkdir(parents=True)
+    (root / "project.yml").write_text("name: s\n")
+    (root / "tables" / "t.yml").write_text(
+        "name: t\npath: table\nclean:\n  policy: KEEP_LATEST_FILE_VERSIONS\n  file_versions_retained: 1\n"
+        "file_sizing:\n  small_file_limit: 0\n")
+    fixture = FIXTURES / "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable.zip"
+    extract_fixture(fixture, root / "unzip").rename(root / "table")
+    (root / "table/.hoodie/metadata/.hoodie").mkdir(parents=True)
+    code, table = _plan(root, capsys)
+    assert code == 2 and table["metadata_table"] == "refuse"
+    assert any("version 6" in n for n in table["notes"])
+    assert main(["apply", "--project-dir", str(root)]) == 1
+    assert "version 6" in capsys.readouterr().out
