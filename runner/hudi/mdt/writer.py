@@ -63,6 +63,10 @@ def write_mdt_commit(
         written.append(timeline.path(timeline.requested(time, Action.DELTA_COMMIT, b"")))
         step("after_mdt_requested")
     inflight = Instant(time, Action.DELTA_COMMIT, State.INFLIGHT)
+    if existing:
+        # An interrupted attempt (ours or Hudi's) may have left logs of this instant in any MDT
+        # partition, possibly half-written; they would count once the instant completes.
+        _remove_logs_of(storage, time)
     if (Action.DELTA_COMMIT, State.INFLIGHT) not in existing:
         timeline.inflight(time, Action.DELTA_COMMIT, _commit_metadata({}))
         written.append(timeline.path(inflight))
@@ -91,15 +95,23 @@ def _write_partition(
     stats = []
     for file_id, cells in sorted(by_group.items()):
         cells.sort()
-        for stale in names:  # a log of an earlier, interrupted attempt at this same instant
-            log = LogFile.parse(stale)
-            if log is not None and log.file_id == file_id and log.instant_time == time:
-                storage.delete(f"{folder}/{stale}")
         name = LogFile(file_id, time, 1, WRITE_TOKEN).name
         data = _log_file(cells, time, schema, created_ms, version)
         storage.write_new(f"{folder}/{name}", data)
         stats.append(_write_stat(partition, file_id, name, time, len(cells), len(data)))
     return stats
+
+
+def _remove_logs_of(storage: Storage, time: InstantTime) -> list[str]:
+    """Delete every MDT log file written for `time` (v8+ names logs after their deltacommit)."""
+    removed = []
+    for folder in (f.path for f in storage.list_dir(METADATA_TABLE) if f.is_dir and not f.path.endswith("/.hoodie")):
+        for info in storage.list_dir(folder):
+            log = LogFile.parse(info.path.rsplit("/", 1)[-1])
+            if log is not None and log.instant_time == time:
+                storage.delete(info.path)
+                removed.append(info.path)
+    return removed
 
 
 def _file_groups(names: list[str], folder: str) -> list[str]:
