@@ -56,7 +56,7 @@ def _apply(project: Path, failpoint: str | None = None) -> subprocess.CompletedP
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
     if failpoint:
         env["RUNNER_FAILPOINT"] = failpoint
-    return subprocess.run([sys.executable, "-m", "runner", "apply", "--project-dir", str(project)],
+    return subprocess.run([sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(project)],
                           capture_output=True, text=True, env=env, timeout=300)
 
 

@@ -66,5 +66,5 @@ def test_a_version_6_table_with_a_metadata_folder_is_refused_with_the_reason(tmp
     code, table = _plan(root, capsys)
     assert code == 2 and table["metadata_table"] == "refuse"
     assert any("version 6" in n for n in table["notes"])
-    assert main(["apply", "--project-dir", str(root)]) == 1
+    assert main(["apply", "--auto-approve", "--project-dir", str(root)]) == 1
     assert "version 6" in capsys.readouterr().out
