@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from runner.errors import LockError
+from runner.hudi.guard import PROPERTIES
 from runner.hudi.lock import LOCK_PATH, LockHolder, TableLock, pid_alive
 from runner.hudi.storage import Storage, storage_for
 from tests.s3 import S3Server
@@ -29,6 +30,13 @@ def plant_lock(
 
 def current_run_id(storage: Storage) -> str:
     return str(json.loads(storage.read(LOCK_PATH))["run_id"])
+
+
+@pytest.fixture
+def storage(storage: Storage) -> Storage:
+    """The shared empty root, made a Hudi table: the lock is only ever taken in one."""
+    storage.write_new(PROPERTIES, b"hoodie.table.name=t\n")
+    return storage
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +66,9 @@ def test_lock_file_is_json_with_an_iso_timestamp(storage: Storage) -> None:
     with TableLock(storage, owner="alice"):
         raw = json.loads(storage.read(LOCK_PATH))
 
-    assert set(raw) == {"owner", "host", "pid", "acquired_at", "run_id"}
+    assert set(raw) == {"owner", "host", "pid", "acquired_at", "run_id", "heartbeat_at"}
     assert datetime.fromisoformat(raw["acquired_at"]).tzinfo is not None
+    assert datetime.fromisoformat(raw["heartbeat_at"]) >= datetime.fromisoformat(raw["acquired_at"])
 
 
 def test_a_live_lock_blocks_a_second_runner_and_names_the_holder(storage: Storage) -> None:
@@ -149,6 +158,7 @@ def test_an_unreadable_recent_lock_blocks(storage: Storage) -> None:
 
 def test_an_unreadable_old_lock_is_stale_by_its_modification_time(tmp_path: Path) -> None:
     storage = storage_for(str(tmp_path))
+    storage.write_new(PROPERTIES, b"hoodie.table.name=t\n")
     storage.write_new(LOCK_PATH, b"not json")
     two_hours_ago = datetime.now(UTC).timestamp() - 7200
     os.utime(tmp_path / LOCK_PATH, (two_hours_ago, two_hours_ago))
@@ -159,9 +169,19 @@ def test_an_unreadable_old_lock_is_stale_by_its_modification_time(tmp_path: Path
 
 
 def test_holder_json_round_trip() -> None:
-    holder = LockHolder("alice", "h1", 42, datetime(2024, 4, 2, 14, 49, 10, tzinfo=UTC), "r1")
+    acquired = datetime(2024, 4, 2, 14, 49, 10, tzinfo=UTC)
+    holder = LockHolder("alice", "h1", 42, acquired, "r1", acquired + timedelta(seconds=15.5))
 
     assert LockHolder.from_json_bytes(holder.to_json_bytes()) == holder
+
+
+def test_a_lock_file_without_a_heartbeat_is_judged_by_its_acquisition_time() -> None:
+    old = b'{"owner": "o", "host": "h", "pid": 1, "acquired_at": "2024-04-02T14:49:10+00:00", "run_id": "r"}'
+
+    holder = LockHolder.from_json_bytes(old)
+
+    assert holder.heartbeat_at is None
+    assert holder.last_sign_of_life == datetime(2024, 4, 2, 14, 49, 10, tzinfo=UTC)
 
 
 def test_pid_alive(dead_pid: int) -> None:
