@@ -207,9 +207,10 @@ class TableLock:
         Returns False if it was gone or someone else's (then it is left alone).
         """
         self._stop_heartbeat()
-        if not self._written:
+        with self._renewing:  # no renewal may run between our last write and the delete
+            written, self._written, self._mine = self._written, b"", None
+        if not written:
             return False
-        written, self._written = self._written, b""
         if self.storage.delete_if(LOCK_PATH, written):
             return True
         log.warning("Not releasing %s: it is no longer held by run %s.", self.location, self.run_id)
@@ -255,8 +256,8 @@ class TableLock:
         beat until the heartbeat is overdue by `stale_after_s`, when someone may have taken over.
         """
         with self._renewing:
-            if self._lost is not None or self._mine is None or self._stop.is_set():
-                return self._lost is None
+            if self._lost is not None or self._mine is None:
+                return self._lost is None  # lost, or released: nothing to renew
             beat = replace(self._mine, heartbeat_at=_now())
             data = beat.to_json_bytes()
             try:
