@@ -64,6 +64,7 @@ from runner.writer.rollback import rollback_failed_writes
 from runner.writer.route import Routing, plan_routing
 from runner.writer.schema import PARTITION_PATH, avro_schema_json, file_avro_schema_json
 from runner.writer.table_schema import current_schema, reconcile
+from runner.writer.workers import writer_workers
 from runner.writer.tasks import STATS_SCHEMA, TARGET, Target, WriteTask, map_in_arrow
 
 if TYPE_CHECKING:
@@ -140,6 +141,11 @@ def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: 
     decl = _declaration(project_dir, table)
     storage = storage_for(decl.path)
     data = data_columns(df)
+    with writer_workers(df.sparkSession):
+        return _write(storage, decl, op, data)
+
+
+def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFrame) -> WriteResult:
     created = create_table_if_absent(storage, decl, avro_schema_json(data.schema.jsonValue(), decl.name))
     with TableLock(storage, owner=f"runner.write({op.value})"):
         config = open_table(storage, decl)
