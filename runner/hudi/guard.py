@@ -29,7 +29,7 @@ def require_table(storage: Storage, action: str) -> None:
         storage.read(PROPERTIES)
     except StorageError:
         if storage.stat(".hoodie") is None:
-            found = "it does not exist" if not storage.list_dir("") else "it has no .hoodie folder"
+            found = "it does not exist" if storage.stat("") is None else "it has no .hoodie folder"
             raise NotAHudiTableError(
                 f"Refusing to {action} {storage.uri}: it is not a Hudi table ({found}); nothing was written.",
                 path=storage.uri,

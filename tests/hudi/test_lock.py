@@ -386,3 +386,22 @@ def test_the_timeline_writer_refuses_a_folder_without_properties(tmp_path: Path)
             writer.requested(InstantTime("20240101000000000"), Action.CLEAN, b"x")
         assert not (root / ".hoodie").exists()
     assert not (tmp_path / "missing").exists()
+
+
+def test_apply_on_a_missing_path_or_a_plain_folder_writes_nothing(tmp_path: Path) -> None:
+    from runner.cli import main
+
+    root = tmp_path / "proj"
+    (root / "tables").mkdir(parents=True)
+    (root / "project.yml").write_text("name: p\n")
+    (root / "plain").mkdir()
+    (root / "plain" / "notes.txt").write_text("not a table")
+    for name in ("plain", "missing"):
+        (root / "tables" / f"{name}.yml").write_text(
+            f"name: {name}\npath: {name}\nclean:\n  policy: KEEP_LATEST_COMMITS\n  commits_retained: 2\n"
+        )
+
+    assert main(["apply", "--project-dir", str(root)]) == 1
+
+    assert not (root / "missing").exists()
+    assert [p.name for p in (root / "plain").iterdir()] == ["notes.txt"]

@@ -95,3 +95,15 @@ def test_nulls_into_a_required_column_are_refused(spark: Any, project: Callable[
     with pytest.raises(RefusedError, match="column 'ts' is nullable in the DataFrame but required in the table"):
         runner.write(spark.createDataFrame([(2, "eu", "b", None)], SCHEMA), "orders", project_dir=root)
     assert snapshot(base) == before
+
+
+def test_a_table_folder_that_lost_its_properties_is_not_created_over(spark: Any, orders: Path) -> None:
+    from runner.errors import NotAHudiTableError
+
+    base = orders / "warehouse" / "orders"
+    (base / ".hoodie" / "hoodie.properties").unlink()
+    before = snapshot(base)
+
+    with pytest.raises(NotAHudiTableError, match="hoodie.properties is missing or unreadable"):
+        runner.write(spark.createDataFrame([(3, "eu", "c", 2)], SCHEMA), "orders", project_dir=orders)
+    assert snapshot(base) == before
