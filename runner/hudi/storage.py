@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import threading
 import uuid
@@ -122,8 +123,12 @@ _fences: dict[str, Callable[[], None]] = {}
 _fences_guard = threading.Lock()
 
 
+@functools.lru_cache(maxsize=256)
 def fence_key(uri: str) -> str:
-    """One key per table root however it is spelled (`s3a://` or `s3://`, a symlinked local path)."""
+    """One key per table root however it is spelled (`s3a://` or `s3://`, a symlinked local path).
+
+    Cached: it runs before every delete of a clean while the lock is held.
+    """
     scheme, sep, rest = uri.partition("://")
     if not sep:
         return os.path.realpath(uri)
