@@ -53,3 +53,29 @@ def test_a_users_own_session_without_an_activated_virtualenv_writes(
     assert "WORKERS python3" in done.stdout  # the user's session setting is left as it was
     rows = oracle_rows(root / "warehouse" / "orders", columns=("id", "name"))
     assert rows == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+
+
+RUNNER_SESSION_SCRIPT = """
+import sys
+from runner.declarations.model import SparkSettings
+from runner.execute.spark import delete_files, get_spark
+from runner.hudi.storage import storage_for
+
+spark = get_spark(SparkSettings(master="local[1]"))
+print("RESULT", delete_files(spark, storage_for(sys.argv[1]), ["doomed.parquet"]))
+"""
+
+
+def test_the_runners_own_local_session_runs_tasks_whatever_pyspark_python_says(tmp_path: Path) -> None:
+    # A shell configured for some other Spark setup: PYSPARK_PYTHON names the system interpreter.
+    (tmp_path / "doomed.parquet").write_bytes(b"PAR1")
+    script = tmp_path / "apply_like.py"
+    script.write_text(RUNNER_SESSION_SCRIPT)
+    env = without_the_virtualenv(dict(os.environ)) | {"PYSPARK_PYTHON": "python3"}
+
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "RESULT [DeleteResult(path='doomed.parquet', deleted=True, error=None)]" in done.stdout
+    assert not (tmp_path / "doomed.parquet").exists()
