@@ -6,9 +6,9 @@ S3 has no directories and no rename; the semantics of `Storage` map onto it as f
 - `write_new` is a conditional put (`If-None-Match: *`), so S3 itself guarantees that of two
   creators of one key exactly one succeeds; the loser gets 412 (or 409 while the winner's put is
   still in progress) and raises `AlreadyExists`. pyarrow's file system cannot send that header, so
-  conditional requests go through boto3. The store must support conditional writes (AWS S3 has
-  since August 2024; MinIO, Ceph and others do too); one that ignores the header silently loses
-  this guarantee.
+  conditional requests go through boto3. The store must honour conditional requests, as AWS S3
+  does (If-None-Match puts since 2024, If-Match puts and deletes since); an S3-compatible store
+  that ignores the headers silently loses this guarantee, so check yours before relying on it.
 - `replace_if` and `delete_if` read the object, compare its bytes and then put or delete with
   `If-Match: <ETag read>`, so the change happens only if nobody wrote the object in between.
 - A put becomes visible only when complete, so readers never see a partial object and `overwrite`
