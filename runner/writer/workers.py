@@ -6,10 +6,12 @@ SparkSession from a virtualenv's interpreter without activating it gets workers 
 Python, which cannot import `runner` (or pyarrow), and the write would die inside a task with a Java
 stack trace. So before anything is written the driver makes sure the workers are right:
 
-- the workers already run this interpreter, or a probe task imports the writer fine: nothing to do;
+- the workers already run this interpreter: nothing to do;
 - local master (the workers run on this host): the writer's own tasks run with this interpreter
-  (`sys.executable`) for the duration of the write, and the session's setting is restored after;
-- otherwise (a cluster): refuse, in one line, naming the interpreter and the fix.
+  (`sys.executable`), which has everything they import, for the duration of the write; the
+  session's setting is restored after, so the user's other jobs are unaffected;
+- a cluster: a probe task imports the writer on an executor; if that fails, refuse in one line,
+  naming the interpreter and the fix, before anything is written.
 """
 
 from __future__ import annotations
@@ -44,23 +46,23 @@ def writer_workers(spark: SparkSession) -> Iterator[None]:
     if _is_this_interpreter(configured):
         yield
         return
-    problem = _probe(spark)
-    if problem is None:
-        yield
+    if str(context.master).startswith("local"):
+        log.info("Running the writer's Spark tasks with %s (the session's workers run %r).",
+                 sys.executable, configured)
+        context.pythonExec = sys.executable
+        try:
+            yield
+        finally:
+            context.pythonExec = configured
         return
-    if not str(context.master).startswith("local"):
+    problem = _probe(spark)
+    if problem is not None:
         raise RefusedError(
             f"Spark's Python workers run {configured!r}, which cannot run the writer's tasks ({problem}).",
             hint=f"set PYSPARK_PYTHON to a Python with hudi-runner installed on every executor (this driver "
             f"runs {sys.executable}) before creating the SparkSession.",
         )
-    log.warning("Spark's Python workers run %r, which cannot run the writer (%s); using %s for this write.",
-                configured, problem, sys.executable)
-    context.pythonExec = sys.executable
-    try:
-        yield
-    finally:
-        context.pythonExec = configured
+    yield
 
 
 def probe_task(_: object) -> str:

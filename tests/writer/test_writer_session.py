@@ -31,7 +31,11 @@ print("WORKERS", spark.sparkContext.pythonExec)
 
 
 def without_the_virtualenv(env: dict[str, str]) -> dict[str, str]:
-    """The environment of a shell where the virtualenv was never activated."""
+    """The environment of a shell where the virtualenv was never activated.
+
+    Run the scripts from outside the repository (`cwd`): Python workers put their working folder on
+    `sys.path`, so from the repository root they would import the runner's sources anyway.
+    """
     venv_bin = os.path.dirname(sys.executable)
     cleaned = {k: v for k, v in env.items() if k not in ("VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
     cleaned["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
@@ -46,7 +50,7 @@ def test_a_users_own_session_without_an_activated_virtualenv_writes(
     script.write_text(USER_SCRIPT)
 
     done = subprocess.run([sys.executable, str(script), str(root)], env=without_the_virtualenv(dict(os.environ)),
-                          capture_output=True, text=True, timeout=300, check=False)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
 
     assert done.returncode == 0, done.stderr[-3000:]
     assert "No module named 'runner'" not in done.stderr
@@ -74,7 +78,7 @@ def test_the_runners_own_local_session_runs_tasks_whatever_pyspark_python_says(t
     env = without_the_virtualenv(dict(os.environ)) | {"PYSPARK_PYTHON": "python3"}
 
     done = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
 
     assert done.returncode == 0, done.stderr[-3000:]
     assert "RESULT [DeleteResult(path='doomed.parquet', deleted=True, error=None)]" in done.stdout
