@@ -388,7 +388,9 @@ def test_the_timeline_writer_refuses_a_folder_without_properties(tmp_path: Path)
     assert not (tmp_path / "missing").exists()
 
 
-def test_apply_on_a_missing_path_or_a_plain_folder_writes_nothing(tmp_path: Path) -> None:
+def test_apply_on_a_missing_path_or_a_plain_folder_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from runner.cli import main
 
     root = tmp_path / "proj"
@@ -401,7 +403,10 @@ def test_apply_on_a_missing_path_or_a_plain_folder_writes_nothing(tmp_path: Path
             f"name: {name}\npath: {name}\nclean:\n  policy: KEEP_LATEST_COMMITS\n  commits_retained: 2\n"
         )
 
-    assert main(["apply", "--project-dir", str(root)]) == 1
+    assert main(["apply", "--auto-approve", "--project-dir", str(root)]) == 1
 
+    out = capsys.readouterr()
+    for name, found in (("missing", "it does not exist"), ("plain", "it has no .hoodie folder")):
+        assert f"Refusing to take the runner lock on {root / name}: it is not a Hudi table ({found})" in out.out + out.err
     assert not (root / "missing").exists()
     assert [p.name for p in (root / "plain").iterdir()] == ["notes.txt"]
