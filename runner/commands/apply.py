@@ -19,7 +19,7 @@ from runner.commands.result import CommandResult, ExitCode
 from runner.declarations.model import Project, TableDeclaration
 from runner.errors import PlanError, RunnerError
 from runner.execute.apply import TableResult, apply_table
-from runner.execute.spark import get_spark
+from runner.execute.deleter import Deleter
 from runner.plan.model import Plan, TablePlan
 
 
@@ -56,16 +56,9 @@ def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | No
     return result
 
 
-def _spark_deleter(project: Project):  # type: ignore[no-untyped-def]
-    from runner.execute.clean import DeleteOutcome
-    from runner.execute.spark import delete_files
-
-    def delete(storage, paths):  # type: ignore[no-untyped-def]
-        # The JVM starts only when there is something to delete.
-        spark = get_spark(project.spark)
-        return [DeleteOutcome(r.path, r.deleted, r.error) for r in delete_files(spark, storage, paths)]
-
-    return delete
+def _spark_deleter(project: Project) -> Deleter:
+    # Threads or Spark by the job's size and the master; the JVM starts only if Spark is chosen.
+    return Deleter(project.spark)
 
 
 def _load_plan(path: str) -> Plan:

@@ -87,7 +87,8 @@ def apply_table(
             result.duration_s = round(time.monotonic() - started, 3)
             return result
         _handle_metadata_table(decl, storage, meta, result)
-        runner = _runner(storage, meta, deleter_factory(), clock)
+        deleter = deleter_factory()
+        runner = _runner(storage, meta, deleter, clock)
         finished = [p for _, p in meta.pending_cleans if p is not None]
         for instant, pending_plan in meta.pending_cleans:
             if pending_plan is not None:
@@ -101,6 +102,7 @@ def apply_table(
             inflight, clean_plan = runner.start(start, plan.clean)
             sizes = {f.path: f.size for f in plan.clean.files_to_delete}
             _record(result, runner.finish(inflight, clean_plan, sizes=sizes), started=str(start))
+        result.notes.extend(getattr(deleter, "notes", ()))  # which engine deleted (threads or Spark)
         _resize(decl, storage, plan, result, spark_settings, clock)
         result.status = "success"
         result.notes.extend(plan.notes)
