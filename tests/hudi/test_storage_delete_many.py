@@ -200,3 +200,15 @@ def test_s3_per_key_errors_are_matched_to_their_paths() -> None:
     outcomes = batch_outcomes("bkt", [(0, "t/p/a.parquet"), (1, "t/p/b.parquet")], answer)
 
     assert outcomes == [(0, None), (1, "Cannot delete s3://bkt/t/p/b.parquet: AccessDenied: Access Denied")]
+
+
+@pytest.mark.s3
+def test_s3_an_endpoint_without_a_scheme_uses_the_scheme_option(s3_server: S3Server, s3_bucket: str) -> None:
+    client = s3_server.client()
+    client.put_object(Bucket=s3_bucket, Key="t/p/a.parquet", Body=b"x")
+    hostport = s3_server.endpoint_url.removeprefix("http://")
+    storage = storage_for(f"s3://{s3_bucket}/t", options={**s3_server.options(), "endpoint_override": hostport,
+                                                         "scheme": "http"})
+
+    assert storage.delete_many(["p/a.parquet"]) == [DeleteResult("p/a.parquet", True)]
+    assert "Contents" not in client.list_objects_v2(Bucket=s3_bucket, Prefix="t/")
