@@ -15,7 +15,7 @@ prefixes of one table (not timed), then each run deletes all of them, interleave
 Every run checks that the bucket is empty afterwards and counts requests at the server.
 The figures are the ratio of medians (runner / baseline) and requests per 500 files. Usage:
 
-    .venv/bin/python bench/bench_clean_s3.py                       # quick: 20,000 files
+    .venv/bin/python bench/bench_clean_s3.py                       # quick: 5,000 files
     .venv/bin/python bench/bench_clean_s3.py --files 401000 --runs 5
 """
 
@@ -109,10 +109,10 @@ def remaining(client: Any) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=20_000)
+    parser.add_argument("--files", type=int, default=5_000)
     parser.add_argument("--partitions", type=int, default=100)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--old-files", type=int, default=1000, help="files deleted by the per-file reference row")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--old-files", type=int, default=300, help="files deleted by the per-file reference row")
     args = parser.parse_args()
     paths = relative_paths(args.files, args.partitions)
     old_paths = paths[: args.old_files]
