@@ -26,7 +26,7 @@ run: $(STAMP)
 	$(RUNNER) apply target/plan.json
 	@echo "Second pass: the cleaner removes file groups the resize replaced, once the policy allows:"
 	$(RUNNER) plan || [ $$? -eq 2 ]
-	$(RUNNER) apply
+	$(RUNNER) apply --auto-approve
 	$(RUNNER) plan
 
 test: $(STAMP)

@@ -196,7 +196,7 @@ engines: set[str] = set()  # what the runner's deleter chose, as its notes say
 
 
 def runner_cli(project_dir: Path) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-m", "runner", "apply", "--project-dir", str(project_dir)],
+    done = subprocess.run([sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(project_dir)],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((project_dir / "target" / "run_results.json").read_text())

@@ -54,8 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--out", metavar="PLAN_JSON", help="also write the plan as JSON to this file")
             cmd.add_argument("--now", metavar="TIME", help="instant time or ISO-8601 to plan as of")
         if name == "apply":
-            cmd.add_argument("plan_file", nargs="?", metavar="PLAN_JSON", help="apply this saved plan")
+            cmd.add_argument("plan_file", nargs="?", metavar="PLAN_JSON",
+                             help="apply this saved plan (made by `runner plan --out`) and nothing else")
             cmd.add_argument("--now", metavar="TIME", help="instant time or ISO-8601 to plan as of")
+            cmd.add_argument("--auto-approve", action="store_true",
+                             help="without PLAN_JSON: plan and apply without asking (for scheduled runs)")
     return parser
 
 

@@ -12,15 +12,19 @@ matches any `--select` spec and no `--exclude` spec. An empty `--select` selects
   default may have changed.
 - `tag:gold,owner:crm`: a comma joins specs that must all match (intersection).
 
-A spec that matches nothing is not an error; the selection is then simply empty.
+A spec that matches no table is an error, with a did-you-mean when a name is close: a typo must
+fail a CI job rather than select nothing, and a typo in `--exclude` must not quietly let the table
+it meant through. The exception is `state:modified`, which rightly matches nothing when no
+declaration changed; a selection made only of such specs may be empty.
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from runner.declarations.model import Project, TableDeclaration
 from runner.errors import SelectionError
@@ -44,17 +48,62 @@ def select_tables(
         state_ref: the git ref `state:modified` compares against (`--state`).
 
     Raises:
-        SelectionError: a spec has an unknown prefix or is empty; `state:modified` was used without
-            `--state`, outside a git repository, or with a ref git does not know.
+        SelectionError: a spec has an unknown prefix or is empty, or matches no table (unless it
+            uses `state:modified`); `state:modified` was used without `--state`, outside a git
+            repository, or with a ref git does not know.
     """
     state = _State(project.directory, state_ref)
     included = [_parse(spec, state) for spec in select]
     excluded = [_parse(spec, state) for spec in exclude]
+    _refuse_unmatched(project, [("--select", s, m) for s, m in zip(select, included, strict=True)]
+                      + [("--exclude", s, m) for s, m in zip(exclude, excluded, strict=True)])
     return tuple(
         table for table in project.tables
         if (not included or any(match(table) for match in included))
         and not any(match(table) for match in excluded)
     )
+
+
+def _refuse_unmatched(project: Project, specs: list[tuple[str, str, Matcher]]) -> None:
+    problems = [
+        f'{option} "{spec}" matches no table{_suggestion(project, spec)}'
+        for option, spec, match in specs
+        if "state:" not in spec and not any(match(table) for table in project.tables)
+    ]
+    if problems:
+        names = ", ".join(table.name for table in project.tables) or "none"
+        raise SelectionError("; ".join(problems) + f"; nothing was done (tables in the project: {names})",
+                             hint="fix the selector; `runner ls` lists every table with its tags and owner.")
+
+
+def _suggestion(project: Project, spec: str) -> str:
+    """A did-you-mean for the first part of `spec` that matches nothing on its own."""
+    tables = project.tables
+    for part in (p.strip() for p in spec.split(",")):
+        prefix, colon, value = part.partition(":")
+        if not colon:
+            prefix, value = "", part
+        candidates = {
+            "": [t.name for t in tables],
+            "tag": sorted({tag for t in tables for tag in t.tags}),
+            "owner": sorted({t.owner for t in tables if t.owner}),
+            "path": [t.source_file for t in tables],
+        }.get(prefix, [])
+        matcher = _path_matcher(value) if prefix == "path" else None
+        if any(fnmatch.fnmatchcase(c, value) for c in candidates) or (
+                matcher is not None and any(matcher(t) for t in tables)):
+            continue
+        hint = did_you_mean(value, candidates)
+        return hint.replace('"', f'"{prefix}:', 1) if hint and prefix else hint
+    return " (each part matches some table, but no table matches all of them)" if "," in spec else ""
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """` (did you mean "orders"?)` for the closest candidate, or "" when none is close."""
+    options = list(candidates)
+    close = difflib.get_close_matches(word, options, n=1) or [
+        o for o in options if o.lower() == word.lower()][:1]
+    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def _parse(spec: str, state: _State) -> Matcher:

@@ -88,9 +88,10 @@ def test_select_narrows_the_report_but_not_the_validation(demo: Path, capsys: py
     assert code == 1 and "tables/customers.yml:3:1: owner: expected a string, got a list" in out
 
 
-def test_a_selection_matching_nothing_is_valid_but_says_so(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = validate(capsys, "--project-dir", str(demo), "-s", "tag:nope")
-    assert (code, out) == (0, "project demo: declarations are valid (3 tables)\nno tables selected\n")
+def test_a_selector_matching_nothing_exits_1_with_did_you_mean(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = validate(capsys, "--project-dir", str(demo), "-s", "tag:glod")
+    assert (code, out) == (1, "")
+    assert err.startswith('error: --select "tag:glod" matches no table (did you mean "tag:gold"?); nothing was done')
 
 
 def test_a_bad_selector_exits_1_with_the_error(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -54,12 +54,35 @@ def names(project: Project, select: list[str], exclude: tuple[str, ...] | list[s
         (["tag:gold", "owner:finance"], [], ["ledger", "orders"]),
         (["tag:gold,owner:sales"], [], ["orders"]),
         ([], ["tag:gold"], ["orders_archive", "vat"]),
-        (["nothing_like_this"], [], []),
-        (["tag:missing"], [], []),
     ],
 )
 def test_selection_grammar(project: Project, select: list[str], exclude: list[str], expected: list[str]) -> None:
     assert names(project, select, exclude) == expected
+
+
+@pytest.mark.parametrize(
+    ("select", "exclude", "message"),
+    [
+        (["order"], [], '--select "order" matches no table (did you mean "orders"?)'),
+        (["nothing_like_this"], [], '--select "nothing_like_this" matches no table;'),
+        (["tag:gld"], [], '--select "tag:gld" matches no table (did you mean "tag:gold"?)'),
+        (["owner:financ"], [], '--select "owner:financ" matches no table (did you mean "owner:finance"?)'),
+        (["path:tables/financ"], [], '--select "path:tables/financ" matches no table'),
+        (["tag:cold,owner:finance"], [], '--select "tag:cold,owner:finance" matches no table (each part '
+                                         "matches some table, but no table matches all of them)"),
+        (["orders", "tag:gld"], [], '--select "tag:gld" matches no table (did you mean "tag:gold"?)'),
+        # A typo in --exclude would let through the very table it meant to leave out.
+        ([], ["orders_archiv"], '--exclude "orders_archiv" matches no table (did you mean "orders_archive"?)'),
+        (["ORDERS"], [], '--select "ORDERS" matches no table (did you mean "orders"?)'),
+    ],
+)
+def test_a_spec_matching_nothing_is_an_error_with_did_you_mean(
+    project: Project, select: list[str], exclude: list[str], message: str
+) -> None:
+    with pytest.raises(SelectionError) as caught:
+        names(project, select, exclude)
+    assert message in str(caught.value)
+    assert "tables in the project: ledger, orders, orders_archive, vat" in str(caught.value)
 
 
 @pytest.mark.parametrize(

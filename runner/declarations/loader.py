@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from runner.declarations import rules, schema
-from runner.declarations.merge import build_table, effective_settings, lookup
+from runner.declarations.merge import SIZE_FIELDS, build_table, effective_settings, lookup
 from runner.declarations.model import Project, Source, SparkSettings, TableDeclaration
 from runner.declarations.paths import PathError, resolve_path
 from runner.declarations.schema import show
@@ -28,9 +28,10 @@ _EXTENSIONS = (".yml", ".yaml")
 @dataclass(frozen=True, slots=True)
 class _ProjectFile:
     doc: Loaded
-    valid: bool  # passed the schema: its defaults may be merged into tables
+    defaults: Loaded | None  # project.yml without what the schema rejected; None if not a mapping
     tables_dir: str
     roots: tuple[str, ...]
+    found: bool = True  # False: project.yml or its tables_dir is unusable, already reported
 
 
 def load_project(project_dir: str | os.PathLike[str]) -> Project:
@@ -104,25 +105,30 @@ def read_yaml(root: str, relative: str) -> Loaded:
 
 
 def _load_project_file(root: str) -> tuple[_ProjectFile, list[Problem]]:
-    """Read and check project.yml; its defaults are merged into tables only if it passed the schema."""
+    """Read and check project.yml; the defaults the schema accepted are merged into the tables."""
     if not os.path.isfile(os.path.join(root, PROJECT_FILE)):
         message = (f"not found in {root}; every project needs a project.yml with at least `name:`. "
                    "To fix this, create it, or pass the right folder with --project-dir")
         doc = Loaded(PROJECT_FILE, None, {})
-        return _ProjectFile(doc, False, DEFAULT_TABLES_DIR, ()), [Problem(PROJECT_FILE, 0, 0, "", message)]
+        project = _ProjectFile(doc, None, DEFAULT_TABLES_DIR, (), found=False)
+        return project, [Problem(PROJECT_FILE, 0, 0, "", message)]
     doc = read_yaml(root, PROJECT_FILE)
     problems = list(doc.problems) + _top_level(doc, "a project (at least `name:`)")
     tables_dir = lookup(doc.data, ("tables_dir",))
     if not isinstance(tables_dir, str) or not tables_dir.strip():
         tables_dir = DEFAULT_TABLES_DIR
     if not isinstance(doc.data, Mapping):
-        return _ProjectFile(doc, False, tables_dir, ()), problems
-    problems += schema.check(doc, schema.PROJECT_SCHEMA)
-    roots = _roots(doc, root, problems)
-    valid = not problems
-    if valid:
-        problems += rules.sizing_problems(effective_settings(None, doc), Source.PROJECT_DEFAULT)
-    return _ProjectFile(doc, valid, tables_dir, roots), problems
+        return _ProjectFile(doc, None, tables_dir, ()), problems
+    shape, defaults = schema.check_and_prune(doc, schema.PROJECT_SCHEMA)
+    problems += shape
+    roots = _roots(defaults, root, problems)
+    # The defaults the schema accepted are checked and merged even when others were rejected,
+    # so one bad line in project.yml neither hides nor fakes problems in the tables.
+    problems += rules.sizing_problems(effective_settings(None, defaults), Source.PROJECT_DEFAULT)
+    if lookup(defaults.data, ("tables_dir",)) != tables_dir and tables_dir != DEFAULT_TABLES_DIR:
+        # The schema refused tables_dir and said why; look in the default folder, quietly.
+        return _ProjectFile(doc, defaults, DEFAULT_TABLES_DIR, roots, found=False), problems
+    return _ProjectFile(doc, defaults, tables_dir, roots), problems
 
 
 def _roots(doc: Loaded, root: str, problems: list[Problem]) -> tuple[str, ...]:
@@ -150,6 +156,8 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem]) -> I
     """Every *.yml/*.yaml under tables_dir (hidden files and folders skipped), sorted."""
     folder = os.path.normpath(os.path.join(root, project.tables_dir))
     if not os.path.isdir(folder):
+        if not project.found:  # one problem is enough: the missing project.yml explains this one
+            return iter(())
         problems.append(project.doc.problem(("tables_dir",), f'folder "{project.tables_dir}" not found in '
                                             f"{root}; create it, or set tables_dir in project.yml"))
         return iter(())
@@ -175,16 +183,21 @@ def _load_table(
     problems += _top_level(doc, "a table (at least `name:` and `path:`)")
     if not isinstance(doc.data, Mapping):
         return None, rules.Located(doc, None, None), problems
-    shape = schema.check(doc, schema.TABLE_SCHEMA)
-    location, path_problems = _location(doc, root)
+    shape, checked = schema.check_and_prune(doc, schema.TABLE_SCHEMA)
+    location, path_problems = _location(checked, root)
     problems += shape + path_problems
     name = _valid_name(doc, shape)
     entry = rules.Located(doc, name, location)
+    # The rules run on what the schema accepted, so a schema error never hides a broken rule.
+    settings = effective_settings(checked, project.defaults)
+    # With project.yml unreadable, what a table inherits is unknown: judge only its own choices.
+    known = project.defaults is not None
+    if known or settings["clean.policy"].source is Source.TABLE:
+        problems += rules.policy_problems(checked, settings)
+    if known or all(settings[f"file_sizing.{key}"].source is Source.TABLE for key in SIZE_FIELDS):
+        problems += rules.sizing_problems(settings, Source.TABLE)
     if shape or location is None:
         return None, entry, problems
-    settings = effective_settings(doc, project.doc if project.valid else None)
-    problems += rules.policy_problems(doc, settings)
-    problems += rules.sizing_problems(settings, Source.TABLE)
     return build_table(doc, settings, location), entry, problems
 
 

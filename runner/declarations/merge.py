@@ -163,7 +163,15 @@ def _table_spec(block: object) -> TableSpec | None:
         return None
     return TableSpec(
         type=TableType(block.get("type", TableType.COPY_ON_WRITE)),
-        record_key=tuple(block.get("record_key", ())),
-        partition_by=tuple(block.get("partition_by", ())),
+        record_key=_fields(block.get("record_key", ())),
+        partition_by=_fields(block.get("partition_by", ())),
         precombine_field=block.get("precombine_field"),
     )
+
+
+def _fields(value: object) -> tuple[str, ...]:
+    """`record_key: id` is shorthand for `record_key: [id]`."""
+    if isinstance(value, str):
+        return (value,)
+    assert isinstance(value, list | tuple)
+    return tuple(str(item) for item in value)

@@ -4,7 +4,9 @@ Two declarations name the same table when their paths resolve to the same locati
 are spelled: `warehouse/orders/`, `./warehouse/x/../orders` and `file:///proj/warehouse/orders` are
 one folder. Local paths (plain or `file:` URIs) become absolute, normalised paths; other URIs keep
 their scheme and bucket and lose redundant slashes, `.` and `..` segments and the trailing slash.
-Normalisation is lexical: symbolic links are not followed, because the folder may not exist yet.
+Resolution is lexical, because the folder may not exist yet; `real_location` then follows the
+symbolic links that do exist, so guards (allowed_roots, overlapping tables) judge where the data
+really is rather than how the path is spelled.
 """
 
 from __future__ import annotations
@@ -35,12 +37,13 @@ def resolve_path(declared: str, project_dir: str) -> str:
         `/abs/warehouse/orders` for local paths; `s3://bucket/warehouse/orders` for URIs.
 
     Raises:
-        PathError: the path is empty, a `file:` URI names another host or a relative path, or a
-            URI has no authority (bucket) or no path.
+        PathError: the path is empty or holds a control character (NUL, a newline, ...), a `file:`
+            URI names another host or a relative path, or a URI has no authority (bucket) or no path.
     """
     text = declared.strip()
     if not text:
         raise PathError("expected a path or URI, got an empty string")
+    _refuse_control_characters(text)
     match = _URI.fullmatch(text)
     if match is None or len(match.group(1)) == 1:  # one letter: a Windows drive, not a scheme
         return _normpath(os.path.join(project_dir, text))
@@ -48,6 +51,20 @@ def resolve_path(declared: str, project_dir: str) -> str:
     if scheme == "file":
         return _file_uri(text, rest)
     return _remote_uri(text, scheme, rest)
+
+
+def _refuse_control_characters(declared: str) -> None:
+    # No file system or object store takes a NUL in a name, and a newline or escape in a path is a
+    # copy-paste accident that would also garble every message that prints the path.
+    for index, char in enumerate(declared):
+        if ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0:
+            raise PathError(f"expected a path without control characters, got {declared!r} "
+                            f"(character {index + 1} is {_control_name(char)}); remove it")
+
+
+def _control_name(char: str) -> str:
+    names = {"\0": "NUL", "\t": "a tab", "\n": "a newline", "\r": "a carriage return", "\x1b": "ESC"}
+    return names.get(char, f"U+{ord(char):04X}")
 
 
 def _file_uri(text: str, rest: str) -> str:
@@ -92,3 +109,17 @@ def is_under(location: str, root: str) -> bool:
     """Whether resolved `location` is `root` itself or inside it (both compared by `location_key`)."""
     path, base = location_key(location), location_key(root)
     return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def is_local(resolved: str) -> bool:
+    """Whether a resolved location is a local path (absolute, as `resolve_path` returns them)."""
+    return resolved.startswith("/")
+
+
+def real_location(resolved: str) -> str:
+    """A resolved location with the symbolic links that exist followed (local paths only).
+
+    Object-store URIs have no links and are returned unchanged. Parts that do not exist yet stay
+    as written, so the answer is the same before and after the table is created.
+    """
+    return os.path.realpath(resolved) if is_local(resolved) else resolved

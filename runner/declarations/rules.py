@@ -5,8 +5,11 @@
 - `small_file_limit` must be below `max_file_size` after merging (0 turns small files off). The
   problem points at the table's own field when it set one, else at the project default, so one bad
   default is reported once rather than once per table.
-- Table names are unique, and no two tables share a location after normalising the path.
-- With `allowed_roots`, every table lies under one of them.
+- Table names are unique, and no two tables share a location or lie one inside the other, after
+  normalising the path and following the symbolic links that exist: the outer table's maintenance
+  would otherwise see the inner table's files.
+- With `allowed_roots`, every table lies under one of them, both as written and where its symbolic
+  links lead.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 
 from runner.declarations.merge import Setting
 from runner.declarations.model import CleanPolicyName, Source
-from runner.declarations.paths import is_under, location_key
+from runner.declarations.paths import is_under, location_key, real_location
 from runner.declarations.sizes import format_size
 from runner.declarations.yaml_io import Loaded
 from runner.errors import Problem
@@ -83,21 +86,79 @@ def duplicate_problems(tables: Sequence[Located]) -> list[Problem]:
             others = _files(group, table)
             problems.append(table.doc.problem(("name",), f'duplicate table name "{name}", also declared in '
                                               f"{others}; table names must be unique"))
-    for location, group in _groups(tables, lambda t: location_key(t.location) if t.location else None).items():
+    for location, group in _groups(tables, _compared).items():
         for table in group:
-            others = ", ".join(f'"{t.name}" ({t.doc.file})' for t in group if t is not table)
+            others = ", ".join(_described(t) for t in group if t is not table)
             problems.append(table.doc.problem(("path",), f"same location as {others}: {location}; "
                                               "each table needs its own path"))
+    return problems + _nesting_problems(tables)
+
+
+def _compared(table: Located) -> str | None:
+    return location_key(real_location(table.location)) if table.location else None
+
+
+def _described(table: Located) -> str:
+    return f'"{table.name}" ({table.doc.file})' if table.name else table.doc.file
+
+
+def _nesting_problems(tables: Sequence[Located]) -> list[Problem]:
+    """Tables whose location lies inside another table's; both files are told."""
+    by_key: dict[str, list[Located]] = defaultdict(list)
+    for table in tables:
+        key = _compared(table)
+        if key is not None:
+            by_key[key].append(table)
+    problems = []
+    for key, inner_group in by_key.items():
+        for outer_key in _ancestors(key):
+            for outer in by_key.get(outer_key, ()):
+                for inner in inner_group:
+                    problems.append(inner.doc.problem(("path",), (
+                        f"{key} lies inside the location of table {_described(outer)}: {outer_key}; "
+                        "the outer table's maintenance would treat this table's files as its own. "
+                        "Move one table so that neither folder contains the other")))
+                    problems.append(outer.doc.problem(("path",), (
+                        f"{outer_key} contains the location of table {_described(inner)}: {key}; "
+                        "the outer table's maintenance would treat that table's files as its own. "
+                        "Move one table so that neither folder contains the other")))
     return problems
+
+
+def _ancestors(key: str) -> list[str]:
+    """Every proper ancestor of a compared location that could itself be a table location."""
+    scheme, sep, rest = key.partition("://")
+    if not sep:
+        scheme, rest = "", key
+    parts = rest.split("/")
+    prefix = f"{scheme}://" if sep else ""
+    # For URIs the first part is the bucket; a bucket itself can be a table location.
+    first = 1 if sep else 2
+    return [prefix + "/".join(parts[:end]) for end in range(first, len(parts))]
 
 
 def root_problems(table: Located, roots: Sequence[str]) -> list[Problem]:
     """The table's location if it lies outside every allowed root (no roots: anything goes)."""
-    if not roots or table.location is None or any(is_under(table.location, root) for root in roots):
+    if not roots or table.location is None:
         return []
+    outside = roots_refusal(table.location, roots)
+    return [] if outside is None else [table.doc.problem(("path",), outside)]
+
+
+def roots_refusal(location: str, roots: Sequence[str]) -> str | None:
+    """Why `location` is outside every allowed root, as written or once its links are followed;
+    None when it is inside one (or no roots are set)."""
+    if not roots:
+        return None
     listed = ", ".join(roots)
-    return [table.doc.problem(("path",), f"resolves to {table.location}, outside the allowed roots "
-                              f"({listed}); fix the path, or add its root to allowed_roots in project.yml")]
+    fix = "fix the path, or add its root to allowed_roots in project.yml"
+    if not any(is_under(location, root) for root in roots):
+        return f"resolves to {location}, outside the allowed roots ({listed}); {fix}"
+    real = real_location(location)
+    if not any(is_under(real, real_location(root)) for root in roots):
+        return (f"resolves to {location}, whose symbolic links lead to {real}, outside the allowed roots "
+                f"({listed}); {fix}")
+    return None
 
 
 def _groups(tables: Iterable[Located], key: Callable[[Located], str | None]) -> dict[str, list[Located]]:

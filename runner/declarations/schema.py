@@ -8,6 +8,7 @@ Rules that need more than one file or the merged defaults live in `rules.py`, no
 
 from __future__ import annotations
 
+import copy
 import difflib
 import functools
 import json
@@ -25,6 +26,8 @@ SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 TABLE_SCHEMA = "table.schema.json"
 PROJECT_SCHEMA = "project.schema.json"
 SIZE_FORMAT = "byte-size"
+POSITIVE_SIZE_FORMAT = "positive-byte-size"
+_SIZE_FORMATS = (SIZE_FORMAT, POSITIVE_SIZE_FORMAT)
 
 _NOUNS = {
     "integer": "an integer",
@@ -37,6 +40,9 @@ _NOUNS = {
 }
 _PATTERN_NOUNS = {
     "^[a-z][a-z0-9_]*$": "a lowercase letter followed by lowercase letters, digits or underscores",
+    "^[^\\u0000-\\u001f\\u007f-\\u009f]*$": "text without control characters (such as NUL, a tab or a newline)",
+    "^[^,]+$": "one field name without commas (Hudi would read it as several fields; write a list such as "
+               "[a, b] instead)",
 }
 
 
@@ -57,6 +63,7 @@ def _validator(name: str) -> Draft202012Validator:
     cls = validators.extend(Draft202012Validator, type_checker=strict_integers)  # type: ignore[no-untyped-call]
     formats = FormatChecker(formats=())
     formats.checks(SIZE_FORMAT, raises=ValueError)(_is_size)
+    formats.checks(POSITIVE_SIZE_FORMAT, raises=ValueError)(_is_positive_size)
     return cls(inline_refs(load_schema(name), name), format_checker=formats)  # type: ignore[no-any-return]
 
 
@@ -92,6 +99,12 @@ def _is_size(value: object) -> bool:
     return True
 
 
+def _is_positive_size(value: object) -> bool:
+    if isinstance(value, str) and parse_size(value) == 0:
+        raise ValueError(f'must be at least 1 byte, got "{value}"')
+    return _is_size(value)
+
+
 def check(doc: Loaded, schema_name: str) -> list[Problem]:
     """Validate `doc.data` against one schema and return every problem, located in `doc`.
 
@@ -99,11 +112,50 @@ def check(doc: Loaded, schema_name: str) -> list[Problem]:
         doc: a loaded file whose top level is a mapping.
         schema_name: `TABLE_SCHEMA` or `PROJECT_SCHEMA`.
     """
+    return check_and_prune(doc, schema_name)[0]
+
+
+def check_and_prune(doc: Loaded, schema_name: str) -> tuple[list[Problem], Loaded]:
+    """`check`, plus the document without the values the schema rejected.
+
+    The pruned document lets the semantic rules run on everything that is well-formed, so a
+    schema error in one field never hides a rule broken by another field of the same file.
+    """
     problems: list[Problem] = []
+    rejected: list[FieldPath] = []
     for error in _validator(schema_name).iter_errors(doc.data):
+        rejected += _rejected_paths(error)
         for path, message in _describe(error):
             problems.append(doc.problem(path, message))
-    return problems
+    return problems, _pruned(doc, rejected)
+
+
+def _rejected_paths(error: ValidationError) -> list[FieldPath]:
+    """The values an error rejects: a missing key rejects nothing, an unknown key only itself."""
+    path: FieldPath = tuple(error.absolute_path)
+    if error.validator == "required":
+        return []
+    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+        allowed = error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {}
+        return [(*path, key) for key in error.instance if key not in allowed]
+    return [path] if path else []
+
+
+def _pruned(doc: Loaded, rejected: Sequence[FieldPath]) -> Loaded:
+    if not rejected:
+        return doc
+    data = copy.deepcopy(doc.data)
+    for path in rejected:
+        # A bad list item takes its whole list with it: the rest is not what the author meant.
+        cut = next((i for i, part in enumerate(path) if isinstance(part, int)), len(path))
+        if cut == 0:
+            continue
+        parent = data
+        for part in path[:cut - 1]:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if isinstance(parent, dict):
+            parent.pop(path[cut - 1], None)
+    return Loaded(doc.file, data, doc.marks, doc.problems)
 
 
 def _describe(error: ValidationError) -> Iterator[tuple[FieldPath, str]]:
@@ -124,11 +176,25 @@ def _describe(error: ValidationError) -> Iterator[tuple[FieldPath, str]]:
         for key in expected:
             if key not in value:
                 yield (*path, key), "is required but missing"
-    elif kind == "pattern" and schema.get("format") != SIZE_FORMAT:
+    elif kind == "pattern" and schema.get("format") not in _SIZE_FORMATS:
         pattern = str(expected)
         yield path, f"expected {_PATTERN_NOUNS.get(pattern, f'text matching {pattern}')}, got {show(value)}"
+    elif kind == "oneOf":
+        yield from _one_of(error, path, value, schema)
     elif kind != "pattern":
         yield path, _simple_message(error)
+
+
+def _one_of(error: ValidationError, path: FieldPath, value: object,
+            schema: Mapping[str, Any]) -> Iterator[tuple[FieldPath, str]]:
+    """No branch matched: explain the branch of the value's own type, else name the types."""
+    specific = [e for e in error.context or () if e.validator != "type"]
+    if specific:
+        for inner in specific:
+            yield from _describe(inner)
+        return
+    kinds = [str(branch.get("type")) for branch in schema.get("oneOf", ()) if isinstance(branch, Mapping)]
+    yield path, f"expected {expected_phrase(kinds, {})}, got {show(value)}"
 
 
 def _simple_message(error: ValidationError) -> str:
@@ -158,7 +224,7 @@ def _type_message(value: object, types: str | Sequence[str], schema: Mapping[str
     if not isinstance(value, Trap):
         return f"expected {expected}, got {show(value)}"
     message = f'expected {expected}, got "{value.text}" ({value.explain()})'
-    is_size = schema.get("format") == SIZE_FORMAT
+    is_size = schema.get("format") in _SIZE_FORMATS
     if "string" in wanted and not is_size:
         return f'{message}; quote it: "{value.text}"'
     fix = value.integer_fix() if "integer" in wanted else None
@@ -169,7 +235,7 @@ def _type_message(value: object, types: str | Sequence[str], schema: Mapping[str
 
 def expected_phrase(types: Sequence[str], schema: Mapping[str, Any]) -> str:
     """Say in words what a schema's `type` accepts: `an integer`, `a string, a number or true/false`."""
-    if schema.get("format") == SIZE_FORMAT:
+    if schema.get("format") in _SIZE_FORMATS:
         return "a size (a number of bytes, or a string like 120MiB)"
     if len(types) == 1:
         return _NOUNS.get(types[0], types[0])

@@ -53,7 +53,7 @@ def parse_size(value: object) -> int:
         raise ValueError(f"expected {_EXPECTED}, got {_show(value)}{_why_not(value)}")
     digits, unit = match.groups()
     if unit and unit not in UNITS:
-        raise ValueError(f'expected {_EXPECTED}, got {_show(value)} (unknown unit "{unit}")')
+        raise ValueError(f'expected {_EXPECTED}, got {_show(value)} (unknown unit "{unit}"{_unit_hint(unit)})')
     return int(digits) * UNITS[unit or "B"]
 
 
@@ -67,6 +67,12 @@ def format_size(size: int) -> str:
         if size and size % factor == 0:
             return f"{size // factor}{unit}"
     return f"{size}B"
+
+
+def _unit_hint(unit: str) -> str:
+    # Units are case-sensitive on purpose, so point at the spelling that was probably meant.
+    same = [known for known in UNITS if known.lower() == unit.lower()]
+    return f'; did you mean "{same[0]}"?' if same else ""
 
 
 def _why_not(text: str) -> str:

@@ -187,7 +187,7 @@ def load_yaml(text: str, file: str) -> Loaded:
     try:
         node = yaml.compose(text, Loader=_Resolver)
     except yaml.MarkedYAMLError as error:
-        return Loaded(file, None, {}, (_syntax_problem(file, error),))
+        return Loaded(file, None, {}, (_tab_problem(file, text, error) or _syntax_problem(file, error),))
     except yaml.reader.ReaderError as error:
         line = text.count("\n", 0, error.position) + 1
         column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
@@ -203,6 +203,20 @@ def load_yaml(text: str, file: str) -> Loaded:
     data = builder.build(node, (), 0)
     builder.marks.setdefault((), _mark(node))
     return Loaded(file, data, builder.marks, tuple(builder.problems))
+
+
+def _tab_problem(file: str, text: str, error: yaml.MarkedYAMLError) -> Problem | None:
+    """YAML forbids tabs for indentation, and PyYAML's wording of it does not mention tabs."""
+    mark = error.problem_mark
+    if mark is None:
+        return None
+    lines = text.splitlines()
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    if "\t" not in line[: mark.column + 1]:
+        return None
+    column = line.index("\t") + 1
+    return Problem(file, mark.line + 1, column, "", "invalid YAML: a tab character; YAML does not allow tabs "
+                   "for indentation, so indent with spaces (and set your editor to insert spaces)")
 
 
 def _syntax_problem(file: str, error: yaml.MarkedYAMLError) -> Problem:

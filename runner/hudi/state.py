@@ -88,8 +88,8 @@ class TableState:
     """A table's metadata plus the committed file groups of its listed partitions.
 
     Args:
-        partitions: every partition (folders holding `.hoodie_partition_metadata`) when
-            `fully_listed`, else only those asked for that exist.
+        partitions: every partition (folders holding `.hoodie_partition_metadata`, never inside a
+            nested table's folder) when `fully_listed`, else only those asked for that exist.
         file_groups: committed slices of every file group there, replaced groups included.
         uncommitted_files: data files (relative paths) of pending or failed writes: never deleted.
         unrecognized_files: files outside partitions or of unknown kinds: ignored, never deleted.

@@ -2,6 +2,11 @@
 
 Rules (Hudi's `AbstractTableFileSystemView` / `HoodieFileGroup`, and hudi-rs agrees on the fixtures):
 - A partition is a folder holding `.hoodie_partition_metadata` (or its `.parquet`/`.orc` form).
+  A folder holding its own `.hoodie` is another table nested inside this one, never a partition,
+  and nothing below it belongs to this table. Hudi's file-system listing
+  (`FileSystemBackedTableMetadata.getPartitionPathWithPathPrefix`) skips only folders named
+  `.hoodie` and would count a nested table's marked folders as partitions; we are stricter, since
+  treating another table's files as ours would delete them.
 - A data file counts only if the instant that wrote it is committed: a completed write, a pending
   compaction (its output slice), or an instant older than the active timeline (archived). Files of
   requested, inflight or failed writes are `uncommitted` and are never planned for deletion.
@@ -45,10 +50,16 @@ def _is_marker(name: str) -> bool:
 
 
 def discover_partitions(storage: Storage) -> ListedFiles:
-    """List the whole table once and find its partitions by their marker files."""
+    """List the whole table once and find its partitions by their marker files.
+
+    Files inside a nested table (a folder below the base path holding its own `.hoodie`) are left
+    out entirely: they are neither partitions nor unrecognised files of this table.
+    """
+    infos = list(storage.walk(""))
+    nested = nested_table_roots(info.path for info in infos)
     by_dir: dict[str, list[FileInfo]] = defaultdict(list)
-    for info in storage.walk(""):
-        if info.path.startswith(".hoodie/") or info.path == ".hoodie":
+    for info in infos:
+        if _is_hoodie_path(info.path) or _inside(info.path, nested):
             continue
         folder, _, _ = info.path.rpartition("/")
         by_dir[folder].append(info)
@@ -56,9 +67,48 @@ def discover_partitions(storage: Storage) -> ListedFiles:
 
 
 def list_partitions(storage: Storage, partitions: Collection[str]) -> ListedFiles:
-    """List only the given partitions (one directory listing each); missing ones are skipped."""
-    by_dir = {p: [f for f in storage.list_dir(p) if not f.is_dir] for p in sorted(set(partitions))}
+    """List only the given partitions (one directory listing each); missing ones are skipped,
+    and so is a folder that is, or lies inside, a nested table's base path."""
+    by_dir: dict[str, list[FileInfo]] = {}
+    is_table: dict[str, bool] = {}
+    for partition in sorted(set(partitions)):
+        if _in_nested_table(storage, partition, is_table):
+            continue
+        by_dir[partition] = [f for f in storage.list_dir(partition) if not f.is_dir]
     return _classify(by_dir)
+
+
+def nested_table_roots(paths: Iterable[str]) -> frozenset[str]:
+    """Folders below the base path (relative, never "") that hold a `.hoodie` folder of their own."""
+    roots = set()
+    for path in paths:
+        parts = path.split("/")
+        for depth, part in enumerate(parts[:-1]):
+            if part == ".hoodie" and depth > 0:
+                roots.add("/".join(parts[:depth]))
+                break
+    return frozenset(roots)
+
+
+def _is_hoodie_path(path: str) -> bool:
+    return path == ".hoodie" or path.startswith(".hoodie/")
+
+
+def _inside(path: str, roots: frozenset[str]) -> bool:
+    parts = path.split("/")
+    return any("/".join(parts[:depth]) in roots for depth in range(1, len(parts)))
+
+
+def _in_nested_table(storage: Storage, partition: str, cache: dict[str, bool]) -> bool:
+    """Whether `partition` or a folder above it (below the base path) holds its own `.hoodie`."""
+    parts = [p for p in partition.split("/") if p]
+    for depth in range(1, len(parts) + 1):
+        folder = "/".join(parts[:depth])
+        if folder not in cache:
+            cache[folder] = storage.stat(f"{folder}/.hoodie") is not None
+        if cache[folder]:
+            return True
+    return False
 
 
 def _classify(by_dir: Mapping[str, list[FileInfo]]) -> ListedFiles:

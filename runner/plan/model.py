@@ -102,6 +102,13 @@ class Requirements:
 
 @dataclass(frozen=True, slots=True)
 class TablePlan:
+    """One table's plan.
+
+    Args:
+        declaration_fingerprint: digest of the declaration the plan was made from; apply refuses
+            the plan when the declaration has changed since (None in plans made without one).
+    """
+
     name: str
     path: str
     status: TableStatus
@@ -111,6 +118,15 @@ class TablePlan:
     sizing: SizingStep | None = None
     metadata_table: str | None = None
     notes: tuple[str, ...] = ()
+    declaration_fingerprint: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanProject:
+    """The project a plan was made in: apply refuses a plan made in another one."""
+
+    name: str
+    directory: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +134,7 @@ class Plan:
     generated_at: str
     now: str
     tables: tuple[TablePlan, ...] = field(default=())
+    project: PlanProject | None = None
 
     @property
     def has_errors(self) -> bool:
@@ -132,6 +149,9 @@ class Plan:
             "format_version": FORMAT_VERSION,
             "generated_at": self.generated_at,
             "now": self.now,
+            "project": None if self.project is None else {
+                "name": self.project.name, "directory": self.project.directory,
+            },
             "tables": [_table_json(t) for t in self.tables],
         }
 
@@ -142,15 +162,25 @@ class Plan:
         if version != FORMAT_VERSION:
             raise PlanError(f"plan format_version: expected {FORMAT_VERSION}, found {version!r}")
         try:
-            return cls(data["generated_at"], data["now"], tuple(_table_from(t) for t in data["tables"]))
+            return cls(data["generated_at"], data["now"], tuple(_table_from(t) for t in data["tables"]),
+                       _project_from(data.get("project")))
         except (KeyError, TypeError, ValueError) as error:
             raise PlanError(f"plan file is malformed: {type(error).__name__}: {error}") from None
+
+
+def _project_from(d: Any) -> PlanProject | None:
+    if d is None:
+        return None
+    if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not isinstance(d.get("directory"), str):
+        raise TypeError(f"project: expected {{name, directory}} strings, found {d!r}")
+    return PlanProject(d["name"], d["directory"])
 
 
 def _table_json(t: TablePlan) -> dict[str, Any]:
     return {
         "name": t.name,
         "path": t.path,
+        "declaration_fingerprint": t.declaration_fingerprint,
         "status": t.status.value,
         "error": t.error,
         "requirements": None if t.requirements is None else {
@@ -200,6 +230,7 @@ def _table_from(d: dict[str, Any]) -> TablePlan:
     return TablePlan(
         name=d["name"],
         path=d["path"],
+        declaration_fingerprint=d.get("declaration_fingerprint"),
         status=TableStatus(d["status"]),
         error=d.get("error"),
         requirements=None if req is None else Requirements(

@@ -81,9 +81,12 @@ def test_json_lists_every_setting_and_source(write_project: WriteProject, capsys
     }
 
 
-def test_an_empty_selection_says_so(write_project: WriteProject, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = ls(capsys, write_project({"tables/orders.yml": ORDERS}), "-s", "nothing")
-    assert (code, out) == (0, "no tables selected\n")
+def test_a_selector_matching_nothing_is_an_error_with_did_you_mean(
+    write_project: WriteProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = ls(capsys, write_project({"tables/orders.yml": ORDERS}), "-s", "order")
+    assert (code, out) == (1, "")
+    assert err.startswith('error: --select "order" matches no table (did you mean "orders"?); nothing was done')
 
 
 def test_invalid_declarations_exit_1_with_every_problem(

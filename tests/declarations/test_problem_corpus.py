@@ -93,7 +93,7 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
     ),
     "zero max file size": (
         {"tables/t.yml": T + "file_sizing:\n  max_file_size: 0MiB\n  small_file_limit: 0\n"},
-        ["tables/t.yml:4:3: file_sizing.max_file_size: must be at least 1 byte, got 0"],
+        ['tables/t.yml:4:3: file_sizing.max_file_size: must be at least 1 byte, got "0MiB"'],
     ),
     "unknown top-level key": (
         {"tables/t.yml": T + "owners: crm\n"},
@@ -123,9 +123,10 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
         ["tables/t.yml:3:1: metadata_table: expected one of keep, disable, got false"],
     ),
     "table block shapes": (
-        {"tables/t.yml": T + "table:\n  type: COW\n  record_key: id\n  partition_by: [a, a]\n"},
+        {"tables/t.yml": T + "table:\n  type: COW\n  record_key: id,ts\n  partition_by: [a, a]\n"},
         ["tables/t.yml:4:3: table.type: expected one of COPY_ON_WRITE, MERGE_ON_READ, got \"COW\"",
-         'tables/t.yml:5:3: table.record_key: expected a list, got "id"',
+         'tables/t.yml:5:3: table.record_key: expected one field name without commas (Hudi would read it as '
+         'several fields; write a list such as [a, b] instead), got "id,ts"',
          'tables/t.yml:6:3: table.partition_by: must not repeat items, got "a" more than once'],
     ),
     "retention field of another policy": (
@@ -179,6 +180,38 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
          "tables/a.yml": "name: a\npath: warehouse2/a\n", "tables/b.yml": "name: b\npath: s3a://lake/prod/b\n"},
         ["tables/a.yml:2:1: path: resolves to {root}/warehouse2/a, outside the allowed roots ({root}/warehouse, "
          "s3://lake/prod); fix the path, or add its root to allowed_roots in project.yml"],
+    ),
+    "a table inside another table's folder": (
+        {"tables/inner.yml": "name: inner\npath: ./warehouse/customers/x/../legacy/\n",
+         "tables/outer.yml": "name: outer\npath: warehouse/customers\n",
+         "tables/s3_inner.yml": "name: s3_inner\npath: s3a://lake/t/sub\n",
+         "tables/s3_outer.yml": "name: s3_outer\npath: s3://lake/t/\n",
+         "tables/apart.yml": "name: apart\npath: warehouse/customers_v2\n"},
+        ['tables/inner.yml:2:1: path: {root}/warehouse/customers/legacy lies inside the location of table "outer" '
+         "(tables/outer.yml): {root}/warehouse/customers; the outer table's maintenance would treat this "
+         "table's files as its own. Move one table so that neither folder contains the other",
+         'tables/outer.yml:2:1: path: {root}/warehouse/customers contains the location of table "inner" '
+         "(tables/inner.yml): {root}/warehouse/customers/legacy; the outer table's maintenance would treat "
+         "that table's files as its own. Move one table so that neither folder contains the other",
+         'tables/s3_inner.yml:2:1: path: s3://lake/t/sub lies inside the location of table "s3_outer" '
+         "(tables/s3_outer.yml): s3://lake/t; the outer table's maintenance would treat this "
+         "table's files as its own. Move one table so that neither folder contains the other",
+         'tables/s3_outer.yml:2:1: path: s3://lake/t contains the location of table "s3_inner" '
+         "(tables/s3_inner.yml): s3://lake/t/sub; the outer table's maintenance would treat "
+         "that table's files as its own. Move one table so that neither folder contains the other"],
+    ),
+    "control characters in paths": (
+        {"project.yml": 'name: test\nallowed_roots: ["ware\\thouse"]\ntables_dir: "tab\\0les"\n',
+         "tables/a.yml": 'name: a\npath: "warehouse/a\\0b"\n',
+         "tables/b.yml": 'name: b\npath: "s3://lake/b\\nc"\n'},
+        ['project.yml:2:17: allowed_roots[0]: expected text without control characters (such as NUL, a tab or '
+         'a newline), got "ware\\thouse"',
+         'project.yml:3:1: tables_dir: expected text without control characters (such as NUL, a tab or '
+         'a newline), got "tab\\u0000les"',
+         'tables/a.yml:2:1: path: expected text without control characters (such as NUL, a tab or a newline), '
+         'got "warehouse/a\\u0000b"',
+         'tables/b.yml:2:1: path: expected text without control characters (such as NUL, a tab or a newline), '
+         'got "s3://lake/b\\nc"'],
     ),
     "bad path URIs": (
         {"project.yml": "name: test\nallowed_roots: ['s3:/lake']\n", "tables/a.yml": "name: a\npath: file://host/a\n"},
@@ -241,6 +274,48 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
          'project.yml:1:1: tables: unknown key (did you mean "tables_dir"?); allowed here: name, tables_dir, '
          "allowed_roots, defaults, spark",
          f'project.yml:4:5: defaults.clean.policy: expected one of {POLICIES}, got "NEVER"'],
+    ),
+    "a schema error does not hide a rule broken in the same file": (
+        {"tables/t.yml": T + "owner: [a]\nclean:\n  file_versions_retained: 2\nfile_sizing:\n"
+                             "  max_file_size: 1MiB\n  small_file_limit: nonsense\n  insert_split_size: 0\n"},
+        ["tables/t.yml:3:1: owner: expected a string, got a list",
+         "tables/t.yml:5:3: clean.file_versions_retained: applies only to policy KEEP_LATEST_FILE_VERSIONS, but "
+         "this table's policy is KEEP_LATEST_COMMITS (Hudi's default); remove it, or set clean.policy: "
+         "KEEP_LATEST_FILE_VERSIONS",
+         "tables/t.yml:7:3: file_sizing.max_file_size: must be greater than small_file_limit (100MiB, Hudi's "
+         "default), got 1MiB; raise it, or lower small_file_limit",
+         f'tables/t.yml:8:3: file_sizing.small_file_limit: {SIZE}, got "nonsense"',
+         "tables/t.yml:9:3: file_sizing.insert_split_size: must be >= 1, got 0"],
+    ),
+    "errors in project.yml neither stop nor fake the table checks": (
+        {"project.yml": "name: test\nfoo: 1\ndefaults:\n  clean:\n    policy: KEEP_LATEST_FILE_VERSIONS\n"
+                        "  file_sizing:\n    max_file_size: 0\n",
+         "tables/ok.yml": "name: ok\npath: warehouse/ok\nclean:\n  file_versions_retained: 2\n",
+         "tables/t.yml": T + "clean:\n  commits_retained: 2\n"},
+        ["project.yml:2:1: foo: unknown key; allowed here: name, tables_dir, allowed_roots, defaults, spark",
+         "project.yml:7:5: defaults.file_sizing.max_file_size: must be >= 1, got 0",
+         "tables/t.yml:4:3: clean.commits_retained: applies only to policy KEEP_LATEST_COMMITS, but this table's "
+         "policy is KEEP_LATEST_FILE_VERSIONS (the project default at project.yml:5:5); remove it, or set "
+         "clean.policy: KEEP_LATEST_COMMITS"],
+    ),
+    "an unreadable project.yml does not fake problems in tables that rely on its defaults": (
+        {"project.yml": "name: test\ndefaults: [\n",
+         "tables/t.yml": T + "clean:\n  file_versions_retained: 2\nfile_sizing:\n  max_file_size: 1MiB\n",
+         "tables/u.yml": "name: u\npath: w/u\nclean:\n  policy: KEEP_LATEST_COMMITS\n  hours_retained: 2\n"},
+        ["project.yml:3:1: invalid YAML: did not find expected node content (while parsing a flow node)",
+         "tables/u.yml:5:3: clean.hours_retained: applies only to policy KEEP_LATEST_BY_HOURS, but this table's "
+         "policy is KEEP_LATEST_COMMITS (set at tables/u.yml:4:3); remove it, or set clean.policy: "
+         "KEEP_LATEST_BY_HOURS"],
+    ),
+    "tabs for indentation": (
+        {"tables/t.yml": T + "clean:\n\tcommits_retained: 3\n"},
+        ["tables/t.yml:4:1: invalid YAML: a tab character; YAML does not allow tabs for indentation, so indent "
+         "with spaces (and set your editor to insert spaces)"],
+    ),
+    "a unit in the wrong case": (
+        {"tables/t.yml": T + "file_sizing:\n  max_file_size: 10 Mib\n"},
+        [f'tables/t.yml:4:3: file_sizing.max_file_size: {SIZE}, got "10 Mib" (unknown unit "Mib"; did you mean '
+         '"MiB"?)'],
     ),
     "missing tables folder": (
         {"project.yml": "name: test\ntables_dir: decls\n"},

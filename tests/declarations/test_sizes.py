@@ -33,7 +33,9 @@ def test_parse_size_accepts_bytes_and_units(value: object, size: int) -> None:
     ("value", "found"),
     [
         ("12 XB", '"12 XB" (unknown unit "XB")'),
-        ("120mib", '"120mib" (unknown unit "mib")'),
+        ("120mib", '"120mib" (unknown unit "mib"; did you mean "MiB"?)'),
+        ("10 Mib", '"10 Mib" (unknown unit "Mib"; did you mean "MiB"?)'),
+        ("10 XB", '"10 XB" (unknown unit "XB")'),
         ("1.5GiB", '"1.5GiB" (use a whole number, for example 1536MiB instead of 1.5GiB)'),
         ("-1MB", '"-1MB" (sizes cannot be negative)'),
         (-5, "-5 (sizes cannot be negative)"),

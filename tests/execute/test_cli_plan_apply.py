@@ -84,7 +84,7 @@ def test_apply_saved_plan_then_plan_is_in_sync(tmp_path, capsys, spark):
     assert oracle_snapshot(root / "table") == before
     code, data = run_json(capsys, "plan", "--project-dir", str(root))
     assert code == 0 and data["tables"][0]["status"] == "in_sync"
-    code, report = run_json(capsys, "apply", "--project-dir", str(root))
+    code, report = run_json(capsys, "apply", "--auto-approve", "--project-dir", str(root))
     assert code == 0 and report["tables"][0]["status"] == "in_sync"
     code, report = run_json(capsys, "apply", "--project-dir", str(root), str(plan_file))  # cron re-runs it
     assert code == 0 and report["tables"][0]["status"] == "in_sync"
@@ -141,7 +141,7 @@ def test_apply_refuses_hand_edited_plans_and_deletes_nothing(edit, tmp_path, cap
 def test_apply_refuses_a_table_with_a_metadata_table(tmp_path, capsys):
     root = project(tmp_path / "p", WITH_MDT)
     before = tree_digest(root / "table")
-    code, report = run_json(capsys, "apply", "--project-dir", str(root))
+    code, report = run_json(capsys, "apply", "--auto-approve", "--project-dir", str(root))
     assert code == 1
     error = report["tables"][0]["error"]
     assert error["type"] == "RefusedError" and "metadata_table: disable" in error["message"]
@@ -152,7 +152,7 @@ def test_apply_refuses_a_table_with_a_metadata_table(tmp_path, capsys):
 def test_apply_disables_the_metadata_table_when_declared(tmp_path, capsys, spark):
     root = project(tmp_path / "p", WITH_MDT, extra="metadata_table: disable\n")
     before = oracle_snapshot(root / "table")[1]
-    code, report = run_json(capsys, "apply", "--project-dir", str(root))
+    code, report = run_json(capsys, "apply", "--auto-approve", "--project-dir", str(root))
     assert code == 0, report
     assert not (root / "table" / ".hoodie" / "metadata").exists()
     meta = read_table_metadata(storage_for(str(root / "table")))
@@ -192,12 +192,12 @@ def test_apply_cleans_resizes_and_converges(tmp_path, capsys, spark):
          for r in oracle_snapshot(root / "table")[1]))
     before = rows()
 
-    code, first = run_json(capsys, "apply", "--project-dir", str(root))
+    code, first = run_json(capsys, "apply", "--auto-approve", "--project-dir", str(root))
     assert code == 0, first
     assert first["tables"][0]["files_rewritten"] == 4
     assert any(n.endswith(".replacecommit") for n in first["tables"][0]["instants_written"])
     assert rows() == before
-    code, second = run_json(capsys, "apply", "--project-dir", str(root))
+    code, second = run_json(capsys, "apply", "--auto-approve", "--project-dir", str(root))
     assert code == 0 and second["tables"][0]["files_deleted"] == 4  # the replaced groups
     code, data = run_json(capsys, "plan", "--project-dir", str(root))
     assert code == 0 and data["tables"][0]["status"] == "in_sync"

@@ -52,7 +52,7 @@ def _apply(project: Path, failpoint: str | None = None) -> subprocess.CompletedP
     if failpoint:
         env["RUNNER_FAILPOINT"] = failpoint
     return subprocess.run(
-        [sys.executable, "-m", "runner", "apply", "--project-dir", str(project)],
+        [sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(project)],
         capture_output=True, text=True, env=env, timeout=300,
     )
 
