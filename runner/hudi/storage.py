@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from stat import S_ISDIR
@@ -334,9 +335,10 @@ class LocalStorage:
             for start in range(0, len(entries), FOLDER_CHUNK)
         ]
         real_root = os.path.realpath(self.root)
+        links = _FolderLinks(by_folder)
 
         def run(chunk: tuple[str, list[tuple[int, str]]]) -> list[tuple[int, bool, str | None]]:
-            return self._delete_in_folder(real_root, *chunk)
+            return self._delete_in_folder(real_root, *chunk, links)
 
         workers = max(1, min(threads, len(chunks)))
         if workers == 1:
@@ -350,7 +352,7 @@ class LocalStorage:
         return [r for r in results if r is not None]
 
     def _delete_in_folder(
-        self, real_root: str, folder: str, entries: list[tuple[int, str]]
+        self, real_root: str, folder: str, entries: list[tuple[int, str]], links: _FolderLinks
     ) -> list[tuple[int, bool, str | None]]:
         full = self._full(folder)
         try:
@@ -364,8 +366,8 @@ class LocalStorage:
             refusal = self._folder_refusal(fd, full, real_root)
             if refusal is not None:
                 return [(index, False, refusal) for index, _ in entries]
-            links = _symlink_names(fd)
-            return [self._unlink_at(fd, full, real_root, index, name, name in links) for index, name in entries]
+            linked = links.of(folder, fd)
+            return [self._unlink_at(fd, full, real_root, index, name, name in linked) for index, name in entries]
         finally:
             os.close(fd)
 
@@ -453,6 +455,22 @@ class LocalStorage:
         except OSError as e:
             raise _os_error("create the folder", parent, e) from e
         return parent
+
+
+class _FolderLinks:
+    """The symlinks in each folder of one `delete_many`, listed once per folder however many pool
+    tasks share it (listing a huge folder once per chunk would make the work quadratic)."""
+
+    def __init__(self, folders: Iterable[str]) -> None:
+        self._locks = {folder: threading.Lock() for folder in folders}
+        self._found: dict[str, frozenset[str]] = {}
+
+    def of(self, folder: str, fd: int) -> frozenset[str]:
+        with self._locks[folder]:
+            found = self._found.get(folder)
+            if found is None:
+                found = self._found[folder] = _symlink_names(fd)
+            return found
 
 
 def _symlink_names(fd: int) -> frozenset[str]:

@@ -84,6 +84,30 @@ def test_local_many_folders_and_large_folders_on_the_pool(tmp_path: Path, monkey
     assert left == sorted(set(names) - set(doomed))
 
 
+def test_local_each_folder_is_listed_once_however_many_chunks_share_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage_module, "FOLDER_CHUNK", 5)
+    listed: list[int] = []
+    real_listing = storage_module._symlink_names
+
+    def counting(fd: int) -> frozenset[str]:
+        listed.append(fd)
+        return real_listing(fd)
+
+    monkeypatch.setattr(storage_module, "_symlink_names", counting)
+    root = tmp_path / "t"
+    names = [f"p={p}/f{i:02d}.parquet" for p in range(3) for i in range(30)]
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"x")
+
+    results = LocalStorage(str(root)).delete_many(names, threads=4)
+
+    assert all(r.deleted for r in results) and not list(root.rglob("*.parquet"))
+    assert len(listed) == 3  # 18 chunks of 5 files, 3 folders
+
+
 def test_local_a_folder_that_links_out_of_the_root_is_refused_whole(tmp_path: Path) -> None:
     root, outside = tmp_path / "t", tmp_path / "outside"
     outside.mkdir()
