@@ -63,7 +63,7 @@ from pathlib import Path
 
 from _common import fresh_copy, markdown_table, median, remove_tree, timed
 
-from runner.commands.apply import _spark_deleter  # exactly the deleter `runner apply` builds
+from runner.execute.deleter import Deleter  # `runner apply` adds only a progress bar around its choice
 from runner.execute.spark import delete_files
 from runner.declarations.model import (
     CleanPolicy,
@@ -178,7 +178,7 @@ def unlink_threads(paths: list[str], threads: int) -> None:
 def runner_in_process(decl: TableDeclaration, project: Project, job_seconds: list[float]) -> TableResult:
     """`apply_table` as `runner apply` calls it, with its deletes timed on their own."""
     def factory() -> Callable[[Storage, list[str]], list[DeleteOutcome]]:
-        deleter = _spark_deleter(project)
+        deleter = Deleter(project.spark)
 
         def delete(storage: Storage, paths: list[str]) -> list[DeleteOutcome]:
             seconds, outcomes = timed(lambda: deleter(storage, paths))

@@ -21,21 +21,32 @@ import time
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from runner.commands._common import guarded_location, parse_now, plan_project, selected
+from runner.commands._common import guarded_location, human_bytes, parse_now, plan_project, selected
 from runner.commands.plan import build_plan
-from runner.commands.render import render_plan
+from runner.commands.render import count, plan_table_view, render_plan
 from runner.commands.report import RunReport, render_report
 from runner.commands.result import CommandResult, ExitCode
+from runner.commands.terminal import Activity, emit, jvm_output_to
 from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
 from runner.errors import PlanError, RunnerError
 from runner.execute.apply import TableResult, apply_table
-from runner.execute.deleter import Deleter
+from runner.execute.clean import DeleteOutcome
+from runner.execute.deleter import choose_engine
+from runner.execute.spark import get_spark
+from runner.hudi.storage import Storage
 from runner.plan.model import Plan, TablePlan, TableStatus
 from runner.selection import did_you_mean
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 CONFIRMATION = "yes"
+SPARK_LOG = Path("target") / "spark.log"
+RUN_RESULTS = Path("target") / "run_results.json"
+DELETE_CHUNK = 5_000
 
 
 def run(args: argparse.Namespace) -> CommandResult:
@@ -54,16 +65,25 @@ def run(args: argparse.Namespace) -> CommandResult:
                                  {"cancelled": True, "tables": []})
     now = parse_now(saved.now if saved else args.now)
     report = RunReport.start(project)
-    for index, decl in enumerate(tables, start=1):
-        planned = _planned_for(saved, decl)
-        if saved is not None and planned is None:
-            continue
-        _progress(f"[{index}/{len(tables)}] applying {decl.name} ...")
-        report.tables.append(_apply_one(project, decl, planned, now))
+    spark_log = None if args.debug else str(Path(project.directory) / SPARK_LOG)
+    with Activity() as activity:
+        for index, decl in enumerate(tables, start=1):
+            planned = _planned_for(saved, decl)
+            if saved is not None and planned is None:
+                continue
+            activity.step(f"[{index}/{len(tables)}] {decl.name}: reading the timeline, listing files, planning")
+            jobs = _SparkJobs(project, decl.name, activity, spark_log,
+                              rewrites=decl.file_sizing.small_file_limit > 0)
+            result = _apply_one(project, decl, planned, now, jobs)
+            activity.done(_result_line(result))
+            report.tables.append(result)
     report.finish()
-    report.write(Path(project.directory) / "target" / "run_results.json")
+    results = Path(project.directory) / RUN_RESULTS
+    report.write(results)
     failed = any(t.status == "error" for t in report.tables)
-    return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, render_report(report), report.to_json())
+    # With --project-dir the user is elsewhere: a path relative to the project would mislead.
+    shown = str(RUN_RESULTS) if args.project_dir in (".", "") else str(results)
+    return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, render_report(report, shown), report.to_json())
 
 
 def _refuse_swallowed_plan_file(args: argparse.Namespace) -> None:
@@ -95,7 +115,8 @@ def _confirmed_plan(args: argparse.Namespace, project: Project,
             "(for scheduled runs).",
         )
     plan = build_plan(project, tables, now=parse_now(args.now))
-    print(render_plan(plan, project.name), flush=True)
+    emit(render_plan(plan, project.name), pretty=lambda: plan_table_view(plan))  # coloured on a terminal
+    sys.stdout.flush()
     if not plan.has_changes:
         return plan  # nothing to confirm; apply reports every table in sync
     print(f"\nDo you want to perform these actions? Only '{CONFIRMATION}' will be accepted.\n"
@@ -166,7 +187,8 @@ def _listed(names: list[str]) -> str:
     return f"table {quoted}" if len(names) == 1 else f"tables {quoted}"
 
 
-def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime) -> TableResult:
+def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime,
+               jobs: _SparkJobs) -> TableResult:
     started = time.monotonic()
     if planned is not None and planned.status is TableStatus.ERROR:
         message = (planned.error or {}).get("message", "")
@@ -177,21 +199,89 @@ def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | No
         real = replace(decl, path=guarded_location(project, decl))
         result = apply_table(
             real, planned, now=now, spark_settings=project.spark,
-            deleter_factory=lambda: _spark_deleter(project),
+            deleter_factory=jobs.deleter,
         )
         result.path = decl.path
     except RunnerError as error:
         result = TableResult(decl.name, decl.path, status="error",
                              error={"type": error.kind, "message": str(error)})
     result.duration_s = round(time.monotonic() - started, 3)
-    _progress(f"    {decl.name}: {result.status}, {result.files_deleted} files deleted, "
-              f"{result.files_rewritten} rewritten, {result.duration_s:.1f}s")
     return result
 
 
-def _spark_deleter(project: Project) -> Deleter:
-    # Threads or Spark by the job's size and the master; the JVM starts only if Spark is chosen.
-    return Deleter(project.spark)
+def _result_line(result: TableResult) -> str:
+    if result.status == "error":
+        return f"! {result.name}: failed after {result.duration_s:.1f}s"
+    if result.status == "in_sync":
+        return f"= {result.name}: in sync"
+    return (f"~ {result.name}: {count(result.files_deleted, 'file')} deleted ({human_bytes(result.bytes_deleted)}), "
+            f"{count(result.files_rewritten, 'file')} rewritten, {result.duration_s:.1f}s")
+
+
+class _SparkJobs:
+    """Starts Spark when a table needs it, quietly unless --debug, and deletes with progress.
+
+    Deletes run where `runner.execute.deleter.choose_engine` says: on the runner's thread pool for
+    a local master (no JVM for a clean), as Spark jobs on a cluster or past its size bound. Spark
+    starts up front, under its own progress step (start-up is the longest silent wait of a run),
+    when the table has changes and either its deletes run on Spark or it declares file sizing (a
+    rewrite may follow); otherwise a run never starts it. Its WARN and log4j output goes to
+    `target/spark.log` instead of the terminal unless --debug.
+    """
+
+    def __init__(self, project: Project, table: str, activity: Activity, spark_log: str | None, *,
+                 rewrites: bool = True) -> None:
+        self.project, self.table, self.activity, self.spark_log = project, table, activity, spark_log
+        self.rewrites = rewrites
+
+    def deleter(self) -> _TableDeleter:
+        if self.rewrites:
+            self._start_spark()
+        self.activity.step(f"{self.table}: applying (timeline, deletes, rewrites)")
+        return _TableDeleter(self)
+
+    def _start_spark(self) -> SparkSession:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active
+        self.activity.step(f"starting Spark ({self.project.spark.master})")
+        started = time.monotonic()
+        with jvm_output_to(self.spark_log):
+            spark = get_spark(self.project.spark)
+        where = f"; its log: {self.spark_log}" if self.spark_log else ""
+        self.activity.done(f"  started Spark in {time.monotonic() - started:.1f}s{where}")
+        return spark
+
+
+class _TableDeleter:
+    """One table's deleter: the engine `choose_engine` picks, with a progress bar; `notes` says
+    which engine ran (apply copies it into the run report)."""
+
+    def __init__(self, jobs: _SparkJobs) -> None:
+        self.jobs = jobs
+        self.notes: list[str] = []
+
+    def __call__(self, storage: Storage, paths: list[str]) -> list[DeleteOutcome]:
+        from runner.execute.spark import delete_files
+
+        jobs = self.jobs
+        choice = choose_engine(len(paths), jobs.project.spark.master)
+        self.notes.append(choice.describe())
+        spark = jobs._start_spark() if choice.engine == "spark" else None
+        jobs.activity.count(f"{jobs.table}: deleting {count(len(paths), 'file')}", len(paths))
+        outcomes: list[DeleteOutcome] = []
+        # Large deletes run in a few rounds rather than one, so the bar moves; each Spark round
+        # still spreads its files over FILES_PER_TASK-sized tasks.
+        chunk = max(DELETE_CHUNK, -(-len(paths) // 10))
+        for start in range(0, len(paths), chunk):
+            part = paths[start:start + chunk]
+            results = storage.delete_many(part) if spark is None else delete_files(spark, storage, part)
+            outcomes += [DeleteOutcome(r.path, r.deleted, r.error) for r in results]
+            jobs.activity.advance(len(part))
+        jobs.activity.step(f"{jobs.table}: recording the clean, then rewriting small files if planned")
+        return outcomes
 
 
 def _load_plan(path: str) -> Plan:
@@ -207,7 +297,3 @@ def _planned_for(saved: Plan | None, decl: TableDeclaration) -> TablePlan | None
         return None
     return next((t for t in saved.tables if t.name == decl.name), None)
 
-
-def _progress(message: str) -> None:
-    if sys.stderr.isatty():
-        print(message, file=sys.stderr, flush=True)
