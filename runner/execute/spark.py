@@ -30,13 +30,12 @@ __all__ = ["DeleteResult", "delete_files", "get_spark", "run_tasks"]
 
 def get_spark(settings: SparkSettings) -> SparkSession:
     """The active session if there is one (tests share one), else a new one from the settings."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    _point_workers_at_this_interpreter(settings.master)
     builder = (
         SparkSession.builder.appName("hudi-runner")
         .master(settings.master)
@@ -48,6 +47,21 @@ def get_spark(settings: SparkSettings) -> SparkSession:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _point_workers_at_this_interpreter(master: str) -> None:
+    """Make the new session's Python workers run an interpreter that can import the runner.
+
+    PySpark reads `PYSPARK_PYTHON` once, when the context starts, and falls back to `python3` from
+    PATH, which outside an activated virtualenv cannot import the runner. On a local master the
+    workers run on this host, so this interpreter is right whatever the environment says; on a
+    cluster an explicit `PYSPARK_PYTHON` (the executors' interpreter) is respected.
+    """
+    if master.startswith("local"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 def run_tasks(spark: SparkSession, items: Sequence[T], task: Callable[[Iterable[T]], Iterator[R]],

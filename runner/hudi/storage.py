@@ -8,8 +8,14 @@ segments are refused everywhere, and `LocalStorage` also refuses to mutate anyth
 out of the root.
 
 `write_new` is the timeline's atomicity rule: an instant file is created once, and a second creator
-must fail (`AlreadyExists`) instead of replacing it. Storage objects are picklable so Spark tasks can
-receive one and delete files in parallel.
+must fail (`AlreadyExists`) instead of replacing it. `replace_if` and `delete_if` are compare-and-swap
+operations for the runner's lock file: they act only if the file still holds exactly the bytes the
+caller last saw, so a lock holder can never overwrite or remove a lock someone else took over.
+Storage objects are picklable so Spark tasks can receive one and delete files in parallel.
+
+Write fences: while a process holds a table's lock, `fence` registers a check that every mutating
+call on that table (`write_new`, `overwrite`, `delete`, `delete_tree`) runs first, in any thread of
+the process. The lock uses it to stop all writing the moment it finds it has lost the lock.
 
 `delete_many` is the bulk path the cleaner uses: it reports one `DeleteResult` per path instead of
 raising, so one bad file never hides what happened to the others. Locally it proves each folder
@@ -19,6 +25,8 @@ safe once and unlinks on a thread pool; on S3 it sends batched DeleteObjects req
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import functools
 import os
 import threading
 import uuid
@@ -118,6 +126,18 @@ class Storage(Protocol):
         """Create or replace `path` so readers see either the old or the new content, never a mix."""
         ...
 
+    def replace_if(self, path: str, expected: bytes, data: bytes) -> bool:
+        """Replace `path` with `data` only if it exists and holds exactly `expected`; True if replaced.
+
+        Atomic against other `replace_if`/`delete_if` calls on the same file: of two callers that
+        saw the same `expected`, at most one succeeds.
+        """
+        ...
+
+    def delete_if(self, path: str, expected: bytes) -> bool:
+        """Delete `path` only if it holds exactly `expected`; True if deleted (atomic as `replace_if`)."""
+        ...
+
     def delete(self, path: str) -> bool:
         """Delete one file: True if it was deleted, False if it was already gone."""
         ...
@@ -133,6 +153,51 @@ class Storage(Protocol):
     def delete_tree(self, path: str) -> int:
         """Delete `path` and everything below it; returns the number of files removed."""
         ...
+
+
+_fences: dict[str, Callable[[], None]] = {}
+_fences_guard = threading.Lock()
+
+
+@functools.lru_cache(maxsize=256)
+def fence_key(uri: str) -> str:
+    """One key per table root however it is spelled (`s3a://` or `s3://`, a symlinked local path).
+
+    Cached: it runs before every delete of a clean while the lock is held.
+    """
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return os.path.realpath(uri)
+    return f"{'s3' if scheme.lower() == 's3a' else scheme.lower()}://{rest.rstrip('/')}"
+
+
+@contextlib.contextmanager
+def fence(uri: str, check: Callable[[], None]) -> Iterator[None]:
+    """Run `check` before every mutation of the table rooted at `uri`, in this process, until exit.
+
+    `check` raises to forbid the write. Only one fence per table root: a second is a programming
+    error (one process holds a table's lock once).
+    """
+    key = fence_key(uri)
+    with _fences_guard:
+        if key in _fences:
+            raise RuntimeError(f"a write fence is already registered for {uri}")
+        _fences[key] = check
+    try:
+        yield
+    finally:
+        with _fences_guard:
+            _fences.pop(key, None)
+
+
+def check_fence(uri: str) -> None:
+    """Run the fence registered for the table at `uri`, if any (see `fence`)."""
+    if not _fences:
+        return  # the common case, and always so in Spark executors: no lookup cost per file
+    with _fences_guard:
+        check = _fences.get(fence_key(uri))
+    if check is not None:
+        check()
 
 
 def normalize(path: str) -> str:
@@ -273,6 +338,7 @@ class LocalStorage:
         would later read as complete. (Opening the final name with `O_EXCL` would be just as
         exclusive but could leave such a truncated file behind.)
         """
+        check_fence(self.root)
         full = self._checked(path, "create")
         parent = self._make_parents(full)
         temp = _write_temp(parent, os.path.basename(full), data)
@@ -288,17 +354,38 @@ class LocalStorage:
 
     def overwrite(self, path: str, data: bytes) -> None:
         """Replace the file atomically (temp file + rename), so a crash leaves the old or new content."""
+        check_fence(self.root)
         full = self._checked(path, "overwrite")
         parent = self._make_parents(full)
-        temp = _write_temp(parent, os.path.basename(full), data)
-        try:
-            os.replace(temp, full)
-        except OSError as e:
-            _remove_quietly(temp)
-            raise _os_error("overwrite", full, e) from e
-        _fsync_dir(parent)
+        self._replace(full, parent, data)
+
+    def replace_if(self, path: str, expected: bytes, data: bytes) -> bool:
+        """Compare and replace under an exclusive `flock` of the file's folder.
+
+        Every `replace_if` and `delete_if` in that folder takes the same lock, so the read, the
+        comparison and the atomic rename happen with no rival in between, across processes.
+        """
+        full = self._checked(path, "overwrite")
+        parent = os.path.dirname(full)
+        with _folder_lock(parent) as locked:
+            if not locked or _read_or_none(full) != expected:
+                return False
+            self._replace(full, parent, data)
+        return True
+
+    def delete_if(self, path: str, expected: bytes) -> bool:
+        full = self._checked(path, "delete")
+        with _folder_lock(os.path.dirname(full)) as locked:
+            if not locked or _read_or_none(full) != expected:
+                return False
+            try:
+                os.unlink(full)
+            except OSError as e:
+                raise _os_error("delete", full, e) from e
+        return True
 
     def delete(self, path: str) -> bool:
+        check_fence(self.root)
         full = self._checked(path, "delete")
         try:
             os.unlink(full)  # removes a symlink itself, never its target
@@ -408,6 +495,7 @@ class LocalStorage:
         Symlinks inside the tree are removed as links, never followed. If any of them points outside
         the root the whole call is refused before anything is deleted.
         """
+        check_fence(self.root)
         full = self._checked(path, "delete")
         if os.path.islink(full) or not os.path.isdir(full):
             return int(self.delete(path))
@@ -447,6 +535,15 @@ class LocalStorage:
                 link = os.path.join(dirpath, name)
                 if os.path.islink(link):
                     self._refuse_outside(link, real_root, "delete", link)
+
+    def _replace(self, full: str, parent: str, data: bytes) -> None:
+        temp = _write_temp(parent, os.path.basename(full), data)
+        try:
+            os.replace(temp, full)
+        except OSError as e:
+            _remove_quietly(temp)
+            raise _os_error("overwrite", full, e) from e
+        _fsync_dir(parent)
 
     def _make_parents(self, full: str) -> str:
         parent = os.path.dirname(full)
@@ -495,6 +592,37 @@ def _write_temp(directory: str, name: str, data: bytes) -> str:
         _remove_quietly(temp)
         raise _os_error("write", temp, e) from e
     return temp
+
+
+@contextlib.contextmanager
+def _folder_lock(directory: str) -> Iterator[bool]:
+    """Hold an exclusive `flock` on a folder; yields False (nothing to lock) if it does not exist.
+
+    The lock is per open file description, so two threads of one process exclude each other too,
+    and it is released when the descriptor closes, even if the process dies.
+    """
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        yield False
+        return
+    except OSError as e:
+        raise _os_error("open the folder", directory, e) from e
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield True
+    finally:
+        os.close(fd)
+
+
+def _read_or_none(full: str) -> bytes | None:
+    try:
+        with open(full, "rb") as f:
+            return f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        raise _os_error("read", full, e) from e
 
 
 def _fsync_dir(directory: str) -> None:
