@@ -405,6 +405,7 @@ class LocalStorage:
         which, without extra system calls) are refused if they point out of the root, as `delete`
         does.
         """
+        check_fence(self.root)
         results: list[DeleteResult | None] = [None] * len(paths)
         by_folder: dict[str, list[tuple[int, str]]] = {}
         for index, path in enumerate(paths):

@@ -257,6 +257,7 @@ class ObjectStorage:
 
     def delete_many(self, paths: Sequence[str], *, threads: int = DEFAULT_DELETE_THREADS) -> list[DeleteResult]:
         """Delete objects with batched DeleteObjects requests; one result per path, in order."""
+        check_fence(self.uri)
         results: list[DeleteResult | None] = [None] * len(paths)
         keyed: list[tuple[int, str]] = []
         for index, path in enumerate(paths):
