@@ -16,12 +16,18 @@ S3 has no directories and no rename; the semantics of `Storage` map onto it as f
 - Deleting the last object under a prefix makes pyarrow leave an empty `prefix/` marker object, as
   Hadoop's S3A does, so the "directory" keeps existing. Markers are listed as directories and
   never returned by `walk`.
+- `delete_many` goes through boto3 rather than pyarrow: pyarrow has no bulk delete of named keys.
+  It sends DeleteObjects requests of up to 1,000 keys (S3's limit) in quiet mode, a few at a time,
+  and never asks first whether a key exists: deleting a missing key succeeds, and it is already
+  gone. S3 reports failures per key (`Errors`), and so does `delete_many`.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,8 +35,20 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 
 from runner.errors import StorageError
-from runner.hudi.storage import AlreadyExists, FileInfo, check_fence, child, normalize, refuse_root
+from runner.errors import RefusedError
+from runner.hudi.storage import (
+    DEFAULT_DELETE_THREADS,
+    AlreadyExists,
+    DeleteResult,
+    FileInfo,
+    check_fence,
+    child,
+    normalize,
+    refuse_root,
+)
 
+# S3's DeleteObjects accepts at most 1,000 keys per request.
+MAX_KEYS_PER_DELETE = 1000
 # S3's answers to a conditional request that lost: the condition failed, or a rival conditional
 # write on the same key was in progress.
 _LOST_CONDITION = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
@@ -92,6 +110,10 @@ class S3Options:
                 if found:
                     given[key] = found
         return cls(**given)
+
+    def boto3_client(self) -> Any:
+        """A boto3 S3 client for these settings (shared: boto3 clients are thread-safe)."""
+        return _boto3_client(self)
 
     def filesystem(self) -> pafs.S3FileSystem:
         """A pyarrow S3 file system for these settings."""
@@ -233,6 +255,42 @@ class ObjectStorage:
             raise self._error("delete", rel, e) from e
         return count
 
+    def delete_many(self, paths: Sequence[str], *, threads: int = DEFAULT_DELETE_THREADS) -> list[DeleteResult]:
+        """Delete objects with batched DeleteObjects requests; one result per path, in order."""
+        check_fence(self.uri)
+        results: list[DeleteResult | None] = [None] * len(paths)
+        keyed: list[tuple[int, str]] = []
+        for index, path in enumerate(paths):
+            try:
+                rel = normalize(path)
+                refuse_root(rel, "delete", self.uri)
+            except RefusedError as error:
+                results[index] = DeleteResult(path, False, error.message)
+                continue
+            keyed.append((index, self._object_key(rel)))
+        batches = [keyed[i:i + MAX_KEYS_PER_DELETE] for i in range(0, len(keyed), MAX_KEYS_PER_DELETE)]
+        client = self.options.boto3_client()
+        workers = max(1, min(threads, len(batches)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="s3-delete") as pool:
+            for outcomes in pool.map(lambda batch: self._delete_batch(client, batch), batches):
+                for index, error in outcomes:
+                    results[index] = DeleteResult(paths[index], error is None, error)
+        return [r for r in results if r is not None]
+
+    def _delete_batch(self, client: Any, batch: list[tuple[int, str]]) -> list[tuple[int, str | None]]:
+        """One DeleteObjects request; quiet mode, so the answer lists only the keys that failed."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            answer = client.delete_objects(
+                Bucket=self.bucket,
+                Delete={"Objects": [{"Key": key} for _, key in batch], "Quiet": True},
+            )
+        except (BotoCoreError, ClientError) as error:
+            reason = f"the DeleteObjects request failed: {error}"
+            return [(index, f"Cannot delete s3://{self.bucket}/{key}: {reason}") for index, key in batch]
+        return batch_outcomes(self.bucket, batch, answer)
+
     def _client(self) -> Any:
         if not self._boto:
             self._boto.append(self.options.client())
@@ -307,6 +365,41 @@ class ObjectStorage:
 
     def _error(self, action: str, rel: str, error: Exception) -> StorageError:
         return StorageError(f"Cannot {action} {self._location(rel)}: {error}")
+
+
+def batch_outcomes(bucket: str, batch: list[tuple[int, str]], answer: Mapping[str, Any]) -> list[tuple[int, str | None]]:
+    """Per key of a quiet DeleteObjects request: None if deleted, else the store's reason.
+
+    Quiet mode lists only failures (`Errors`: `Key`, `Code`, `Message`); every other key was deleted.
+    """
+    failed = {
+        str(e.get("Key", "")): f"{e.get('Code', 'Error')}: {e.get('Message', 'no message')}"
+        for e in answer.get("Errors", ())
+    }
+    return [
+        (index, f"Cannot delete s3://{bucket}/{key}: {failed[key]}" if key in failed else None)
+        for index, key in batch
+    ]
+
+
+@functools.lru_cache(maxsize=16)
+def _boto3_client(options: S3Options) -> Any:
+    # Creating a client costs about 0.1 s; one per distinct setting serves every thread and table.
+    import boto3
+    from botocore.config import Config
+
+    endpoint = options.endpoint_override
+    if endpoint and "://" not in endpoint:
+        endpoint = f"{options.scheme or 'https'}://{endpoint}"
+    session = boto3.session.Session(
+        aws_access_key_id=options.access_key,
+        aws_secret_access_key=options.secret_key,
+        aws_session_token=options.session_token,
+        region_name=options.region,
+    )
+    # One connection per pool thread, so parallel batches never wait for a free connection.
+    config = Config(max_pool_connections=max(10, DEFAULT_DELETE_THREADS), retries={"mode": "standard"})
+    return session.client("s3", endpoint_url=endpoint, config=config)
 
 
 def _error_code(error: Exception) -> str | None:

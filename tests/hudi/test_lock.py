@@ -279,7 +279,8 @@ def test_a_holder_whose_lock_was_taken_stops_before_its_next_write(
     assert "held by intruder" in str(lock.lost) or "was deleted" in str(lock.lost)
     for write in (lambda: storage.write_new("data/after.parquet", b"2"),
                   lambda: storage.overwrite("data/before.parquet", b"3"),
-                  lambda: storage.delete("data/before.parquet")):
+                  lambda: storage.delete("data/before.parquet"),
+                  lambda: storage.delete_many(["data/before.parquet"])):
         with pytest.raises(LockError, match="lost the lock .* It stopped before writing anything more"):
             write()
     assert storage.stat("data/after.parquet") is None
