@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from runner.hudi.mdt import records as rec
 from runner.hudi.mdt.actions import clean_commit, unsupported_partitions
-from runner.hudi.mdt.keys import bloom_filter_key, column_stats_key, java_string_hash, shard, xxh64
+from runner.hudi.mdt.keys import bloom_filter_key, column_stats_key, java_string_hash, shard, shards, xxh64
 from runner.hudi.mdt.reader import read_files_listing
 from runner.hudi.metadata import CleanMetadata, CleanPartitionMetadata
 from runner.hudi.state import read_table_metadata
@@ -66,3 +69,13 @@ def test_hashes_match_reference_values() -> None:
     assert java_string_hash("hello") == 99162322
     assert java_string_hash("polygenelubricants") == -(1 << 31)  # Java's Integer.MIN_VALUE case
     assert 0 <= shard("TXN-001", 10) < 10
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=60), max_size=20), st.integers(min_value=1, max_value=40))
+def test_bulk_shards_equal_the_one_key_shard(texts: list[str], groups: int) -> None:
+    # The bulk path splits keys at the column/partition head and caches each part; it must agree
+    # with the reference fold for every key, including non-ASCII ones (UTF-16 surrogates) and the
+    # hash Integer.MIN_VALUE, whose Math.abs stays negative in Java.
+    texts += ["polygenelubricants", "x" * 24 + "polygenelubricants", column_stats_key("c", "p=1", "f.parquet")]
+    assert shards(texts, groups) == [shard(t, groups) for t in texts]

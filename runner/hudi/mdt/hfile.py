@@ -16,10 +16,13 @@ and the fixture tables (see README.md in this package).
 
 from __future__ import annotations
 
+import operator
 import struct
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
+from operator import itemgetter
 
 from runner.errors import CorruptMetadataError
 
@@ -193,11 +196,12 @@ def write_hfile(
     _check_sorted(cells)
     out = bytearray()
     index: list[tuple[int, int, bytes]] = []
-    encoded = [_cell(row, value) for row, value in cells]
-    for first, last in _chunks(encoded, block_size):
+    data_size = 0
+    for first, last, payload in _data_blocks(cells, block_size):
         start = len(out)
-        out += _block(DATA_MAGIC, b"".join(encoded[first:last]), checksum_type)
+        out += _block(DATA_MAGIC, payload, checksum_type)
         index.append((start, len(out) - start, cells[first][0]))
+        data_size += len(payload)
     last_data_offset = index[-1][0] if index else 0
     index_offset = len(out)
     out += _block(ROOT_INDEX_MAGIC, b"".join(_index_entry(*entry) for entry in index), checksum_type)
@@ -206,7 +210,7 @@ def write_hfile(
     out += _block(FILE_INFO_MAGIC, _file_info_payload(file_info), checksum_type)
     trailer = _proto([
         (1, info_offset), (2, index_offset),
-        (3, sum(map(len, encoded))),
+        (3, data_size),
         (5, len(index)), (6, 0), (7, len(cells)), (8, 1), (9, 0), (10, last_data_offset),
         (11, COMPARATOR.encode()), (12, CODEC_GZ),
     ])
@@ -221,8 +225,8 @@ def standard_file_info(cells: Sequence[tuple[bytes, bytes]], *, created_ms: int)
     last = cells[-1][0] if cells else b""
     return [
         (b"hfile.LASTKEY", struct.pack(">H", len(last)) + last),
-        (b"hfile.AVG_VALUE_LEN", struct.pack(">i", sum(len(v) for _, v in cells) // count)),
-        (b"hfile.AVG_KEY_LEN", struct.pack(">i", sum(len(r) for r, _ in cells) // count)),
+        (b"hfile.AVG_VALUE_LEN", struct.pack(">i", sum(map(len, map(itemgetter(1), cells))) // count)),
+        (b"hfile.AVG_KEY_LEN", struct.pack(">i", sum(map(len, map(itemgetter(0), cells))) // count)),
         (b"KEY_VALUE_VERSION", struct.pack(">i", 1)),
         (b"MAX_MEMSTORE_TS_KEY", struct.pack(">q", 0)),
         (b"hfile.CREATE_TIME_TS", struct.pack(">q", created_ms)),
@@ -230,29 +234,43 @@ def standard_file_info(cells: Sequence[tuple[bytes, bytes]], *, created_ms: int)
 
 
 def _check_sorted(cells: Sequence[tuple[bytes, bytes]]) -> None:
-    for (previous, _), (row, _) in zip(cells, cells[1:]):
+    rows = list(map(itemgetter(0), cells))
+    # map(lt) runs the comparisons in C; only a failure walks the rows again to name the culprit.
+    if all(map(operator.lt, rows, islice(rows, 1, None))):
+        return
+    for previous, row in zip(rows, rows[1:]):
         if not previous < row:
             raise ValueError(f"HFile cells must be strictly ascending by key; {previous!r} is followed by {row!r}")
 
 
-def _chunks(encoded: Sequence[bytes], block_size: int) -> Iterable[tuple[int, int]]:
-    """[first, last) cell ranges of the data blocks: a block ends once it holds `block_size` bytes."""
-    start, size = 0, 0
-    for i, cell in enumerate(encoded):
-        if size >= block_size and i > start:
-            yield start, i
-            start, size = i, 0
-        size += len(cell)
-    if start < len(encoded):
-        yield start, len(encoded)
-
-
 # family length 0, LATEST_TIMESTAMP, key type Put: the same for every cell
 _KEY_SUFFIX = b"\x00" + struct.pack(">QB", LATEST_TIMESTAMP, KEY_TYPE_PUT)
+# u32 keyLen, u32 valueLen, u16 rowLen + row + family/timestamp/type + value + MVCC 0
+_CELL_OVERHEAD = 4 + 4 + 2 + len(_KEY_SUFFIX) + 1
+_CELL_LENGTHS = struct.Struct(">IIH")
 
 
-def _cell(row: bytes, value: bytes) -> bytes:
-    return b"".join((struct.pack(">IIH", len(row) + 12, len(value), len(row)), row, _KEY_SUFFIX, value, b"\x00"))
+def _data_blocks(cells: Sequence[tuple[bytes, bytes]], block_size: int) -> Iterable[tuple[int, int, bytes]]:
+    """(first, last, payload) of each data block: a block ends once it holds `block_size` bytes.
+
+    A clean writes millions of cells, so a block's payload is one join over its pieces, and the
+    length prefix of each cell comes from a cache (keys and values mostly share their lengths).
+    """
+    prefixes: dict[tuple[int, int], bytes] = {}
+    pieces: list[bytes] = []
+    start, size = 0, 0
+    for i, (row, value) in enumerate(cells):
+        if size >= block_size and i > start:
+            yield start, i, b"".join(pieces)
+            pieces, start, size = [], i, 0
+        lengths = (len(row), len(value))
+        prefix = prefixes.get(lengths)
+        if prefix is None:
+            prefix = prefixes[lengths] = _CELL_LENGTHS.pack(lengths[0] + 12, lengths[1], lengths[0])
+        pieces += (prefix, row, _KEY_SUFFIX, value, b"\x00")
+        size += _CELL_OVERHEAD + lengths[0] + lengths[1]
+    if start < len(cells):
+        yield start, len(cells), b"".join(pieces)
 
 
 def _index_entry(offset: int, size: int, first_row: bytes) -> bytes:

@@ -88,13 +88,18 @@ def _write_partition(
     folder = f"{METADATA_TABLE}/{partition}"
     names = [f.path.rsplit("/", 1)[-1] for f in storage.list_dir(folder) if not f.is_dir]
     groups = _file_groups(names, folder)
+    # Sorted once here, each group's cells stay in order. Python orders str by code point, which
+    # is the order of their UTF-8 bytes, the order HFile cells need.
+    ordered = sorted(records)
     by_group: dict[str, list[tuple[bytes, bytes]]] = {}
-    for key, value in records.items():
-        file_id = groups[keys.shard(key, len(groups))] if len(groups) > 1 else groups[0]
-        by_group.setdefault(file_id, []).append((key.encode("utf-8"), value))
+    if len(groups) == 1:
+        by_group[groups[0]] = [(key.encode("utf-8"), records[key]) for key in ordered]
+    else:
+        cells_of = [by_group.setdefault(g, []) for g in groups]
+        for key, group in zip(ordered, keys.shards(ordered, len(groups))):
+            cells_of[group].append((key.encode("utf-8"), records[key]))
     stats = []
-    for file_id, cells in sorted(by_group.items()):
-        cells.sort()
+    for file_id, cells in sorted((g, c) for g, c in by_group.items() if c):
         name = LogFile(file_id, time, 1, WRITE_TOKEN).name
         data = _log_file(cells, time, schema, created_ms, version)
         storage.write_new(f"{folder}/{name}", data)
