@@ -122,13 +122,20 @@ def shards(keys_: Iterable[str], file_groups: int) -> list[int]:
     a file id; the hash of each part is cached and the two combined (`h(a + b) = h(a) * 31**len(b)
     + h(b)`), which makes a clean's millions of keys a few dictionary look-ups each."""
     out = []
+    append, part_hash, power = out.append, _part_hash, _power
     for key in keys_:
         if not key.isascii():  # UTF-16 lengths differ from code-point counts: the general path
-            out.append(shard(key, file_groups))
+            append(shard(key, file_groups))
             continue
         rest = key[_HEAD:]
-        h = (_part_hash(key[:_HEAD]) * _power(len(rest)) + _part_hash(rest)) & 0xFFFFFFFF
-        out.append(_shard_of_hash(h - (1 << 32) if h & 0x80000000 else h, file_groups))
+        h = (part_hash(key[:_HEAD]) * power(len(rest)) + part_hash(rest)) & 0xFFFFFFFF
+        if h & 0x80000000:
+            # Java's Math.abs of a negative int; Integer.MIN_VALUE stays itself (the general path).
+            if h == 0x80000000:
+                append(_shard_of_hash(-(1 << 31), file_groups))
+                continue
+            h = (1 << 32) - h
+        append(h % file_groups)
     return out
 
 

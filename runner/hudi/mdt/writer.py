@@ -91,13 +91,15 @@ def _write_partition(
     # Sorted once here, each group's cells stay in order. Python orders str by code point, which
     # is the order of their UTF-8 bytes, the order HFile cells need.
     ordered = sorted(records)
+    cells = [(key.encode("utf-8"), records[key]) for key in ordered]
     by_group: dict[str, list[tuple[bytes, bytes]]] = {}
     if len(groups) == 1:
-        by_group[groups[0]] = [(key.encode("utf-8"), records[key]) for key in ordered]
+        by_group[groups[0]] = cells
     else:
         cells_of = [by_group.setdefault(g, []) for g in groups]
-        for key, group in zip(ordered, keys.shards(ordered, len(groups))):
-            cells_of[group].append((key.encode("utf-8"), records[key]))
+        appends = [c.append for c in cells_of]
+        for cell, group in zip(cells, keys.shards(ordered, len(groups))):
+            appends[group](cell)
     stats = []
     for file_id, cells in sorted((g, c) for g, c in by_group.items() if c):
         name = LogFile(file_id, time, 1, WRITE_TOKEN).name
