@@ -7,12 +7,13 @@ from pathlib import Path
 
 from runner.hudi.instant import Action, InstantTime
 from runner.hudi.mdt import records as rec
-from runner.hudi.mdt.actions import MdtCommit
+from runner.hudi.mdt.actions import MdtCommit, clean_commit
 from runner.hudi.mdt.hfile import read_hfile
+from runner.hudi.mdt.keys import shard
 from runner.hudi.mdt.logfile import HeaderKey, read_log_blocks
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table, read_partition
 from runner.hudi.mdt.writer import write_mdt_commit
-from runner.hudi.metadata import decode_commit_metadata
+from runner.hudi.metadata import CleanMetadata, CleanPartitionMetadata, decode_commit_metadata
 from runner.hudi.state import read_table_metadata
 from runner.hudi.storage import storage_for
 
@@ -69,3 +70,33 @@ def test_an_interrupted_attempt_s_logs_are_replaced(mdt_tables: dict[str, Path],
     assert any(i.time == T and i.action is Action.DELTA_COMMIT and i.is_completed for i in mdt.timeline.instants)
     read_partition(storage, meta, mdt, "column_stats")  # would fail on the half-written log
     assert "gone.parquet" not in read_files_listing(storage, meta, mdt).files["region=us"]
+
+
+def test_column_stats_keys_land_in_their_shard_sorted(mdt_tables: dict[str, Path], tmp_path: Path) -> None:
+    # The writer sorts once and shards in bulk; each log must hold exactly the keys the one-key
+    # `shard` assigns to its group, in byte order, as Hudi's reader binary-searches them.
+    base = _table(mdt_tables, tmp_path)
+    storage = storage_for(str(base))
+    data = read_table_metadata(storage)
+    schema = read_files_listing(storage, data).schema
+    names = [f"{i:04d}-aaaa-0_0-1-2_20260101000000000.parquet" for i in range(300)]
+    clean = CleanMetadata(T, 1, len(names), "", "", {
+        "region=us": CleanPartitionMetadata("region=us", "KEEP_LATEST_FILE_VERSIONS", tuple(names), tuple(names), ())},
+        {}, 2)
+    commit = clean_commit(T, clean, mdt_partitions=("files", "column_stats"), stats_columns=("a", "é", "b"),
+                          schema=schema)
+    ticks = iter(["20990101000000005"])
+    write_mdt_commit(storage, read_metadata_table(storage), commit, schema=schema,
+                     completion_time=lambda: InstantTime(next(ticks)), created_ms=1)
+    folder = base / ".hoodie/metadata/column_stats"
+    groups = sorted({p.name.split("_")[0].lstrip(".") for p in folder.iterdir() if "-0000-0" in p.name or "-0001-0" in p.name})
+    assert len(groups) == 2
+    expected: dict[int, list[bytes]] = {0: [], 1: []}
+    for key in commit.records["column_stats"]:
+        expected[shard(key, 2)].append(key.encode())
+    for index, group in enumerate(groups):
+        (log,) = folder.glob(f".{group}_{T}.log.*")
+        (block,) = read_log_blocks(log.read_bytes(), where=str(log))
+        cells = read_hfile(block.content, where=str(log)).cells
+        assert [row for row, _ in cells] == sorted(expected[index])
+        assert all(value == commit.records["column_stats"][row.decode()] for row, value in cells)
