@@ -69,6 +69,9 @@ def test_hashes_match_reference_values() -> None:
     assert java_string_hash("hello") == 99162322
     assert java_string_hash("polygenelubricants") == -(1 << 31)  # Java's Integer.MIN_VALUE case
     assert 0 <= shard("TXN-001", 10) < 10
+    # Hudi: Math.abs(Math.abs(MIN_VALUE) % 3) = |-2| = 2, a valid index (not -2, which Python
+    # would silently take from the end of the group list).
+    assert shard("polygenelubricants", 3) == 2
 
 
 @settings(max_examples=300, deadline=None)
@@ -79,3 +82,15 @@ def test_bulk_shards_equal_the_one_key_shard(texts: list[str], groups: int) -> N
     # hash Integer.MIN_VALUE, whose Math.abs stays negative in Java.
     texts += ["polygenelubricants", "x" * 24 + "polygenelubricants", column_stats_key("c", "p=1", "f.parquet")]
     assert shards(texts, groups) == [shard(t, groups) for t in texts]
+
+
+def test_bulk_shards_over_arrays_equal_the_one_key_shard() -> None:
+    # Past _VECTOR_MIN keys the hash runs over Arrow arrays; all keys need one length, and a key
+    # hashing to Integer.MIN_VALUE is among them.
+    keys_ = [column_stats_key(f"c{i % 16}", f"p={i % 7}", f"{i}.parquet") for i in range(5000)]
+    keys_ += ["polygenelubricants" + "x" * 30]
+    keys_ = [k[:48].ljust(48, "z") for k in keys_]
+    keys_.append("polygenelubricants".rjust(48, "\x00"))  # leading NULs add 0: hash Integer.MIN_VALUE
+    assert java_string_hash(keys_[-1]) == -(1 << 31)
+    for groups in (1, 2, 3, 10):
+        assert shards(keys_, groups) == [shard(k, groups) for k in keys_]

@@ -107,20 +107,23 @@ def java_string_hash(text: str) -> int:
 
 
 def shard(key: str, file_groups: int) -> int:
-    """`mapRecordKeyToFileGroupIndex`: Math.abs of the hash (MIN_VALUE stays negative) mod count."""
+    """`mapRecordKeyToFileGroupIndex`: `Math.abs(Math.abs(hash) % count)`."""
     return _shard_of_hash(java_string_hash(key), file_groups)
 
 
 def _shard_of_hash(h: int, file_groups: int) -> int:
-    h = h if h == -(1 << 31) else abs(h)
-    # Java's % keeps the dividend's sign; only MIN_VALUE can be negative here.
-    return h % file_groups if h >= 0 else -((-h) % file_groups)
+    # Hudi's `Math.abs(Math.abs(h) % n)`: the outer abs matters only for Integer.MIN_VALUE, whose
+    # Math.abs stays negative and whose Java remainder is then negative too.
+    return abs(h) % file_groups
 
 
 def shards(keys_: Iterable[str], file_groups: int) -> list[int]:
     """`shard` of many keys. Index keys are a short, repeating head (column and partition ids) and
     a file id; the hash of each part is cached and the two combined (`h(a + b) = h(a) * 31**len(b)
     + h(b)`), which makes a clean's millions of keys a few dictionary look-ups each."""
+    keys_ = list(keys_)
+    if len(keys_) >= _VECTOR_MIN and _same_length_ascii(keys_):
+        return _vector_shards(keys_, file_groups)
     out = []
     append, part_hash, power = out.append, _part_hash, _power
     for key in keys_:
@@ -130,11 +133,7 @@ def shards(keys_: Iterable[str], file_groups: int) -> list[int]:
         rest = key[_HEAD:]
         h = (part_hash(key[:_HEAD]) * power(len(rest)) + part_hash(rest)) & 0xFFFFFFFF
         if h & 0x80000000:
-            # Java's Math.abs of a negative int; Integer.MIN_VALUE stays itself (the general path).
-            if h == 0x80000000:
-                append(_shard_of_hash(-(1 << 31), file_groups))
-                continue
-            h = (1 << 32) - h
+            h = (1 << 32) - h  # |h| of the signed int, 2**31 for Integer.MIN_VALUE (see `shard`)
         append(h % file_groups)
     return out
 
@@ -152,3 +151,32 @@ def _part_hash(part: str) -> int:
 def _power(length: int) -> int:
     """31 ** length mod 2**32 (for ASCII text, UTF-16 length = code points)."""
     return pow(31, length, 1 << 32)
+
+
+# Below this many keys the per-key loop is as fast as setting up the arrays.
+_VECTOR_MIN = 4096
+
+
+def _same_length_ascii(keys_: list[str]) -> bool:
+    length = len(keys_[0])
+    return all(len(k) == length for k in keys_) and "".join(keys_).isascii()
+
+
+def _vector_shards(keys_: list[str], file_groups: int) -> list[int]:
+    """`shard` over arrays: for ASCII keys of one length, Java's hash is `h = 31 * h + byte` per
+    column of a (keys x length) byte matrix, in wrapping 32-bit arithmetic (Arrow's unchecked
+    multiply and add wrap); Arrow's integer divide truncates like Java's, so `h - h / n * n` is `%`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    length = len(keys_[0])
+    raw = pa.py_buffer("".join(keys_).encode("ascii"))
+    matrix = pa.FixedSizeListArray.from_arrays(pa.Array.from_buffers(pa.uint8(), len(keys_) * length, [None, raw]), length)
+    h = pa.nulls(len(keys_), pa.uint32()).fill_null(0)
+    thirty_one = pa.scalar(31, pa.uint32())
+    for i in range(length):
+        h = pc.add(pc.multiply(h, thirty_one), pc.list_element(matrix, i).cast(pa.uint32()))
+    signed = pc.abs(h.view(pa.int32()))  # Math.abs: Integer.MIN_VALUE stays negative
+    n = pa.scalar(file_groups, pa.int32())
+    shard_ids: list[int] = pc.abs(pc.subtract(signed, pc.multiply(pc.divide(signed, n), n))).to_pylist()
+    return shard_ids
