@@ -76,7 +76,7 @@ def _project(root: str, project: _ProjectFile, tables: list[TableDeclaration]) -
         directory=root,
         tables_dir=project.tables_dir,
         allowed_roots=project.roots,
-        spark=SparkSettings(master=spark.get("master", SparkSettings().master), conf=conf),
+        spark=SparkSettings(master=spark.get("master", SparkSettings().master), conf=conf, remote=spark.get("remote")),
         tables=tuple(sorted(tables, key=lambda table: table.name)),
     )
 

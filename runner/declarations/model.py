@@ -128,8 +128,17 @@ class TableDeclaration:
 
 @dataclass(frozen=True, slots=True)
 class SparkSettings:
+    """How apply and the writer reach Spark.
+
+    Args:
+        master: the master URL of a session started in-process (`local[*]`, `spark://host:7077`, `yarn`).
+        remote: a Spark Connect endpoint (`sc://host:15002`); when set, `master` is not used.
+        conf: extra Spark configuration, in declaration order.
+    """
+
     master: str = "local[*]"
     conf: tuple[tuple[str, str], ...] = ()
+    remote: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

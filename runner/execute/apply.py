@@ -23,6 +23,7 @@ from runner.errors import RefusedError, RequirementFailed, RunnerError
 from runner.execute.clean import CleanOutcome, CleanRunner, DeleteOutcome
 from runner.execute.failpoints import failpoint
 from runner.execute.metadata_table import disable_metadata_table
+from runner.execute.spark import executors_seen
 from runner.hudi.lock import TableLock
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.storage import Storage, storage_for
@@ -49,6 +50,7 @@ class TableResult:
     bytes_rewritten: int = 0
     notes: list[str] = field(default_factory=list)
     error: dict[str, str] | None = None
+    executors: list[str] = field(default_factory=list)
     duration_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -75,6 +77,22 @@ def apply_table(
     clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
 ) -> TableResult:
     """Apply `planned` (from plan.json) or, when None, plan and apply in one go under the lock."""
+    with executors_seen() as seen:
+        result = _apply_table(decl, planned, now=now, spark_settings=spark_settings,
+                              deleter_factory=deleter_factory, clock=clock)
+    result.executors = sorted(seen)
+    return result
+
+
+def _apply_table(
+    decl: TableDeclaration,
+    planned: TablePlan | None,
+    *,
+    now: datetime,
+    spark_settings: SparkSettings,
+    deleter_factory: Callable[[], Callable[[Storage, list[str]], list[DeleteOutcome]]],
+    clock: Callable[[], datetime],
+) -> TableResult:
     storage = storage_for(decl.path)
     result = TableResult(decl.name, decl.path)
     started = time.monotonic()

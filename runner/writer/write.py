@@ -99,6 +99,7 @@ class WriteResult:
         num_inserts, num_updates: records inserted and updated; num_writes counts every record
             in the files written (carried-over records of merged files included).
         bytes_written: total size of the files written.
+        executors: ids of the Spark executors that wrote the files (`driver` in local mode).
     """
 
     table: str
@@ -112,6 +113,7 @@ class WriteResult:
     num_updates: int
     num_writes: int
     bytes_written: int
+    executors: tuple[str, ...] = ()
 
 
 def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: str | os.PathLike[str] = ".") -> WriteResult:
@@ -149,6 +151,7 @@ def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: 
         rolled_back=rolled_back, files=tuple(relative_path(f.partition, f.name) for f in files),
         num_inserts=sum(f.num_inserts for f in files), num_updates=sum(f.num_update_writes for f in files),
         num_writes=sum(f.num_writes for f in files), bytes_written=sum(f.size for f in files),
+        executors=tuple(sorted(job.executors)),
     )
 
 
@@ -165,6 +168,7 @@ class _Job:
         self.instant = new_instant_time(state.timeline, clock=datetime.now(UTC), table_timezone=timezone)
         self.commits = state.metadata
         self.cached: list[DataFrame] = []
+        self.executors: set[str] = set()
 
     def run(self) -> list[WrittenFile]:
 
@@ -224,8 +228,12 @@ class _Job:
             max_file_size=self.decl.file_sizing.max_file_size,
             avg_record_size=self._avg_record_size(None),
         )
-        rows = map_in_arrow(routed, task, STATS_SCHEMA).collect()
-        return [WrittenFile(**row.asDict()) for row in rows]
+        files = []
+        for row in map_in_arrow(routed, task, STATS_SCHEMA).collect():
+            stat = row.asDict()
+            self.executors.add(stat.pop("executor"))
+            files.append(WrittenFile(**stat))
+        return files
 
     def _avg_record_size(self, state: TableState | None) -> int:
         meta = state.metadata if state is not None else self.commits
