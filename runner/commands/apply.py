@@ -7,6 +7,10 @@ What gets applied is always a reviewed plan, as in Terraform:
 - `--auto-approve` plans and applies in one go, for scheduled runs; without a terminal, apply
   needs a plan file or `--auto-approve`.
 
+With `--threads N` (or `threads:` in project.yml or the target) up to N tables are applied at once
+in one Spark session; each keeps its own lock, progress line and entry in the report, and one
+table's failure never stops the others.
+
 Exit 0 when every table was applied or already in sync, 1 when any failed or the user declined.
 A run report is written to `<project>/target/run_results.json` whenever tables were applied.
 """
@@ -18,6 +22,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -54,12 +59,9 @@ def run(args: argparse.Namespace) -> CommandResult:
                                  {"cancelled": True, "tables": []})
     now = parse_now(saved.now if saved else args.now)
     report = RunReport.start(project)
-    for index, decl in enumerate(tables, start=1):
-        planned = _planned_for(saved, decl)
-        if saved is not None and planned is None:
-            continue
-        _progress(f"[{index}/{len(tables)}] applying {decl.name} ...")
-        report.tables.append(_apply_one(project, decl, planned, now))
+    work = [(decl, _planned_for(saved, decl)) for decl in tables]
+    work = [(decl, planned) for decl, planned in work if saved is None or planned is not None]
+    report.tables.extend(apply_all(project, work, now, threads=args.threads or project.threads))
     report.finish()
     report.write(Path(project.directory) / "target" / "run_results.json")
     failed = any(t.status == "error" for t in report.tables)
@@ -164,6 +166,28 @@ def _in_plan(plan: Plan, tables: tuple[TableDeclaration, ...], *, narrowed: bool
 def _listed(names: list[str]) -> str:
     quoted = ", ".join(f'"{n}"' for n in names)
     return f"table {quoted}" if len(names) == 1 else f"tables {quoted}"
+
+
+def apply_all(project: Project, work: list[tuple[TableDeclaration, TablePlan | None]], now: datetime, *,
+              threads: int) -> list[TableResult]:
+    """Apply each table, up to `threads` at once in one Spark session, results in declaration order.
+
+    Each table has its own lock, plan and result; a failure in one (even a bug) becomes that
+    table's error and never stops the others.
+    """
+    def one(index: int, decl: TableDeclaration, planned: TablePlan | None) -> TableResult:
+        _progress(f"[{index}/{len(work)}] applying {decl.name} ...")
+        try:
+            return _apply_one(project, decl, planned, now)
+        except Exception as error:  # a bug in one table's apply must not take the others down
+            return TableResult(decl.name, decl.path, status="error", error={
+                "type": "InternalError", "message": f"internal error: {type(error).__name__}: {error}"})
+
+    if threads <= 1 or len(work) <= 1:
+        return [one(i, decl, planned) for i, (decl, planned) in enumerate(work, start=1)]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="apply") as pool:
+        futures = [pool.submit(one, i, decl, planned) for i, (decl, planned) in enumerate(work, start=1)]
+        return [future.result() for future in futures]
 
 
 def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime) -> TableResult:

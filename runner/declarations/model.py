@@ -147,6 +147,8 @@ class Project:
 
     Args:
         directory: absolute path of the project directory (where project.yml lives).
+        spark, threads: the chosen target's settings (see `runner.declarations.targets`).
+        target: the chosen target's name, None when the project has no targets.
     """
 
     name: str
@@ -155,3 +157,7 @@ class Project:
     allowed_roots: tuple[str, ...] = ()
     spark: SparkSettings = field(default_factory=SparkSettings)
     tables: tuple[TableDeclaration, ...] = ()
+    target: str | None = None
+    threads: int = 1
+    # (setting, value as written with ${env:...} unresolved, where it came from), for `runner ls`.
+    run_provenance: tuple[tuple[str, str, str], ...] = ()

@@ -116,7 +116,8 @@ class WriteResult:
     executors: tuple[str, ...] = ()
 
 
-def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: str | os.PathLike[str] = ".") -> WriteResult:
+def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: str | os.PathLike[str] = ".",
+          target: str | None = None) -> WriteResult:
     """Write a DataFrame into the declared table as one Hudi commit (see the module docstring).
 
     Args:
@@ -124,6 +125,7 @@ def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: 
         table: the table's declared name.
         operation: `upsert`, `insert` or `bulk_insert`.
         project_dir: the project holding the table's declaration.
+        target: the project's target to load (as `--target`); the write itself runs on `df`'s session.
 
     Returns:
         What was written.
@@ -137,7 +139,7 @@ def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: 
             next write rolls it back.
     """
     op = _operation(operation)
-    decl = _declaration(project_dir, table)
+    decl = _declaration(project_dir, table, target)
     storage = storage_for(decl.path)
     data = data_columns(df)
     with TableLock(storage, owner=f"runner.write({op.value})"):
@@ -290,8 +292,8 @@ def _operation(operation: str) -> Operation:
                            f"{', '.join(o.value for o in Operation)}.") from None
 
 
-def _declaration(project_dir: str | os.PathLike[str], table: str) -> TableDeclaration:
-    project = load_project(project_dir)
+def _declaration(project_dir: str | os.PathLike[str], table: str, target: str | None) -> TableDeclaration:
+    project = load_project(project_dir, target=target)
     for decl in project.tables:
         if decl.name == table:
             return decl
