@@ -13,6 +13,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from runner import __version__
 from runner.commands.result import CommandResult, ExitCode
 from runner.errors import RunnerError
 
@@ -23,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("status", "read each selected Hudi table and summarise its timeline and files"),
     "plan": ("plan", "show, changing nothing, what apply would do to bring each table in line"),
     "apply": ("apply", "clean and resize each selected table as Spark jobs, recorded on its timeline"),
+    "docs": ("docs", "write (generate) or serve a static HTML report of the selected tables"),
 }
 
 
@@ -52,24 +54,77 @@ def _threads(text: str) -> int:
     return int(text)
 
 
+DESCRIPTION = """\
+Keep Apache Hudi tables the way their YAML declarations say: check the declarations, see how far
+each table is from them, and clean and resize the tables, recorded on their timelines as Hudi does.
+"""
+
+# What each command's exit status means; shown by `runner --help` and `runner COMMAND --help`.
+EXIT_CODES = {
+    "validate": "0 the declarations are valid; 1 they are not (every problem is listed)",
+    "ls": "0 listed; 1 the declarations are invalid",
+    "status": "0 every table was read; 1 a table could not be read",
+    "plan": "0 in sync; 2 changes pending; 3 drift only (hoodie.properties differs from the table: block); "
+            "1 a table failed",
+    "apply": "0 applied or already in sync; 1 a table failed (target/run_results.json says which)",
+    "docs": "0 the report was written; 1 a table could not be read (its section shows why)",
+}
+
+EPILOG = """\
+exit status:
+  0  success: valid, in sync, or applied
+  1  failure: invalid declarations, a table that failed, or a usage error
+  2  plan only: changes pending (run `runner apply`)
+  3  plan only: no changes pending, but a table drifted from its `table:` block
+
+examples:
+  runner validate
+  runner plan --select tag:gold --out target/plan.json
+  runner apply target/plan.json
+  runner docs serve
+
+Run `runner COMMAND --help` for a command's options.
+"""
+
+
+NOW_HELP = ("plan as of this time: yyyyMMddHHmmss[SSS] (14 digits mean the end of that second, ...999) "
+            "or ISO-8601; default: now")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="runner", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="runner", description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"runner {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name, (_, help_text) in COMMANDS.items():
-        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd = sub.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".",
+                             epilog=f"exit status: {EXIT_CODES[name]}")
         _common(cmd)
         if name == "plan":
             cmd.add_argument("--out", metavar="PLAN_JSON", help="also write the plan as JSON to this file")
-            cmd.add_argument("--now", metavar="TIME", help="instant time or ISO-8601 to plan as of")
+            cmd.add_argument("--verbose", "-v", action="store_true",
+                             help="list every file and why, instead of the first 10 of each list")
+            cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
         if name == "apply":
             cmd.add_argument("plan_file", nargs="?", metavar="PLAN_JSON",
                              help="apply this saved plan (made by `runner plan --out`) and nothing else")
-            cmd.add_argument("--now", metavar="TIME", help="instant time or ISO-8601 to plan as of")
+            cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
             cmd.add_argument("--auto-approve", action="store_true",
                              help="without PLAN_JSON: plan and apply without asking (for scheduled runs)")
             cmd.add_argument("--threads", type=_threads, metavar="N",
                              help="apply up to N tables at once in one Spark session (default: `threads:`, else 1)")
+        if name == "docs":
+            _docs_arguments(cmd)
     return parser
+
+
+def _docs_arguments(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("action", choices=["generate", "serve"],
+                     help="generate: write target/docs/index.html; serve: generate, then serve it over HTTP")
+    cmd.add_argument("--out", metavar="DIR", help="write the report into DIR (default: <project>/target/docs)")
+    cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
+    cmd.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default: 127.0.0.1)")
+    cmd.add_argument("--port", type=int, default=8080, help="serve: port to listen on; 0 picks a free one (default: 8080)")
 
 
 def run(argv: Sequence[str]) -> CommandResult:
@@ -91,6 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         _print_error(error.kind, str(error), as_json)
         return int(ExitCode.FAILURE)
+    except OSError as error:  # the user's file system said no (a path they gave, a full disk)
+        if debug:
+            traceback.print_exc()
+        where = f"{error.filename}: " if error.filename else ""
+        _print_error("StorageError", f"{where}{error.strerror or error}", as_json)
+        return int(ExitCode.FAILURE)
     except KeyboardInterrupt:
         _print_error("Interrupted", "interrupted; the next run resumes where this one stopped", as_json)
         return int(ExitCode.FAILURE)
@@ -103,7 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if as_json:
         print(json.dumps(result.data, indent=2, sort_keys=False))
     elif result.text:
-        print(result.text)
+        from runner.commands.terminal import emit
+
+        emit(result.text, pretty=result.pretty)
     return int(result.exit_code)
 
 
@@ -118,4 +181,6 @@ def _print_error(kind: str, message: str, as_json: bool) -> None:
     if as_json:
         print(json.dumps({"error": {"type": kind, "message": message}}, indent=2))
     else:
-        print(f"error: {message}", file=sys.stderr)
+        from runner.commands.terminal import emit
+
+        emit(f"error: {message}", stream=sys.stderr)

@@ -8,7 +8,7 @@ What gets applied is always a reviewed plan, as in Terraform:
   needs a plan file or `--auto-approve`.
 
 With `--threads N` (or `threads:` in project.yml or the target) up to N tables are applied at once
-in one Spark session; each keeps its own lock, progress line and entry in the report, and one
+in one Spark session; each keeps its own lock, result line and entry in the report, and one
 table's failure never stops the others.
 
 Exit 0 when every table was applied or already in sync, 1 when any failed or the user declined.
@@ -21,26 +21,38 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from runner.commands._common import guarded_location, parse_now, plan_project, selected
+from runner.commands._common import guarded_location, human_bytes, parse_now, plan_project, selected
 from runner.commands.plan import build_plan
-from runner.commands.render import render_plan
+from runner.commands.render import count, plan_table_view, render_plan
 from runner.commands.report import RunReport, render_report
 from runner.commands.result import CommandResult, ExitCode
+from runner.commands.terminal import Activity, emit, jvm_output_to
 from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
 from runner.errors import PlanError, RunnerError
 from runner.execute.apply import TableResult, apply_table
+from runner.execute.clean import DeleteOutcome
 from runner.execute.spark import get_spark
+from runner.hudi.storage import Storage
 from runner.plan.model import Plan, TablePlan, TableStatus
 from runner.selection import did_you_mean
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 CONFIRMATION = "yes"
+SPARK_LOG = Path("target") / "spark.log"
+RUN_RESULTS = Path("target") / "run_results.json"
+DELETE_CHUNK = 5_000
 
 
 def run(args: argparse.Namespace) -> CommandResult:
@@ -59,13 +71,32 @@ def run(args: argparse.Namespace) -> CommandResult:
                                  {"cancelled": True, "tables": []})
     now = parse_now(saved.now if saved else args.now)
     report = RunReport.start(project)
+    spark_log = None if args.debug else str(Path(project.directory) / SPARK_LOG)
     work = [(decl, _planned_for(saved, decl)) for decl in tables]
     work = [(decl, planned) for decl, planned in work if saved is None or planned is not None]
-    report.tables.extend(apply_all(project, work, now, threads=args.threads or project.threads))
+    with Activity() as activity:
+        shown = _Shared(activity)
+
+        def one(index: int, decl: TableDeclaration, planned: TablePlan | None) -> TableResult:
+            shown.step(f"[{index}/{len(work)}] {decl.name}: reading the timeline, listing files, planning")
+            result = _apply_guarded(project, decl, planned, now, _SparkJobs(project, decl.name, shown, spark_log))
+            shown.done(_result_line(result))
+            return result
+
+        threads = args.threads or project.threads
+        if threads <= 1 or len(work) <= 1:
+            report.tables.extend(one(i, decl, planned) for i, (decl, planned) in enumerate(work, start=1))
+        else:
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="apply") as pool:
+                futures = [pool.submit(one, i, decl, planned) for i, (decl, planned) in enumerate(work, start=1)]
+                report.tables.extend(future.result() for future in futures)  # declaration order
     report.finish()
-    report.write(Path(project.directory) / "target" / "run_results.json")
+    results = Path(project.directory) / RUN_RESULTS
+    report.write(results)
     failed = any(t.status == "error" for t in report.tables)
-    return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, render_report(report), report.to_json())
+    # With --project-dir the user is elsewhere: a path relative to the project would mislead.
+    shown = str(RUN_RESULTS) if args.project_dir in (".", "") else str(results)
+    return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, render_report(report, shown), report.to_json())
 
 
 def _refuse_swallowed_plan_file(args: argparse.Namespace) -> None:
@@ -97,7 +128,8 @@ def _confirmed_plan(args: argparse.Namespace, project: Project,
             "(for scheduled runs).",
         )
     plan = build_plan(project, tables, now=parse_now(args.now))
-    print(render_plan(plan, project.name), flush=True)
+    emit(render_plan(plan, project.name), pretty=lambda: plan_table_view(plan))  # coloured on a terminal
+    sys.stdout.flush()
     if not plan.has_changes:
         return plan  # nothing to confirm; apply reports every table in sync
     print(f"\nDo you want to perform these actions? Only '{CONFIRMATION}' will be accepted.\n"
@@ -168,29 +200,40 @@ def _listed(names: list[str]) -> str:
     return f"table {quoted}" if len(names) == 1 else f"tables {quoted}"
 
 
-def apply_all(project: Project, work: list[tuple[TableDeclaration, TablePlan | None]], now: datetime, *,
-              threads: int) -> list[TableResult]:
-    """Apply each table, up to `threads` at once in one Spark session, results in declaration order.
-
-    Each table has its own lock, plan and result; a failure in one (even a bug) becomes that
-    table's error and never stops the others.
-    """
-    def one(index: int, decl: TableDeclaration, planned: TablePlan | None) -> TableResult:
-        _progress(f"[{index}/{len(work)}] applying {decl.name} ...")
-        try:
-            return _apply_one(project, decl, planned, now)
-        except Exception as error:  # a bug in one table's apply must not take the others down
-            return TableResult(decl.name, decl.path, status="error", error={
-                "type": "InternalError", "message": f"internal error: {type(error).__name__}: {error}"})
-
-    if threads <= 1 or len(work) <= 1:
-        return [one(i, decl, planned) for i, (decl, planned) in enumerate(work, start=1)]
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="apply") as pool:
-        futures = [pool.submit(one, i, decl, planned) for i, (decl, planned) in enumerate(work, start=1)]
-        return [future.result() for future in futures]
+def _apply_guarded(project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime,
+                   jobs: _SparkJobs) -> TableResult:
+    """`_apply_one`, with a bug in one table's apply reported as that table's error: with several
+    tables applied at once, one table's failure must never stop the others."""
+    try:
+        return _apply_one(project, decl, planned, now, jobs)
+    except Exception as error:
+        return TableResult(decl.name, decl.path, status="error", error={
+            "type": "InternalError", "message": f"internal error: {type(error).__name__}: {error}"})
 
 
-def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime) -> TableResult:
+class _Shared:
+    """The one progress display, used by every apply thread in turn."""
+
+    def __init__(self, activity: Activity) -> None:
+        self._activity = activity
+        self._lock = threading.RLock()
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        method = getattr(self._activity, name)
+
+        def locked(*args: object) -> None:
+            with self._lock:
+                method(*args)
+
+        return locked
+
+
+# One thread starts Spark (and points the JVM's output at the log) while the others wait for it.
+_SPARK_START = threading.Lock()
+
+
+def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime,
+               jobs: _SparkJobs) -> TableResult:
     started = time.monotonic()
     if planned is not None and planned.status is TableStatus.ERROR:
         message = (planned.error or {}).get("message", "")
@@ -201,28 +244,76 @@ def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | No
         real = replace(decl, path=guarded_location(project, decl))
         result = apply_table(
             real, planned, now=now, spark_settings=project.spark,
-            deleter_factory=lambda: _spark_deleter(project),
+            deleter_factory=jobs.deleter,
         )
         result.path = decl.path
     except RunnerError as error:
         result = TableResult(decl.name, decl.path, status="error",
                              error={"type": error.kind, "message": str(error)})
     result.duration_s = round(time.monotonic() - started, 3)
-    _progress(f"    {decl.name}: {result.status}, {result.files_deleted} files deleted, "
-              f"{result.files_rewritten} rewritten, {result.duration_s:.1f}s")
     return result
 
 
-def _spark_deleter(project: Project):  # type: ignore[no-untyped-def]
-    from runner.execute.clean import DeleteOutcome
-    from runner.execute.spark import delete_files
+def _result_line(result: TableResult) -> str:
+    if result.status == "error":
+        return f"! {result.name}: failed after {result.duration_s:.1f}s"
+    if result.status == "in_sync":
+        return f"= {result.name}: in sync"
+    return (f"~ {result.name}: {count(result.files_deleted, 'file')} deleted ({human_bytes(result.bytes_deleted)}), "
+            f"{count(result.files_rewritten, 'file')} rewritten, {result.duration_s:.1f}s")
 
-    def delete(storage, paths):  # type: ignore[no-untyped-def]
-        # The JVM starts only when there is something to delete.
-        spark = get_spark(project.spark)
-        return [DeleteOutcome(r.path, r.deleted, r.error) for r in delete_files(spark, storage, paths)]
 
-    return delete
+class _SparkJobs:
+    """Starts Spark when a table has work, quietly unless --debug, and deletes with progress.
+
+    Spark starts as soon as a table turns out to need changes (deletes and rewrites both run as
+    Spark jobs), under its own progress step: start-up is the longest silent wait of a run. Its
+    WARN and log4j output goes to `target/spark.log` instead of the terminal unless --debug.
+    """
+
+    def __init__(self, project: Project, table: str, activity: Activity | _Shared, spark_log: str | None) -> None:
+        self.project, self.table, self.activity, self.spark_log = project, table, activity, spark_log
+
+    def deleter(self) -> Callable[[Storage, list[str]], list[DeleteOutcome]]:
+        self._start_spark()
+        self.activity.step(f"{self.table}: applying (timeline, deletes, rewrites)")
+        return self._delete
+
+    def _start_spark(self) -> SparkSession:
+        with _SPARK_START:
+            return self._started_spark()
+
+    def _started_spark(self) -> SparkSession:
+        from pyspark.sql import SparkSession
+
+        if self.project.spark.remote:  # a Connect session per thread is cheap: get_spark reuses the client
+            return get_spark(self.project.spark)
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active
+        self.activity.step(f"starting Spark ({self.project.spark.remote or self.project.spark.master})")
+        started = time.monotonic()
+        with jvm_output_to(self.spark_log):
+            spark = get_spark(self.project.spark)
+        where = f"; its log: {self.spark_log}" if self.spark_log else ""
+        self.activity.done(f"  started Spark in {time.monotonic() - started:.1f}s{where}")
+        return spark
+
+    def _delete(self, storage: Storage, paths: list[str]) -> list[DeleteOutcome]:
+        from runner.execute.spark import delete_files
+
+        spark = self._start_spark()
+        self.activity.count(f"{self.table}: deleting {count(len(paths), 'file')}", len(paths))
+        outcomes: list[DeleteOutcome] = []
+        # Large deletes run as a few jobs rather than one, so the bar moves; each job still
+        # spreads its files over FILES_PER_TASK-sized tasks.
+        chunk = max(DELETE_CHUNK, -(-len(paths) // 10))
+        for start in range(0, len(paths), chunk):
+            part = paths[start:start + chunk]
+            outcomes += [DeleteOutcome(r.path, r.deleted, r.error) for r in delete_files(spark, storage, part)]
+            self.activity.advance(len(part))
+        self.activity.step(f"{self.table}: recording the clean, then rewriting small files if planned")
+        return outcomes
 
 
 def _load_plan(path: str) -> Plan:
@@ -238,7 +329,3 @@ def _planned_for(saved: Plan | None, decl: TableDeclaration) -> TablePlan | None
         return None
     return next((t for t in saved.tables if t.name == decl.name), None)
 
-
-def _progress(message: str) -> None:
-    if sys.stderr.isatty():
-        print(message, file=sys.stderr, flush=True)

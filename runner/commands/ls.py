@@ -8,6 +8,7 @@ have no effect); JSON output lists every effective setting.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from runner.commands.result import CommandResult, ExitCode
@@ -26,8 +27,10 @@ def run(args: argparse.Namespace) -> CommandResult:
     tables = select_tables(project, args.select, args.exclude, args.state)
     run = {name: {"value": shown, "source": origin} for name, shown, origin in project.run_provenance}
     data = {"project": project.name, "target": project.target, "run_settings": run,
-            "tables": [_table_json(table) for table in tables]}
-    text = _render(tables) if tables else "no tables selected"
+            "tables": [table_json(table) for table in tables]}
+    # With --project-dir the user stands elsewhere: show declaration files by absolute path.
+    where = project.directory if args.project_dir not in (".", "") else None
+    text = _render(tables, where) if tables else "no tables selected"
     if any(origin != RUNNER_DEFAULT for _, _, origin in project.run_provenance):
         text = _render_run(project) + "\n\n" + text
     return CommandResult(ExitCode.OK, text, data)
@@ -52,7 +55,7 @@ def settings(table: TableDeclaration) -> list[tuple[str, object, Source]]:
     return rows
 
 
-def _table_json(table: TableDeclaration) -> dict[str, Any]:
+def table_json(table: TableDeclaration) -> dict[str, Any]:
     spec = table.table
     return {
         "name": table.name,
@@ -77,9 +80,9 @@ def _json_value(value: object) -> object:
     return str(value) if isinstance(value, str) else value  # StrEnum → plain str
 
 
-def _render(tables: tuple[TableDeclaration, ...]) -> str:
+def _render(tables: tuple[TableDeclaration, ...], project_dir: str | None = None) -> str:
     """One block per table; the value and source columns line up across all tables."""
-    blocks = [(table, _rows(table)) for table in tables]
+    blocks = [(table, _rows(table, project_dir)) for table in tables]
     width = max(len(name) for _, rows in blocks for name, _, _ in rows)
     value_width = max(len(value) for _, rows in blocks for _, value, source in rows if source)
     out = []
@@ -90,9 +93,10 @@ def _render(tables: tuple[TableDeclaration, ...]) -> str:
     return "\n\n".join(out)
 
 
-def _rows(table: TableDeclaration) -> list[tuple[str, str, str]]:
+def _rows(table: TableDeclaration, project_dir: str | None) -> list[tuple[str, str, str]]:
     hidden = {f"clean.{field}" for policy, field in RETENTION_FIELD.items() if policy != table.clean.policy}
-    rows = [("path", table.path, ""), ("declared in", table.source_file, "")]
+    declared = os.path.join(project_dir, table.source_file) if project_dir else table.source_file
+    rows = [("path", table.path, ""), ("declared in", declared, "")]
     if table.owner:
         rows.append(("owner", table.owner, ""))
     if table.tags:

@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from runner.commands._common import (
     guarded_location,
@@ -15,11 +16,11 @@ from runner.commands._common import (
     plan_project,
     selected,
 )
-from runner.commands.render import render_plan
+from runner.commands.render import plan_table_view, render_plan
 from runner.commands.result import CommandResult, ExitCode
 from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
-from runner.errors import RunnerError
+from runner.errors import RunnerError, StorageError
 from runner.execute.apply import plan_one
 from runner.hudi.storage import storage_for
 from runner.plan.model import Plan, TablePlan, TableStatus
@@ -51,9 +52,28 @@ def _plan_or_error(project: Project, decl: TableDeclaration, now: datetime) -> T
 
 
 def exit_code(plan: Plan) -> ExitCode:
+    """1 failed > 2 changes pending > 3 drift only > 0 in sync.
+
+    Like Terraform's -detailed-exitcode, 0, 1 and 2 keep their meaning; drift gets its own code, 3,
+    only when nothing else is pending, so `plan || [ $? -eq 2 ]` before an apply still works and a
+    drift-only run is never mistaken for "in sync".
+    """
     if plan.has_errors:
         return ExitCode.FAILURE
-    return ExitCode.CHANGES if plan.has_changes else ExitCode.OK
+    if plan.has_changes:
+        return ExitCode.CHANGES
+    return ExitCode.DRIFT if plan.has_drift else ExitCode.OK
+
+
+def _write_plan(out: Path, data: dict[str, Any]) -> None:
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=2) + "\n")
+    except OSError as error:
+        raise StorageError(
+            f"--out: cannot write the plan to {out.resolve()}: {error.strerror or error}",
+            hint="choose a writable path for --out (no table was touched).",
+        ) from None
 
 
 def run(args: argparse.Namespace) -> CommandResult:
@@ -61,7 +81,6 @@ def run(args: argparse.Namespace) -> CommandResult:
     plan = build_plan(project, tables, now=parse_now(args.now))
     data = plan.to_json()
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(data, indent=2) + "\n")
-    return CommandResult(exit_code(plan), render_plan(plan, project.name), data)
+        _write_plan(Path(args.out), data)
+    text = render_plan(plan, project.name, verbose=getattr(args, "verbose", False))
+    return CommandResult(exit_code(plan), text, data, pretty=(lambda: plan_table_view(plan)) if plan.tables else None)

@@ -11,6 +11,7 @@ from typing import Any
 
 from runner import __version__
 from runner.commands._common import human_bytes
+from runner.commands.render import count
 from runner.declarations.model import Project
 from runner.execute.apply import TableResult
 
@@ -51,7 +52,7 @@ class RunReport:
         temp.replace(path)
 
 
-def render_report(report: RunReport) -> str:
+def render_report(report: RunReport, report_path: str = "target/run_results.json") -> str:
     lines = [f"runner apply: project {report.project}", ""]
     if not report.tables:
         lines.append("  no tables selected")
@@ -63,12 +64,12 @@ def render_report(report: RunReport) -> str:
         if t.status == "in_sync":
             lines.append(f"= {t.name}: in sync, nothing to do")
             continue
-        lines.append(f"~ {t.name}: {t.files_deleted} files deleted ({human_bytes(t.bytes_deleted)}), "
-                     f"{t.files_rewritten} files rewritten, in {t.duration_s:.1f}s")
+        lines.append(f"~ {t.name}: {count(t.files_deleted, 'file')} deleted ({human_bytes(t.bytes_deleted)}), "
+                     f"{count(t.files_rewritten, 'file')} rewritten, in {t.duration_s:.1f}s")
         lines.extend(f"    note: {n}" for n in t.notes)
         lines.extend(f"    wrote {name}" for name in t.instants_written)
     failed = sum(t.status == "error" for t in report.tables)
-    lines += ["", f"Apply: {len(report.tables) - failed} ok, {failed} failed. Report: target/run_results.json"]
+    lines += ["", f"Apply: {len(report.tables) - failed} ok, {failed} failed. Report: {report_path}"]
     return "\n".join(lines)
 
 

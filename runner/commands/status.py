@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from runner.commands._common import human_bytes, selected
+from runner.commands.render import count
 from runner.commands.result import CommandResult, ExitCode
 from runner.errors import RunnerError
 from runner.hudi.state import read_table_state
@@ -22,7 +23,32 @@ def run(args: argparse.Namespace) -> CommandResult:
         except RunnerError as error:
             rows.append({"name": decl.name, "path": decl.path, "error": {"type": error.kind, "message": str(error)}})
     failed = any("error" in r for r in rows)
-    return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, _text(rows), {"tables": rows})
+    return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, _text(rows), {"tables": rows},
+                         pretty=(lambda: _table(rows)) if rows else None)
+
+
+_SHORT_TYPE = {"COPY_ON_WRITE": "COW", "MERGE_ON_READ": "MOR"}
+
+
+def _table(rows: list[dict[str, Any]]) -> Any:
+    """The terminal's summary of every table, one row each (the text above has the details)."""
+    from runner.commands.terminal import summary_table
+
+    columns = ["table", "type", "version", "partitions", "file groups", "latest", "older",
+               "small files", "pending", "drift"]
+    body, styles = [], []
+    for r in rows:
+        if "error" in r:
+            body.append([r["name"], "cannot be read", *[""] * 8])
+            styles.append("red")
+            continue
+        body.append([
+            r["name"], _SHORT_TYPE.get(r["table_type"], r["table_type"]), str(r["table_version"]), f"{r['partitions']:,}",
+            f"{r['file_groups']:,}", human_bytes(r["latest_slices"]["bytes"]), human_bytes(r["older_slices"]["bytes"]),
+            f"{r['small_files']['count']:,}", str(len(r["pending_instants"])), str(len(r["declaration_drift"])),
+        ])
+        styles.append("magenta" if r["declaration_drift"] else "")
+    return summary_table("Tables", columns, body, styles=styles)
 
 
 def _text(rows: list[dict[str, Any]]) -> str:
@@ -38,11 +64,12 @@ def _text(rows: list[dict[str, Any]]) -> str:
         out.append("    instants: " + (", ".join(f"{k} x{v}" for k, v in r["instants"].items()) or "none"))
         if r["pending_instants"]:
             out.append("    pending: " + ", ".join(r["pending_instants"]))
-        out.append(f"    {r['partitions']} partitions, {r['file_groups']} file groups, "
-                   f"{r['replaced_file_groups']} replaced")
+        out.append(f"    {count(r['partitions'], 'partition')}, {count(r['file_groups'], 'file group')}, "
+                   f"{r['replaced_file_groups']:,} replaced")
         for label in ("latest_slices", "older_slices", "replaced_slices"):
             f = r[label]
-            out.append(f"    {label.replace('_', ' ')}: {f['slices']} slices, {f['files']} files, {human_bytes(f['bytes'])}")
+            out.append(f"    {label.replace('_', ' ')}: {count(f['slices'], 'slice')}, {count(f['files'], 'file')}, "
+                       f"{human_bytes(f['bytes'])}")
         s = r["small_files"]
         out.append(f"    small files (< {human_bytes(s['limit'])}): {s['count']} ({human_bytes(s['bytes'])})")
         if r["bootstrap_base_path"]:
@@ -51,7 +78,8 @@ def _text(rows: list[dict[str, Any]]) -> str:
         if r["savepoints"]:
             out.append("    savepoints: " + ", ".join(r["savepoints"]))
         if r["uncommitted_files"] or r["unrecognized_files"]:
-            out.append(f"    ignored: {r['uncommitted_files']} uncommitted, {r['unrecognized_files']} unrecognised files")
+            out.append(f"    ignored: {r['uncommitted_files']:,} uncommitted, "
+                       f"{count(r['unrecognized_files'], 'unrecognised file')}")
         out.extend(f"    drift: {d}" for d in r["declaration_drift"])
         out.append("")
     return "\n".join(out).rstrip()

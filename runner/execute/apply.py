@@ -101,7 +101,7 @@ def _apply_table(
         meta = read_table_metadata(storage)
         fresh = plan_one(decl, storage, now=now, metadata=meta)
         plan = _checked(planned, fresh, meta, storage) if planned is not None else fresh
-        if plan.status is TableStatus.IN_SYNC:
+        if plan.status in (TableStatus.IN_SYNC, TableStatus.DRIFT):  # drift is for a person, not apply
             result.duration_s = round(time.monotonic() - started, 3)
             return result
         _handle_metadata_table(decl, storage, meta, result)
@@ -121,7 +121,8 @@ def _apply_table(
             _record(result, runner.finish(inflight, clean_plan, sizes=sizes), started=str(start))
         _resize(decl, storage, plan, result, spark_settings, clock)
         result.status = "success"
-        result.notes.extend(plan.notes)
+        # The plan's notes about what apply "will" do are replaced by what it did (see above).
+        result.notes.extend(n for n in plan.notes if not n.startswith("apply will"))
     result.duration_s = round(time.monotonic() - started, 3)
     return result
 

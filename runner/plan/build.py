@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 
 from runner.declarations.model import MetadataTableMode, TableDeclaration
 from runner.hudi.instant import Action
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.clean import CleanScope, plan_clean
 from runner.plan.model import Requirements, TablePlan, TableStatus
+from runner.plan.reasons import explain_clean
 from runner.plan.sizing import plan_sizing
+from runner.summary import declaration_drift
 
 
 def timeline_fingerprint(meta: TableMetadata) -> str:
@@ -29,12 +32,14 @@ def requirements(meta: TableMetadata) -> Requirements:
 def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> TablePlan:
     """The clean and sizing steps for one table, with the requirements apply will re-check."""
     meta = state.metadata
-    clean = plan_clean(decl.clean, state, scope)
+    clean = explain_clean(decl.clean, state, scope, plan_clean(decl.clean, state, scope))
     sizing = plan_sizing(decl.file_sizing, state)
     pending = tuple(str(i.time) for i, p in meta.pending_cleans if p is not None)
     resumes = tuple(str(t) for t in meta.runner_pending_clustering)
+    drift = declaration_drift(decl, state)
     changes = bool(pending or resumes) or not clean.is_empty or (sizing is not None and not sizing.is_empty)
     notes = [f"finish pending clean {t} first" for t in pending]
+    notes += unresizable_notes(decl, state)
     notes += [f"finish the interrupted resize (clustering {t})" for t in resumes]
     mdt = None
     if meta.has_metadata_table:
@@ -44,13 +49,29 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> 
     return TablePlan(
         name=decl.name,
         path=decl.path,
-        status=TableStatus.CHANGES if changes else TableStatus.IN_SYNC,
+        status=TableStatus.CHANGES if changes else TableStatus.DRIFT if drift else TableStatus.IN_SYNC,
         requirements=requirements(meta),
         clean=clean,
         sizing=sizing,
         metadata_table=mdt,
         notes=tuple(notes),
+        drift=tuple(drift),
     )
+
+
+def unresizable_notes(decl: TableDeclaration, state: TableState) -> list[str]:
+    """Small latest base files the resize cannot rewrite, because its job writes parquet only."""
+    limit = decl.file_sizing.small_file_limit
+    formats = Counter(
+        s.base_file.extension for g in state.active_groups
+        if (s := g.latest) is not None and s.base_file is not None
+        and s.base_file.extension != "parquet" and 0 <= s.base_file.size < limit
+    )
+    return [
+        f"{number} small {extension} base file{'' if number == 1 else 's'} cannot be resized: "
+        "the runner rewrites parquet base files only"
+        for extension, number in sorted(formats.items())
+    ]
 
 
 _MDT_NOTES = {

@@ -22,15 +22,29 @@ class TableStatus(StrEnum):
     IN_SYNC = "in_sync"
     CHANGES = "changes"
     ERROR = "error"
+    # Nothing for apply to do, but hoodie.properties differs from the declaration's `table:` block;
+    # apply cannot change a table's type or keys, so this needs a person.
+    DRIFT = "drift"
 
 
 @dataclass(frozen=True, slots=True)
 class FileToDelete:
-    """A data file, by its path relative to the table's base path."""
+    """A data file, by its path relative to the table's base path, and why the cleaner takes it."""
 
     partition: str
     path: str
     size: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FileKept:
+    """A file the policy alone would delete, kept because a savepoint or a pending compaction needs it."""
+
+    partition: str
+    path: str
+    size: int
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +58,8 @@ class CleanStep:
     partitions_to_delete: tuple[str, ...]
     savepointed_timestamps: tuple[str, ...] = ()
     scope: str = ""
+    kept: tuple[FileKept, ...] = ()
+    why: str = ""
 
     @property
     def bytes_to_reclaim(self) -> int:
@@ -118,6 +134,7 @@ class TablePlan:
     sizing: SizingStep | None = None
     metadata_table: str | None = None
     notes: tuple[str, ...] = ()
+    drift: tuple[str, ...] = ()
     declaration_fingerprint: str | None = None
 
 
@@ -139,6 +156,10 @@ class Plan:
     @property
     def has_errors(self) -> bool:
         return any(t.status is TableStatus.ERROR for t in self.tables)
+
+    @property
+    def has_drift(self) -> bool:
+        return any(t.drift for t in self.tables)
 
     @property
     def has_changes(self) -> bool:
@@ -189,6 +210,7 @@ def _table_json(t: TablePlan) -> dict[str, Any]:
         },
         "metadata_table": t.metadata_table,
         "notes": list(t.notes),
+        "drift": list(t.drift),
         "clean": None if t.clean is None else _clean_json(t.clean),
         "sizing": None if t.sizing is None else _sizing_json(t.sizing),
     }
@@ -204,8 +226,12 @@ def _clean_json(c: CleanStep) -> dict[str, Any]:
         "scope": c.scope,
         "savepointed_timestamps": list(c.savepointed_timestamps),
         "partitions_to_delete": list(c.partitions_to_delete),
-        "files_to_delete": [{"partition": f.partition, "path": f.path, "size": f.size} for f in c.files_to_delete],
+        "files_to_delete": [
+            {"partition": f.partition, "path": f.path, "size": f.size, "reason": f.reason} for f in c.files_to_delete
+        ],
         "bytes_to_reclaim": c.bytes_to_reclaim,
+        "kept": [{"partition": f.partition, "path": f.path, "size": f.size, "reason": f.reason} for f in c.kept],
+        "why": c.why,
     }
 
 
@@ -238,6 +264,7 @@ def _table_from(d: dict[str, Any]) -> TablePlan:
         ),
         metadata_table=d.get("metadata_table"),
         notes=tuple(d.get("notes", ())),
+        drift=tuple(d.get("drift", ())),
         clean=None if d.get("clean") is None else _clean_from(d["clean"]),
         sizing=None if d.get("sizing") is None else _sizing_from(d["sizing"]),
     )
@@ -250,10 +277,14 @@ def _clean_from(d: dict[str, Any]) -> CleanStep:
         policy=CleanPolicyName(d["policy"]),
         earliest_commit_to_retain=None if ectr is None else Instant(InstantTime(ectr), Action(action), State.COMPLETED),
         last_completed_commit=d.get("last_completed_commit", ""),
-        files_to_delete=tuple(FileToDelete(f["partition"], f["path"], int(f["size"])) for f in d["files_to_delete"]),
+        files_to_delete=tuple(
+            FileToDelete(f["partition"], f["path"], int(f["size"]), f.get("reason", "")) for f in d["files_to_delete"]
+        ),
         partitions_to_delete=tuple(d["partitions_to_delete"]),
         savepointed_timestamps=tuple(d.get("savepointed_timestamps", ())),
         scope=d.get("scope", ""),
+        kept=tuple(FileKept(f["partition"], f["path"], int(f["size"]), f["reason"]) for f in d.get("kept", ())),
+        why=d.get("why", ""),
     )
 
 

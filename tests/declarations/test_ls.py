@@ -38,7 +38,7 @@ def test_text_shows_each_setting_with_its_source(
     assert out.splitlines() == [
         "orders",
         f"  path                           {root}/warehouse/orders",
-        "  declared in                    tables/orders.yml",
+        f"  declared in                    {root}/tables/orders.yml",  # absolute: --project-dir was given
         "  owner                          sales",
         "  tags                           gold",
         "  table                          MERGE_ON_READ; key id; partitioned by day",

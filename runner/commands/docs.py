@@ -1,0 +1,67 @@
+"""`runner docs generate|serve`: a static HTML report of the selected tables, like dbt docs.
+
+`generate` writes `<project>/target/docs/index.html` (or `--out DIR`): read-only on every table,
+no Spark. `serve` generates, then serves that folder on http://127.0.0.1:PORT until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from runner.commands._common import guarded_location, instant_text, parse_now, selected
+from runner.commands.ls import table_json
+from runner.commands.result import CommandResult, ExitCode
+from runner.docs.collect import collect_site
+from runner.docs.page import write_site
+from runner.errors import StorageError
+
+DEFAULT_OUT = Path("target") / "docs"
+
+
+def run(args: argparse.Namespace) -> CommandResult:
+    project, tables = selected(args)
+    now = parse_now(args.now)
+    data = collect_site(
+        project, tables, now=now, now_text=instant_text(now),
+        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        declaration_json=table_json, locate=lambda decl: guarded_location(project, decl),
+    )
+    out_dir = Path(args.out).resolve() if args.out else Path(project.directory) / DEFAULT_OUT
+    try:
+        index = write_site(data, out_dir)
+    except OSError as error:
+        raise StorageError(f"cannot write the report to {out_dir}: {error.strerror or error}",
+                           hint="pass a writable folder with --out.") from None
+    failed = [t["name"] for t in data["tables"] if "error" in t]
+    summary = {"index": str(index), "tables": [t["name"] for t in data["tables"]], "failed": failed}
+    text = _text(index, len(data["tables"]), failed)
+    if args.action == "serve":
+        _serve(index.parent, args.host, args.port)
+    return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, text, summary)
+
+
+def _text(index: Path, count: int, failed: list[str]) -> str:
+    lines = [f"wrote {index} ({count} table{'' if count == 1 else 's'})"]
+    lines += [f"! {name}: could not be read; its section shows the error" for name in failed]
+    return "\n".join(lines)
+
+
+def _serve(directory: Path, host: str, port: int) -> None:
+    from runner.docs.serve import make_server
+
+    try:
+        server = make_server(directory, host=host, port=port)
+    except OSError as error:
+        raise StorageError(f"cannot listen on {host}:{port}: {error.strerror or error}",
+                           hint="choose another port with --port.") from None
+    bound_port = server.server_address[1]  # the real port when --port 0 let the OS choose
+    print(f"serving {directory} at http://{host}:{bound_port}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how a user stops serving, not a failure
+    finally:
+        server.server_close()

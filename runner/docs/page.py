@@ -1,0 +1,45 @@
+"""One self-contained HTML file: the stylesheet, the script and the data are all inlined.
+
+No CDN and no fetch: users open reports on machines without network access, and from file://,
+where browsers block reading neighbouring JSON files.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+INDEX = "index.html"
+
+
+def render_page(data: dict[str, Any]) -> str:
+    assets = files("runner.docs") / "assets"
+    css = (assets / "site.css").read_text(encoding="utf-8")
+    script = (assets / "site.js").read_text(encoding="utf-8")
+    title = html.escape(f"{data['project']}: Hudi tables report")
+    return (
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title>\n"
+        f"<style>\n{css}</style>\n</head>\n<body>\n<nav></nav>\n<main></main>\n"
+        f"<script type=\"application/json\" id=\"report-data\">{embed_json(data)}</script>\n"
+        f"<script>\n{script}</script>\n</body>\n</html>\n"
+    )
+
+
+def embed_json(data: dict[str, Any]) -> str:
+    """JSON safe inside <script>: `<`, `>` and `&` escaped so no value can close the element."""
+    text = json.dumps(data, indent=None, separators=(",", ":"), sort_keys=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def write_site(data: dict[str, Any], out_dir: Path) -> Path:
+    """Write `index.html` (via a temporary file, so a reader never sees half a page); return its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / INDEX
+    temp = out_dir / f".{INDEX}.tmp"
+    temp.write_text(render_page(data), encoding="utf-8")
+    temp.replace(target)
+    return target
