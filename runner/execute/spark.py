@@ -122,14 +122,15 @@ def executor_id() -> str:
     """The id of the Spark executor running this Python worker, or `driver`.
 
     The Python side of a task has no API for it, but a standalone worker starts each executor in
-    its own working directory `<work dir>/<app id>/<executor id>`, which the Python workers inherit.
-    Elsewhere (local mode, the driver) this is `driver`.
+    its own working directory `<work dir>/<app id>/<executor id>`, which the Python workers inherit
+    (under Spark Connect they move into a per-session folder below it). Elsewhere (local mode, the
+    driver) this is `driver`.
     """
-    cwd = os.getcwd()
-    parent, name = os.path.split(cwd)
-    if os.path.basename(parent).startswith("app-") and name.isdigit():
-        return name
-    return os.environ.get("SPARK_EXECUTOR_ID", DRIVER)
+    parts = os.getcwd().split(os.sep)
+    for part, following in zip(parts, parts[1:]):
+        if part.startswith("app-") and following.isdigit():
+            return following
+    return DRIVER
 
 
 class _SliceRunner:
