@@ -142,12 +142,17 @@ def _syntax_problems(doc: Loaded) -> Iterator[Problem]:
                 if not _ENV_NAME.fullmatch(reference):
                     yield doc.problem(path, f"${{{reference}}} is not a reference this runner understands; "
                                       "expected ${env:NAME}, NAME an environment variable")
-            if _SECRET_KEY.search(key) and _REFERENCE.sub("", text).strip():
+            if _names_secret(key) and _REFERENCE.sub("", text).strip():
                 yield doc.problem(path, f"{key} looks like a secret, and secrets come only from the "
                                   "environment; write the value as ${env:NAME} and set NAME where the runner runs")
             if key == "remote" and re.search(r";token=(?!\$\{env:)", text):
                 yield doc.problem(path, "the Spark Connect token is written out; secrets come only from the "
                                   "environment: write `;token=${env:NAME}`")
+
+
+def _names_secret(key: str) -> bool:
+    # `...credentials.provider` and the like name a class or a mechanism, not a secret value.
+    return bool(_SECRET_KEY.search(key)) and not key.lower().endswith(("provider", ".class", ".type"))
 
 
 def _resolve(text: str, env: Mapping[str, str]) -> tuple[str, list[str]]:

@@ -30,6 +30,7 @@ targets:
       conf:
         spark.hadoop.fs.s3a.secret.key: ${env:S3_SECRET}
         spark.sql.shuffle.partitions: 400
+        spark.hadoop.fs.s3a.aws.credentials.provider: com.amazonaws.auth.EnvironmentVariableCredentialsProvider
   cluster:
     spark:
       master: spark://10.0.0.5:7077
@@ -49,8 +50,9 @@ def test_the_default_target_overrides_field_by_field(write_project: WriteProject
 def test_a_remote_target_resolves_secrets_from_the_environment(write_project: WriteProject) -> None:
     project = load_project(write_project(TABLE, PROJECT), target="prod", env=PROD_ENV)
     assert project.spark.remote == "sc://connect.internal:15002/;token=tok-123"
-    assert dict(project.spark.conf) == {"spark.sql.shuffle.partitions": "400",
-                                        "spark.hadoop.fs.s3a.secret.key": "s3-secret"}
+    assert dict(project.spark.conf) == {
+        "spark.sql.shuffle.partitions": "400", "spark.hadoop.fs.s3a.secret.key": "s3-secret",
+        "spark.hadoop.fs.s3a.aws.credentials.provider": "com.amazonaws.auth.EnvironmentVariableCredentialsProvider"}
     assert project.threads == 2  # not overridden by prod: the project's own value
     origins = {name: origin for name, _, origin in project.run_provenance}
     assert origins["spark.remote"] == "target prod, project.yml:13:7"
