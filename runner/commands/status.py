@@ -9,6 +9,7 @@ from runner.commands._common import human_bytes, selected
 from runner.commands.render import count
 from runner.commands.result import CommandResult, ExitCode
 from runner.errors import RunnerError
+from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.state import read_table_state
 from runner.hudi.storage import storage_for
 from runner.summary import summarize
@@ -19,7 +20,13 @@ def run(args: argparse.Namespace) -> CommandResult:
     rows: list[dict[str, Any]] = []
     for decl in tables:
         try:
-            rows.append(summarize(decl, read_table_state(storage_for(decl.path))))
+            storage = storage_for(decl.path)
+            state = read_table_state(storage)
+            row = summarize(decl, state)
+            if state.metadata.has_metadata_table:
+                # Whether the MDT agrees with storage: no Hudi tool reports this drift.
+                row["metadata_table_check"] = check_metadata_table(storage, state).to_json()
+            rows.append(row)
         except RunnerError as error:
             rows.append({"name": decl.name, "path": decl.path, "error": {"type": error.kind, "message": str(error)}})
     failed = any("error" in r for r in rows)
@@ -81,5 +88,22 @@ def _text(rows: list[dict[str, Any]]) -> str:
             out.append(f"    ignored: {r['uncommitted_files']:,} uncommitted, "
                        f"{count(r['unrecognized_files'], 'unrecognised file')}")
         out.extend(f"    drift: {d}" for d in r["declaration_drift"])
+        out.extend(_metadata_table_lines(r.get("metadata_table_check")))
         out.append("")
     return "\n".join(out).rstrip()
+
+
+def _metadata_table_lines(check: dict[str, Any] | None) -> list[str]:
+    if check is None:
+        return []
+    if check["ok"]:
+        return ["    metadata table: in step with the data timeline and with storage"]
+    lines = [f"    metadata table: {problem}" for problem in check["problems"]]
+    drift = check["drift"] or {}
+    for label, key in (("listed but absent", "listed_but_absent"), ("present but not listed", "present_but_unlisted"),
+                       ("partitions not listed", "partitions_unlisted")):
+        paths = drift.get(key) or []
+        if paths:
+            shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+            lines.append(f"    metadata table {label}: {shown}")
+    return lines

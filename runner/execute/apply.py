@@ -6,7 +6,8 @@ Safety rules enforced here, whatever plan.json says:
 - every file the plan deletes must also be deletable by a fresh plan computed under the lock
   (so a hand-edited plan can never delete a latest slice, a savepointed file, a file a pending
   compaction needs, or an uncommitted file);
-- a table with a metadata table is refused unless its declaration says `metadata_table: disable`.
+- a table with a metadata table gets every clean recorded in it (`metadata_table: keep`, the
+  default), checked first and refused with the reasons when that is not safe; `disable` removes it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ from runner.execute.clean import CleanOutcome, CleanRunner, DeleteOutcome
 from runner.execute.failpoints import failpoint
 from runner.execute.metadata_table import disable_metadata_table
 from runner.execute.spark import executors_seen
+from runner.hudi.instant import InstantTime
 from runner.hudi.lock import TableLock
+from runner.hudi.mdt.maintain import CleanMaintenance, prepare_clean_maintenance
+from runner.hudi.mdt.maintain import refusal_reasons as metadata_table_refusals
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.storage import Storage, storage_for
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
@@ -64,7 +68,11 @@ def plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
     scope = clean_scope(decl.clean, meta, now=now)
     needs_full = decl.file_sizing.small_file_limit > 0 or scope.partitions is None
     state = read_table_state(storage, partitions=None if needs_full else scope.partitions, metadata=meta)
-    return plan_table(decl, state, scope)
+    refusals: tuple[str, ...] = ()
+    if meta.has_metadata_table and decl.metadata_table is MetadataTableMode.KEEP:
+        resuming = frozenset(str(i.time) for i, p in meta.pending_cleans if p is not None)
+        refusals = tuple(metadata_table_refusals(storage, meta, resuming=resuming))
+    return plan_table(decl, state, scope, refusals)
 
 
 def apply_table(
@@ -104,8 +112,8 @@ def _apply_table(
         if plan.status in (TableStatus.IN_SYNC, TableStatus.DRIFT):  # drift is for a person, not apply
             result.duration_s = round(time.monotonic() - started, 3)
             return result
-        _handle_metadata_table(decl, storage, meta, result)
-        runner = _runner(storage, meta, deleter_factory(), clock)
+        maintenance = _handle_metadata_table(decl, storage, meta, result)
+        runner = _runner(storage, meta, deleter_factory(), clock, maintenance)
         finished = [p for _, p in meta.pending_cleans if p is not None]
         for instant, pending_plan in meta.pending_cleans:
             if pending_plan is not None:
@@ -218,28 +226,35 @@ def _record_resize(result: TableResult, outcome: Any) -> None:
     result.bytes_rewritten += outcome.bytes_rewritten
 
 
-def _handle_metadata_table(decl: TableDeclaration, storage: Storage, meta: TableMetadata, result: TableResult) -> None:
+def _handle_metadata_table(decl: TableDeclaration, storage: Storage, meta: TableMetadata,
+                           result: TableResult) -> CleanMaintenance | None:
+    """`keep`: check the metadata table and return the hook that records each clean in it."""
     if not meta.has_metadata_table:
-        return
+        return None
     if decl.metadata_table is not MetadataTableMode.DISABLE:
-        raise RefusedError(
-            f"table {decl.name} has a metadata table (.hoodie/metadata); deleting files without updating "
-            "it would make Hudi readers list files that no longer exist; nothing was deleted",
-            hint=f"set `metadata_table: disable` in {decl.source_file} to let the runner disable it first "
-            "(Hudi rebuilds it when a writer re-enables it), or clean this table with Hudi itself.",
-        )
+        resuming = frozenset(str(i.time) for i, p in meta.pending_cleans if p is not None)
+        return prepare_clean_maintenance(storage, meta, resuming=resuming, step=failpoint)
     disable_metadata_table(storage, meta)
     result.notes.append("disabled the metadata table before cleaning")
+    return None
 
 
-def _runner(storage: Storage, meta: TableMetadata, deleter: Any, clock: Callable[[], datetime]) -> CleanRunner:
+def _runner(storage: Storage, meta: TableMetadata, deleter: Any, clock: Callable[[], datetime],
+            maintenance: CleanMaintenance | None = None) -> CleanRunner:
     writer = TimelineWriter(storage, meta.timeline_folder, meta.config.timeline_layout_version)
+    last: list[InstantTime] = []
 
     def completion() -> Any:
+        # Strictly increasing across calls: the metadata table's deltacommit must complete before
+        # the data instant of the same time, even within one millisecond.
         _, timeline, _ = read_timeline(storage)
-        return new_instant_time(timeline, clock=clock(), table_timezone=meta.config.timezone)
+        value = new_instant_time(timeline, clock=clock(), table_timezone=meta.config.timezone)
+        if last and value <= last[-1]:
+            value = InstantTime(last[-1].normalized[:17]).plus_millis(1)
+        last.append(value)
+        return value
 
-    return CleanRunner(storage, writer, deleter, completion_time=completion)
+    return CleanRunner(storage, writer, deleter, completion_time=completion, before_complete=maintenance)
 
 
 def _record(result: TableResult, outcome: CleanOutcome, *, started: str | None = None) -> None:

@@ -31,6 +31,8 @@ from runner.plan.clean import SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
 
 Deleter = Callable[[Storage, Sequence[str]], "list[DeleteOutcome]"]
+# (clean instant, its HoodieCleanMetadata, completion-time source) -> files written
+BeforeComplete = Callable[[InstantTime, CleanMetadata, Callable[[], InstantTime]], list[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +113,14 @@ class CleanRunner:
     """Executes clean plans against one table."""
 
     def __init__(self, storage: Storage, writer: TimelineWriter, deleter: Deleter, *,
-                 completion_time: Callable[[], InstantTime]) -> None:
+                 completion_time: Callable[[], InstantTime],
+                 before_complete: BeforeComplete | None = None) -> None:
         self.storage = storage
         self.writer = writer
         self.deleter = deleter
         self.completion_time = completion_time
+        # Records the clean in the metadata table (same instant time) before the clean completes.
+        self.before_complete = before_complete
 
     def start(self, time_: InstantTime, step: CleanStep) -> tuple[Instant, CleanPlan]:
         """Write `<t>.clean.requested` and `<t>.clean.inflight`."""
@@ -142,6 +147,9 @@ class CleanRunner:
         deleted_partitions = tuple(p for p in plan.partitions_to_delete if self._delete_partition(p))
         failpoint("after_delete")
         meta = self._metadata(pending, plan, files, outcomes, deleted_partitions, started)
+        if self.before_complete is not None:
+            written.extend(self.before_complete(pending.time, meta, self.completion_time))
+            failpoint("after_metadata_table_commit")
         done = self.writer.complete(pending, encode_clean_metadata(meta), completion=self.completion_time())
         written.append(done.file_name)
         failpoint("after_clean_completed")

@@ -29,8 +29,12 @@ def requirements(meta: TableMetadata) -> Requirements:
     )
 
 
-def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> TablePlan:
-    """The clean and sizing steps for one table, with the requirements apply will re-check."""
+def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope,
+               mdt_refusals: tuple[str, ...] = ()) -> TablePlan:
+    """The clean and sizing steps for one table, with the requirements apply will re-check.
+
+    `mdt_refusals`: why the table's metadata table cannot be maintained now (read by the caller).
+    """
     meta = state.metadata
     clean = explain_clean(decl.clean, state, scope, plan_clean(decl.clean, state, scope))
     sizing = plan_sizing(decl.file_sizing, state)
@@ -43,9 +47,15 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope) -> 
     notes += [f"finish the interrupted resize (clustering {t})" for t in resumes]
     mdt = None
     if meta.has_metadata_table:
-        mdt = "disable" if decl.metadata_table is MetadataTableMode.DISABLE else "refuse"
+        if decl.metadata_table is MetadataTableMode.DISABLE:
+            mdt = "disable"
+        else:
+            mdt = "refuse" if mdt_refusals else "keep"
         if changes:
-            notes.append(_MDT_NOTES[mdt])
+            notes.append(_MDT_NOTES[mdt] + ("; ".join(mdt_refusals) if mdt == "refuse" else ""))
+        if mdt != "disable" and sizing is not None and not sizing.is_empty:
+            notes.append("apply will refuse the resize: the runner cannot yet record a clustering in the "
+                         "metadata table (record index, column stats); run Hudi's clustering for this table")
     return TablePlan(
         name=decl.name,
         path=decl.path,
@@ -75,8 +85,10 @@ def unresizable_notes(decl: TableDeclaration, state: TableState) -> list[str]:
 
 
 _MDT_NOTES = {
-    "refuse": "apply will refuse: the table has a metadata table (.hoodie/metadata) that the runner "
-    "cannot update; set `metadata_table: disable` to let it remove the metadata table first",
+    "keep": "apply records each clean in the metadata table (.hoodie/metadata) as Hudi does: one "
+    "deltacommit with the clean's instant time, completed before the clean",
+    "refuse": "apply will refuse, because the metadata table (.hoodie/metadata) cannot be kept in step "
+    "(let Hudi settle it with its next write, or set `metadata_table: disable` to remove it): ",
     "disable": "apply will first disable the metadata table (remove .hoodie/metadata and clear "
     "hoodie.table.metadata.partitions), as Hudi does when hoodie.metadata.enable=false",
 }

@@ -136,13 +136,18 @@ def test_apply_refuses_hand_edited_plans_and_deletes_nothing(edit, tmp_path, cap
     assert (outside / latest).read_bytes() == b"precious"
 
 
-def test_apply_refuses_a_table_with_a_metadata_table(tmp_path, capsys):
+def test_apply_refuses_a_table_whose_metadata_table_has_a_failed_write(tmp_path, capsys):
     root = project(tmp_path / "p", WITH_MDT)
+    (root / "table/.hoodie/metadata/.hoodie/timeline/20260307170000000.deltacommit.requested").write_bytes(b"")
     before = tree_digest(root / "table")
+    code, plan = run_json(capsys, "plan", "--project-dir", str(root))
+    assert code == 2 and plan["tables"][0]["metadata_table"] == "refuse"
+    assert any("20260307170000000.deltacommit.requested" in n for n in plan["tables"][0]["notes"])
     code, report = run_json(capsys, "apply", "--auto-approve", "--project-dir", str(root))
     assert code == 1
     error = report["tables"][0]["error"]
     assert error["type"] == "RefusedError" and "metadata_table: disable" in error["message"]
+    assert "pending or failed write" in error["message"]
     assert tree_digest(root / "table") == before
 
 

@@ -1,0 +1,138 @@
+"""Benchmark the metadata-table update of a clean against deleting the same number of files.
+
+A clean on a table with a metadata table adds one MDT deltacommit: a `files` record per partition,
+and a column-stats tombstone per deleted file and indexed column (HFile log blocks, one per file
+group). This times that update for `--files` deleted files in `--partitions` partitions with
+`--columns` indexed columns (the fixture v9_txns_simple_meta indexes 16), on a fresh copy of that
+fixture's metadata table (its schema and its 2 column_stats file groups), interleaved with the
+floor: a bare `os.unlink` loop over the same number of empty files (created, synced, not timed).
+
+Each run times, separately: building the records (`clean_commit`), and writing the deltacommit
+(`write_mdt_commit`: sort, HFile, log files, timeline). The share is the MDT update's time over
+(MDT update + floor); against `runner apply` (2.90x the floor in bench/README.md) it is smaller.
+Every run reads the written deltacommit back and checks the tombstone count. Usage:
+
+    .venv/bin/python bench/bench_mdt.py                      # quick: 10,000 files
+    .venv/bin/python bench/bench_mdt.py --files 100000 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from _common import markdown_table, median, remove_tree, timed
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from runner.hudi.instant import InstantTime  # noqa: E402
+from runner.hudi.mdt.actions import clean_commit  # noqa: E402
+from runner.hudi.mdt.reader import read_files_listing, read_metadata_table, read_partition  # noqa: E402
+from runner.hudi.mdt.writer import write_mdt_commit  # noqa: E402
+from runner.hudi.metadata import CleanMetadata, CleanPartitionMetadata  # noqa: E402
+from runner.hudi.state import read_table_metadata  # noqa: E402
+from runner.hudi.storage import storage_for  # noqa: E402
+
+FIXTURE = ROOT.parent / "shared" / "fixtures" / "hudi-rs" / "sample_table/cow/v9_txns_simple_meta.zip"
+INSTANT = "20991231000000000"
+
+
+def _extract(dest: Path) -> Path:
+    with zipfile.ZipFile(FIXTURE) as archive:
+        archive.extractall(dest)
+    return dest / "v9_txns_simple_meta"
+
+
+def _clean(files: int, partitions: int) -> CleanMetadata:
+    per = files // partitions
+    meta = {}
+    for p in range(partitions):
+        names = tuple(f"{p:04d}{i:08d}-aaaa-bbbb-cccc-dddddddddddd-0_0-1-2_20260101000000000.parquet" for i in range(per))
+        meta[f"dt={p:04d}"] = CleanPartitionMetadata(f"dt={p:04d}", "KEEP_LATEST_FILE_VERSIONS", names, names, ())
+    return CleanMetadata(INSTANT, 1, per * partitions, "", "", meta, {}, 2)
+
+
+def _mdt_update(base: Path, clean: CleanMetadata, columns: tuple[str, ...]) -> tuple[float, float]:
+    storage = storage_for(str(base))
+    data = read_table_metadata(storage)
+    mdt = read_metadata_table(storage)
+    schema = read_files_listing(storage, data, mdt).schema
+    parts = ("files", "column_stats")
+    build, commit = timed(lambda: clean_commit(INSTANT, clean, mdt_partitions=parts, stats_columns=columns, schema=schema))
+    ticks = iter(range(1, 10**6))
+    write, _ = timed(lambda: write_mdt_commit(storage, mdt, commit, schema=schema, created_ms=0,
+                                              completion_time=lambda: InstantTime(f"2099123100000{next(ticks):04d}")))
+    return build, write
+
+
+def _check(base: Path, expected: int) -> None:
+    """The written column_stats log blocks hold exactly the expected tombstones."""
+    storage = storage_for(str(base))
+    mdt = read_metadata_table(storage)
+    (base / ".hoodie/timeline" / f"{INSTANT}_20991231000000099.clean").write_bytes(b"")  # make it valid
+    data = read_table_metadata(storage)
+    stats, _ = read_partition(storage, data, mdt, "column_stats")
+    found = sum(1 for r in stats.values() if r["ColumnStatsMetadata"]["isDeleted"])
+    assert found >= expected, (found, expected)
+
+
+def _floor(work: Path, files: int) -> float:
+    folder = work / "floor"
+    folder.mkdir()
+    paths = [str(folder / f"f{i:08d}") for i in range(files)]
+    for path in paths:
+        with open(path, "wb"):
+            pass
+    os.sync()
+    seconds, _ = timed(lambda: [os.unlink(p) for p in paths])
+    folder.rmdir()
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--columns", type=int, default=16)
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+    columns = tuple(f"col_{i}" for i in range(args.columns))
+    clean = _clean(args.files, args.partitions)
+    rows: dict[str, list[float]] = {"floor": [], "build": [], "write": [], "mdt": []}
+    with tempfile.TemporaryDirectory(prefix="bench_mdt_") as tmp:
+        work = Path(tmp)
+        for run in range(args.runs):
+            rows["floor"].append(_floor(work, args.files))
+            base = _extract(work / f"run{run}")
+            build, write = _mdt_update(base, clean, columns)
+            rows["build"].append(build)
+            rows["write"].append(write)
+            rows["mdt"].append(build + write)
+            if run == 0:
+                _check(base, args.files * args.columns)
+            remove_tree(work / f"run{run}")
+    floor, mdt = median(rows["floor"]), median(rows["mdt"])
+    labels = {
+        "floor": "floor: `os.unlink` of as many empty files (baseline)",
+        "build": "MDT records (`clean_commit`)",
+        "write": "MDT deltacommit written (`write_mdt_commit`)",
+        "mdt": "MDT update, total",
+    }
+    table = [(labels[k], ", ".join(f"{v:.2f}" for v in vals), f"{median(vals):.2f} s", f"{median(vals) / floor:.2f}x")
+             for k, vals in rows.items()]
+    print(f"{args.files:,} deleted files in {args.partitions} partitions, {args.columns} indexed columns, "
+          f"{args.files * args.columns:,} column-stats tombstones; {os.cpu_count()} CPUs\n")
+    print(markdown_table(("what", "runs (s)", "median", "vs floor"), table, align="llrr"))
+    print(f"\nMDT update share of (MDT update + floor): {mdt / (mdt + floor):.1%}; "
+          f"of an apply at the published 2.90x floor: {mdt / (mdt + 2.90 * floor):.1%}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

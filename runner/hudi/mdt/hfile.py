@@ -1,0 +1,357 @@
+"""HFile v3 as Hudi's native hudi-io writer produces it, for metadata-table log blocks.
+
+The metadata table stores its records as HFiles: inside every HFILE_DATA log block, and as the
+base files MDT compaction writes. An HFile is a run of blocks followed by a 4096-byte trailer:
+
+    [DATABLK*]+ [METABLKc]* [IDXROOT2 data index] [IDXROOT2 meta index] [FILEINF2] [trailer]
+
+Every block has a 33-byte header, its own gzip member as payload (codec 1) and checksum bytes after
+it. Cells are `u32 keyLen, u32 valueLen, u16 rowLen, row, u8 0 (family), u64 LATEST_TIMESTAMP,
+u8 4 (Put), value, u8 0 (MVCC)`, sorted by the unsigned bytes of the row. Facts checked against
+apache/hudi `hudi-io/.../io/hfile/HFileWriterImpl.java`, `HFileBlock.java`, `HFileTrailer.java`
+and the fixture tables (see README.md in this package).
+
+`read_hfile` and `write_hfile` are pure: bytes in, bytes out.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from runner.errors import CorruptMetadataError
+
+TRAILER_SIZE = 4096
+TRAILER_MAGIC = b'TRABLK"$'
+DATA_MAGIC = b"DATABLK*"
+ROOT_INDEX_MAGIC = b"IDXROOT2"
+FILE_INFO_MAGIC = b"FILEINF2"
+META_MAGIC = b"METABLKc"
+HEADER_SIZE = 33
+BYTES_PER_CHECKSUM = 16384
+CHECKSUM_NULL = 0
+CHECKSUM_CRC32C = 2
+CODEC_GZ = 1
+CODEC_NONE = 2
+COMPARATOR = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
+LATEST_TIMESTAMP = 0x7FFFFFFFFFFFFFFF
+KEY_TYPE_PUT = 4
+# Hudi's HFileContext default block size: a new data block starts once this many bytes are buffered.
+DEFAULT_BLOCK_SIZE = 64 * 1024
+# The root index writes key lengths as protobuf varints and Hudi reads them as Hadoop vints; the
+# two encodings agree only below 128, so longer first keys would be misread by Hudi.
+MAX_INDEX_KEY = 125
+
+EXPECTED = "an HFile v3 (trailer magic TRABLK\"$, major version 3)"
+
+
+@dataclass(frozen=True, slots=True)
+class HFile:
+    """The decoded content of one HFile: cells in file order plus the file-info map."""
+
+    cells: tuple[tuple[bytes, bytes], ...]
+    file_info: dict[bytes, bytes]
+    checksum_type: int
+    codec: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Trailer:
+    file_info_offset: int
+    load_on_open_offset: int
+    data_index_count: int
+    meta_index_count: int
+    entry_count: int
+    codec: int
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def read_hfile(data: bytes, *, where: str) -> HFile:
+    """Decode an HFile; `where` names the file (and block) in error messages."""
+    try:
+        return _read_hfile(data, where)
+    except (struct.error, IndexError) as error:
+        raise _corrupt(where, "complete blocks", f"truncated data ({error})") from error
+
+
+def _read_hfile(data: bytes, where: str) -> HFile:
+    trailer = _read_trailer(data, where)
+    index_payload, checksum_type = _read_block(data, trailer.load_on_open_offset, ROOT_INDEX_MAGIC, trailer.codec, where)
+    data_offsets = [offset for offset, _ in _parse_root_index(index_payload, trailer.data_index_count, where)]
+    info_payload, _ = _read_block(data, trailer.file_info_offset, FILE_INFO_MAGIC, trailer.codec, where)
+    cells: list[tuple[bytes, bytes]] = []
+    for offset in data_offsets:
+        payload, _ = _read_block(data, offset, DATA_MAGIC, trailer.codec, where)
+        cells.extend(_parse_cells(payload, where))
+    if len(cells) != trailer.entry_count:
+        raise _corrupt(where, f"trailer entry_count {trailer.entry_count}", f"{len(cells)} cells")
+    return HFile(tuple(cells), _parse_file_info(info_payload, where), checksum_type, trailer.codec)
+
+
+def _read_trailer(data: bytes, where: str) -> _Trailer:
+    if len(data) < TRAILER_SIZE or data[-TRAILER_SIZE:][:8] != TRAILER_MAGIC:
+        raise _corrupt(where, EXPECTED, f"{len(data)} bytes without the trailer magic")
+    version = struct.unpack(">I", data[-4:])[0]
+    if version & 0x00FFFFFF != 3:
+        raise _corrupt(where, EXPECTED, f"major version {version & 0x00FFFFFF}")
+    body = data[-TRAILER_SIZE + 8 : -4]
+    length, pos = _read_varint(body, 0, where)
+    fields = _parse_proto(body[pos : pos + length], where)
+    return _Trailer(
+        file_info_offset=_int_field(fields, 1),
+        load_on_open_offset=_int_field(fields, 2),
+        data_index_count=_int_field(fields, 5),
+        meta_index_count=_int_field(fields, 6),
+        entry_count=_int_field(fields, 7),
+        codec=_int_field(fields, 12, default=CODEC_NONE),
+    )
+
+
+def _read_block(data: bytes, offset: int, magic: bytes, codec: int, where: str) -> tuple[bytes, int]:
+    """Return (uncompressed payload, checksum type); checksums are not verified, as in hudi-rs."""
+    header = data[offset : offset + HEADER_SIZE]
+    if len(header) < HEADER_SIZE or header[:8] != magic:
+        raise _corrupt(where, f"block {magic.decode()} at offset {offset}", repr(header[:8]))
+    _on_disk, uncompressed, _prev, checksum_type, _per_checksum, data_with_header = struct.unpack(">IIqBII", header[8:])
+    payload_end = offset + data_with_header
+    raw = data[offset + HEADER_SIZE : payload_end]
+    payload = _decompress(raw, codec, where) if uncompressed else b""
+    if len(payload) != uncompressed:
+        raise _corrupt(where, f"{uncompressed} uncompressed bytes in {magic.decode()} at {offset}", f"{len(payload)}")
+    return payload, checksum_type
+
+
+def _decompress(raw: bytes, codec: int, where: str) -> bytes:
+    if codec == CODEC_NONE:
+        return raw
+    if codec != CODEC_GZ:
+        raise _corrupt(where, "compression codec 1 (GZ) or 2 (NONE)", f"codec {codec}")
+    try:
+        return zlib.decompress(raw, wbits=31)
+    except zlib.error as error:
+        raise _corrupt(where, "a gzip-compressed block", str(error)) from error
+
+
+def _parse_root_index(payload: bytes, count: int, where: str) -> list[tuple[int, int]]:
+    entries: list[tuple[int, int]] = []
+    pos = 0
+    for _ in range(count):
+        offset, size = struct.unpack_from(">qI", payload, pos)
+        key_len, pos = _read_varint(payload, pos + 12, where)
+        pos += key_len
+        entries.append((offset, size))
+    return entries
+
+
+def _parse_cells(payload: bytes, where: str) -> Iterable[tuple[bytes, bytes]]:
+    pos = 0
+    while pos < len(payload):
+        key_len, value_len, row_len = struct.unpack_from(">IIH", payload, pos)
+        key_start = pos + 8
+        row = payload[key_start + 2 : key_start + 2 + row_len]
+        value = payload[key_start + key_len : key_start + key_len + value_len]
+        if key_len != row_len + 12 or len(value) != value_len:
+            raise _corrupt(where, "cells of (row, family 0, timestamp, type) keys", f"key length {key_len} for a {row_len}-byte row")
+        pos = key_start + key_len + value_len + 1  # the trailing MVCC vlong is always 0 here
+        yield row, value
+
+
+def _parse_file_info(payload: bytes, where: str) -> dict[bytes, bytes]:
+    if payload[:4] != b"PBUF":
+        raise _corrupt(where, "file info starting with PBUF", repr(payload[:4]))
+    length, pos = _read_varint(payload, 4, where)
+    info: dict[bytes, bytes] = {}
+    for tag, value in _iter_proto(payload[pos : pos + length], where):
+        if tag == 1 and isinstance(value, bytes):
+            pair = dict(_iter_proto(value, where))
+            first, second = pair.get(1, b""), pair.get(2, b"")
+            if not isinstance(first, bytes) or not isinstance(second, bytes):
+                raise _corrupt(where, "file-info entries of two byte strings", repr(pair))
+            info[first] = second
+    return info
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def write_hfile(
+    cells: Sequence[tuple[bytes, bytes]],
+    file_info: Sequence[tuple[bytes, bytes]],
+    *,
+    checksum_type: int = CHECKSUM_NULL,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+) -> bytes:
+    """Encode sorted, unique cells as a GZ-compressed HFile, laid out as hudi-io's writer does.
+
+    `file_info` comes after the entries hudi-io always writes (last key, average lengths, key-value
+    version, memstore ts are derived here; `hfile.CREATE_TIME_TS` is the caller's, to keep this pure).
+    """
+    _check_sorted(cells)
+    out = bytearray()
+    index: list[tuple[int, int, bytes]] = []
+    encoded = [_cell(row, value) for row, value in cells]
+    for first, last in _chunks(encoded, block_size):
+        start = len(out)
+        out += _block(DATA_MAGIC, b"".join(encoded[first:last]), checksum_type)
+        index.append((start, len(out) - start, cells[first][0]))
+    last_data_offset = index[-1][0] if index else 0
+    index_offset = len(out)
+    out += _block(ROOT_INDEX_MAGIC, b"".join(_index_entry(*entry) for entry in index), checksum_type)
+    out += _block(ROOT_INDEX_MAGIC, b"", checksum_type)  # meta index: present even when empty
+    info_offset = len(out)
+    out += _block(FILE_INFO_MAGIC, _file_info_payload(file_info), checksum_type)
+    trailer = _proto([
+        (1, info_offset), (2, index_offset),
+        (3, sum(map(len, encoded))),
+        (5, len(index)), (6, 0), (7, len(cells)), (8, 1), (9, 0), (10, last_data_offset),
+        (11, COMPARATOR.encode()), (12, CODEC_GZ),
+    ])
+    body = TRAILER_MAGIC + _varint(len(trailer)) + trailer
+    out += body + b"\x00" * (TRAILER_SIZE - 4 - len(body)) + struct.pack(">I", 3)
+    return bytes(out)
+
+
+def standard_file_info(cells: Sequence[tuple[bytes, bytes]], *, created_ms: int) -> list[tuple[bytes, bytes]]:
+    """The file-info entries hudi-io's writer adds to every HFile, in the order it writes them."""
+    count = max(len(cells), 1)
+    last = cells[-1][0] if cells else b""
+    return [
+        (b"hfile.LASTKEY", struct.pack(">H", len(last)) + last),
+        (b"hfile.AVG_VALUE_LEN", struct.pack(">i", sum(len(v) for _, v in cells) // count)),
+        (b"hfile.AVG_KEY_LEN", struct.pack(">i", sum(len(r) for r, _ in cells) // count)),
+        (b"KEY_VALUE_VERSION", struct.pack(">i", 1)),
+        (b"MAX_MEMSTORE_TS_KEY", struct.pack(">q", 0)),
+        (b"hfile.CREATE_TIME_TS", struct.pack(">q", created_ms)),
+    ]
+
+
+def _check_sorted(cells: Sequence[tuple[bytes, bytes]]) -> None:
+    for (previous, _), (row, _) in zip(cells, cells[1:]):
+        if not previous < row:
+            raise ValueError(f"HFile cells must be strictly ascending by key; {previous!r} is followed by {row!r}")
+
+
+def _chunks(encoded: Sequence[bytes], block_size: int) -> Iterable[tuple[int, int]]:
+    """[first, last) cell ranges of the data blocks: a block ends once it holds `block_size` bytes."""
+    start, size = 0, 0
+    for i, cell in enumerate(encoded):
+        if size >= block_size and i > start:
+            yield start, i
+            start, size = i, 0
+        size += len(cell)
+    if start < len(encoded):
+        yield start, len(encoded)
+
+
+# family length 0, LATEST_TIMESTAMP, key type Put: the same for every cell
+_KEY_SUFFIX = b"\x00" + struct.pack(">QB", LATEST_TIMESTAMP, KEY_TYPE_PUT)
+
+
+def _cell(row: bytes, value: bytes) -> bytes:
+    return b"".join((struct.pack(">IIH", len(row) + 12, len(value), len(row)), row, _KEY_SUFFIX, value, b"\x00"))
+
+
+def _index_entry(offset: int, size: int, first_row: bytes) -> bytes:
+    key = struct.pack(">H", len(first_row)) + first_row
+    if len(key) > MAX_INDEX_KEY:
+        raise ValueError(f"HFile block key of {len(first_row)} bytes is too long for Hudi's root index reader")
+    return struct.pack(">qI", offset, size) + _varint(len(key)) + key
+
+
+def _file_info_payload(entries: Sequence[tuple[bytes, bytes]]) -> bytes:
+    pairs = b"".join(_proto([(1, _proto([(1, key), (2, value)]))]) for key, value in entries)
+    return b"PBUF" + _varint(len(pairs)) + pairs
+
+
+def _block(magic: bytes, payload: bytes, checksum_type: int) -> bytes:
+    compressed = gzip_member(payload)
+    with_header_len = HEADER_SIZE + len(compressed)
+    checksum_len = 4 * -(-with_header_len // BYTES_PER_CHECKSUM)
+    header = magic + struct.pack(
+        ">IIqBII", len(compressed) + checksum_len, len(payload), -1, checksum_type, BYTES_PER_CHECKSUM, with_header_len
+    )
+    block = header + compressed
+    if checksum_type == CHECKSUM_CRC32C:
+        from runner.hudi.mdt.crc32c import crc32c
+
+        sums = b"".join(struct.pack(">I", crc32c(block[i : i + BYTES_PER_CHECKSUM])) for i in range(0, len(block), BYTES_PER_CHECKSUM))
+    else:
+        sums = b"\x00" * checksum_len
+    return block + sums
+
+
+def gzip_member(payload: bytes) -> bytes:
+    """One gzip member with the header Java's GZIPOutputStream writes (mtime 0, OS 0)."""
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = deflate.compress(payload) + deflate.flush()
+    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00" + body + struct.pack("<II", zlib.crc32(payload), len(payload) & 0xFFFFFFFF)
+
+
+# --- protobuf and varints (only what the trailer and file info use) ------------------------------
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        bits = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(bits | 0x80)
+        else:
+            out.append(bits)
+            return bytes(out)
+
+
+def _read_varint(data: bytes, pos: int, where: str) -> tuple[int, int]:
+    result, shift = 0, 0
+    while pos < len(data):
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+    raise _corrupt(where, "a complete varint", "end of data")
+
+
+def _proto(fields: Sequence[tuple[int, int | bytes]]) -> bytes:
+    out = bytearray()
+    for tag, value in fields:
+        if isinstance(value, bytes):
+            out += _varint(tag << 3 | 2) + _varint(len(value)) + value
+        else:
+            out += _varint(tag << 3) + _varint(value)
+    return bytes(out)
+
+
+def _iter_proto(data: bytes, where: str) -> Iterable[tuple[int, int | bytes]]:
+    pos = 0
+    while pos < len(data):
+        key, pos = _read_varint(data, pos, where)
+        wire = key & 7
+        if wire == 0:
+            value, pos = _read_varint(data, pos, where)
+            yield key >> 3, value
+        elif wire == 2:
+            length, pos = _read_varint(data, pos, where)
+            yield key >> 3, data[pos : pos + length]
+            pos += length
+        else:
+            raise _corrupt(where, "protobuf wire types 0 or 2", f"wire type {wire}")
+
+
+def _parse_proto(data: bytes, where: str) -> dict[int, int | bytes]:
+    return dict(_iter_proto(data, where))
+
+
+def _int_field(fields: dict[int, int | bytes], tag: int, default: int = 0) -> int:
+    value = fields.get(tag, default)
+    return value if isinstance(value, int) else default
+
+
+def _corrupt(where: str, expected: str, found: str) -> CorruptMetadataError:
+    return CorruptMetadataError(f"{where}: not a readable HFile: expected {expected}, found {found}", path=where)

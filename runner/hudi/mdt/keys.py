@@ -1,0 +1,113 @@
+"""Record keys and shard choice of the metadata table's index partitions (pure).
+
+Facts (apache/hudi `ColumnIndexID`/`PartitionIndexID`/`FileIndexID`, `HoodieMetadataPayload`,
+`HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex`; checked on every column_stats key of the
+fixture v9_txns_simple_meta):
+- column and partition ids are XXHash64 (seed 0xdabadaba, sign-extended) of the UTF-8 name, as
+  8 big-endian bytes, Base64; the file id is the MD5 of the file name, Base64.
+- column_stats key = column id + partition id + file id; bloom_filters key = partition id + file id.
+- the shard of a key is |Java String.hashCode(key)| mod the partition's file-group count.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import struct
+
+_SEED = 0xFFFFFFFFDABADABA  # Hudi passes the int 0xdabadaba; Java widens it to a negative long
+_MASK = 0xFFFFFFFFFFFFFFFF
+_P1, _P2, _P3, _P4, _P5 = (
+    0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5,
+)
+
+
+def _rotl(value: int, bits: int) -> int:
+    return ((value << bits) | (value >> (64 - bits))) & _MASK
+
+
+def _round(acc: int, lane: int) -> int:
+    return (_rotl((acc + lane * _P2) & _MASK, 31) * _P1) & _MASK
+
+
+def _merge(acc: int, value: int) -> int:
+    return ((acc ^ _round(0, value)) * _P1 + _P4) & _MASK
+
+
+def xxh64(data: bytes, seed: int = _SEED) -> int:
+    """XXHash64, the reference algorithm (the standard library has none)."""
+    length, pos = len(data), 0
+    if length >= 32:
+        v = [(seed + _P1 + _P2) & _MASK, (seed + _P2) & _MASK, seed & _MASK, (seed - _P1) & _MASK]
+        while pos + 32 <= length:
+            for i in range(4):
+                v[i] = _round(v[i], struct.unpack_from("<Q", data, pos + 8 * i)[0])
+            pos += 32
+        acc = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _MASK
+        for lane in v:
+            acc = _merge(acc, lane)
+    else:
+        acc = (seed + _P5) & _MASK
+    acc = (acc + length) & _MASK
+    while pos + 8 <= length:
+        acc = (_rotl(acc ^ _round(0, struct.unpack_from("<Q", data, pos)[0]), 27) * _P1 + _P4) & _MASK
+        pos += 8
+    if pos + 4 <= length:
+        acc = (_rotl(acc ^ (struct.unpack_from("<I", data, pos)[0] * _P1) & _MASK, 23) * _P2 + _P3) & _MASK
+        pos += 4
+    while pos < length:
+        acc = (_rotl(acc ^ (data[pos] * _P5) & _MASK, 11) * _P1) & _MASK
+        pos += 1
+    acc ^= acc >> 33
+    acc = (acc * _P2) & _MASK
+    acc ^= acc >> 29
+    acc = (acc * _P3) & _MASK
+    return acc ^ (acc >> 32)
+
+
+@functools.lru_cache(maxsize=4096)  # columns and partitions repeat for every file of a clean
+def name_id(name: str) -> str:
+    return base64.b64encode(struct.pack(">Q", xxh64(name.encode("utf-8")))).decode("ascii")
+
+
+def file_id(file_name: str) -> str:
+    return base64.b64encode(hashlib.md5(file_name.encode("utf-8")).digest()).decode("ascii")
+
+
+def column_stats_key(column: str, partition: str, file_name: str) -> str:
+    return name_id(column) + name_id(partition) + file_id(file_name)
+
+
+def bloom_filter_key(partition: str, file_name: str) -> str:
+    return name_id(partition) + file_id(file_name)
+
+
+@functools.lru_cache(maxsize=1 << 20)
+def _chunk_hash(chunk: str) -> tuple[int, int]:
+    """(String.hashCode of the chunk as unsigned 32 bits, 31 ** its UTF-16 length mod 2**32)."""
+    h, units = 0, chunk.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h, pow(31, len(units) // 2, 1 << 32)
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int.
+
+    The hash is linear (`h(a + b) = h(a) * 31**len(b) + h(b)`), so it is folded over 12-character
+    chunks whose hashes are cached: index keys repeat their column, partition and file parts.
+    """
+    h = 0
+    for i in range(0, len(text), 12):
+        chunk_hash, power = _chunk_hash(text[i : i + 12])
+        h = (h * power + chunk_hash) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def shard(key: str, file_groups: int) -> int:
+    """`mapRecordKeyToFileGroupIndex`: Math.abs of the hash (MIN_VALUE stays negative) mod count."""
+    h = java_string_hash(key)
+    h = h if h == -(1 << 31) else abs(h)
+    # Java's % keeps the dividend's sign; only MIN_VALUE can be negative here.
+    return h % file_groups if h >= 0 else -((-h) % file_groups)

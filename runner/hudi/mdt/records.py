@@ -1,0 +1,112 @@
+"""`HoodieMetadataRecord` values: the Avro payload of every metadata-table HFile cell.
+
+Each cell value is the schemaless Avro binary of one `HoodieMetadataRecord`, written with the schema
+carried in its log block's SCHEMA header (and in the HFile's `schema` file-info entry). The schema
+changes between Hudi releases, so values are always decoded, and written, with the table's own
+schema string, never a packaged copy (apache/hudi `hudi-common/src/main/avro/HoodieMetadata.avsc`).
+
+`type` says which payload field is set (HoodieMetadataPayload):
+1 partition list, 2 file list of one partition, 3 column stats, 4 bloom filter, 5 record index,
+6 partition stats, 7 secondary index.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import fastavro
+from fastavro.types import Schema
+
+from runner.errors import CorruptMetadataError
+
+PARTITION_LIST = 1
+FILE_LIST = 2
+COLUMN_STATS = 3
+BLOOM_FILTER = 4
+RECORD_INDEX = 5
+PARTITION_STATS = 6
+SECONDARY_INDEX = 7
+
+# The file-list key of the list of all partitions, and the partition name Hudi uses for the
+# root folder of a non-partitioned table.
+ALL_PARTITIONS_KEY = "__all_partitions__"
+NON_PARTITIONED_NAME = "."
+
+MetadataRecord = dict[str, Any]
+
+
+@functools.lru_cache(maxsize=16)
+def _schema(schema_json: str) -> Schema:
+    return fastavro.parse_schema(json.loads(schema_json))
+
+
+def decode_record(schema_json: str, value: bytes, *, where: str) -> MetadataRecord:
+    """Decode one cell value with its block's schema; errors name the file."""
+    try:
+        record = fastavro.schemaless_reader(io.BytesIO(value), _schema(schema_json), None)
+    except (ValueError, EOFError, IndexError, TypeError, json.JSONDecodeError) as error:
+        raise CorruptMetadataError(
+            f"{where}: a metadata-table record does not decode with the block's HoodieMetadataRecord schema: {error}",
+            path=where,
+        ) from error
+    if not isinstance(record, dict) or "type" not in record:
+        raise CorruptMetadataError(f"{where}: expected a HoodieMetadataRecord with a `type`, found {record!r:.80}", path=where)
+    return record
+
+
+def encode_record(schema_json: str, record: Mapping[str, Any]) -> bytes:
+    """Encode a record with the table's schema; fields it leaves out take the schema's defaults."""
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, _schema(schema_json), dict(record))
+    return out.getvalue()
+
+
+def file_list_record(files: Mapping[str, tuple[int, bool]], *, record_type: int = FILE_LIST) -> MetadataRecord:
+    """A type-1/2 record: file (or partition) name -> (size, isDeleted)."""
+    return {
+        "key": "",
+        "type": record_type,
+        "filesystemMetadata": {name: {"size": size, "isDeleted": deleted} for name, (size, deleted) in files.items()},
+    }
+
+
+def file_entries(record: Mapping[str, Any]) -> dict[str, tuple[int, bool]]:
+    """The (size, isDeleted) map of a type-1/2 record."""
+    entries = record.get("filesystemMetadata") or {}
+    return {name: (int(info["size"]), bool(info["isDeleted"])) for name, info in entries.items()}
+
+
+def _varint(value: int) -> bytes:
+    """Avro's zig-zag varint of a non-negative length."""
+    value <<= 1
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def string_template(schema_json: str, build: Callable[[str, str], MetadataRecord]) -> tuple[bytes, bytes, bytes]:
+    """(head, mid, tail) such that `head + avro_string(x) + mid + avro_string(y) + tail` is the
+    encoding of `build(x, y)`: a fast path for records that differ only in two string fields.
+
+    A clean of 100,000 files writes 16 column-stats tombstones per file; encoding each through
+    fastavro costs ~100 µs, splicing the strings into a template well under 1 µs.
+    """
+    first, second = "\x01first-marker\x01", "\x02second-marker\x02"
+    encoded = encode_record(schema_json, build(first, second))
+    a, b = avro_string(first), avro_string(second)
+    i, j = encoded.find(a), encoded.find(b)
+    if i < 0 or j < i or encoded.count(a) != 1 or encoded.count(b) != 1:
+        raise ValueError("string_template needs the first marker before the second, each once")
+    return encoded[:i], encoded[i + len(a) : j], encoded[j + len(b) :]
+
+
+def avro_string(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    return _varint(len(raw)) + raw

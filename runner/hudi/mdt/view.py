@@ -1,0 +1,99 @@
+"""Which metadata-table files and blocks a reader uses: validity and file slicing, pure.
+
+Validity (apache/hudi `HoodieTableMetadataUtil.getValidInstantTimestamps`): the metadata table is
+written *before* the data-table instant completes, so a reader merges a log block only if its
+INSTANT_TIME is
+- a completed data-table instant, or
+- a completed MDT deltacommit whose data-table instant is not pending (indexing commits, and
+  instants whose data-table instant is gone), or
+- an instant rolled back by a completed data-table rollback, or an MDT rollback/restore, or
+- an MDT initialization deltacommit (`00000000000000…`),
+and, on the MDT side, the block's instant is a completed MDT instant (or older than the MDT's
+active timeline, i.e. archived: `containsOrBeforeTimelineStarts`).
+
+Slicing: table version 8+ names each log after its own deltacommit and assigns it to the latest
+base file whose instant is not after the log's completion time; version 6 names it after its
+slice's base instant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from runner.hudi.files import BaseFile, LogFile
+from runner.hudi.instant import Action
+from runner.hudi.timeline import Timeline
+
+SOLO_COMMIT_TIMESTAMP = "00000000000000"
+
+
+@dataclass(frozen=True, slots=True)
+class MdtSlice:
+    """The latest file slice of one MDT file group: base HFile (if any) and logs in merge order."""
+
+    file_id: str
+    base_file: BaseFile | None
+    log_files: tuple[LogFile, ...]
+
+
+def valid_instants(data_timeline: Timeline, mdt_timeline: Timeline, rolled_back: Collection[str]) -> frozenset[str]:
+    """Instant times whose MDT log blocks a reader merges (see the module docstring)."""
+    pending_data = {i.time for i in data_timeline.instants if not i.is_completed}
+    valid = {str(i.time) for i in data_timeline.instants if i.is_completed}
+    for instant in mdt_timeline.instants:
+        if not instant.is_completed:
+            continue
+        if instant.action is Action.DELTA_COMMIT and instant.time not in pending_data:
+            valid.add(str(instant.time))
+        if instant.action in (Action.ROLLBACK, Action.RESTORE):
+            valid.add(str(instant.time))
+    valid.update(rolled_back)
+    return frozenset(valid)
+
+
+def completed_mdt_instants(mdt_timeline: Timeline) -> dict[str, str]:
+    """Completed MDT instant time -> completion time (the requested time on layout 1)."""
+    return {str(i.time): str(i.completion_time or i.time) for i in mdt_timeline.instants if i.is_completed}
+
+
+def is_committed_on_mdt(time: str, mdt_timeline: Timeline, completed: dict[str, str]) -> bool:
+    """Completed on the MDT timeline, or older than its first instant (archived)."""
+    if time in completed:
+        return True
+    first = mdt_timeline.instants[0].time if mdt_timeline.instants else None
+    return first is not None and time < first
+
+
+def latest_slices(names: Iterable[tuple[str, int]], mdt_timeline: Timeline, *, table_version: int) -> list[MdtSlice]:
+    """The latest slice of every file group in one MDT partition folder listing (name, size)."""
+    completed = completed_mdt_instants(mdt_timeline)
+    bases: dict[str, list[BaseFile]] = {}
+    logs: dict[str, list[LogFile]] = {}
+    for name, size in names:
+        base = BaseFile.parse(name, size)
+        if base is not None and base.extension == "hfile":
+            if is_committed_on_mdt(base.instant_time, mdt_timeline, completed):
+                bases.setdefault(base.file_id, []).append(base)
+            continue
+        log = LogFile.parse(name, size)
+        if log is not None and not log.cdc:
+            logs.setdefault(log.file_id, []).append(log)
+    slices = []
+    for file_id in sorted(set(bases) | set(logs)):
+        base = max(bases.get(file_id, []), key=lambda b: b.instant_time, default=None)
+        members = [log for log in logs.get(file_id, []) if _in_slice(log, base, mdt_timeline, completed, table_version)]
+        slices.append(MdtSlice(file_id, base, tuple(sorted(members, key=lambda log: log.sort_key))))
+    return slices
+
+
+def _in_slice(log: LogFile, base: BaseFile | None, timeline: Timeline, completed: dict[str, str], version: int) -> bool:
+    if version < 8:
+        return base is None or log.instant_time == base.instant_time
+    if not is_committed_on_mdt(log.instant_time, timeline, completed):
+        return False
+    if base is None:
+        return True
+    finished = completed.get(log.instant_time, log.instant_time)
+    # A log that completed before the base's compaction was planned is inside that base already.
+    return finished >= base.instant_time

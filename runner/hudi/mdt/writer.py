@@ -1,0 +1,160 @@
+"""Writing one MDT deltacommit the way `HoodieBackedTableMetadataWriter` does (table version 8+).
+
+Order, for data instant T (whose requested and inflight files already exist):
+1. `<mdt>/.hoodie/timeline/T.deltacommit.requested` (empty), `T.deltacommit.inflight` (Avro
+   HoodieCommitMetadata, no stats, operation UPSERT_PREPPED);
+2. per touched MDT file group, a new log file `.{fileId}_T.log.1_{token}` holding one HFILE_DATA
+   block (headers SCHEMA, INSTANT_TIME=T) with that group's records sorted by key;
+3. `T_{completion}.deltacommit` with one write stat per log file;
+then the caller completes the data instant (its completion time is taken after ours).
+
+Crash safety: until step 3 the MDT instant is pending and readers ignore its logs; until the data
+instant completes, readers ignore the whole deltacommit (see view.py). Running `write` again for
+the same T finishes a pending attempt (its logs are replaced) and does nothing once T completed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+
+from runner.errors import RefusedError
+from runner.hudi.files import BaseFile, LogFile
+from runner.hudi.instant import Action, Instant, InstantTime, State
+from runner.hudi.mdt import keys
+from runner.hudi.mdt.actions import MdtCommit
+from runner.hudi.mdt.hfile import CHECKSUM_CRC32C, CHECKSUM_NULL, standard_file_info, write_hfile
+from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, encode_log_block
+from runner.hudi.mdt.reader import MetadataTable
+from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
+from runner.hudi.state import METADATA_TABLE
+from runner.hudi.storage import Storage
+from runner.hudi.timeline_writer import TimelineWriter
+
+OPERATION = "UPSERT_PREPPED"
+# Any unique `{task}-{stage}-{attempt}` triple will do; Hudi's own initial logs use 0-0-0.
+WRITE_TOKEN = "0-1-0"
+_GROUP_INDEX = re.compile(r"-(\d{4})-\d+$")
+
+
+def write_mdt_commit(
+    storage: Storage, mdt: MetadataTable, commit: MdtCommit, *, schema: str,
+    completion_time: Callable[[], InstantTime], created_ms: int, step: Callable[[str], None] = lambda _: None,
+) -> list[str]:
+    """Write (or finish) MDT deltacommit `commit.instant`; returns the MDT files written.
+
+    `step(name)` is called after each durable step (`after_mdt_requested`, `after_mdt_inflight`,
+    `after_mdt_logs`), so crash tests can stop the process there.
+    """
+    if mdt.config.version < 8:
+        raise RefusedError(
+            f"{storage.uri}: the metadata table has table version {mdt.config.version}; the runner writes "
+            "metadata-table deltacommits only for table versions 8 and 9",
+            hint="upgrade the table with Hudi 1.x, or set `metadata_table: disable` for this table.",
+        )
+    time = InstantTime(commit.instant)
+    existing = {(i.action, i.state) for i in mdt.timeline.files if i.time == time}
+    if (Action.DELTA_COMMIT, State.COMPLETED) in existing:
+        return []
+    timeline = TimelineWriter(storage, mdt.folder, mdt.config.timeline_layout_version)
+    written: list[str] = []
+    if (Action.DELTA_COMMIT, State.REQUESTED) not in existing:
+        written.append(timeline.path(timeline.requested(time, Action.DELTA_COMMIT, b"")))
+        step("after_mdt_requested")
+    inflight = Instant(time, Action.DELTA_COMMIT, State.INFLIGHT)
+    if existing:
+        # An interrupted attempt (ours or Hudi's) may have left logs of this instant in any MDT
+        # partition, possibly half-written; they would count once the instant completes.
+        _remove_logs_of(storage, time)
+    if (Action.DELTA_COMMIT, State.INFLIGHT) not in existing:
+        timeline.inflight(time, Action.DELTA_COMMIT, _commit_metadata({}))
+        written.append(timeline.path(inflight))
+        step("after_mdt_inflight")
+    stats: dict[str, tuple[WriteStat, ...]] = {}
+    for partition, records in sorted(commit.records.items()):
+        stats[partition] = tuple(_write_partition(storage, partition, records, time, schema, created_ms, mdt.config.version))
+        written.extend(f"{METADATA_TABLE}/{s.path}" for s in stats[partition])
+    step("after_mdt_logs")
+    done = timeline.complete(inflight, _commit_metadata(stats, schema=schema), completion=completion_time())
+    written.append(timeline.path(done))
+    return written
+
+
+def _write_partition(
+    storage: Storage, partition: str, records: Mapping[str, bytes], time: InstantTime,
+    schema: str, created_ms: int, version: int,
+) -> list[WriteStat]:
+    folder = f"{METADATA_TABLE}/{partition}"
+    names = [f.path.rsplit("/", 1)[-1] for f in storage.list_dir(folder) if not f.is_dir]
+    groups = _file_groups(names, folder)
+    by_group: dict[str, list[tuple[bytes, bytes]]] = {}
+    for key, value in records.items():
+        file_id = groups[keys.shard(key, len(groups))] if len(groups) > 1 else groups[0]
+        by_group.setdefault(file_id, []).append((key.encode("utf-8"), value))
+    stats = []
+    for file_id, cells in sorted(by_group.items()):
+        cells.sort()
+        name = LogFile(file_id, time, 1, WRITE_TOKEN).name
+        data = _log_file(cells, time, schema, created_ms, version)
+        storage.write_new(f"{folder}/{name}", data)
+        stats.append(_write_stat(partition, file_id, name, time, len(cells), len(data)))
+    return stats
+
+
+def _remove_logs_of(storage: Storage, time: InstantTime) -> list[str]:
+    """Delete every MDT log file written for `time` (v8+ names logs after their deltacommit)."""
+    removed = []
+    for folder in (f.path for f in storage.list_dir(METADATA_TABLE) if f.is_dir and not f.path.endswith("/.hoodie")):
+        for info in storage.list_dir(folder):
+            log = LogFile.parse(info.path.rsplit("/", 1)[-1])
+            if log is not None and log.instant_time == time:
+                storage.delete(info.path)
+                removed.append(info.path)
+    return removed
+
+
+def _file_groups(names: list[str], folder: str) -> list[str]:
+    """The partition's file-group ids ordered by shard number; their count is fixed at initialization."""
+    ids = set()
+    for name in names:
+        parsed: BaseFile | LogFile | None = BaseFile.parse(name) or LogFile.parse(name)
+        if parsed is not None:
+            ids.add(parsed.file_id)
+    indexed = {int(m.group(1)): i for i in ids if (m := _GROUP_INDEX.search(i))}
+    if not ids or len(indexed) != len(ids) or sorted(indexed) != list(range(len(ids))):
+        raise RefusedError(
+            f"{folder}: expected file groups named <prefix>-0000-0 … <prefix>-NNNN-0 without gaps, found {sorted(ids)}",
+            hint="let Hudi compact or rebuild the metadata table, or set `metadata_table: disable`.",
+        )
+    return [indexed[n] for n in range(len(ids))]
+
+
+def _log_file(cells: list[tuple[bytes, bytes]], time: str, schema: str, created_ms: int, version: int) -> bytes:
+    info = [(b"schema", schema.encode("utf-8")), *standard_file_info(cells, created_ms=created_ms)]
+    header = {HeaderKey.SCHEMA: schema, HeaderKey.INSTANT_TIME: time}
+    # Hudi 1.1 (table version 9) writes no checksums; Hudi 1.0 (version 8) wrote HFiles with HBase's
+    # writer and CRC32C checksums, which every reader accepts, so version 8 tables get those.
+    checksum = CHECKSUM_NULL if version >= 9 else CHECKSUM_CRC32C
+    return encode_log_block(LogBlock(BlockType.HFILE_DATA, header, write_hfile(cells, info, checksum_type=checksum)))
+
+
+def _write_stat(partition: str, file_id: str, name: str, time: str, count: int, size: int) -> WriteStat:
+    return WriteStat(
+        partition_path=partition, file_id=file_id, path=f"{partition}/{name}", prev_commit=time,
+        num_writes=count, num_update_writes=count, total_write_bytes=size, file_size_in_bytes=size,
+        log_version=1, log_offset=0, base_file="", log_files=(name,),
+    )
+
+
+def _commit_metadata(stats: Mapping[str, tuple[WriteStat, ...]], *, schema: str | None = None) -> bytes:
+    extra = {"schema": _without_meta_fields(schema)} if schema else {}
+    meta = CommitMetadata(operation_type=OPERATION, partition_to_write_stats=stats, extra_metadata=extra)
+    return encode_commit_metadata(meta, layout=2)
+
+
+def _without_meta_fields(schema: str) -> str:
+    """Hudi records the MDT schema in the deltacommit without the five `_hoodie_*` fields."""
+    parsed = json.loads(schema)
+    parsed["fields"] = [f for f in parsed.get("fields", []) if not str(f.get("name", "")).startswith("_hoodie_")]
+    return json.dumps(parsed, separators=(",", ":"))

@@ -1,0 +1,68 @@
+"""The records a clean produces in each MDT partition (pure), decoded with the table's schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner.hudi.mdt import records as rec
+from runner.hudi.mdt.actions import clean_commit, unsupported_partitions
+from runner.hudi.mdt.keys import bloom_filter_key, column_stats_key, java_string_hash, shard, xxh64
+from runner.hudi.mdt.reader import read_files_listing
+from runner.hudi.metadata import CleanMetadata, CleanPartitionMetadata
+from runner.hudi.state import read_table_metadata
+from runner.hudi.storage import storage_for
+
+F9 = "sample_table/cow/v9_txns_simple_meta"
+BASE = "a4ab4ec1-e213-4941-a4eb-5679f437421f-0_0-209-507_20260307162452329.parquet"
+LOG = ".a4ab4ec1-e213-4941-a4eb-5679f437421f-0_20260307162452329.log.1_0-1-0"
+
+
+def _schema(mdt_tables: dict[str, Path]) -> str:
+    storage = storage_for(str(mdt_tables[F9]))
+    return read_files_listing(storage, read_table_metadata(storage)).schema
+
+
+def _clean(partition: str, names: tuple[str, ...], deleted: bool = False) -> CleanMetadata:
+    meta = CleanPartitionMetadata(partition, "KEEP_LATEST_FILE_VERSIONS", names, names, (), deleted)
+    return CleanMetadata("20260101000000000", 1, len(names), "", "", {partition: meta}, {}, 2)
+
+
+def test_clean_records_match_hudi(mdt_tables: dict[str, Path]) -> None:
+    schema = _schema(mdt_tables)
+    commit = clean_commit("20260101000000000", _clean("region=us", (BASE, LOG), deleted=True),
+                          mdt_partitions=("files", "column_stats", "bloom_filters", "record_index"),
+                          stats_columns=("txn_id", "amount"), schema=schema)
+    assert sorted(commit.records) == ["bloom_filters", "column_stats", "files"]
+    files = {k: rec.decode_record(schema, v, where="t") for k, v in commit.records["files"].items()}
+    assert rec.file_entries(files["region=us"]) == {BASE: (0, True), LOG: (0, True)}
+    assert files["region=us"]["type"] == rec.FILE_LIST
+    assert rec.file_entries(files[rec.ALL_PARTITIONS_KEY]) == {"region=us": (0, True)}
+    stats = commit.records["column_stats"]
+    assert len(stats) == 4  # base and log file x 2 columns
+    value = rec.decode_record(schema, stats[column_stats_key("amount", "region=us", LOG)], where="t")
+    cs = value["ColumnStatsMetadata"]
+    assert (value["type"], cs["fileName"], cs["columnName"], cs["isDeleted"]) == (3, LOG, "amount", True)
+    assert (cs["minValue"], cs["maxValue"], cs["valueCount"], cs["nullCount"]) == (None, None, -1, -1)
+    blooms = commit.records["bloom_filters"]
+    assert list(blooms) == [bloom_filter_key("region=us", BASE)]  # base files only
+    bloom = rec.decode_record(schema, blooms[bloom_filter_key("region=us", BASE)], where="t")["BloomFilterMetadata"]
+    assert bloom == {"type": "", "timestamp": "20260101000000000", "bloomFilter": b"", "isDeleted": True}
+
+
+def test_a_non_partitioned_table_is_named_dot(mdt_tables: dict[str, Path]) -> None:
+    commit = clean_commit("20260101000000000", _clean("", (BASE,)), mdt_partitions=("files",),
+                          stats_columns=(), schema=_schema(mdt_tables))
+    assert list(commit.records) == ["files"] and list(commit.records["files"]) == ["."]
+
+
+def test_partitions_a_clean_cannot_update_are_named() -> None:
+    parts = ("files", "column_stats", "partition_stats", "record_index", "secondary_index_x", "expr_index_y", "vector_z")
+    assert unsupported_partitions(parts) == ["expr_index_y", "vector_z"]
+
+
+def test_hashes_match_reference_values() -> None:
+    assert xxh64(b"", seed=0) == 0xEF46DB3751D8E999  # XXH64 reference vectors
+    assert xxh64(b"abc", seed=0) == 0x44BC2CF5AD770999
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -(1 << 31)  # Java's Integer.MIN_VALUE case
+    assert 0 <= shard("TXN-001", 10) < 10

@@ -1,0 +1,113 @@
+"""Acceptance: `apply` cleans tables that have a metadata table and keeps the MDT in step.
+
+On every fixture with a metadata table: the independent `hudi` reader sees the same latest rows,
+every completed instant still reads (a cleaned one may return fewer rows, never NotFound), our MDT
+reader agrees with storage, the MDT deltacommit has the clean's instant time and completed first,
+and a second plan is in sync.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
+from runner.errors import RefusedError
+from runner.execute.apply import apply_table, plan_one
+from runner.hudi.instant import Action
+from runner.hudi.mdt import records as rec
+from runner.hudi.mdt.check import check_metadata_table
+from runner.hudi.mdt.keys import column_stats_key
+from runner.hudi.mdt.reader import read_metadata_table, read_partition
+from runner.hudi.state import read_table_metadata, read_table_state
+from runner.hudi.storage import storage_for
+from runner.plan.model import TableStatus
+from tests.conftest import FIXTURES, extract_fixture
+from tests.execute.conftest import oracle_snapshot
+from tests.mdt.conftest import MDT_IDS
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+VERSIONS_1 = CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
+
+
+def _decl(base: Path, policy: CleanPolicy = VERSIONS_1) -> TableDeclaration:
+    return TableDeclaration(name="t", path=str(base), source_file="tables/t.yml", clean=policy,
+                            file_sizing=FileSizing(small_file_limit=0))
+
+
+def _every_instant_reads(base: Path) -> None:
+    from hudi import HudiReadOptions, HudiTable
+
+    table = HudiTable(str(base))
+    for instant in read_table_metadata(storage_for(str(base))).timeline.completed_writes:
+        table.read(HudiReadOptions().with_as_of_timestamp(str(instant.time)))  # raises on NotFound
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("fixture", MDT_IDS)
+def test_clean_keeps_the_metadata_table_in_step(fixture: str, tmp_path: Path, spark_deleter) -> None:
+    base = extract_fixture(FIXTURES / f"{fixture}.zip", tmp_path)
+    decl = _decl(base)
+    storage = storage_for(str(base))
+    before = oracle_snapshot(base)
+    planned = plan_one(decl, storage, now=NOW)
+
+    result = apply_table(decl, None, now=NOW, spark_settings=SparkSettings(), deleter_factory=spark_deleter)
+
+    assert result.status in ("success", "in_sync"), result
+    assert oracle_snapshot(base) == before
+    _every_instant_reads(base)
+    state = read_table_state(storage)
+    health = check_metadata_table(storage, state)
+    assert health.ok, health.to_json()
+    assert plan_one(decl, storage, now=NOW).status is TableStatus.IN_SYNC
+    if result.status == "success" and planned.clean and not planned.clean.is_empty:
+        _assert_recorded(base, planned.clean.files_to_delete)
+
+
+def _assert_recorded(base: Path, deleted: tuple) -> None:
+    storage = storage_for(str(base))
+    meta = read_table_metadata(storage)
+    (clean,) = meta.timeline.completed(Action.CLEAN)
+    mdt = read_metadata_table(storage)
+    mirror = next(i for i in mdt.timeline.completed(Action.DELTA_COMMIT) if i.time == clean.time)
+    assert mirror.completion_time < clean.completion_time  # MDT first, then the data instant
+    if "column_stats" in meta.config.metadata_partitions:
+        stats, _ = read_partition(storage, meta, mdt, "column_stats")
+        for f in deleted:
+            partition, _, name = f.path.rpartition("/")
+            key = column_stats_key("_hoodie_commit_time", partition or rec.NON_PARTITIONED_NAME, name)
+            if key in stats:  # the file had stats: now a tombstone
+                assert stats[key]["ColumnStatsMetadata"]["isDeleted"] is True
+
+
+F9 = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
+
+
+def test_a_pending_mdt_write_is_refused_before_anything_is_deleted(tmp_path: Path) -> None:
+    base = extract_fixture(F9, tmp_path)
+    (base / ".hoodie/metadata/.hoodie/timeline/20260307170000000.deltacommit.inflight").write_bytes(b"")
+    files = sorted(p for p in base.rglob("*.parquet"))
+    with pytest.raises(RefusedError, match="pending or failed write: 20260307170000000.deltacommit.inflight"):
+        apply_table(_decl(base), None, now=NOW, spark_settings=SparkSettings(), deleter_factory=_no_deletes)
+    assert sorted(p for p in base.rglob("*.parquet")) == files
+
+
+def test_an_index_the_runner_cannot_maintain_is_named_and_refused(tmp_path: Path) -> None:
+    base = extract_fixture(F9, tmp_path)
+    props = base / ".hoodie/hoodie.properties"
+    text = props.read_text().replace("hoodie.table.metadata.partitions=column_stats,",
+                                     "hoodie.table.metadata.partitions=column_stats,expr_index_upper_name,")
+    props.write_text(text)
+    with pytest.raises(RefusedError, match="expr_index_upper_name") as caught:
+        apply_table(_decl(base), None, now=NOW, spark_settings=SparkSettings(), deleter_factory=_no_deletes)
+    assert "metadata_table: disable" in str(caught.value)
+
+
+def _no_deletes():
+    def delete(storage, paths):
+        raise AssertionError(f"nothing may be deleted, got {paths}")
+
+    return delete

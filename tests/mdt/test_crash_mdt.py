@@ -1,0 +1,116 @@
+"""Kill `runner apply` at every step of a clean that updates the metadata table.
+
+The next apply must finish the job with the same end state as an uninterrupted run, the MDT must be
+in step with the data timeline and storage, and in the crashed state readers must still work:
+an MDT deltacommit whose clean never completed is ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.execute.failpoints import EXIT_CODE
+from runner.hudi.instant import Action
+from runner.hudi.mdt.check import check_metadata_table
+from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
+from runner.hudi.state import read_table_metadata, read_table_state
+from runner.hudi.storage import storage_for
+from tests.conftest import FIXTURES, extract_fixture
+from tests.execute.conftest import oracle_snapshot
+
+FIXTURE = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
+POINTS = [
+    "after_delete",
+    "after_mdt_requested",
+    "after_mdt_inflight",
+    "after_mdt_logs",
+    "after_metadata_table_commit",
+    "after_clean_completed",
+]
+TABLE_YAML = """\
+name: t
+path: table
+clean:
+  policy: KEEP_LATEST_FILE_VERSIONS
+  file_versions_retained: 1
+file_sizing:
+  small_file_limit: 0
+"""
+
+
+def _project(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "project.yml").write_text('name: crash\nspark:\n  master: "local[1]"\n')
+    (root / "tables").mkdir()
+    (root / "tables" / "t.yml").write_text(TABLE_YAML)
+    extract_fixture(FIXTURE, root / "unzip").rename(root / "table")
+    return root
+
+
+def _apply(project: Path, failpoint: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
+    if failpoint:
+        env["RUNNER_FAILPOINT"] = failpoint
+    return subprocess.run([sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(project)],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def _end_state(table: Path) -> tuple[list[str], list[str], dict[str, list[str]], list[str]]:
+    storage = storage_for(str(table))
+    files = sorted(str(p.relative_to(table)) for p in table.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
+    meta = read_table_metadata(storage)
+    cleans = [f"{i.action}.{i.state}" for i in meta.timeline.instants if i.action is Action.CLEAN]
+    listing = read_files_listing(storage, meta)
+    mdt = read_metadata_table(storage)
+    mirrors = [f"{i.action}.{i.state}" for i in mdt.timeline.instants
+               if any(i.time == c.time for c in meta.timeline.instants if c.action is Action.CLEAN)]
+    return files, cleans, {p: sorted(names) for p, names in sorted(listing.files.items())}, mirrors
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory):
+    project = _project(tmp_path_factory.mktemp("ref") / "p")
+    before = oracle_snapshot(project / "table")
+    done = _apply(project)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert oracle_snapshot(project / "table") == before
+    return _end_state(project / "table"), before
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("point", POINTS)
+def test_killed_apply_is_finished_by_the_next_one(point: str, tmp_path: Path, reference) -> None:
+    end_state, rows = reference
+    project = _project(tmp_path / "p")
+    table = project / "table"
+    crashed = _apply(project, point)
+    assert crashed.returncode == EXIT_CODE, crashed.stderr + crashed.stdout
+    assert oracle_snapshot(table) == rows  # readers are fine in the crashed state
+
+    recovered = _apply(project)
+
+    assert recovered.returncode == 0, recovered.stderr + recovered.stdout
+    assert _end_state(table) == end_state
+    storage = storage_for(str(table))
+    health = check_metadata_table(storage, read_table_state(storage))
+    assert health.ok, health.to_json()
+    assert oracle_snapshot(table) == rows
+
+
+@pytest.mark.spark
+def test_a_deltacommit_whose_clean_never_completed_is_ignored_by_readers(tmp_path: Path) -> None:
+    project = _project(tmp_path / "p")
+    table = project / "table"
+    storage = storage_for(str(table))
+    listed_before = read_files_listing(storage, read_table_metadata(storage)).files
+    assert _apply(project, "after_metadata_table_commit").returncode == EXIT_CODE
+    meta = read_table_metadata(storage)
+    (pending, _), = meta.pending_cleans
+    assert any(i.time == pending.time and i.is_completed for i in read_metadata_table(storage).timeline.instants)
+    # The clean's MDT block is invalid until the clean completes: the listing is unchanged.
+    assert read_files_listing(storage, meta).files == listed_before

@@ -1,0 +1,70 @@
+"""`runner plan` on tables with a metadata table: keep it in step, or refuse and say why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from runner.cli import main
+from tests.conftest import FIXTURES, extract_fixture
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+F9 = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
+
+
+def _project(tmp_path: Path, sizing: str = "file_sizing:\n  small_file_limit: 0\n") -> Path:
+    root = tmp_path / "p"
+    (root / "tables").mkdir(parents=True)
+    (root / "project.yml").write_text("name: s\n")
+    (root / "tables" / "t.yml").write_text(
+        "name: t\npath: table\nclean:\n  policy: KEEP_LATEST_FILE_VERSIONS\n  file_versions_retained: 1\n" + sizing)
+    extract_fixture(F9, root / "unzip").rename(root / "table")
+    return root
+
+
+def _plan(root: Path, capsys) -> tuple[int, dict]:
+    code = main(["plan", "--project-dir", str(root), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    jsonschema.validate(data, json.loads((SCHEMAS / "plan.schema.json").read_text()))
+    return code, data["tables"][0]
+
+
+def test_a_consistent_metadata_table_is_kept(tmp_path, capsys):
+    code, table = _plan(_project(tmp_path), capsys)
+    assert code == 2 and table["metadata_table"] == "keep"
+    assert any("records each clean in the metadata table" in n for n in table["notes"])
+
+
+def test_a_metadata_table_behind_the_data_table_is_refused_with_the_reason(tmp_path, capsys):
+    root = _project(tmp_path)
+    next((root / "table/.hoodie/metadata/.hoodie/timeline").glob("20260307162454799_*.deltacommit")).unlink()
+    code, table = _plan(root, capsys)
+    assert table["metadata_table"] == "refuse"
+    note = next(n for n in table["notes"] if n.startswith("apply will refuse"))
+    assert "behind the data table" in note and "20260307162454799" in note and "metadata_table: disable" in note
+
+
+def test_a_resize_on_a_table_with_a_metadata_table_is_announced_as_refused(tmp_path, capsys):
+    root = _project(tmp_path, sizing="file_sizing:\n  small_file_limit: 1MiB\n  max_file_size: 2MiB\n")
+    code, table = _plan(root, capsys)
+    assert table["sizing"]["groups"]  # F9's ~430 KiB files are small at a 1 MiB limit
+    assert any("apply will refuse the resize" in n for n in table["notes"])
+
+
+def test_a_version_6_table_with_a_metadata_folder_is_refused_with_the_reason(tmp_path, capsys):
+    root = tmp_path / "p6"
+    (root / "tables").mkdir(parents=True)
+    (root / "project.yml").write_text("name: s\n")
+    (root / "tables" / "t.yml").write_text(
+        "name: t\npath: table\nclean:\n  policy: KEEP_LATEST_FILE_VERSIONS\n  file_versions_retained: 1\n"
+        "file_sizing:\n  small_file_limit: 0\n")
+    fixture = FIXTURES / "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable.zip"
+    extract_fixture(fixture, root / "unzip").rename(root / "table")
+    (root / "table/.hoodie/metadata/.hoodie").mkdir(parents=True)
+    code, table = _plan(root, capsys)
+    assert code == 2 and table["metadata_table"] == "refuse"
+    assert any("version 6" in n for n in table["notes"])
+    assert main(["apply", "--auto-approve", "--project-dir", str(root)]) == 1
+    assert "version 6" in capsys.readouterr().out

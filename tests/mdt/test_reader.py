@@ -1,0 +1,146 @@
+"""Reading the metadata table's `files` partition: every fixture agrees with storage and hudi-rs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runner.hudi.mdt.drift import compare
+from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
+from runner.hudi.mdt.view import valid_instants
+from runner.hudi.state import read_table_metadata, read_table_state
+from runner.hudi.storage import storage_for
+from runner.hudi.timeline import Timeline
+from tests.mdt.conftest import MDT_IDS
+
+
+@pytest.mark.parametrize("fixture", MDT_IDS)
+def test_mdt_listing_agrees_with_storage_on_every_fixture(mdt_tables: dict[str, Path], fixture: str) -> None:
+    storage = storage_for(str(mdt_tables[fixture]))
+    state = read_table_state(storage)
+    listing = read_files_listing(storage, state.metadata)
+    drift = compare(listing, state)
+    assert drift.in_sync, drift
+    assert sum(len(files) for files in listing.files.values()) > 0
+    assert listing.schema.startswith("{")
+
+
+@pytest.mark.parametrize("fixture", MDT_IDS)
+def test_hudi_rs_latest_slices_are_in_our_listing_with_the_same_sizes(mdt_tables: dict[str, Path], fixture: str) -> None:
+    from hudi import HudiTable
+
+    base = mdt_tables[fixture]
+    storage = storage_for(str(base))
+    listing = read_files_listing(storage, read_table_metadata(storage))
+    slices = HudiTable(str(base)).get_file_slices()
+    assert slices
+    for s in slices:
+        files = listing.files[s.partition_path]
+        if s.base_file_name:
+            assert files[s.base_file_name] == s.base_file_size
+        for name, size in zip(s.log_file_names, s.log_file_sizes):
+            assert files[name] == size
+
+
+def _copy(mdt_tables: dict[str, Path], fixture: str, tmp_path: Path) -> Path:
+    dest = tmp_path / "t"
+    shutil.copytree(mdt_tables[fixture], dest)
+    return dest
+
+
+F9 = "sample_table/cow/v9_txns_simple_meta"
+
+
+def test_deleting_a_listed_file_shows_as_listed_but_absent(mdt_tables: dict[str, Path], tmp_path: Path) -> None:
+    base = _copy(mdt_tables, F9, tmp_path)
+    storage = storage_for(str(base))
+    state = read_table_state(storage)
+    victim = next(p for p in sorted(base.glob("region=*/*.parquet")))
+    victim.unlink()
+    drift = compare(read_files_listing(storage, state.metadata), read_table_state(storage))
+    assert drift.listed_but_absent == (f"{victim.parent.name}/{victim.name}",)
+    assert not drift.present_but_unlisted
+
+
+def test_a_committed_file_missing_from_the_mdt_shows_as_present_but_unlisted(mdt_tables: dict[str, Path], tmp_path: Path) -> None:
+    base = _copy(mdt_tables, F9, tmp_path)
+    storage = storage_for(str(base))
+    # Drop the newest MDT deltacommit that touched the files partition: its data files become unlisted.
+    timeline = base / ".hoodie/metadata/.hoodie/timeline"
+    newest_files_log = sorted((base / ".hoodie/metadata/files").glob(".files-0000-0_2*.log.*"))[-1]
+    instant = newest_files_log.name.split("_")[1].split(".")[0]
+    for f in timeline.glob(f"{instant}_*.deltacommit"):
+        f.unlink()
+    drift = compare(read_files_listing(storage, read_table_metadata(storage)), read_table_state(storage))
+    assert drift.present_but_unlisted
+    assert not drift.listed_but_absent
+
+
+def test_blocks_of_a_pending_data_instant_are_ignored(mdt_tables: dict[str, Path], tmp_path: Path) -> None:
+    """The MDT deltacommit completed but its data instant did not: Hudi's readers ignore the block."""
+    base = _copy(mdt_tables, F9, tmp_path)
+    storage = storage_for(str(base))
+    before = read_files_listing(storage, read_table_metadata(storage))
+    data_timeline = base / ".hoodie/timeline"
+    newest_files_log = sorted((base / ".hoodie/metadata/files").glob(".files-0000-0_2*.log.*"))[-1]
+    instant = newest_files_log.name.split("_")[1].split(".")[0]
+    completed = next(data_timeline.glob(f"{instant}_*.*"))
+    action = completed.name.split(".", 1)[1]
+    completed.unlink()
+    pending = {"commit": "commit.requested", "deltacommit": "deltacommit.requested", "replacecommit": "replacecommit.requested"}
+    if not (data_timeline / f"{instant}.{pending.get(action, action + '.requested')}").exists():
+        (data_timeline / f"{instant}.{action}.inflight").write_bytes(b"")
+    after = read_files_listing(storage, read_table_metadata(storage))
+    assert after.files != before.files
+
+
+def test_validity_follows_hudi_rules() -> None:
+    data = Timeline.from_file_names(
+        ["20240101000000000_20240101000000100.commit", "20240102000000000.commit.requested",
+         "20240103000000000_20240103000000100.rollback"],
+        folder="t",
+    )
+    mdt = Timeline.from_file_names(
+        ["00000000000000000_20231231000000000.deltacommit", "20240101000000000_20240101000000050.deltacommit",
+         "20240102000000000_20240102000000050.deltacommit", "20231230000000000_20231230000000050.deltacommit",
+         "20240104000000000.deltacommit.inflight"],
+        folder="m",
+    )
+    valid = valid_instants(data, mdt, {"20231229000000000"})
+    assert "20240101000000000" in valid  # completed data instant
+    assert "20240102000000000" not in valid  # data instant still pending
+    assert "20231230000000000" in valid  # MDT-only (e.g. indexing) deltacommit
+    assert "00000000000000000" in valid  # initialization
+    assert "20231229000000000" in valid  # rolled back by a completed rollback
+    assert "20240104000000000" not in valid  # MDT inflight
+
+
+def test_read_metadata_table_reads_the_mdt_config(mdt_tables: dict[str, Path]) -> None:
+    mdt = read_metadata_table(storage_for(str(mdt_tables[F9])))
+    assert mdt.config.base_file_format == "HFILE"
+    assert mdt.config.version == 9
+    assert mdt.timeline.completed()
+
+
+@pytest.mark.parametrize("fixture", MDT_IDS)
+def test_every_fixture_mdt_is_consistent_with_its_data_timeline(mdt_tables: dict[str, Path], fixture: str) -> None:
+    from runner.hudi.mdt.check import check_metadata_table
+
+    storage = storage_for(str(mdt_tables[fixture]))
+    health = check_metadata_table(storage, read_table_state(storage))
+    assert health.ok, health.problems
+
+
+def test_a_data_instant_without_its_mdt_deltacommit_is_reported_as_behind(mdt_tables: dict[str, Path], tmp_path: Path) -> None:
+    from runner.hudi.mdt.check import consistency_problems
+
+    base = _copy(mdt_tables, F9, tmp_path)
+    storage = storage_for(str(base))
+    # the MDT deltacommit mirroring F9's clustering replacecommit
+    newest = next((base / ".hoodie/metadata/.hoodie/timeline").glob("20260307162454799_*.deltacommit"))
+    newest.unlink()
+    problems = consistency_problems(read_table_metadata(storage), read_metadata_table(storage))
+    assert any("behind the data table" in p and newest.name.split("_")[0] in p for p in problems)
+    assert any("pending or failed write" in p for p in problems)
