@@ -119,3 +119,16 @@ def test_ls_shows_where_each_run_setting_came_from_without_secrets(
     text = capsys.readouterr().out
     assert "run settings (target prod)" in text and "target prod, project.yml:13:7" in text
     assert "tok-123" not in text and "s3-secret" not in text
+
+
+def test_the_readme_cluster_example_is_valid(write_project: WriteProject) -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    example = readme.split("# project.yml\n", 1)[1].split("```", 1)[0]
+    root = write_project({}, example)
+    assert load_project(root, env={}).spark.master == "local[*]"
+    cluster = load_project(root, target="cluster", env={})
+    assert (cluster.spark.master, cluster.threads) == ("spark://spark-master.internal:7077", 4)
+    prod = load_project(root, target="prod", env={"SPARK_CONNECT_TOKEN": "t"})
+    assert prod.spark.remote == "sc://connect.internal:15002/;use_ssl=true;token=t"
