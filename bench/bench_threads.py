@@ -13,6 +13,7 @@ load on the shared machine hits every row alike. Every run checks that each tabl
 with 4 files deleted.
 
     .venv/bin/python bench/bench_threads.py --tables 100 --threads 1 4 --runs 3
+    .venv/bin/python bench/bench_threads.py --quick      # 20 tables, 1 run
 """
 
 from __future__ import annotations
@@ -73,7 +74,10 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=100)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="20 tables, 1 run (for `make bench`)")
     args = parser.parse_args()
+    if args.quick:
+        args.tables, args.runs = 20, 1
 
     from runner.declarations.model import SparkSettings
     from runner.execute.spark import get_spark
