@@ -12,12 +12,15 @@ every group, then one more commit updating every group of `--touched` % of the p
    blocks out and leaves the CPU cost) and times, interleaved:
    - floor (the baseline): a bare `os.unlink` loop over exactly the files the runner's plan lists;
    - the same unlinks spread over `--threads` threads, for reference;
-   - the runner's own per-file delete (`LocalStorage.delete`, which refuses symlink escapes) in a
-     loop without Spark, which splits the Spark job's cost into checks and Spark overhead;
+   - the runner's bulk delete alone, `LocalStorage.delete_many` (one containment and symlink check
+     per folder, `--threads`-thread pool), which is what the cleaner runs on a local master;
+   - the Spark delete job alone (`delete_files` on the warm session: the same `delete_many` inside
+     each task), which a cluster master or a job past `THREADS_UP_TO` runs: the pair of rows is
+     the measurement behind the threads-or-Spark choice;
    - runner in-process: `apply_table` end to end (lock, timeline read, full listing, plan,
-     `clean.requested`/`.inflight` with the plan, the Spark delete job, the completed clean) with
-     the Spark session and its Python workers started before timing, so no JVM start-up; the Spark
-     delete job is also timed on its own;
+     `clean.requested`/`.inflight` with the plan, the deletes, the completed clean) with the
+     deleter `runner apply` builds (`runner.execute.deleter.Deleter`), and the Spark session
+     started before timing; the run checks which engine the deleter chose;
    - runner CLI: `python -m runner apply --project-dir ...` as a subprocess: interpreter, imports,
      project load, JVM and Spark start-up, and all of the above;
    - `runner plan`'s share: `plan_one` alone, and `read_table_metadata` alone, on the untouched
@@ -32,7 +35,9 @@ every group, then one more commit updating every group of `--touched` % of the p
    inclusive, so the commit before the clean decides the scope, not only the one after it). Times
    `plan_one` with `incremental: true` (lists the touched partitions) against `incremental: false`
    (lists every partition), sizing off, interleaved; both with and without reading the timeline;
-   asserts that both plans delete the same files.
+   asserts that both plans delete the same files. End-to-end runs empty the process's cache of
+   decoded instants first, as a fresh `runner plan` starts; "timeline already read" reuses one
+   `TableMetadata` (whose commits decode lazily, once).
 
 Ratios are against the baseline measured in the same process, interleaved with it. Usage:
 
@@ -58,7 +63,8 @@ from pathlib import Path
 
 from _common import fresh_copy, markdown_table, median, remove_tree, timed
 
-from runner.commands.apply import _spark_deleter  # exactly the deleter `runner apply` builds
+from runner.execute.deleter import Deleter  # `runner apply` adds only a progress bar around its choice
+from runner.execute.spark import delete_files
 from runner.declarations.model import (
     CleanPolicy,
     CleanPolicyName,
@@ -71,8 +77,9 @@ from runner.execute.apply import TableResult, apply_table, plan_one
 from runner.execute.clean import DeleteOutcome
 from runner.execute.spark import get_spark
 from runner.hudi.state import read_table_metadata
-from runner.hudi.storage import Storage, storage_for
+from runner.hudi.storage import DeleteResult, Storage, storage_for
 from runner.hudi.synthetic import TableBuilder
+from runner.hudi.timeline_metadata import DECODED
 from runner.plan.model import TablePlan
 
 NAME = "bench_clean"
@@ -86,7 +93,8 @@ file_sizing: {{small_file_limit: 0}}
 """
 FLOOR = "floor: os.unlink loop (baseline)"
 RUNNER = "runner in-process (apply_table, Spark warm)"
-STORAGE_DELETE = "LocalStorage.delete loop (the runner's per-file delete, no Spark)"
+STORAGE_DELETE = "LocalStorage.delete_many alone (thread pool, one check per folder)"
+SPARK_JOB = "Spark delete job alone (delete_files, warm session)"
 PLAN_ONLY = "plan_one alone (what `runner plan` computes), in-process"
 METADATA_ONLY = "read_table_metadata alone (timeline and commit metadata)"
 
@@ -168,19 +176,23 @@ def unlink_threads(paths: list[str], threads: int) -> None:
 
 
 def runner_in_process(decl: TableDeclaration, project: Project, job_seconds: list[float]) -> TableResult:
-    """`apply_table` as `runner apply` calls it, with the Spark delete job timed on its own."""
+    """`apply_table` as `runner apply` calls it, with its deletes timed on their own."""
     def factory() -> Callable[[Storage, list[str]], list[DeleteOutcome]]:
-        spark_delete = _spark_deleter(project)
+        deleter = Deleter(project.spark)
 
         def delete(storage: Storage, paths: list[str]) -> list[DeleteOutcome]:
-            seconds, outcomes = timed(lambda: spark_delete(storage, paths))
+            seconds, outcomes = timed(lambda: deleter(storage, paths))
             job_seconds.append(seconds)
+            engines.update(note.split(":")[0] for note in deleter.notes)
             return list(outcomes)
 
         return delete
 
     return apply_table(decl, None, now=datetime.now(UTC), spark_settings=project.spark,
                        deleter_factory=factory)
+
+
+engines: set[str] = set()  # what the runner's deleter chose, as its notes say
 
 
 def runner_cli(project_dir: Path) -> dict[str, object]:
@@ -210,8 +222,10 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
     spark_start, _ = timed(lambda: get_spark(settings).sparkContext.parallelize(range(8), 2).map(abs).count())
     print(f"  Spark session and Python workers started in {spark_start:.1f} s (not in the in-process runs)")
 
-    def check(result: TableResult | dict[str, object] | None) -> None:
-        if result is not None:
+    def check(result: TableResult | dict[str, object] | list[DeleteResult] | None) -> None:
+        if isinstance(result, list):
+            assert all(r.deleted and r.error is None for r in result), "a bulk delete failed"
+        elif result is not None:
             outcome = result if isinstance(result, dict) else result.to_json()
             assert outcome["status"] == "success" and outcome["files_deleted"] == len(paths), outcome
         assert count_data_files(copy) == total - len(paths), "a run deleted other files than planned"
@@ -221,7 +235,8 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
     variants: dict[str, Callable[[], object]] = {
         FLOOR: lambda: unlink_loop(absolute),
         f"os.unlink on {args.threads} threads": lambda: unlink_threads(absolute, args.threads),
-        STORAGE_DELETE: lambda: [copy_storage.delete(p) for p in paths],
+        STORAGE_DELETE: lambda: copy_storage.delete_many(paths, threads=args.threads),
+        SPARK_JOB: lambda: delete_files(get_spark(settings), copy_storage, paths),
         RUNNER: lambda: runner_in_process(decl, project, job_seconds),
         "runner CLI (`runner apply`, incl. JVM start-up)": lambda: runner_cli(project_dir),
     }
@@ -233,7 +248,7 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
                 continue
             fresh_copy(master, copy, hardlink=args.hardlink)
             seconds, result = timed(variants[label])
-            check(result if isinstance(result, (TableResult, dict)) else None)
+            check(result if isinstance(result, (TableResult, dict, list)) else None)
             runs.add(label, seconds)
             print(f"  run {run + 1}: {label}: {seconds:.2f} s", flush=True)
         runs.add(METADATA_ONLY, timed(lambda: read_table_metadata(storage_for(str(master))))[0])
@@ -242,8 +257,9 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
                                         now=datetime.now(UTC)))[0])
     remove_tree(copy)
     labels = list(variants)
-    runs.seconds["of which: the Spark delete job"] = job_seconds
-    labels.insert(labels.index(RUNNER) + 1, "of which: the Spark delete job")
+    runs.seconds["of which: the deletes"] = job_seconds
+    labels.insert(labels.index(RUNNER) + 1, "of which: the deletes")
+    print(f"  the runner's deleter chose: {'; '.join(sorted(engines))}")
     labels += [PLAN_ONLY, METADATA_ONLY]
 
     floor = runs.median(FLOOR)
@@ -262,7 +278,16 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
 
 def local_deleter() -> Callable[[Storage, list[str]], list[DeleteOutcome]]:
     """A plain deleter for the set-up clean (not timed), so that measurement 2 needs no Spark."""
-    return lambda storage, paths: [DeleteOutcome(p, storage.delete(p)) for p in paths]
+    return lambda storage, paths: [DeleteOutcome(r.path, r.deleted, r.error) for r in storage.delete_many(paths)]
+
+
+def cold(action: Callable[[], object]) -> Callable[[], object]:
+    """`action` with the process's cache of decoded instants emptied first, as in a fresh `runner plan`."""
+    def run() -> object:
+        DECODED.clear()
+        return action()
+
+    return run
 
 
 def measure_planning(master: Path, builder: TableBuilder, touched: list[str],
@@ -290,11 +315,11 @@ def measure_planning(master: Path, builder: TableBuilder, touched: list[str],
     assert len(inc_files) == len(touched) * args.groups, len(inc_files)
 
     variants = {
-        "full listing (incremental: false)": lambda: plan_one(full, storage, now=now),
-        "incremental (incremental: true)": lambda: plan_one(incremental, storage, now=now),
+        "full listing (incremental: false)": cold(lambda: plan_one(full, storage, now=now)),
+        "incremental (incremental: true)": cold(lambda: plan_one(incremental, storage, now=now)),
         "full listing, timeline already read": lambda: plan_one(full, storage, now=now, metadata=meta),
         "incremental, timeline already read": lambda: plan_one(incremental, storage, now=now, metadata=meta),
-        "read_table_metadata alone": lambda: read_table_metadata(storage),
+        "read_table_metadata alone": cold(lambda: read_table_metadata(storage)),
     }
     runs = Runs()
     for run in range(args.plan_runs):
@@ -322,7 +347,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of every apply variant")
     parser.add_argument("--cli-runs", type=int, default=3, help="of which with the CLI (JVM start-up each)")
     parser.add_argument("--plan-runs", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=8, help="threads of the thread-pool rows")
     parser.add_argument("--master", default="local[2]", help="Spark master of the apply runs")
     parser.add_argument("--hardlink", action="store_true",
                         help="hard-linked instead of real copies per run: faster set-up, cheaper unlinks")

@@ -17,5 +17,7 @@ def test_after_disabling_the_metadata_table_the_report_says_so(tmp_path, capsys,
     assert "note: apply will first disable the metadata table" in capsys.readouterr().out
     assert main(["apply", "--auto-approve", "--project-dir", str(root), "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)["tables"][0]
-    assert result["notes"] == ["disabled the metadata table before cleaning"]
+    disabled, engine = result["notes"]
+    assert disabled == "disabled the metadata table before cleaning"
+    assert engine.startswith("deleted ") and "threads in-process" in engine  # which engine deleted
     assert (root / "target" / "run_results.json").exists()

@@ -81,16 +81,17 @@ def test_line_styles():
 
 @pytest.mark.spark
 def test_apply_on_a_tty_shows_progress_and_no_spark_noise(tmp_path):
-    """A real apply in its own process (its own JVM): Spark's start-up lines go to target/spark.log."""
+    """A real apply in its own process. A clean on a local master deletes on the runner's thread
+    pool, so no JVM starts at all (runner.execute.deleter); when Spark does start, its lines go to
+    target/spark.log (the mechanism is tested below)."""
     root = project(tmp_path / "p")
     code, out = run_in_pty([RUNNER, "apply", "--auto-approve", "--project-dir", str(root)])
     assert code == 0, out
     text = ANSI.sub("", out)
-    assert "starting Spark (local" in text and "started Spark in" in text
+    assert "starting Spark" not in text  # sizing is off and the deletes ran on threads
     assert "t: deleting 4 files (4/4)" in text  # the bar's last frame
     assert "~ t: 4 files deleted" in text
     assert "WARN" not in text and "log4j" not in text
-    assert "log4j" in (root / "target" / "spark.log").read_text()
     assert f"Report: {root / 'target' / 'run_results.json'}" in text  # absolute with --project-dir
 
 

@@ -41,6 +41,7 @@ from runner.declarations.model import Project, TableDeclaration
 from runner.errors import PlanError, RunnerError
 from runner.execute.apply import TableResult, apply_table
 from runner.execute.clean import DeleteOutcome
+from runner.execute.deleter import choose_engine
 from runner.execute.spark import get_spark
 from runner.hudi.storage import Storage
 from runner.plan.model import Plan, TablePlan, TableStatus
@@ -79,7 +80,8 @@ def run(args: argparse.Namespace) -> CommandResult:
 
         def one(index: int, decl: TableDeclaration, planned: TablePlan | None) -> TableResult:
             shown.step(f"[{index}/{len(work)}] {decl.name}: reading the timeline, listing files, planning")
-            result = _apply_guarded(project, decl, planned, now, _SparkJobs(project, decl.name, shown, spark_log))
+            result = _apply_guarded(project, decl, planned, now, _SparkJobs(project, decl.name, shown, spark_log,
+                                                                           rewrites=decl.file_sizing.small_file_limit > 0))
             shown.done(_result_line(result))
             return result
 
@@ -264,20 +266,26 @@ def _result_line(result: TableResult) -> str:
 
 
 class _SparkJobs:
-    """Starts Spark when a table has work, quietly unless --debug, and deletes with progress.
+    """Starts Spark when a table needs it, quietly unless --debug, and deletes with progress.
 
-    Spark starts as soon as a table turns out to need changes (deletes and rewrites both run as
-    Spark jobs), under its own progress step: start-up is the longest silent wait of a run. Its
-    WARN and log4j output goes to `target/spark.log` instead of the terminal unless --debug.
+    Deletes run where `runner.execute.deleter.choose_engine` says: on the runner's thread pool for
+    a local master (no JVM for a clean), as Spark jobs on a cluster or past its size bound. Spark
+    starts up front, under its own progress step (start-up is the longest silent wait of a run),
+    when the table has changes and either its deletes run on Spark or it declares file sizing (a
+    rewrite may follow); otherwise a run never starts it. Its WARN and log4j output goes to
+    `target/spark.log` instead of the terminal unless --debug.
     """
 
-    def __init__(self, project: Project, table: str, activity: Activity | _Shared, spark_log: str | None) -> None:
+    def __init__(self, project: Project, table: str, activity: Activity | _Shared, spark_log: str | None, *,
+                 rewrites: bool = True) -> None:
         self.project, self.table, self.activity, self.spark_log = project, table, activity, spark_log
+        self.rewrites = rewrites
 
-    def deleter(self) -> Callable[[Storage, list[str]], list[DeleteOutcome]]:
-        self._start_spark()
+    def deleter(self) -> _TableDeleter:
+        if self.rewrites:
+            self._start_spark()
         self.activity.step(f"{self.table}: applying (timeline, deletes, rewrites)")
-        return self._delete
+        return _TableDeleter(self)
 
     def _start_spark(self) -> SparkSession:
         with _SPARK_START:
@@ -299,20 +307,34 @@ class _SparkJobs:
         self.activity.done(f"  started Spark in {time.monotonic() - started:.1f}s{where}")
         return spark
 
-    def _delete(self, storage: Storage, paths: list[str]) -> list[DeleteOutcome]:
+
+class _TableDeleter:
+    """One table's deleter: the engine `choose_engine` picks, with a progress bar; `notes` says
+    which engine ran (apply copies it into the run report)."""
+
+    def __init__(self, jobs: _SparkJobs) -> None:
+        self.jobs = jobs
+        self.notes: list[str] = []
+
+    def __call__(self, storage: Storage, paths: list[str]) -> list[DeleteOutcome]:
         from runner.execute.spark import delete_files
 
-        spark = self._start_spark()
-        self.activity.count(f"{self.table}: deleting {count(len(paths), 'file')}", len(paths))
+        jobs = self.jobs
+        # A Spark Connect endpoint is a cluster too: its deletes run there, not in this process.
+        choice = choose_engine(len(paths), jobs.project.spark.remote or jobs.project.spark.master)
+        self.notes.append(choice.describe())
+        spark = jobs._start_spark() if choice.engine == "spark" else None
+        jobs.activity.count(f"{jobs.table}: deleting {count(len(paths), 'file')}", len(paths))
         outcomes: list[DeleteOutcome] = []
-        # Large deletes run as a few jobs rather than one, so the bar moves; each job still
-        # spreads its files over FILES_PER_TASK-sized tasks.
+        # Large deletes run in a few rounds rather than one, so the bar moves; each Spark round
+        # still spreads its files over FILES_PER_TASK-sized tasks.
         chunk = max(DELETE_CHUNK, -(-len(paths) // 10))
         for start in range(0, len(paths), chunk):
             part = paths[start:start + chunk]
-            outcomes += [DeleteOutcome(r.path, r.deleted, r.error) for r in delete_files(spark, storage, part)]
-            self.activity.advance(len(part))
-        self.activity.step(f"{self.table}: recording the clean, then rewriting small files if planned")
+            results = storage.delete_many(part) if spark is None else delete_files(spark, storage, part)
+            outcomes += [DeleteOutcome(r.path, r.deleted, r.error) for r in results]
+            jobs.activity.advance(len(part))
+        jobs.activity.step(f"{jobs.table}: recording the clean, then rewriting small files if planned")
         return outcomes
 
 

@@ -113,7 +113,8 @@ def _apply_table(
             result.duration_s = round(time.monotonic() - started, 3)
             return result
         maintenance = _handle_metadata_table(decl, storage, meta, result)
-        runner = _runner(storage, meta, deleter_factory(), clock, maintenance)
+        deleter = deleter_factory()
+        runner = _runner(storage, meta, deleter, clock, maintenance)
         finished = [p for _, p in meta.pending_cleans if p is not None]
         for instant, pending_plan in meta.pending_cleans:
             if pending_plan is not None:
@@ -127,6 +128,7 @@ def _apply_table(
             inflight, clean_plan = runner.start(start, plan.clean)
             sizes = {f.path: f.size for f in plan.clean.files_to_delete}
             _record(result, runner.finish(inflight, clean_plan, sizes=sizes), started=str(start))
+        result.notes.extend(getattr(deleter, "notes", ()))  # which engine deleted (threads or Spark)
         _resize(decl, storage, plan, result, spark_settings, clock)
         result.status = "success"
         # The plan's notes about what apply "will" do are replaced by what it did (see above).

@@ -19,11 +19,10 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from runner.declarations.model import SparkSettings
-from runner.hudi.storage import Storage
+from runner.hudi.storage import DeleteResult, Storage
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -44,18 +43,12 @@ _JOB_SCHEMA = "slice int, executor string, payload binary"
 _executors: ContextVar[set[str] | None] = ContextVar("runner_executors", default=None)
 
 
-@dataclass(frozen=True, slots=True)
-class DeleteResult:
-    path: str
-    deleted: bool  # False: it was already gone (a re-run after a crash)
-    error: str | None = None
+__all__ = ["DeleteResult", "delete_files", "executor_id", "executors_seen", "get_spark", "run_tasks"]
 
 
 def get_spark(settings: SparkSettings) -> SparkSession:
     """A Spark Connect session for `settings.remote`; else the active session if there is one
     (tests share one), else a new one from the settings."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     if settings.remote:
@@ -66,6 +59,7 @@ def get_spark(settings: SparkSettings) -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    _point_workers_at_this_interpreter(settings.master)
     builder = (
         SparkSession.builder.appName("hudi-runner")
         .master(settings.master)
@@ -88,6 +82,21 @@ def executors_seen() -> Iterator[set[str]]:
         yield seen
     finally:
         _executors.reset(token)
+
+
+def _point_workers_at_this_interpreter(master: str) -> None:
+    """Make the new session's Python workers run an interpreter that can import the runner.
+
+    PySpark reads `PYSPARK_PYTHON` once, when the context starts, and falls back to `python3` from
+    PATH, which outside an activated virtualenv cannot import the runner. On a local master the
+    workers run on this host, so this interpreter is right whatever the environment says; on a
+    cluster an explicit `PYSPARK_PYTHON` (the executors' interpreter) is respected.
+    """
+    if master.startswith("local"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 def run_tasks(spark: SparkSession, items: Sequence[T], task: Callable[[Iterable[T]], Iterator[R]],
@@ -114,8 +123,12 @@ def run_tasks(spark: SparkSession, items: Sequence[T], task: Callable[[Iterable[
 
 
 def delete_files(spark: SparkSession, storage: Storage, paths: Sequence[str]) -> list[DeleteResult]:
-    """Delete files (relative to the storage root) as one Spark job."""
-    return run_tasks(spark, paths, _Deleter(storage))
+    """Delete files (relative to the storage root) as one Spark job.
+
+    The paths are sorted first, so each task receives whole runs of one partition folder and
+    `Storage.delete_many` checks each folder once (and on S3 fills its 1,000-key batches).
+    """
+    return run_tasks(spark, sorted(paths), _Deleter(storage))
 
 
 def executor_id() -> str:
@@ -154,14 +167,16 @@ class _SliceRunner:
 
 
 class _Deleter:
-    """Picklable task: deletes each path; a missing file counts as already deleted."""
+    """Picklable task: deletes its share of the paths with `Storage.delete_many` (a thread pool
+    locally, batched requests on S3); a missing file counts as already deleted."""
 
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
 
     def __call__(self, paths: Iterable[str]) -> Iterator[DeleteResult]:
-        for path in paths:
-            try:
-                yield DeleteResult(path, self.storage.delete(path))
-            except Exception as error:  # reported per file; the clean records it as failed
-                yield DeleteResult(path, False, f"{type(error).__name__}: {error}")
+        share = list(paths)
+        try:
+            yield from self.storage.delete_many(share)
+        except Exception as error:  # reported per file; the clean records them as failed
+            reason = f"{type(error).__name__}: {error}"
+            yield from (DeleteResult(path, False, reason) for path in share)

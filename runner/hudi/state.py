@@ -42,7 +42,8 @@ class TableMetadata:
         config: hoodie.properties.
         timeline: the active timeline.
         timeline_folder: `.hoodie` (layout 1) or `.hoodie/timeline` (layout 2).
-        commits: decoded metadata of every completed commit, deltacommit and replacecommit.
+        commits: metadata of every completed commit, deltacommit and replacecommit, decoded on
+            first access (`timeline_metadata.LazyCommits`).
         replaced: file group → requested time of the completed replacecommit that replaced it.
         compaction_plans: each pending compaction instant with its operations.
         pending_compaction: file group → base instant of its pending compaction operation.
@@ -116,6 +117,13 @@ class TableState:
 
 def read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str]:
     """Read hoodie.properties and the timeline folder, refusing non-Hudi folders and unknown versions."""
+    config, timeline, folder, _ = _read_timeline(storage)
+    return config, timeline, folder
+
+
+def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[str, tm.FileStamp]]:
+    """`read_timeline`, plus each instant file's size and modification time from the same listing
+    (they key the cache of decoded instants)."""
     try:
         raw = storage.read(PROPERTIES)
     except StorageError:
@@ -134,15 +142,16 @@ def read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str]:
         parse_properties(raw.decode("utf-8", errors="replace"), path=PROPERTIES), path=PROPERTIES
     )
     folder = ".hoodie" if config.timeline_layout_version == 1 else f".hoodie/{config.timeline_path}"
-    names = [f.path.rsplit("/", 1)[-1] for f in storage.list_dir(folder) if not f.is_dir]
-    return config, Timeline.from_file_names(names, folder=folder), folder
+    files = [f for f in storage.list_dir(folder) if not f.is_dir]
+    stamps = {f.path.rsplit("/", 1)[-1]: (f.size, f.mtime_ms) for f in files}
+    return config, Timeline.from_file_names(list(stamps), folder=folder), folder, stamps
 
 
 def read_table_metadata(storage: Storage) -> TableMetadata:
     """Read hoodie.properties, the timeline and the instant contents the planners need."""
-    config, timeline, folder = read_timeline(storage)
-    reader = tm.InstantReader(storage, folder, timeline)
-    commits = reader.completed_commits()
+    config, timeline, folder, stamps = _read_timeline(storage)
+    reader = tm.InstantReader(storage, folder, timeline, stamps=stamps)
+    commits = reader.completed_commits()  # lazy: a plan decodes only the commits it looks at
     compactions = reader.pending_operations(Action.COMPACTION)
     last_clean, empty_cleans = reader.last_completed_clean()
     clustering, own_clustering = reader.pending_clustering()
@@ -151,7 +160,7 @@ def read_table_metadata(storage: Storage) -> TableMetadata:
         config=config,
         timeline=timeline,
         timeline_folder=folder,
-        commits=MappingProxyType(commits),
+        commits=commits,  # read-only already, and lazy
         replaced=MappingProxyType(_replaced_groups(timeline, commits)),
         compaction_plans=MappingProxyType(compactions),
         pending_compaction=MappingProxyType(_op_bases(compactions)),

@@ -8,16 +8,30 @@ segments are refused everywhere, and `LocalStorage` also refuses to mutate anyth
 out of the root.
 
 `write_new` is the timeline's atomicity rule: an instant file is created once, and a second creator
-must fail (`AlreadyExists`) instead of replacing it. Storage objects are picklable so Spark tasks can
-receive one and delete files in parallel.
+must fail (`AlreadyExists`) instead of replacing it. `replace_if` and `delete_if` are compare-and-swap
+operations for the runner's lock file: they act only if the file still holds exactly the bytes the
+caller last saw, so a lock holder can never overwrite or remove a lock someone else took over.
+Storage objects are picklable so Spark tasks can receive one and delete files in parallel.
+
+Write fences: while a process holds a table's lock, `fence` registers a check that every mutating
+call on that table (`write_new`, `overwrite`, `delete`, `delete_tree`) runs first, in any thread of
+the process. The lock uses it to stop all writing the moment it finds it has lost the lock.
+
+`delete_many` is the bulk path the cleaner uses: it reports one `DeleteResult` per path instead of
+raising, so one bad file never hides what happened to the others. Locally it proves each folder
+safe once and unlinks on a thread pool; on S3 it sends batched DeleteObjects requests.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import functools
 import os
+import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from stat import S_ISDIR
 from typing import Protocol
@@ -26,6 +40,13 @@ from urllib.parse import unquote, urlsplit
 from runner.errors import RefusedError, StorageError
 
 SUPPORTED_SCHEMES = ("file", "s3", "s3a")
+
+# Unlinks release the GIL and spend their time in the kernel, so a pool larger than the core count
+# keeps the file system busy; 8 measured best on 2 vCPUs (bench/README.md, "clean").
+DEFAULT_DELETE_THREADS = 8
+# Files of one folder handled by one pool task: large enough that the per-folder safety check is
+# negligible, small enough that a single huge partition still spreads over the pool.
+FOLDER_CHUNK = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +64,22 @@ class FileInfo:
     size: int
     is_dir: bool
     mtime_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteResult:
+    """What `delete_many` did to one path.
+
+    Args:
+        path: the root-relative path as given.
+        deleted: True if it is gone now because of this call; False if it was already gone (a
+            re-run after a crash) or could not be deleted (then `error` says why).
+        error: None on success, else a message naming the file and the reason.
+    """
+
+    path: str
+    deleted: bool
+    error: str | None = None
 
 
 class AlreadyExists(StorageError):
@@ -89,13 +126,78 @@ class Storage(Protocol):
         """Create or replace `path` so readers see either the old or the new content, never a mix."""
         ...
 
+    def replace_if(self, path: str, expected: bytes, data: bytes) -> bool:
+        """Replace `path` with `data` only if it exists and holds exactly `expected`; True if replaced.
+
+        Atomic against other `replace_if`/`delete_if` calls on the same file: of two callers that
+        saw the same `expected`, at most one succeeds.
+        """
+        ...
+
+    def delete_if(self, path: str, expected: bytes) -> bool:
+        """Delete `path` only if it holds exactly `expected`; True if deleted (atomic as `replace_if`)."""
+        ...
+
     def delete(self, path: str) -> bool:
         """Delete one file: True if it was deleted, False if it was already gone."""
+        ...
+
+    def delete_many(self, paths: Sequence[str], *, threads: int = DEFAULT_DELETE_THREADS) -> list[DeleteResult]:
+        """Delete files in bulk, one result per path in the same order; never raises for one file.
+
+        A missing file counts as already gone. On S3, where asking first would cost a request per
+        key, every path the store accepted counts as deleted.
+        """
         ...
 
     def delete_tree(self, path: str) -> int:
         """Delete `path` and everything below it; returns the number of files removed."""
         ...
+
+
+_fences: dict[str, Callable[[], None]] = {}
+_fences_guard = threading.Lock()
+
+
+@functools.lru_cache(maxsize=256)
+def fence_key(uri: str) -> str:
+    """One key per table root however it is spelled (`s3a://` or `s3://`, a symlinked local path).
+
+    Cached: it runs before every delete of a clean while the lock is held.
+    """
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return os.path.realpath(uri)
+    return f"{'s3' if scheme.lower() == 's3a' else scheme.lower()}://{rest.rstrip('/')}"
+
+
+@contextlib.contextmanager
+def fence(uri: str, check: Callable[[], None]) -> Iterator[None]:
+    """Run `check` before every mutation of the table rooted at `uri`, in this process, until exit.
+
+    `check` raises to forbid the write. Only one fence per table root: a second is a programming
+    error (one process holds a table's lock once).
+    """
+    key = fence_key(uri)
+    with _fences_guard:
+        if key in _fences:
+            raise RuntimeError(f"a write fence is already registered for {uri}")
+        _fences[key] = check
+    try:
+        yield
+    finally:
+        with _fences_guard:
+            _fences.pop(key, None)
+
+
+def check_fence(uri: str) -> None:
+    """Run the fence registered for the table at `uri`, if any (see `fence`)."""
+    if not _fences:
+        return  # the common case, and always so in Spark executors: no lookup cost per file
+    with _fences_guard:
+        check = _fences.get(fence_key(uri))
+    if check is not None:
+        check()
 
 
 def normalize(path: str) -> str:
@@ -194,10 +296,14 @@ class LocalStorage:
 
     def walk(self, path: str = "") -> Iterator[FileInfo]:
         top = self._full(normalize(path))
+        # Every `dirpath` starts with the root and a separator, so slicing gives the relative folder
+        # (`os.path.relpath` per file was a third of a full listing's time).
+        skip = len(os.path.join(self.root, ""))
         for dirpath, dirnames, filenames in os.walk(top, onerror=_walk_error(top)):
             dirnames.sort()
+            folder = dirpath[skip:].replace(os.sep, "/")
             for name in sorted(filenames):
-                info = self.stat(os.path.relpath(os.path.join(dirpath, name), self.root))
+                info = self._stat_full(os.path.join(dirpath, name), child(folder, name))
                 if info is not None and not info.is_dir:
                     yield info
 
@@ -211,12 +317,15 @@ class LocalStorage:
 
     def stat(self, path: str) -> FileInfo | None:
         rel = normalize(path)
+        return self._stat_full(self._full(rel), rel)
+
+    def _stat_full(self, full: str, rel: str) -> FileInfo | None:
         try:
-            st = os.stat(self._full(rel))
+            st = os.stat(full)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as e:
-            raise _os_error("stat", self._full(rel), e) from e
+            raise _os_error("stat", full, e) from e
         is_dir = S_ISDIR(st.st_mode)
         return FileInfo(rel, 0 if is_dir else st.st_size, is_dir, st.st_mtime_ns // 1_000_000)
 
@@ -229,6 +338,7 @@ class LocalStorage:
         would later read as complete. (Opening the final name with `O_EXCL` would be just as
         exclusive but could leave such a truncated file behind.)
         """
+        check_fence(self.root)
         full = self._checked(path, "create")
         parent = self._make_parents(full)
         temp = _write_temp(parent, os.path.basename(full), data)
@@ -244,17 +354,38 @@ class LocalStorage:
 
     def overwrite(self, path: str, data: bytes) -> None:
         """Replace the file atomically (temp file + rename), so a crash leaves the old or new content."""
+        check_fence(self.root)
         full = self._checked(path, "overwrite")
         parent = self._make_parents(full)
-        temp = _write_temp(parent, os.path.basename(full), data)
-        try:
-            os.replace(temp, full)
-        except OSError as e:
-            _remove_quietly(temp)
-            raise _os_error("overwrite", full, e) from e
-        _fsync_dir(parent)
+        self._replace(full, parent, data)
+
+    def replace_if(self, path: str, expected: bytes, data: bytes) -> bool:
+        """Compare and replace under an exclusive `flock` of the file's folder.
+
+        Every `replace_if` and `delete_if` in that folder takes the same lock, so the read, the
+        comparison and the atomic rename happen with no rival in between, across processes.
+        """
+        full = self._checked(path, "overwrite")
+        parent = os.path.dirname(full)
+        with _folder_lock(parent) as locked:
+            if not locked or _read_or_none(full) != expected:
+                return False
+            self._replace(full, parent, data)
+        return True
+
+    def delete_if(self, path: str, expected: bytes) -> bool:
+        full = self._checked(path, "delete")
+        with _folder_lock(os.path.dirname(full)) as locked:
+            if not locked or _read_or_none(full) != expected:
+                return False
+            try:
+                os.unlink(full)
+            except OSError as e:
+                raise _os_error("delete", full, e) from e
+        return True
 
     def delete(self, path: str) -> bool:
+        check_fence(self.root)
         full = self._checked(path, "delete")
         try:
             os.unlink(full)  # removes a symlink itself, never its target
@@ -264,12 +395,108 @@ class LocalStorage:
             raise _os_error("delete", full, e) from e
         return True
 
+    def delete_many(self, paths: Sequence[str], *, threads: int = DEFAULT_DELETE_THREADS) -> list[DeleteResult]:
+        """Delete files on a thread pool, proving each folder safe once rather than each file.
+
+        Per folder: open it, resolve its real path, refuse the whole folder unless that lies inside
+        the real root, and check the opened directory is the one resolved (so a folder swapped for a
+        symlink in between is caught). Then every file is unlinked relative to that open directory,
+        so no path is resolved again. Files that are themselves symlinks (the folder listing says
+        which, without extra system calls) are refused if they point out of the root, as `delete`
+        does.
+        """
+        check_fence(self.root)
+        results: list[DeleteResult | None] = [None] * len(paths)
+        by_folder: dict[str, list[tuple[int, str]]] = {}
+        for index, path in enumerate(paths):
+            try:
+                rel = normalize(path)
+                refuse_root(rel, "delete", self.root)
+            except RefusedError as error:
+                results[index] = DeleteResult(path, False, error.message)
+                continue
+            folder, _, name = rel.rpartition("/")
+            by_folder.setdefault(folder, []).append((index, name))
+        chunks = [
+            (folder, entries[start:start + FOLDER_CHUNK])
+            for folder, entries in by_folder.items()
+            for start in range(0, len(entries), FOLDER_CHUNK)
+        ]
+        real_root = os.path.realpath(self.root)
+        links = _FolderLinks(by_folder)
+
+        def run(chunk: tuple[str, list[tuple[int, str]]]) -> list[tuple[int, bool, str | None]]:
+            return self._delete_in_folder(real_root, *chunk, links)
+
+        workers = max(1, min(threads, len(chunks)))
+        if workers == 1:
+            done = [run(chunk) for chunk in chunks]
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="delete") as pool:
+                done = list(pool.map(run, chunks))
+        for outcomes in done:
+            for index, deleted, error in outcomes:
+                results[index] = DeleteResult(paths[index], deleted, error)
+        return [r for r in results if r is not None]
+
+    def _delete_in_folder(
+        self, real_root: str, folder: str, entries: list[tuple[int, str]], links: _FolderLinks
+    ) -> list[tuple[int, bool, str | None]]:
+        full = self._full(folder)
+        try:
+            fd = os.open(full, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except (FileNotFoundError, NotADirectoryError):
+            return [(index, False, None) for index, _ in entries]  # the folder and its files are gone
+        except OSError as e:
+            message = _os_error("open the folder", full, e).message
+            return [(index, False, message) for index, _ in entries]
+        try:
+            refusal = self._folder_refusal(fd, full, real_root)
+            if refusal is not None:
+                return [(index, False, refusal) for index, _ in entries]
+            linked = links.of(folder, fd)
+            return [self._unlink_at(fd, full, real_root, index, name, name in linked) for index, name in entries]
+        finally:
+            os.close(fd)
+
+    def _folder_refusal(self, fd: int, full: str, real_root: str) -> str | None:
+        """Why the open folder `fd` may not be mutated, or None if it lies inside the real root."""
+        real = os.path.realpath(full)
+        if os.path.commonpath([real, real_root]) != real_root:
+            return (f"Refusing to delete in {full}: it resolves through a symlink to {real}, "
+                    f"outside the table root {real_root}.")
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(real))
+        except OSError:
+            same = False
+        if not same:
+            return f"Refusing to delete in {full}: the folder changed while it was being checked."
+        return None
+
+    def _unlink_at(
+        self, fd: int, folder: str, real_root: str, index: int, name: str, is_link: bool
+    ) -> tuple[int, bool, str | None]:
+        target = os.path.join(folder, name)
+        if is_link:
+            real = os.path.realpath(target)
+            if os.path.commonpath([real, real_root]) != real_root:
+                return (index, False, f"Refusing to delete {target}: it is a symlink to {real}, "
+                                      f"outside the table root {real_root}.")
+        try:
+            os.unlink(name, dir_fd=fd)  # removes a symlink itself, never its target
+        except FileNotFoundError:
+            return (index, False, None)
+        except OSError as e:
+            return (index, False, _os_error("delete", target, e).message)
+        return (index, True, None)
+
     def delete_tree(self, path: str) -> int:
         """Delete a directory tree (or a single file); returns the number of files and links removed.
 
         Symlinks inside the tree are removed as links, never followed. If any of them points outside
         the root the whole call is refused before anything is deleted.
         """
+        check_fence(self.root)
         full = self._checked(path, "delete")
         if os.path.islink(full) or not os.path.isdir(full):
             return int(self.delete(path))
@@ -310,6 +537,15 @@ class LocalStorage:
                 if os.path.islink(link):
                     self._refuse_outside(link, real_root, "delete", link)
 
+    def _replace(self, full: str, parent: str, data: bytes) -> None:
+        temp = _write_temp(parent, os.path.basename(full), data)
+        try:
+            os.replace(temp, full)
+        except OSError as e:
+            _remove_quietly(temp)
+            raise _os_error("overwrite", full, e) from e
+        _fsync_dir(parent)
+
     def _make_parents(self, full: str) -> str:
         parent = os.path.dirname(full)
         try:
@@ -317,6 +553,28 @@ class LocalStorage:
         except OSError as e:
             raise _os_error("create the folder", parent, e) from e
         return parent
+
+
+class _FolderLinks:
+    """The symlinks in each folder of one `delete_many`, listed once per folder however many pool
+    tasks share it (listing a huge folder once per chunk would make the work quadratic)."""
+
+    def __init__(self, folders: Iterable[str]) -> None:
+        self._locks = {folder: threading.Lock() for folder in folders}
+        self._found: dict[str, frozenset[str]] = {}
+
+    def of(self, folder: str, fd: int) -> frozenset[str]:
+        with self._locks[folder]:
+            found = self._found.get(folder)
+            if found is None:
+                found = self._found[folder] = _symlink_names(fd)
+            return found
+
+
+def _symlink_names(fd: int) -> frozenset[str]:
+    """Names in the open folder that are symlinks; the listing's entry types make this one pass."""
+    with os.scandir(fd) as entries:
+        return frozenset(e.name for e in entries if e.is_symlink())
 
 
 def _write_temp(directory: str, name: str, data: bytes) -> str:
@@ -335,6 +593,37 @@ def _write_temp(directory: str, name: str, data: bytes) -> str:
         _remove_quietly(temp)
         raise _os_error("write", temp, e) from e
     return temp
+
+
+@contextlib.contextmanager
+def _folder_lock(directory: str) -> Iterator[bool]:
+    """Hold an exclusive `flock` on a folder; yields False (nothing to lock) if it does not exist.
+
+    The lock is per open file description, so two threads of one process exclude each other too,
+    and it is released when the descriptor closes, even if the process dies.
+    """
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        yield False
+        return
+    except OSError as e:
+        raise _os_error("open the folder", directory, e) from e
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield True
+    finally:
+        os.close(fd)
+
+
+def _read_or_none(full: str) -> bytes | None:
+    try:
+        with open(full, "rb") as f:
+            return f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        raise _os_error("read", full, e) from e
 
 
 def _fsync_dir(directory: str) -> None:

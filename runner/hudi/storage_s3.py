@@ -3,30 +3,56 @@
 S3 has no directories and no rename; the semantics of `Storage` map onto it as follows:
 
 - A "directory" is a key prefix. Listing a missing prefix gives `[]`, as locally.
-- `write_new` cannot be made atomic: pyarrow offers no conditional put (`If-None-Match`), so it
-  checks that the key is absent, then puts. Two runners racing on the same key could both succeed
-  and the second would replace the first. Exclusion therefore relies on the runner's table lock
-  (`runner.hudi.lock`). Hudi itself is in the same position: on S3 its timeline writes are only
-  safe with a lock provider configured, so the runner must never run beside a writer that is
-  performing table services on its own.
+- `write_new` is a conditional put (`If-None-Match: *`), so S3 itself guarantees that of two
+  creators of one key exactly one succeeds; the loser gets 412 (or 409 while the winner's put is
+  still in progress) and raises `AlreadyExists`. pyarrow's file system cannot send that header, so
+  conditional requests go through boto3. The store must honour conditional requests, as AWS S3
+  does (If-None-Match puts since 2024, If-Match puts and deletes since); an S3-compatible store
+  that ignores the headers silently loses this guarantee, so check yours before relying on it.
+- `replace_if` and `delete_if` read the object, compare its bytes and then put or delete with
+  `If-Match: <ETag read>`, so the change happens only if nobody wrote the object in between.
 - A put becomes visible only when complete, so readers never see a partial object and `overwrite`
   is atomic in that sense.
 - Deleting the last object under a prefix makes pyarrow leave an empty `prefix/` marker object, as
   Hadoop's S3A does, so the "directory" keeps existing. Markers are listed as directories and
   never returned by `walk`.
+- `delete_many` goes through boto3 rather than pyarrow: pyarrow has no bulk delete of named keys.
+  It sends DeleteObjects requests of up to 1,000 keys (S3's limit) in quiet mode, a few at a time,
+  and never asks first whether a key exists: deleting a missing key succeeds, and it is already
+  gone. S3 reports failures per key (`Errors`), and so does `delete_many`.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
+from typing import Any
 from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
 from runner.errors import StorageError
-from runner.hudi.storage import AlreadyExists, FileInfo, child, normalize, refuse_root
+from runner.errors import RefusedError
+from runner.hudi.storage import (
+    DEFAULT_DELETE_THREADS,
+    AlreadyExists,
+    DeleteResult,
+    FileInfo,
+    check_fence,
+    child,
+    normalize,
+    refuse_root,
+)
+
+# S3's DeleteObjects accepts at most 1,000 keys per request.
+MAX_KEYS_PER_DELETE = 1000
+# S3's answers to a conditional request that lost: the condition failed, or a rival conditional
+# write on the same key was in progress.
+_LOST_CONDITION = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
+_MISSING = ("NoSuchKey", "404", "NotFound")
 
 _ENV_FALLBACKS = {
     "endpoint_override": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
@@ -85,10 +111,29 @@ class S3Options:
                     given[key] = found
         return cls(**given)
 
+    def boto3_client(self) -> Any:
+        """A boto3 S3 client for these settings (shared: boto3 clients are thread-safe)."""
+        return _boto3_client(self)
+
     def filesystem(self) -> pafs.S3FileSystem:
         """A pyarrow S3 file system for these settings."""
         kwargs = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
         return pafs.S3FileSystem(**kwargs)
+
+    def client(self) -> Any:
+        """A boto3 S3 client for the same settings (conditional requests, which pyarrow cannot send)."""
+        import boto3  # only object-store tables need it; keeps `runner validate` light
+
+        endpoint = self.endpoint_override
+        if endpoint and "://" not in endpoint:
+            endpoint = f"{self.scheme or 'https'}://{endpoint}"
+        session = boto3.session.Session(
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            aws_session_token=self.session_token,
+            region_name=self.region,
+        )
+        return session.client("s3", endpoint_url=endpoint or None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +145,7 @@ class ObjectStorage:
     bucket: str = field(init=False)
     prefix: str = field(init=False)
     _fs: pafs.S3FileSystem = field(init=False, repr=False, compare=False)
+    _boto: list[Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.uri)
@@ -108,6 +154,7 @@ class ObjectStorage:
         object.__setattr__(self, "bucket", parts.netloc)
         object.__setattr__(self, "prefix", normalize(parts.path.lstrip("/")))
         object.__setattr__(self, "_fs", self.options.filesystem())
+        object.__setattr__(self, "_boto", [])  # built on first use: most tasks never need it
 
     @classmethod
     def from_uri(
@@ -147,19 +194,36 @@ class ObjectStorage:
         return None if info.type == pafs.FileType.NotFound else self._info(info)
 
     def write_new(self, path: str, data: bytes) -> None:
-        """Create `path` unless it exists. Check-then-put: exclusive only under the table lock."""
+        """Create `path` unless it exists, with a conditional put (`If-None-Match: *`)."""
+        check_fence(self.uri)
         rel = normalize(path)
         refuse_root(rel, "create", self.uri)
-        if self._get_info(rel).type != pafs.FileType.NotFound:
+        if not self._conditional("write", rel, lambda c, k: c.put_object(Bucket=self.bucket, Key=k, Body=data,
+                                                                         IfNoneMatch="*")):
             raise AlreadyExists(self._location(rel))
-        self._put(rel, data)
 
     def overwrite(self, path: str, data: bytes) -> None:
+        check_fence(self.uri)
         rel = normalize(path)
         refuse_root(rel, "overwrite", self.uri)
         self._put(rel, data)
 
+    def replace_if(self, path: str, expected: bytes, data: bytes) -> bool:
+        rel = normalize(path)
+        refuse_root(rel, "overwrite", self.uri)
+        etag = self._etag_if_holds(rel, expected)
+        return etag is not None and self._conditional(
+            "overwrite", rel, lambda c, k: c.put_object(Bucket=self.bucket, Key=k, Body=data, IfMatch=etag))
+
+    def delete_if(self, path: str, expected: bytes) -> bool:
+        rel = normalize(path)
+        refuse_root(rel, "delete", self.uri)
+        etag = self._etag_if_holds(rel, expected)
+        return etag is not None and self._conditional(
+            "delete", rel, lambda c, k: c.delete_object(Bucket=self.bucket, Key=k, IfMatch=etag))
+
     def delete(self, path: str) -> bool:
+        check_fence(self.uri)
         rel = normalize(path)
         refuse_root(rel, "delete", self.uri)
         kind = self._get_info(rel).type
@@ -178,6 +242,7 @@ class ObjectStorage:
 
         Objects written under the prefix while this runs may be deleted without being counted.
         """
+        check_fence(self.uri)
         rel = normalize(path)
         refuse_root(rel, "delete", self.uri)
         kind = self._get_info(rel).type
@@ -189,6 +254,73 @@ class ObjectStorage:
         except OSError as e:
             raise self._error("delete", rel, e) from e
         return count
+
+    def delete_many(self, paths: Sequence[str], *, threads: int = DEFAULT_DELETE_THREADS) -> list[DeleteResult]:
+        """Delete objects with batched DeleteObjects requests; one result per path, in order."""
+        check_fence(self.uri)
+        results: list[DeleteResult | None] = [None] * len(paths)
+        keyed: list[tuple[int, str]] = []
+        for index, path in enumerate(paths):
+            try:
+                rel = normalize(path)
+                refuse_root(rel, "delete", self.uri)
+            except RefusedError as error:
+                results[index] = DeleteResult(path, False, error.message)
+                continue
+            keyed.append((index, self._object_key(rel)))
+        batches = [keyed[i:i + MAX_KEYS_PER_DELETE] for i in range(0, len(keyed), MAX_KEYS_PER_DELETE)]
+        client = self.options.boto3_client()
+        workers = max(1, min(threads, len(batches)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="s3-delete") as pool:
+            for outcomes in pool.map(lambda batch: self._delete_batch(client, batch), batches):
+                for index, error in outcomes:
+                    results[index] = DeleteResult(paths[index], error is None, error)
+        return [r for r in results if r is not None]
+
+    def _delete_batch(self, client: Any, batch: list[tuple[int, str]]) -> list[tuple[int, str | None]]:
+        """One DeleteObjects request; quiet mode, so the answer lists only the keys that failed."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            answer = client.delete_objects(
+                Bucket=self.bucket,
+                Delete={"Objects": [{"Key": key} for _, key in batch], "Quiet": True},
+            )
+        except (BotoCoreError, ClientError) as error:
+            reason = f"the DeleteObjects request failed: {error}"
+            return [(index, f"Cannot delete s3://{self.bucket}/{key}: {reason}") for index, key in batch]
+        return batch_outcomes(self.bucket, batch, answer)
+
+    def _client(self) -> Any:
+        if not self._boto:
+            self._boto.append(self.options.client())
+        return self._boto[0]
+
+    def _object_key(self, rel: str) -> str:
+        """The S3 key (without the bucket) of a root-relative path."""
+        return "/".join(p for p in (self.prefix, rel) if p)
+
+    def _etag_if_holds(self, rel: str, expected: bytes) -> str | None:
+        """The object's ETag if it exists and holds exactly `expected`, else None."""
+        try:
+            found = self._client().get_object(Bucket=self.bucket, Key=self._object_key(rel))
+            body = found["Body"].read()
+        except Exception as e:
+            if _error_code(e) in _MISSING:
+                return None
+            raise self._error("read", rel, e) from e
+        return str(found["ETag"]) if body == expected else None
+
+    def _conditional(self, action: str, rel: str, request: Any) -> bool:
+        """Send one conditional request; False if S3 refused it because its condition failed."""
+        try:
+            request(self._client(), self._object_key(rel))
+        except Exception as e:
+            code = _error_code(e)
+            if code in _LOST_CONDITION or (action != "write" and code in _MISSING):
+                return False
+            raise self._error(action, rel, e) from e
+        return True
 
     def _key(self, rel: str) -> str:
         return "/".join(p for p in (self.bucket, self.prefix, rel) if p)
@@ -231,5 +363,49 @@ class ObjectStorage:
         except OSError as e:
             raise self._error("write", rel, e) from e
 
-    def _error(self, action: str, rel: str, error: OSError) -> StorageError:
+    def _error(self, action: str, rel: str, error: Exception) -> StorageError:
         return StorageError(f"Cannot {action} {self._location(rel)}: {error}")
+
+
+def batch_outcomes(bucket: str, batch: list[tuple[int, str]], answer: Mapping[str, Any]) -> list[tuple[int, str | None]]:
+    """Per key of a quiet DeleteObjects request: None if deleted, else the store's reason.
+
+    Quiet mode lists only failures (`Errors`: `Key`, `Code`, `Message`); every other key was deleted.
+    """
+    failed = {
+        str(e.get("Key", "")): f"{e.get('Code', 'Error')}: {e.get('Message', 'no message')}"
+        for e in answer.get("Errors", ())
+    }
+    return [
+        (index, f"Cannot delete s3://{bucket}/{key}: {failed[key]}" if key in failed else None)
+        for index, key in batch
+    ]
+
+
+@functools.lru_cache(maxsize=16)
+def _boto3_client(options: S3Options) -> Any:
+    # Creating a client costs about 0.1 s; one per distinct setting serves every thread and table.
+    import boto3
+    from botocore.config import Config
+
+    endpoint = options.endpoint_override
+    if endpoint and "://" not in endpoint:
+        endpoint = f"{options.scheme or 'https'}://{endpoint}"
+    session = boto3.session.Session(
+        aws_access_key_id=options.access_key,
+        aws_secret_access_key=options.secret_key,
+        aws_session_token=options.session_token,
+        region_name=options.region,
+    )
+    # One connection per pool thread, so parallel batches never wait for a free connection.
+    config = Config(max_pool_connections=max(10, DEFAULT_DELETE_THREADS), retries={"mode": "standard"})
+    return session.client("s3", endpoint_url=endpoint, config=config)
+
+
+def _error_code(error: Exception) -> str | None:
+    """The S3 error code of a botocore `ClientError` (None for any other exception)."""
+    response = getattr(error, "response", None)
+    if not isinstance(response, dict):
+        return None
+    code = response.get("Error", {}).get("Code")
+    return None if code is None else str(code)

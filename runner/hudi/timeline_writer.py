@@ -2,13 +2,18 @@
 
 Every file is created with `write_new`, so an instant file, once present, is never rewritten: a
 crash between two steps leaves the earlier files only, which is how Hudi recognises a pending
-operation (and how the next apply knows to finish it).
+operation (and how the next apply knows to finish it). On S3 that is a conditional put, so of two
+writers of one instant exactly one succeeds.
+
+Each write first proves the folder is still a Hudi table (`hoodie.properties` readable): a timeline
+file must never be the first thing created in a plain or missing folder.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from runner.hudi.guard import require_table
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.storage import Storage
 from runner.hudi.timeline import Timeline
@@ -49,5 +54,6 @@ class TimelineWriter:
         return self._write(done, data)
 
     def _write(self, instant: Instant, data: bytes) -> Instant:
+        require_table(self.storage, f"write {instant.file_name} into")
         self.storage.write_new(self.path(instant), data)
         return instant

@@ -28,6 +28,7 @@ from runner.hudi.properties import (
     TableType,
     format_properties,
 )
+from runner.hudi.guard import require_table
 from runner.hudi.storage import AlreadyExists, Storage
 
 PROPERTIES = ".hoodie/hoodie.properties"
@@ -81,33 +82,43 @@ def key_generator_for(record_key: tuple[str, ...], partition_by: tuple[str, ...]
     return SIMPLE if len(record_key) == 1 and len(partition_by) == 1 else COMPLEX
 
 
-def open_table(storage: Storage, decl: TableDeclaration, create_schema: str | None) -> tuple[TableConfig, bool]:
-    """Read the table's configuration, creating the table first if it does not exist.
+def create_table_if_absent(storage: Storage, decl: TableDeclaration, create_schema: str | None) -> bool:
+    """Create the table from its declaration if the folder holds no table yet; True if created.
 
-    Args:
-        storage: rooted at the table's base path.
-        decl: the table's declaration; its `table:` block creates the table or is checked against it.
-        create_schema: Avro schema JSON to record as `hoodie.table.create.schema` on creation.
-
-    Returns:
-        The table configuration and whether this call created the table.
+    This is the only write allowed before the folder is known to be a Hudi table, and it writes
+    exactly one file, `hoodie.properties`, with an exclusive create, so it needs no lock: of two
+    creators one wins and the other finds the table. A folder with a `.hoodie` but no readable
+    properties is a damaged table, never re-created over.
 
     Raises:
         DeclarationError: the table does not exist and the declaration has no `table:` block.
+        RefusedError: the declaration asks for a table the writer cannot create.
+        NotAHudiTableError: `.hoodie` exists without `hoodie.properties`; nothing was written.
+    """
+    if storage.stat(PROPERTIES) is not None:
+        return False
+    if storage.stat(".hoodie") is not None:
+        require_table(storage, "write")  # raises: .hoodie without properties
+    try:
+        storage.write_new(PROPERTIES, properties_bytes(new_table_properties(decl, create_schema)))
+    except AlreadyExists:
+        return False  # another creator won; the caller checks what it wrote like any existing table
+    return True
+
+
+def open_table(storage: Storage, decl: TableDeclaration) -> TableConfig:
+    """Read an existing table's configuration and check that this writer may write it.
+
+    Raises:
+        NotAHudiTableError: the folder is not a Hudi table.
         RefusedError: the declaration disagrees with the table, or the table is one this writer
             must not write (see the module docstring).
     """
-    created = False
-    if storage.stat(PROPERTIES) is None:
-        try:
-            storage.write_new(PROPERTIES, properties_bytes(new_table_properties(decl, create_schema)))
-            created = True
-        except AlreadyExists:
-            pass  # another creator won; check what it wrote like any existing table
+    require_table(storage, "write")
     config = read_config(storage)
     check_writable(storage, config)
     check_declaration(decl, config)
-    return config, created
+    return config
 
 
 def read_config(storage: Storage) -> TableConfig:

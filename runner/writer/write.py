@@ -43,6 +43,7 @@ from runner.writer import commit
 from runner.writer.create import (
     COMPLEX,
     KeyLayout,
+    create_table_if_absent,
     key_generator_of,
     layout_of,
     open_table,
@@ -62,6 +63,8 @@ from runner.writer.prepare import (
 from runner.writer.rollback import rollback_failed_writes
 from runner.writer.route import Routing, plan_routing
 from runner.writer.schema import PARTITION_PATH, avro_schema_json, file_avro_schema_json
+from runner.writer.table_schema import current_schema, reconcile
+from runner.writer.workers import writer_workers
 from runner.writer.tasks import STATS_SCHEMA, TARGET, Target, WriteTask, map_in_arrow
 
 if TYPE_CHECKING:
@@ -142,11 +145,18 @@ def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: 
     decl = _declaration(project_dir, table, target)
     storage = storage_for(decl.path)
     data = data_columns(df)
+    with writer_workers(df.sparkSession):
+        return _write(storage, decl, op, data)
+
+
+def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFrame) -> WriteResult:
+    created = create_table_if_absent(storage, decl, avro_schema_json(data.schema.jsonValue(), decl.name))
     with TableLock(storage, owner=f"runner.write({op.value})"):
-        config, created = open_table(storage, decl, avro_schema_json(data.schema.jsonValue(), decl.name))
+        config = open_table(storage, decl)
+        data, schema = _conformed(storage, config, data)
         rolled_back = _guard(lambda: rollback_failed_writes(storage, config), "rollback of failed writes")
         layout = _layout(storage, config)
-        job = _Job(storage, decl, layout, op, data, config.timezone)
+        job = _Job(storage, decl, layout, op, data, schema, config.timezone)
         files = _guard(job.run, "write")
     return WriteResult(
         table=decl.name, path=decl.path, instant=str(job.instant), operation=op.hudi, created=created,
@@ -161,9 +171,9 @@ class _Job:
     """One commit's worth of work, run under the lock."""
 
     def __init__(self, storage: Storage, decl: TableDeclaration, layout: KeyLayout, op: Operation,
-                 data: DataFrame, timezone: str) -> None:
+                 data: DataFrame, schema: dict[str, object], timezone: str) -> None:
         self.storage, self.decl, self.layout, self.op, self.data = storage, decl, layout, op, data
-        self.schema = data.schema.jsonValue()
+        self.schema = schema
         state = read_table_state(storage, partitions=())
         self.folder = state.metadata.timeline_folder
         self.timeline = TimelineWriter(storage, self.folder, 1)
@@ -249,6 +259,17 @@ class _Job:
     def _auto_split(self) -> bool:
         """Hudi splits new file groups by size (`insert.auto.split`) unless a split size was declared."""
         return dict(self.decl.provenance).get("file_sizing.insert_split_size", Source.HUDI_DEFAULT) is Source.HUDI_DEFAULT
+
+
+def _conformed(storage: Storage, config: TableConfig, data: DataFrame) -> tuple[DataFrame, dict[str, object]]:
+    """The data in the table's column order and its schema to write, or a refusal if the columns
+    differ from the table's (see `runner.writer.table_schema`). Runs before anything is written."""
+    spark_schema: dict[str, object] = data.schema.jsonValue()
+    table_schema = current_schema(read_table_metadata(storage), config)
+    if table_schema is None:
+        return data, spark_schema
+    order, schema = reconcile(spark_schema, table_schema, table=config.name, where=storage.uri)
+    return data.select(*order), schema
 
 
 def _layout(storage: Storage, config: TableConfig) -> KeyLayout:

@@ -37,19 +37,25 @@ def test_unsupported_table_version(hudi_fixture):
         read(base)
 
 
+# Commit metadata is decoded lazily, when a planner first looks a commit up (as Hudi does), so a
+# corrupt commit fails the read that needs it, with the same error naming the file.
+
+
 def test_bad_json_commit_names_the_file(hudi_fixture):
     base = hudi_fixture(V6)
     (base / ".hoodie" / "20240707001301554.commit").write_text("{not json")
+    commits = read(base).metadata.commits
     with pytest.raises(CorruptMetadataError, match="20240707001301554.commit"):
-        read(base)
+        dict(commits)
 
 
 def test_truncated_avro_commit_names_the_file(hudi_fixture):
     base = hudi_fixture(V9)
     commit = next((base / ".hoodie" / "timeline").glob("*_*.commit"))
     commit.write_bytes(commit.read_bytes()[:40])
+    commits = read(base).metadata.commits
     with pytest.raises(CorruptMetadataError, match=commit.name):
-        read(base)
+        dict(commits)
 
 
 def test_truncated_avro_clustering_plan_names_the_file(hudi_fixture):

@@ -440,3 +440,83 @@ def test_s3_folder_markers_left_by_deletes_are_not_files(s3: tuple[S3Server, str
 
     assert list(storage.walk()) == []
     assert all(i.is_dir for i in storage.list_dir(""))
+
+
+# --- Compare-and-swap (the lock file) and conditional creation, on both backends ------------------
+
+
+def test_replace_if_replaces_only_the_expected_content(storage: Storage) -> None:
+    storage.write_new(".hoodie/.locks/runner.lock", b"v1")
+
+    assert storage.replace_if(".hoodie/.locks/runner.lock", b"other", b"v2") is False
+    assert storage.read(".hoodie/.locks/runner.lock") == b"v1"
+    assert storage.replace_if(".hoodie/.locks/runner.lock", b"v1", b"v2") is True
+    assert storage.read(".hoodie/.locks/runner.lock") == b"v2"
+    assert storage.replace_if(".hoodie/.locks/missing.lock", b"v1", b"v2") is False
+    assert storage.stat(".hoodie/.locks/missing.lock") is None
+
+
+def test_delete_if_deletes_only_the_expected_content(storage: Storage) -> None:
+    storage.write_new(".hoodie/.locks/runner.lock", b"v1")
+
+    assert storage.delete_if(".hoodie/.locks/runner.lock", b"other") is False
+    assert storage.read(".hoodie/.locks/runner.lock") == b"v1"
+    assert storage.delete_if(".hoodie/.locks/runner.lock", b"v1") is True
+    assert storage.stat(".hoodie/.locks/runner.lock") is None
+    assert storage.delete_if(".hoodie/.locks/runner.lock", b"v1") is False
+
+
+def race(storage: Storage, attempt: Callable[[Storage, int], bool], contenders: int = 8) -> list[int]:
+    """Run `attempt` from several threads at once; the indexes of those that succeeded."""
+    barrier = threading.Barrier(contenders)
+    won: list[int] = []
+
+    def run(i: int) -> None:
+        barrier.wait()
+        if attempt(storage, i):
+            won.append(i)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(contenders)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return won
+
+
+def test_of_concurrent_creators_exactly_one_wins_on_every_store(storage: Storage) -> None:
+    def create(s: Storage, i: int) -> bool:
+        try:
+            s.write_new(".hoodie/20240101.clean.requested", f"writer {i}".encode())
+        except AlreadyExists:
+            return False
+        return True
+
+    won = race(storage, create)
+
+    assert len(won) == 1
+    assert storage.read(".hoodie/20240101.clean.requested") == f"writer {won[0]}".encode()
+
+
+def test_of_concurrent_swaps_from_one_version_exactly_one_wins(storage: Storage) -> None:
+    storage.write_new(".hoodie/.locks/runner.lock", b"stale")
+
+    won = race(storage, lambda s, i: s.replace_if(".hoodie/.locks/runner.lock", b"stale", f"r{i}".encode()))
+
+    assert len(won) == 1
+    assert storage.read(".hoodie/.locks/runner.lock") == f"r{won[0]}".encode()
+
+
+@pytest.mark.s3
+def test_s3_write_new_is_a_conditional_put(s3: tuple[S3Server, str]) -> None:
+    server, bucket = s3
+    storage = storage_for(f"s3://{bucket}/t", options=server.options())
+    assert isinstance(storage, ObjectStorage)
+    sent: list[dict[str, str]] = []
+    storage._client().meta.events.register(
+        "before-send.s3.PutObject", lambda request, **_: sent.append(dict(request.headers))
+    )
+
+    storage.write_new(".hoodie/20240101.commit", b"ours")
+
+    assert len(sent) == 1 and sent[0].get("If-None-Match") == b"*"

@@ -223,3 +223,23 @@ def test_rollback_records_decode_with_the_runner_codecs() -> None:
 
 def test_fixtures_folder_exists() -> None:
     assert Path(FIXTURES).is_dir()
+
+
+def test_the_schema_hudi_stored_accepts_the_same_columns_and_refuses_others() -> None:
+    from runner.writer.table_schema import reconcile
+
+    commit = json.loads(_fixture_file("sample_table/cow/v6_nonpartitioned.zip", "20240418173550988.commit"))
+    stored = commit["extraMetadata"]["schema"]
+    names = [f["name"] for f in FIXTURE_SPARK_SCHEMA["fields"]]  # type: ignore[index]
+
+    order, schema = reconcile(FIXTURE_SPARK_SCHEMA, stored, table="v6_nonpartitioned", where="t")
+    assert order == names and schema["fields"] == FIXTURE_SPARK_SCHEMA["fields"]
+
+    reversed_fields = {"type": "struct", "fields": list(reversed(FIXTURE_SPARK_SCHEMA["fields"]))}  # type: ignore[arg-type]
+    order, _ = reconcile(reversed_fields, stored, table="v6_nonpartitioned", where="t")
+    assert order == names
+
+    nested = json.loads(json.dumps(FIXTURE_SPARK_SCHEMA))
+    nested["fields"][15]["type"]["fields"][2]["type"]["fields"][0]["type"] = "string"  # child_field1
+    with pytest.raises(RefusedError, match="column 'structField' is .* in the DataFrame but .* in the table"):
+        reconcile(nested, stored, table="v6_nonpartitioned", where="t")
