@@ -84,6 +84,17 @@ def test_select_swallowing_the_plan_file_is_refused(spelling: list[str], tmp_pat
     assert digest(root / "table") == before
 
 
+def test_now_beside_a_saved_plan_is_refused_not_ignored(tmp_path: Path, capsys) -> None:
+    root = make_project(tmp_path / "p")
+    plan_file = tmp_path / "plan.json"
+    saved_plan(root, capsys, plan_file)
+    before = digest(root / "table")
+    code, _, err = cli(capsys, "apply", str(plan_file), "--project-dir", str(root), "--now", "20990101000000")
+    assert code == 1
+    assert f"error: --now 20990101000000 cannot be combined with the saved plan {plan_file}" in err
+    assert digest(root / "table") == before
+
+
 def test_a_plan_made_in_another_project_is_refused(tmp_path: Path, capsys) -> None:
     first = make_project(tmp_path / "first")
     other = make_project(tmp_path / "other")  # same project name, same table name, another place
@@ -227,7 +238,8 @@ def nested_project(root: Path, sizing: str = "") -> Path:
 
 
 def test_plan_never_treats_a_nested_table_as_a_partition(tmp_path: Path, capsys) -> None:
-    root = nested_project(tmp_path / "p")  # sizing on (Hudi's defaults): small files would be rewritten
+    # sizing declared with Hudi's defaults: small files would be rewritten
+    root = nested_project(tmp_path / "p", sizing="file_sizing: {}\n")
     data = saved_plan(root, capsys, tmp_path / "plan.json")
     table = data["tables"][0]
     touched = [f["path"] for f in table["clean"]["files_to_delete"]]

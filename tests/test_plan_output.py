@@ -54,7 +54,8 @@ def test_lance_base_files_get_a_note_that_they_cannot_be_resized(tmp_path, capsy
     from tests.execute.test_cli_plan_apply import project
 
     root = project(tmp_path / "p", FIXTURES / "sample_table/cow/v9_lance_nonpartitioned.zip")
-    (root / "tables" / "t.yml").write_text("name: t\npath: table\nmetadata_table: disable\n")
+    # sizing declared (resize is never implied), with Hudi's default sizes
+    (root / "tables" / "t.yml").write_text("name: t\npath: table\nmetadata_table: disable\nfile_sizing: {}\n")
     main(["plan", "--project-dir", str(root), "--format", "json"])
     table = json.loads(capsys.readouterr().out)["tables"][0]
     assert table["sizing"]["groups"] == []

@@ -105,6 +105,12 @@ def _refuse_swallowed_plan_file(args: argparse.Namespace) -> None:
     """`--select t plan.json` gives plan.json to --select (it takes several values): say so rather
     than re-planning and deleting what the reviewed plan never listed."""
     if args.plan_file is not None:
+        if args.now is not None:  # the plan's own time governs it; never drop an option silently
+            raise RunnerError(
+                f"--now {args.now} cannot be combined with the saved plan {args.plan_file}: a saved plan "
+                "is applied as of the time it was made (and re-checked with the real clock); nothing was applied",
+                hint="drop --now, or make a new plan with `runner plan --now ... --out plan.json`.",
+            )
         return
     state = [args.state] if args.state else []
     for option, specs in (("--select", args.select), ("--exclude", args.exclude), ("--state", state)):

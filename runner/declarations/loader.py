@@ -200,7 +200,7 @@ def _load_table(
         problems += rules.sizing_problems(settings, Source.TABLE)
     if shape or location is None:
         return None, entry, problems
-    return build_table(doc, settings, location), entry, problems
+    return build_table(doc, settings, location, project.defaults), entry, problems
 
 
 def _location(doc: Loaded, root: str) -> tuple[str | None, list[Problem]]:

@@ -115,13 +115,15 @@ def _typed(key: str, value: object) -> object:
     return value
 
 
-def build_table(doc: Loaded, settings: Mapping[str, Setting], location: str) -> TableDeclaration:
+def build_table(doc: Loaded, settings: Mapping[str, Setting], location: str,
+                project: Loaded | None = None) -> TableDeclaration:
     """Build the frozen declaration of one schema-valid table file.
 
     Args:
         doc: the table file (its shape already checked by the schema).
         settings: from `effective_settings`.
         location: the resolved table path.
+        project: project.yml when valid; its `defaults.file_sizing` block also declares sizing.
     """
     data = doc.data
     assert isinstance(data, Mapping)
@@ -150,6 +152,8 @@ def build_table(doc: Loaded, settings: Mapping[str, Setting], location: str) -> 
         owner=data.get("owner"),
         tags=tuple(data.get("tags", ())),
         provenance=tuple((name, setting.source) for name, setting in settings.items()),
+        file_sizing_declared="file_sizing" in data
+        or (project is not None and not is_missing(lookup(project.data, ("defaults", "file_sizing")))),
     )
 
 

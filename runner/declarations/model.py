@@ -111,6 +111,8 @@ class TableDeclaration:
         path: the table's base path, resolved: an absolute local path or a URI (`s3://...`).
         source_file: the YAML file, relative to the project directory (used in messages).
         provenance: for each effective setting (`clean.commits_retained`, ...), where it came from.
+        file_sizing_declared: the table or the project defaults has a `file_sizing` block; only then
+            may apply rewrite small files after the fact (the writer uses `file_sizing` either way).
     """
 
     name: str
@@ -124,6 +126,7 @@ class TableDeclaration:
     owner: str | None = None
     tags: tuple[str, ...] = ()
     provenance: tuple[tuple[str, Source], ...] = ()
+    file_sizing_declared: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,9 +3,11 @@
 Safety rules enforced here, whatever plan.json says:
 - the table's timeline must be the one the plan was computed from (else fail, or re-plan when
   planning and applying in one run);
-- every file the plan deletes must also be deletable by a fresh plan computed under the lock
-  (so a hand-edited plan can never delete a latest slice, a savepointed file, a file a pending
-  compaction needs, or an uncommitted file);
+- a saved plan only narrows a fresh plan computed under the lock with the real clock: it selects
+  which of the fresh plan's files, partitions and rewrite groups to act on, and everything written
+  to the timeline or the run report (policy, earliest commit to retain, savepoints, sizes, file
+  ids) comes from the fresh plan (`runner.execute.narrow`);
+- `now` may not lie in the future;
 - a table with a metadata table gets every clean recorded in it (`metadata_table: keep`, the
   default), checked first and refused with the reasons when that is not safe; `disable` removes it.
 """
@@ -21,20 +23,24 @@ from typing import Any
 
 from runner.declarations.model import MetadataTableMode, SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
-from runner.execute.clean import CleanOutcome, CleanRunner, DeleteOutcome
+from runner.execute.clean import CleanOutcome, CleanRunner, DeleteOutcome, files_of
 from runner.execute.failpoints import failpoint
 from runner.execute.metadata_table import disable_metadata_table
+from runner.execute.narrow import narrow
+from runner.execute.paths import partition_path
 from runner.execute.spark import executors_seen
+from runner.hudi.files import relative_path
 from runner.hudi.instant import InstantTime
 from runner.hudi.lock import TableLock
 from runner.hudi.mdt.maintain import CleanMaintenance, prepare_clean_maintenance
 from runner.hudi.mdt.maintain import refusal_reasons as metadata_table_refusals
+from runner.hudi.metadata import CleanPlan
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.storage import Storage, storage_for
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.build import plan_table, timeline_fingerprint
 from runner.plan.clean import clean_scope
-from runner.plan.model import TablePlan, TableStatus
+from runner.plan.model import SizingStep, TablePlan, TableStatus
 from runner.plan.sizing import plan_sizing
 
 
@@ -84,7 +90,12 @@ def apply_table(
     deleter_factory: Callable[[], Callable[[Storage, list[str]], list[DeleteOutcome]]],
     clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
 ) -> TableResult:
-    """Apply `planned` (from plan.json) or, when None, plan and apply in one go under the lock."""
+    """Apply `planned` (from plan.json) or, when None, plan and apply in one go under the lock.
+
+    `now` is the plan's or `--now`'s time. It may lie in the past (a KEEP_LATEST_BY_HOURS window
+    measured from then keeps more), never in the future (it would delete files inside the window).
+    A saved plan is re-planned under the lock with the real clock and only narrows that plan.
+    """
     with executors_seen() as seen:
         result = _apply_table(decl, planned, now=now, spark_settings=spark_settings,
                               deleter_factory=deleter_factory, clock=clock)
@@ -101,13 +112,16 @@ def _apply_table(
     deleter_factory: Callable[[], Callable[[Storage, list[str]], list[DeleteOutcome]]],
     clock: Callable[[], datetime],
 ) -> TableResult:
+    real_now = clock()
+    _refuse_future(decl.name, now, real_now)
     storage = storage_for(decl.path)
     result = TableResult(decl.name, decl.path)
     started = time.monotonic()
+    plan_now = real_now if planned is not None else now
     with TableLock(storage, owner=f"runner apply ({getpass.getuser()})"):
         failpoint("after_lock")
         meta = read_table_metadata(storage)
-        fresh = plan_one(decl, storage, now=now, metadata=meta)
+        fresh = plan_one(decl, storage, now=plan_now, metadata=meta)
         plan = _checked(planned, fresh, meta, storage) if planned is not None else fresh
         if plan.status in (TableStatus.IN_SYNC, TableStatus.DRIFT):  # drift is for a person, not apply
             result.duration_s = round(time.monotonic() - started, 3)
@@ -118,10 +132,11 @@ def _apply_table(
         finished = [p for _, p in meta.pending_cleans if p is not None]
         for instant, pending_plan in meta.pending_cleans:
             if pending_plan is not None:
+                _refuse_needed_files(storage, meta, str(instant.time), pending_plan)
                 _record(result, runner.finish(instant, pending_plan))
         failpoint("after_pending_finished")
         if finished:  # what the pending cleans removed is no longer ours to delete
-            plan = _narrowed(plan, plan_one(decl, storage, now=now))
+            plan = _narrowed(plan, plan_one(decl, storage, now=plan_now))
         if plan.clean is not None and not plan.clean.is_empty:
             _, timeline, _ = read_timeline(storage)
             start = new_instant_time(timeline, clock=clock(), table_timezone=meta.config.timezone)
@@ -137,8 +152,19 @@ def _apply_table(
     return result
 
 
+def _refuse_future(name: str, now: datetime, real_now: datetime) -> None:
+    aware = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    if aware > real_now:
+        raise RefusedError(
+            f"table {name}: the plan's time (now) {aware.isoformat(timespec='seconds')} is later than the current "
+            f"time {real_now.isoformat(timespec='seconds')}; a future time would delete files the "
+            "KEEP_LATEST_BY_HOURS window keeps; nothing was changed",
+            hint="plan and apply without --now (or with a time in the past).",
+        )
+
+
 def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata, storage: Storage) -> TablePlan:
-    """The saved plan, if the table is unchanged and a fresh plan would delete at least as much.
+    """The fresh plan narrowed to what the saved plan selects, if the timeline is unchanged.
 
     Files the saved plan lists that are already gone (the plan was applied before) are dropped, so
     applying the same plan twice is a no-op rather than an error.
@@ -150,50 +176,41 @@ def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata, storage:
             f"found {timeline_fingerprint(meta)}); nothing was written",
             hint="run `runner plan` again and apply the new plan.",
         )
-    planned = _without_done(planned, storage)
-    fresh_files = {f.path for f in fresh.clean.files_to_delete} if fresh.clean else set()
-    extra = sorted(f.path for f in (planned.clean.files_to_delete if planned.clean else ()) if f.path not in fresh_files)
-    fresh_parts = set(fresh.clean.partitions_to_delete) if fresh.clean else set()
-    extra += sorted(p + "/" for p in (planned.clean.partitions_to_delete if planned.clean else ()) if p not in fresh_parts)
-    rewritable = {f.path for g in (fresh.sizing.groups if fresh.sizing else ()) for f in g.files}
-    extra += sorted(f.path for g in (planned.sizing.groups if planned.sizing else ()) for f in g.files
-                    if f.path not in rewritable)
-    if extra:
-        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
-        raise RefusedError(
-            f"table {planned.name}: the plan asks to delete what the table still needs or the policy keeps: "
-            f"{shown}; nothing was deleted",
-            hint="re-create the plan with `runner plan` rather than editing it.",
-        )
+    plan = narrow(planned, fresh, exists=lambda path: storage.stat(path) is not None)
     pending_now = {str(i.time) for i, p in meta.pending_cleans if p is not None}
-    status = TableStatus.CHANGES if (pending_now or _has_work(planned)) else TableStatus.IN_SYNC
-    return replace(planned, status=status)
+    status = TableStatus.CHANGES if (pending_now or _has_work(plan)) else TableStatus.IN_SYNC
+    return replace(plan, status=status)
 
 
-def _without_done(plan: TablePlan, storage: Storage) -> TablePlan:
-    """Drop files and partitions that no longer exist (their deletion already happened)."""
-    if plan.clean is None:
-        return plan
-    clean = replace(
-        plan.clean,
-        files_to_delete=tuple(f for f in plan.clean.files_to_delete if storage.stat(f.path) is not None),
-        partitions_to_delete=tuple(p for p in plan.clean.partitions_to_delete if storage.stat(p) is not None),
-    )
-    return replace(plan, clean=clean)
+def _refuse_needed_files(storage: Storage, meta: TableMetadata, instant: str, plan: CleanPlan) -> None:
+    """Refuse a pending clean from the timeline that would delete what readers still need.
+
+    Hudi's planner never lists a latest slice of an active file group or a savepointed file, but a
+    pending plan may be older than the table's present (or hand-written), so it is checked against
+    the table as it is now before any of it runs.
+    """
+    files = files_of(plan, storage.uri)
+    state = read_table_state(storage, partitions=[partition_path(p) for p in files], metadata=meta)
+    needed = {relative_path(g.partition, name) for g in state.active_groups if g.latest is not None
+              for name in g.latest.file_names}
+    needed |= {relative_path(g.partition, name) for g in state.file_groups for s in g.slices
+               for name in s.file_names if name in meta.savepointed_files}
+    hit = sorted(needed.intersection(path for paths in files.values() for path in paths))
+    if hit:
+        raise RefusedError(
+            f"pending clean {instant} on {storage.uri} would delete {len(hit)} file(s) readers still need "
+            f"(a latest file slice or a savepointed file), e.g. {hit[0]}; nothing was deleted",
+            hint="check who wrote this clean plan; remove the pending clean only after making sure no data "
+            "is lost, or let Hudi's own cleaner decide.",
+        )
 
 
 def _narrowed(plan: TablePlan, fresh: TablePlan) -> TablePlan:
-    """The plan minus what is already done, after pending cleans ran."""
-    if plan.clean is None or fresh.clean is None:
+    """The plan minus what is already done, after pending cleans ran (values from `fresh`)."""
+    if plan.clean is None:
         return plan
-    keep = {f.path for f in fresh.clean.files_to_delete}
-    parts = set(fresh.clean.partitions_to_delete)
-    clean = replace(
-        plan.clean,
-        files_to_delete=tuple(f for f in plan.clean.files_to_delete if f.path in keep),
-        partitions_to_delete=tuple(p for p in plan.clean.partitions_to_delete if p in parts),
-    )
-    return replace(plan, clean=clean)
+    narrowed = narrow(replace(plan, sizing=None), fresh, exists=lambda _: False)
+    return replace(narrowed, sizing=plan.sizing, notes=plan.notes)
 
 
 def _has_work(plan: TablePlan) -> bool:
@@ -218,11 +235,18 @@ def _resize(decl: TableDeclaration, storage: Storage, plan: TablePlan, result: T
     if wanted and plan.sizing is not None:
         step = plan.sizing
         if finished is not None:  # the finished resize may have taken some of these files
-            step = plan_sizing(decl.file_sizing, read_table_state(storage, metadata=meta)) or step
+            step = _still_rewritable(step, plan_sizing(decl.file_sizing, read_table_state(storage, metadata=meta)))
         _record_resize(result, run_resize(storage, meta, step, spark=spark, clock=clock))
 
 
+def _still_rewritable(step: SizingStep, fresh: SizingStep | None) -> SizingStep:
+    """The groups of `step` whose every input a fresh plan would still rewrite (never more)."""
+    candidates = {f.path for g in (fresh.groups if fresh else ()) for f in g.files}
+    return replace(step, groups=tuple(g for g in step.groups if all(f.path in candidates for f in g.files)))
+
+
 def _record_resize(result: TableResult, outcome: Any) -> None:
+    result.notes.extend(outcome.notes)
     result.instants_written.extend(outcome.instants_written)
     result.files_rewritten += outcome.files_rewritten
     result.bytes_rewritten += outcome.bytes_rewritten

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from runner.errors import RefusedError
 from runner.execute.failpoints import failpoint
-from runner.hudi.files import is_data_file_name
+from runner.execute.paths import partition_path, relativize
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import (
     ActionInstant,
@@ -81,32 +81,36 @@ def qualify(base_uri: str, relative: str) -> str:
     return f"{root}/{relative}" if "://" in root else f"file:{root}/{relative}"
 
 
-def relativize(base_uri: str, full_path: str) -> str:
-    """The table-relative form of a plan path; refuses anything outside the table."""
-    root = base_uri.rstrip("/")
-    candidates = [root, f"file:{root}", f"file://{root}"] if "://" not in root else [root, root.replace("s3://", "s3a://", 1)]
-    for prefix in candidates:
-        if full_path.startswith(prefix + "/"):
-            return full_path[len(prefix) + 1:]
-    raise RefusedError(
-        f"clean plan path {full_path} lies outside the table at {base_uri}; nothing was deleted",
-        hint="check who wrote this clean plan; the runner only deletes files inside the table.",
-    )
+def files_of(plan: CleanPlan, base_uri: str) -> dict[str, list[str]]:
+    """The plan's files per partition as canonical table-relative paths, each checked and listed once.
 
-
-def check_deletable(paths: Sequence[str], partitions: Sequence[str]) -> None:
-    """Refuse any path that is not a Hudi data file strictly inside the table (even from a hand-edited plan)."""
-    for path in paths:
-        name = path.rsplit("/", 1)[-1]
-        parts = path.split("/")
-        if path.startswith("/") or ".." in parts or parts[0] == ".hoodie" or not is_data_file_name(name):
-            raise RefusedError(
-                f"refusing to delete {path!r}: only Hudi base and log files inside the table may be deleted",
-                hint="re-create the plan with `runner plan` instead of editing it.",
-            )
-    for partition in partitions:
-        if not partition or partition.startswith((".hoodie", "/")) or ".." in partition.split("/"):
-            raise RefusedError(f"refusing to delete partition {partition!r}: not a partition folder of the table")
+    Raises:
+        RefusedError: a path outside the table, in `.hoodie`, not a Hudi data file, not in the
+            partition it is listed under, or listed twice; nothing is deleted.
+    """
+    files: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for partition, infos in plan.file_paths_to_delete.items():
+        folder = partition_path(partition, what="clean plan partition")
+        for info in infos:
+            if info.is_bootstrap_base_file:
+                continue
+            path = relativize(base_uri, info.file_path)
+            if path.rpartition("/")[0] != folder:
+                raise RefusedError(
+                    f"clean plan lists {info.file_path!r} under partition {partition!r}, but the file lies in "
+                    f"{path.rpartition('/')[0]!r}; nothing was deleted",
+                    hint="check who wrote this clean plan.",
+                )
+            if path in seen:
+                raise RefusedError(f"clean plan lists {info.file_path!r} twice; nothing was deleted",
+                                   hint="check who wrote this clean plan.")
+            seen.add(path)
+            files.setdefault(partition, []).append(path)
+    for partition in plan.partitions_to_delete:
+        if not partition_path(partition, what="clean plan partition to delete"):
+            raise RefusedError("refusing to delete the table root as a partition; nothing was deleted")
+    return files
 
 
 class CleanRunner:
@@ -123,7 +127,14 @@ class CleanRunner:
         self.before_complete = before_complete
 
     def start(self, time_: InstantTime, step: CleanStep) -> tuple[Instant, CleanPlan]:
-        """Write `<t>.clean.requested` and `<t>.clean.inflight`."""
+        """Write `<t>.clean.requested` and `<t>.clean.inflight`.
+
+        Raises:
+            RefusedError: the step deletes nothing; Hudi never schedules such a clean.
+        """
+        if not step.files_to_delete and not step.partitions_to_delete:
+            raise RefusedError(f"clean {time_} on {self.storage.uri} lists no files and no partitions; "
+                               "Hudi never schedules such a clean, so none is written")
         plan = to_plan(step, self.storage.uri)
         data = encode_clean_plan(plan)
         requested = self.writer.requested(time_, Action.CLEAN, data)
@@ -134,17 +145,18 @@ class CleanRunner:
 
     def finish(self, pending: Instant, plan: CleanPlan, *, sizes: dict[str, int] | None = None) -> CleanOutcome:
         """Delete what the plan lists and complete the instant (writing inflight first if needed)."""
+        files = files_of(plan, self.storage.uri)  # checked before anything is written
+        flat = [path for paths in files.values() for path in paths]
         written: list[str] = []
         if pending.state.value == "requested":
             self.writer.inflight(pending.time, Action.CLEAN, encode_clean_plan(plan))
             written.append(f"{pending.time}.clean.inflight")
         started = time.monotonic()
-        files = {p: [relativize(self.storage.uri, f.file_path) for f in infos if not f.is_bootstrap_base_file]
-                 for p, infos in plan.file_paths_to_delete.items()}
-        flat = [path for paths in files.values() for path in paths]
-        check_deletable(flat, plan.partitions_to_delete)
+        if sizes is None:  # a pending clean from the timeline: measure what is really there
+            sizes = {path: info.size for path in flat if (info := self.storage.stat(path)) is not None}
         outcomes = {o.path: o for o in self.deleter(self.storage, flat)}
-        deleted_partitions = tuple(p for p in plan.partitions_to_delete if self._delete_partition(p))
+        deleted_partitions = tuple(p for p in dict.fromkeys(plan.partitions_to_delete)
+                                   if self._delete_partition(partition_path(p)))
         failpoint("after_delete")
         meta = self._metadata(pending, plan, files, outcomes, deleted_partitions, started)
         if self.before_complete is not None:
@@ -153,7 +165,6 @@ class CleanRunner:
         done = self.writer.complete(pending, encode_clean_metadata(meta), completion=self.completion_time())
         written.append(done.file_name)
         failpoint("after_clean_completed")
-        sizes = sizes or {}
         ok = [o for o in outcomes.values() if o.error is None]
         return CleanOutcome(
             instant=str(pending.time),
@@ -179,7 +190,10 @@ class CleanRunner:
         partitions = {}
         for partition in sorted(set(files) | set(plan.partitions_to_delete)):
             names = [p.rsplit("/", 1)[-1] for p in files.get(partition, [])]
-            failed = [p.rsplit("/", 1)[-1] for p in files.get(partition, []) if outcomes[p].error]
+            # As Hudi's CleanActionExecutor: a file whose delete did not happen (an error, or already
+            # gone after a crash) is a failed delete, not a successful one.
+            failed = [p.rsplit("/", 1)[-1] for p in files.get(partition, [])
+                      if outcomes[p].error or not outcomes[p].deleted]
             partitions[partition] = CleanPartitionMetadata(
                 partition_path=partition,
                 policy=plan.policy,

@@ -37,11 +37,12 @@ from runner.execute.resize_plan import PlannedGroup, decode_plan, encode_plan, g
 from runner.execute.spark import run_tasks
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
-from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, encode_commit_metadata
-from runner.hudi.state import TableMetadata, read_table_state, read_timeline
+from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
+from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.storage import Storage
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
+from runner.plan.sizing import busy_groups
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -62,6 +63,7 @@ class ResizeOutcome:
         bytes_written: their total size.
         records_written: rows in the new files (equal to the rows replaced).
         partial_files_deleted: files of a crashed or retried attempt that were removed.
+        notes: interrupted resizes rolled back because the table changed meanwhile.
     """
 
     instants: tuple[str, ...] = ()
@@ -72,6 +74,7 @@ class ResizeOutcome:
     bytes_written: int = 0
     records_written: int = 0
     partial_files_deleted: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
     def __add__(self, other: ResizeOutcome) -> ResizeOutcome:
         return ResizeOutcome(
@@ -83,6 +86,7 @@ class ResizeOutcome:
             self.bytes_written + other.bytes_written,
             self.records_written + other.records_written,
             self.partial_files_deleted + other.partial_files_deleted,
+            self.notes + other.notes,
         )
 
 
@@ -118,7 +122,15 @@ def finish_pending_resize(storage: Storage, meta: TableMetadata, *,
     groups out of new plans).
     """
     runner = ResizeRunner(storage, meta, spark=spark, clock=clock)
-    outcomes = [runner.execute(instant, groups) for instant, groups in runner.pending_own()]
+    outcomes = []
+    for instant, groups in runner.pending_own():
+        conflict = runner.conflict(groups, own=instant.time)
+        if conflict is None:
+            outcomes.append(runner.execute(instant, groups))
+            continue
+        # The table moved on while the resize was interrupted: finishing it would lose that write.
+        runner.roll_back(instant.time, sorted({g.partition for g in groups}))
+        outcomes.append(ResizeOutcome(notes=(f"rolled back the interrupted resize {instant.time}: {conflict}",)))
     if not outcomes:
         return None
     total = outcomes[0]
@@ -140,32 +152,56 @@ class ResizeRunner:
         self.writer = TimelineWriter(storage, meta.timeline_folder, self.layout)
 
     def check(self, step: SizingStep) -> None:
-        """Refuse a step that would hide data from readers or touch busy file groups."""
+        """Refuse a step that would hide data from readers or touch busy file groups.
+
+        Run just before the requested instant is written, on a fresh read of the timeline and the
+        partitions (planning may have been minutes ago).
+        """
         if self.meta.has_metadata_table or self.meta.config.metadata_partitions:
             raise RefusedError(
                 f"table {self.storage.uri} has a metadata table; new files written without updating it "
                 "would be invisible to readers that list files through it; nothing was rewritten",
                 hint="disable the metadata table first (`metadata_table: disable`), or run Hudi's clustering.",
             )
-        busy = (set(self.meta.pending_clustering) | set(self.meta.pending_compaction)
-                | set(self.meta.pending_log_compaction))
-        # Only the latest slice may be rewritten: replacing a group from an older one loses its newer rows.
-        state = read_table_state(self.storage, partitions={g.partition for g in step.groups}, metadata=self.meta)
+        conflict = self.conflict(groups_of_step(step), own=None)
+        if conflict is not None:
+            raise RefusedError(f"{conflict}; nothing was rewritten",
+                               hint="plan again with `runner plan` rather than editing a plan; a pending "
+                               "write's groups are rewritten once it completes.")
+
+    def conflict(self, groups: Sequence[PlannedGroup], *, own: InstantTime | None) -> str | None:
+        """Why replacing `groups` now could lose data, or None.
+
+        The checks of Hudi's conflict resolution for clustering, on a fresh read of the timeline:
+        each input must still be the latest base file (no log files) of a group that is not
+        replaced, and no other pending clustering, compaction or write may reach the group.
+
+        Args:
+            groups: the groups to replace.
+            own: the runner's pending clustering instant for `groups` (its plan and its files are
+                not a conflict), or None before it is written.
+        """
+        meta = read_table_metadata(self.storage)
+        state = read_table_state(self.storage, partitions={g.partition for g in groups}, metadata=meta)
+        busy = set(busy_groups(state)) - set(meta.pending_clustering)
+        busy |= _foreign_clustering_groups(self.storage, meta, own)
         latest = {
-            (g.partition, g.file_id): relative_path(g.partition, g.latest.base_file.name)
+            g.key: relative_path(g.partition, g.latest.base_file.name)
             for g in state.active_groups
             if g.latest is not None and g.latest.base_file is not None and not g.latest.log_files
         }
-        for group in step.groups:
-            for f in group.files:
-                key = (group.partition, f.file_id)
-                if key in busy or latest.get(key) != f.path:
-                    raise RefusedError(
-                        f"{f.path} is not the latest base file of an idle file group (the group was "
-                        "written to, replaced, has log files, is in a pending compaction or clustering, "
-                        "or the file is gone); nothing was rewritten",
-                        hint="plan again with `runner plan` rather than editing a plan.",
-                    )
+        for group in groups:
+            for path, file_id in zip(group.inputs, group.file_ids):
+                key = (group.partition, file_id)
+                why = meta.pending_writes.reason(key)
+                if why is not None:
+                    return f"{path} may still be changed by a write in flight: {why}"
+                if key in busy:
+                    return f"{path} belongs to a file group in a pending compaction or clustering"
+                if latest.get(key) != path:
+                    return (f"{path} is no longer the latest base file of an idle file group (it was "
+                            "written to, replaced, got log files, or is gone)")
+        return None
 
     def schedule(self, step: SizingStep) -> tuple[Instant, tuple[str, ...]]:
         """Write the requested plan and the (empty) inflight file of a new instant."""
@@ -200,6 +236,14 @@ class ResizeRunner:
         results = self._rewrite(pending.time, groups)
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))
         failpoint("after_rewrite")
+        conflict = self.conflict(groups, own=pending.time)
+        if conflict is not None:
+            self.roll_back(pending.time, partitions)
+            raise RefusedError(
+                f"resize {pending.time} on {self.storage.uri} was rolled back before completing: {conflict}; "
+                "no file group was replaced",
+                hint="apply again once the concurrent write has completed; it plans from the new state.",
+            )
         metadata = self._commit_metadata(groups, results)
         done = self.writer.complete(pending, encode_commit_metadata(metadata, layout=self.layout),
                                     completion=self._completion_time())
@@ -213,6 +257,21 @@ class ResizeRunner:
             records_written=sum(r.records for r in results),
             partial_files_deleted=removed,
         )
+
+    def roll_back(self, time: InstantTime, partitions: Sequence[str]) -> tuple[str, ...]:
+        """Undo a pending clustering of this runner: its files, then its inflight and requested files.
+
+        Nothing of it was ever visible (readers ignore files of a pending instant), so removing the
+        files and then the instant leaves the table as it was before it was scheduled. Deleting in
+        this order means a crash part way leaves a pending instant the next apply rolls back again.
+        """
+        removed = self._delete_instant_files(time, partitions, keep=frozenset())
+        _, timeline, _ = read_timeline(self.storage)
+        for state in (State.INFLIGHT, State.REQUESTED):
+            instant = timeline.file_for(time, self.action, state)
+            if instant is not None:
+                self.storage.delete(f"{self.meta.timeline_folder}/{instant.file_name}")
+        return removed
 
     def _rewrite(self, time: InstantTime, groups: Sequence[PlannedGroup]) -> list[RewrittenFile]:
         tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs) for g in groups]
@@ -264,6 +323,23 @@ class ResizeRunner:
     def _completion_time(self) -> InstantTime:
         _, timeline, _ = read_timeline(self.storage)
         return new_instant_time(timeline, clock=self.clock(), table_timezone=self.meta.config.timezone)
+
+
+def _foreign_clustering_groups(storage: Storage, meta: TableMetadata,
+                               own: InstantTime | None) -> set[tuple[str, str]]:
+    """Input groups of every pending clustering plan except the runner's own instant `own`."""
+    groups: set[tuple[str, str]] = set()
+    for instant in meta.timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING):
+        if own is not None and instant.time == own:
+            continue
+        requested = meta.timeline.file_for(instant.time, instant.action, State.REQUESTED)
+        if requested is None:
+            continue
+        path = f"{meta.timeline_folder}/{requested.file_name}"
+        plan = decode_requested_replace(storage.read(path), path=path)
+        for group in plan.clustering_groups or ():
+            groups.update((s.partition_path, s.file_id) for s in group.slices)
+    return groups
 
 
 def _written_at(name: str, time: InstantTime) -> bool:

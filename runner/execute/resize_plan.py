@@ -20,8 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.errors import CorruptMetadataError
+from runner.execute.paths import in_partition, partition_path
 from runner.hudi.avro import read_container, write_container
-from runner.hudi.files import BaseFile, relative_path
+from runner.hudi.files import BaseFile
 from runner.hudi.metadata import (
     ClusteringGroup,
     ClusteringSlice,
@@ -112,7 +113,13 @@ def decode_plan(data: bytes, *, path: str) -> tuple[PlannedGroup, ...]:
     request = decode_requested_replace(data, path=path)
     if request.clustering_groups is None:
         raise CorruptMetadataError(f"Cannot decode {path}: expected a clustering plan, found none", path=path)
-    return tuple(_planned(g, path) for g in request.clustering_groups)
+    groups = tuple(_planned(g, path) for g in request.clustering_groups)
+    keys = [(g.partition, fid) for g in groups for fid in g.file_ids]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:  # rewriting a group twice would duplicate its rows
+        raise CorruptMetadataError(f"Cannot execute {path}: file group(s) {repeated} appear more than once "
+                                   "in the plan", path=path)
+    return groups
 
 
 def _planned(group: ClusteringGroup, path: str) -> PlannedGroup:
@@ -129,9 +136,10 @@ def _planned(group: ClusteringGroup, path: str) -> PlannedGroup:
         if base is None or base.file_id != s.file_id:
             raise CorruptMetadataError(f"Cannot execute {path}: {s.data_file_name!r} is not a base file "
                                        f"of file group {s.file_id}", path=path)
-    partition = slices[0].partition_path
+    # Normalised before use: the partition and names decide which files are read and deleted.
+    partition = partition_path(slices[0].partition_path, what=f"partition in {path}")
     return PlannedGroup(
         partition,
-        tuple(relative_path(partition, s.data_file_name or "") for s in slices),
+        tuple(in_partition(partition, s.data_file_name or "", what=f"clustering input in {path}") for s in slices),
         tuple(s.file_id for s in slices),
     )

@@ -21,6 +21,8 @@ from runner.hudi.metadata import (
     CompactionOperation,
     SavepointMetadata,
 )
+from runner.hudi.pending_writes import NONE as NO_PENDING_WRITES
+from runner.hudi.pending_writes import PendingWrites, read_pending_writes
 from runner.hudi.properties import TableConfig, parse_properties
 from runner.hudi.storage import Storage
 from runner.hudi.timeline import Timeline
@@ -56,6 +58,7 @@ class TableMetadata:
         empty_completed_cleans: completed clean files with no content (Hudi deletes these).
         pending_cleans: requested or inflight cleans with their plans (None if the plan is empty).
         has_metadata_table: `.hoodie/metadata` exists.
+        pending_writes: what pending commits, deltacommits and overwrites may still change.
     """
 
     base_path: str
@@ -74,6 +77,7 @@ class TableMetadata:
     empty_completed_cleans: tuple[Instant, ...]
     pending_cleans: tuple[tuple[Instant, CleanPlan | None], ...]
     has_metadata_table: bool
+    pending_writes: PendingWrites = NO_PENDING_WRITES
 
     @property
     def savepointed_files(self) -> frozenset[str]:
@@ -172,6 +176,7 @@ def read_table_metadata(storage: Storage) -> TableMetadata:
         empty_completed_cleans=empty_cleans,
         pending_cleans=reader.pending_cleans(),
         has_metadata_table=storage.stat(METADATA_TABLE) is not None,
+        pending_writes=read_pending_writes(storage, folder, timeline),
     )
 
 

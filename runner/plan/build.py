@@ -11,7 +11,7 @@ from runner.hudi.state import TableMetadata, TableState
 from runner.plan.clean import CleanScope, plan_clean
 from runner.plan.model import Requirements, TablePlan, TableStatus
 from runner.plan.reasons import explain_clean
-from runner.plan.sizing import plan_sizing
+from runner.plan.sizing import plan_sizing, resize_blocked_notes, small_files_note
 from runner.summary import declaration_drift
 
 
@@ -37,13 +37,19 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope,
     """
     meta = state.metadata
     clean = explain_clean(decl.clean, state, scope, plan_clean(decl.clean, state, scope))
-    sizing = plan_sizing(decl.file_sizing, state)
+    # Rewriting data is never implied: only a declared `file_sizing` block asks for it.
+    declared = decl.file_sizing_declared
+    sizing = plan_sizing(decl.file_sizing, state) if declared else None
     pending = tuple(str(i.time) for i, p in meta.pending_cleans if p is not None)
     resumes = tuple(str(t) for t in meta.runner_pending_clustering)
     drift = declaration_drift(decl, state)
     changes = bool(pending or resumes) or not clean.is_empty or (sizing is not None and not sizing.is_empty)
     notes = [f"finish pending clean {t} first" for t in pending]
-    notes += unresizable_notes(decl, state)
+    if declared:
+        notes += unresizable_notes(decl, state)
+        notes += resize_blocked_notes(state) if sizing is not None else []
+    elif info := small_files_note(decl.file_sizing, state):
+        notes.append(info)
     notes += [f"finish the interrupted resize (clustering {t})" for t in resumes]
     mdt = None
     if meta.has_metadata_table:

@@ -1,29 +1,69 @@
 """Small-file reconcile planning: which latest base files to rewrite together, per partition.
 
 Candidates are the latest base files below `small_file_limit` of active (non-replaced) file groups
-that are not in pending compaction, log compaction or clustering. Slices with log files are left
-alone: rewriting them needs merging their logs, which only a Hudi reader can do faithfully.
+that are not in pending compaction, log compaction or clustering, and that no pending write may
+change (`runner.hudi.pending_writes`: a group it updates, a partition it inserts into, or the whole
+table while a pending write's reach is unknown). Slices with log files are left alone: rewriting
+them needs merging their logs, which only a Hudi reader can do faithfully.
 """
 
 from __future__ import annotations
 
 from runner.declarations.model import FileSizing
-from runner.hudi.files import relative_path
+from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.state import TableState
 from runner.plan.model import FileToRewrite, RewriteGroup, SizingStep
 from runner.sizing import plan_bins
+
+
+def busy_groups(state: TableState) -> frozenset[tuple[str, str]]:
+    """Groups a table service or an in-flight write is working on: never rewritten now."""
+    meta = state.metadata
+    pending = {str(i.time) for i in meta.timeline.pending()}
+    written = set()
+    for path in state.uncommitted_files:  # files a pending write already produced
+        partition, _, name = path.rpartition("/")
+        base = BaseFile.parse(name)
+        if base is not None and str(base.instant_time) in pending:
+            written.add((partition, base.file_id))
+    return frozenset(set(meta.pending_compaction) | set(meta.pending_log_compaction)
+                     | set(meta.pending_clustering) | written)
+
+
+def resize_blocked_notes(state: TableState) -> list[str]:
+    """Why a resize leaves a table or some partitions alone now (pending writes), for the plan."""
+    writes = state.metadata.pending_writes
+    if writes.unknown:
+        return [f"no resize this run: {writes.unknown[0]}; resizing could hide its rows, so it waits "
+                "until the write completes or is rolled back"]
+    if writes.partitions:
+        return [f"no resize in partition(s) {', '.join(repr(p) for p in sorted(writes.partitions))}: "
+                "a pending write inserts there, possibly into the small files a resize would replace"]
+    return []
+
+
+def small_files_note(sizing: FileSizing, state: TableState) -> str | None:
+    """What a resize would find, for tables that did not ask for one (information only)."""
+    step = plan_sizing(sizing, state)
+    if step is None or step.is_empty:
+        return None
+    files = sum(len(g.files) for g in step.groups)
+    size = sum(g.total_bytes for g in step.groups)
+    return (f"information: {files} small base files ({size} bytes) below {sizing.small_file_limit} bytes "
+            "could be rewritten into fewer files; apply rewrites data only for tables whose declaration "
+            "or project defaults have a `file_sizing` block")
 
 
 def plan_sizing(sizing: FileSizing, state: TableState) -> SizingStep | None:
     """Bin-pack each partition's small files into groups of at most `max_file_size` bytes."""
     if sizing.small_file_limit <= 0:
         return None
-    meta = state.metadata
-    busy = set(meta.pending_compaction) | set(meta.pending_log_compaction) | set(meta.pending_clustering)
+    busy = busy_groups(state)
+    writes = state.metadata.pending_writes
     candidates: dict[str, dict[str, FileToRewrite]] = {}
     for group in state.active_groups:
         latest = group.latest
-        if group.key in busy or latest is None or latest.base_file is None or latest.log_files:
+        if group.key in busy or writes.blocks(group.key) or latest is None or latest.base_file is None or latest.log_files:
             continue
         if latest.base_file.extension != "parquet":  # the rewrite job writes parquet only
             continue

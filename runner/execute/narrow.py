@@ -1,0 +1,119 @@
+"""A saved plan may only narrow the plan made under the lock; every recorded value is the fresh one.
+
+`runner apply plan.json` must do no more than the reviewed plan and no more than the declaration
+allows now. So the saved plan is read as a *selection*: which of the fresh plan's files, emptied
+partitions and rewrite groups to act on, matched by identity (canonical path). Everything else a
+saved plan carries — policy, earliest commit to retain, savepoints, last completed commit, sizes,
+file ids, partitions of entries, sizing limits — is ignored and taken from the fresh plan, which
+is computed from storage, the timeline and the real clock. A selection that names anything the
+fresh plan would not do, names it twice, or holds an empty group is refused as a whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+
+from runner.errors import RefusedError
+from runner.execute.paths import partition_path, table_relative
+from runner.plan.model import CleanStep, RewriteGroup, SizingStep, TablePlan
+
+_HINT = "re-create the plan with `runner plan` rather than editing it."
+
+NARROWED_NOTE = (
+    "the saved plan deletes less than a fresh plan would, so the clean records no earliest commit to "
+    "retain; the next clean lists every partition (Hudi's fallback) and reclaims the rest"
+)
+
+
+def narrow(saved: TablePlan, fresh: TablePlan, *, exists: Callable[[str], bool]) -> TablePlan:
+    """The fresh plan restricted to what `saved` selects.
+
+    Args:
+        saved: the plan read from plan.json (untrusted).
+        fresh: the plan computed under the lock from storage and the real clock.
+        exists: whether a table-relative path exists; a selected file the fresh plan lacks is
+            accepted only when it is gone (its delete already happened in an earlier run).
+
+    Raises:
+        RefusedError: the saved plan names a file or partition the fresh plan would not delete or
+            rewrite, names one twice (within or across groups), or has an empty rewrite group.
+    """
+    clean, clean_note = _narrow_clean(saved.name, saved.clean, fresh.clean, exists)
+    sizing = _narrow_sizing(saved.name, saved.sizing, fresh.sizing)
+    notes = fresh.notes + ((clean_note,) if clean_note else ())
+    return replace(fresh, clean=clean, sizing=sizing, notes=notes)
+
+
+def _narrow_clean(name: str, saved: CleanStep | None, fresh: CleanStep | None,
+                  exists: Callable[[str], bool]) -> tuple[CleanStep | None, str | None]:
+    if saved is None or (not saved.files_to_delete and not saved.partitions_to_delete):
+        return None, None
+    files = _unique(name, (f.path for f in saved.files_to_delete), "file", table_relative)
+    parts = _unique(name, saved.partitions_to_delete, "partition", partition_path)
+    fresh_files = {f.path: f for f in fresh.files_to_delete} if fresh else {}
+    fresh_parts = set(fresh.partitions_to_delete) if fresh else set()
+    extra = [p for p in files if p not in fresh_files and exists(p)]
+    extra += [p + "/" for p in parts if p not in fresh_parts and exists(p)]
+    if extra or fresh is None:
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        raise RefusedError(
+            f"table {name}: the plan asks to delete what the table still needs or the policy keeps: "
+            f"{shown or 'a clean the declaration no longer asks for'}; nothing was deleted",
+            hint=_HINT,
+        )
+    chosen = tuple(fresh_files[p] for p in sorted(files) if p in fresh_files)
+    chosen_parts = tuple(p for p in sorted(parts) if p in fresh_parts)
+    if not chosen and not chosen_parts:
+        return None, None
+    whole = len(chosen) == len(fresh_files) and len(chosen_parts) == len(fresh_parts)
+    if whole:
+        return replace(fresh, files_to_delete=chosen, partitions_to_delete=chosen_parts), None
+    # Recording the fresh ECTR after deleting less would tell incremental cleaning that everything
+    # before it was reclaimed, and the files left behind would never be looked at again.
+    step = replace(fresh, files_to_delete=chosen, partitions_to_delete=chosen_parts, earliest_commit_to_retain=None)
+    return step, NARROWED_NOTE
+
+
+def _narrow_sizing(name: str, saved: SizingStep | None, fresh: SizingStep | None) -> SizingStep | None:
+    if saved is None or not saved.groups:
+        return None
+    for index, group in enumerate(saved.groups):
+        if not group.files:
+            raise RefusedError(f"table {name}: resize group {index} of partition {group.partition!r} is empty; "
+                               "nothing was rewritten", hint=_HINT)
+    paths = _unique(name, (f.path for g in saved.groups for f in g.files), "resize input", table_relative)
+    fresh_group = {f.path: (i, g) for i, g in enumerate(fresh.groups if fresh else ()) for f in g.files}
+    missing = [p for p in paths if p not in fresh_group]
+    if missing or fresh is None:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise RefusedError(
+            f"table {name}: the plan asks to rewrite files a fresh plan would not rewrite (not small, not "
+            f"the latest base file, busy, or sizing is not declared): {shown or 'every resize group'}; "
+            "nothing was rewritten",
+            hint=_HINT,
+        )
+    groups: list[RewriteGroup] = []
+    for index, group in enumerate(saved.groups):
+        owners = {fresh_group[table_relative(f.path)][0] for f in group.files}
+        if len(owners) != 1:
+            raise RefusedError(
+                f"table {name}: resize group {index} mixes files that a fresh plan packs into different "
+                "groups (or partitions); nothing was rewritten", hint=_HINT)
+        selected = {table_relative(f.path) for f in group.files}
+        target = fresh_group[next(iter(selected))][1]
+        groups.append(RewriteGroup(target.partition, tuple(f for f in target.files if f.path in selected)))
+    return replace(fresh, groups=tuple(groups))
+
+
+def _unique(name: str, raw: Iterable[str], what: str, normal: Callable[..., str]) -> list[str]:
+    """Canonical forms of `raw`, refusing any that repeats (two spellings of one path included)."""
+    seen: dict[str, str] = {}
+    for value in raw:
+        canonical = normal(value, what=f"{what} in the plan of table {name}")
+        if canonical in seen:
+            raise RefusedError(
+                f"table {name}: the plan lists {what} {canonical!r} twice ({seen[canonical]!r} and {value!r}); "
+                "applying it would delete or rewrite it twice; nothing was changed", hint=_HINT)
+        seen[canonical] = value
+    return list(seen)
