@@ -35,6 +35,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclude", nargs="+", action="extend", default=[], metavar="SPEC",
                         help="tables to leave out (same grammar as --select)")
     parser.add_argument("--state", metavar="GITREF", help="git ref compared against by state:modified")
+    parser.add_argument("--target", metavar="NAME",
+                        help="the target (project.yml `targets:`) whose Spark settings and threads to use")
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
@@ -44,6 +46,12 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise RunnerError(f"{self.prog}: {message}", hint=f"see `{self.prog} --help`.")
+
+
+def _threads(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 64, got {text!r}")
+    return int(text)
 
 
 DESCRIPTION = """\
@@ -103,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
             cmd.add_argument("--auto-approve", action="store_true",
                              help="without PLAN_JSON: plan and apply without asking (for scheduled runs)")
+            cmd.add_argument("--threads", type=_threads, metavar="N",
+                             help="apply up to N tables at once in one Spark session (default: `threads:`, else 1)")
         if name == "docs":
             _docs_arguments(cmd)
     return parser

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.s3"]
+pytest_plugins = ["tests.s3", "tests.spark_cluster"]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hudi-rs"
 

@@ -17,7 +17,7 @@ from runner.selection import select_tables
 
 
 def selected(args: argparse.Namespace) -> tuple[Project, tuple[TableDeclaration, ...]]:
-    project = load_project(args.project_dir)
+    project = load_project(args.project_dir, target=args.target)
     return project, select_tables(project, args.select, args.exclude, args.state)
 
 

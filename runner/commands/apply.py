@@ -7,6 +7,10 @@ What gets applied is always a reviewed plan, as in Terraform:
 - `--auto-approve` plans and applies in one go, for scheduled runs; without a terminal, apply
   needs a plan file or `--auto-approve`.
 
+With `--threads N` (or `threads:` in project.yml or the target) up to N tables are applied at once
+in one Spark session; each keeps its own lock, result line and entry in the report, and one
+table's failure never stops the others.
+
 Exit 0 when every table was applied or already in sync, 1 when any failed or the user declined.
 A run report is written to `<project>/target/run_results.json` whenever tables were applied.
 """
@@ -17,7 +21,10 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -66,17 +73,25 @@ def run(args: argparse.Namespace) -> CommandResult:
     now = parse_now(saved.now if saved else args.now)
     report = RunReport.start(project)
     spark_log = None if args.debug else str(Path(project.directory) / SPARK_LOG)
+    work = [(decl, _planned_for(saved, decl)) for decl in tables]
+    work = [(decl, planned) for decl, planned in work if saved is None or planned is not None]
     with Activity() as activity:
-        for index, decl in enumerate(tables, start=1):
-            planned = _planned_for(saved, decl)
-            if saved is not None and planned is None:
-                continue
-            activity.step(f"[{index}/{len(tables)}] {decl.name}: reading the timeline, listing files, planning")
-            jobs = _SparkJobs(project, decl.name, activity, spark_log,
-                              rewrites=decl.file_sizing.small_file_limit > 0)
-            result = _apply_one(project, decl, planned, now, jobs)
-            activity.done(_result_line(result))
-            report.tables.append(result)
+        shown = _Shared(activity)
+
+        def one(index: int, decl: TableDeclaration, planned: TablePlan | None) -> TableResult:
+            shown.step(f"[{index}/{len(work)}] {decl.name}: reading the timeline, listing files, planning")
+            result = _apply_guarded(project, decl, planned, now, _SparkJobs(project, decl.name, shown, spark_log,
+                                                                           rewrites=decl.file_sizing.small_file_limit > 0))
+            shown.done(_result_line(result))
+            return result
+
+        threads = args.threads or project.threads
+        if threads <= 1 or len(work) <= 1:
+            report.tables.extend(one(i, decl, planned) for i, (decl, planned) in enumerate(work, start=1))
+        else:
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="apply") as pool:
+                futures = [pool.submit(one, i, decl, planned) for i, (decl, planned) in enumerate(work, start=1)]
+                report.tables.extend(future.result() for future in futures)  # declaration order
     report.finish()
     results = Path(project.directory) / RUN_RESULTS
     report.write(results)
@@ -193,6 +208,38 @@ def _listed(names: list[str]) -> str:
     return f"table {quoted}" if len(names) == 1 else f"tables {quoted}"
 
 
+def _apply_guarded(project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime,
+                   jobs: _SparkJobs) -> TableResult:
+    """`_apply_one`, with a bug in one table's apply reported as that table's error: with several
+    tables applied at once, one table's failure must never stop the others."""
+    try:
+        return _apply_one(project, decl, planned, now, jobs)
+    except Exception as error:
+        return TableResult(decl.name, decl.path, status="error", error={
+            "type": "InternalError", "message": f"internal error: {type(error).__name__}: {error}"})
+
+
+class _Shared:
+    """The one progress display, used by every apply thread in turn."""
+
+    def __init__(self, activity: Activity) -> None:
+        self._activity = activity
+        self._lock = threading.RLock()
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        method = getattr(self._activity, name)
+
+        def locked(*args: object) -> None:
+            with self._lock:
+                method(*args)
+
+        return locked
+
+
+# One thread starts Spark (and points the JVM's output at the log) while the others wait for it.
+_SPARK_START = threading.Lock()
+
+
 def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime,
                jobs: _SparkJobs) -> TableResult:
     started = time.monotonic()
@@ -235,7 +282,7 @@ class _SparkJobs:
     `target/spark.log` instead of the terminal unless --debug.
     """
 
-    def __init__(self, project: Project, table: str, activity: Activity, spark_log: str | None, *,
+    def __init__(self, project: Project, table: str, activity: Activity | _Shared, spark_log: str | None, *,
                  rewrites: bool = True) -> None:
         self.project, self.table, self.activity, self.spark_log = project, table, activity, spark_log
         self.rewrites = rewrites
@@ -247,12 +294,18 @@ class _SparkJobs:
         return _TableDeleter(self)
 
     def _start_spark(self) -> SparkSession:
+        with _SPARK_START:
+            return self._started_spark()
+
+    def _started_spark(self) -> SparkSession:
         from pyspark.sql import SparkSession
 
+        if self.project.spark.remote:  # a Connect session per thread is cheap: get_spark reuses the client
+            return get_spark(self.project.spark)
         active = SparkSession.getActiveSession()
         if active is not None:
             return active
-        self.activity.step(f"starting Spark ({self.project.spark.master})")
+        self.activity.step(f"starting Spark ({self.project.spark.remote or self.project.spark.master})")
         started = time.monotonic()
         with jvm_output_to(self.spark_log):
             spark = get_spark(self.project.spark)
@@ -273,7 +326,8 @@ class _TableDeleter:
         from runner.execute.spark import delete_files
 
         jobs = self.jobs
-        choice = choose_engine(len(paths), jobs.project.spark.master)
+        # A Spark Connect endpoint is a cluster too: its deletes run there, not in this process.
+        choice = choose_engine(len(paths), jobs.project.spark.remote or jobs.project.spark.master)
         self.notes.append(choice.describe())
         spark = jobs._start_spark() if choice.engine == "spark" else None
         jobs.activity.count(f"{jobs.table}: deleting {count(len(paths), 'file')}", len(paths))

@@ -14,21 +14,35 @@ from typing import Any
 from runner.commands.result import CommandResult, ExitCode
 from runner.declarations.loader import load_project
 from runner.declarations.merge import SIZE_FIELDS
-from runner.declarations.model import CleanPolicy, FileSizing, Source, TableDeclaration
+from runner.declarations.model import CleanPolicy, FileSizing, Project, Source, TableDeclaration
 from runner.declarations.rules import RETENTION_FIELD
 from runner.declarations.sizes import format_size
+from runner.declarations.targets import RUNNER_DEFAULT
 from runner.selection import select_tables
 
 
 def run(args: argparse.Namespace) -> CommandResult:
     """List the tables `--select`/`--exclude` pick; invalid declarations raise `DeclarationError`."""
-    project = load_project(args.project_dir)
+    project = load_project(args.project_dir, target=args.target)
     tables = select_tables(project, args.select, args.exclude, args.state)
-    data = {"project": project.name, "tables": [table_json(table) for table in tables]}
+    run = {name: {"value": shown, "source": origin} for name, shown, origin in project.run_provenance}
+    data = {"project": project.name, "target": project.target, "run_settings": run,
+            "tables": [table_json(table) for table in tables]}
     # With --project-dir the user stands elsewhere: show declaration files by absolute path.
     where = project.directory if args.project_dir not in (".", "") else None
     text = _render(tables, where) if tables else "no tables selected"
+    if any(origin != RUNNER_DEFAULT for _, _, origin in project.run_provenance):
+        text = _render_run(project) + "\n\n" + text
     return CommandResult(ExitCode.OK, text, data)
+
+
+def _render_run(project: Project) -> str:
+    """How runs reach Spark, as written (secrets stay `${env:NAME}`), and where each came from."""
+    rows = project.run_provenance
+    width = max(len(name) for name, _, _ in rows)
+    value_width = max(len(shown) for _, shown, _ in rows)
+    title = f"run settings (target {project.target})" if project.target else "run settings"
+    return "\n".join([title] + [f"  {name:<{width}}  {shown:<{value_width}}  {origin}" for name, shown, origin in rows])
 
 
 def settings(table: TableDeclaration) -> list[tuple[str, object, Source]]:

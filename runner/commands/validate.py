@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> CommandResult:
     `--select` raises `SelectionError` for the CLI to report.
     """
     try:
-        project = load_project(args.project_dir)
+        project = load_project(args.project_dir, target=args.target)
     except DeclarationError as error:
         return _invalid(error.problems)
     tables = select_tables(project, args.select, args.exclude, args.state)

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from runner.declarations import rules, schema
+from runner.declarations import rules, schema, targets
 from runner.declarations.merge import SIZE_FIELDS, build_table, effective_settings, lookup
 from runner.declarations.model import Project, Source, SparkSettings, TableDeclaration
 from runner.declarations.paths import PathError, resolve_path
@@ -34,11 +34,14 @@ class _ProjectFile:
     found: bool = True  # False: project.yml or its tables_dir is unusable, already reported
 
 
-def load_project(project_dir: str | os.PathLike[str]) -> Project:
+def load_project(project_dir: str | os.PathLike[str], *, target: str | None = None,
+                 env: Mapping[str, str] | None = None) -> Project:
     """Load, validate and merge a whole project.
 
     Args:
         project_dir: the folder holding project.yml.
+        target: the target to use (`--target`); default: project.yml's `target:`, if any.
+        env: where `${env:NAME}` references are resolved (default: `os.environ`).
 
     Returns:
         The project with every table's effective settings, its path resolved (an absolute local
@@ -50,6 +53,10 @@ def load_project(project_dir: str | os.PathLike[str]) -> Project:
     """
     root = os.path.abspath(os.fspath(project_dir))
     project, problems = _load_project_file(root)
+    run = targets.RunSettings(None, SparkSettings(), targets.DEFAULT_THREADS, ())
+    if project.defaults is not None:
+        run, found = targets.choose(project.defaults, target, os.environ if env is None else env)
+        problems += found
     located: list[rules.Located] = []
     tables: list[TableDeclaration] = []
     for relative in _table_files(root, project, problems):
@@ -63,28 +70,23 @@ def load_project(project_dir: str | os.PathLike[str]) -> Project:
         problems += rules.root_problems(entry, project.roots)
     if problems:
         raise DeclarationError(_sorted(problems))
-    return _project(root, project, tables)
+    return _project(root, project, tables, run)
 
 
-def _project(root: str, project: _ProjectFile, tables: list[TableDeclaration]) -> Project:
+def _project(root: str, project: _ProjectFile, tables: list[TableDeclaration], run: targets.RunSettings) -> Project:
     data = project.doc.data
     assert isinstance(data, Mapping)
-    spark = data.get("spark", {})
-    conf = tuple((str(key), _conf_text(value)) for key, value in spark.get("conf", {}).items())
     return Project(
         name=str(data["name"]),
         directory=root,
         tables_dir=project.tables_dir,
         allowed_roots=project.roots,
-        spark=SparkSettings(master=spark.get("master", SparkSettings().master), conf=conf),
+        spark=run.spark,
         tables=tuple(sorted(tables, key=lambda table: table.name)),
+        target=run.target,
+        threads=run.threads,
+        run_provenance=tuple((e.name, e.shown, e.origin) for e in run.provenance),
     )
-
-
-def _conf_text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def read_yaml(root: str, relative: str) -> Loaded:

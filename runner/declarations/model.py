@@ -131,8 +131,17 @@ class TableDeclaration:
 
 @dataclass(frozen=True, slots=True)
 class SparkSettings:
+    """How apply and the writer reach Spark.
+
+    Args:
+        master: the master URL of a session started in-process (`local[*]`, `spark://host:7077`, `yarn`).
+        remote: a Spark Connect endpoint (`sc://host:15002`); when set, `master` is not used.
+        conf: extra Spark configuration, in declaration order.
+    """
+
     master: str = "local[*]"
     conf: tuple[tuple[str, str], ...] = ()
+    remote: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +150,8 @@ class Project:
 
     Args:
         directory: absolute path of the project directory (where project.yml lives).
+        spark, threads: the chosen target's settings (see `runner.declarations.targets`).
+        target: the chosen target's name, None when the project has no targets.
     """
 
     name: str
@@ -149,3 +160,7 @@ class Project:
     allowed_roots: tuple[str, ...] = ()
     spark: SparkSettings = field(default_factory=SparkSettings)
     tables: tuple[TableDeclaration, ...] = ()
+    target: str | None = None
+    threads: int = 1
+    # (setting, value as written with ${env:...} unresolved, where it came from), for `runner ls`.
+    run_provenance: tuple[tuple[str, str, str], ...] = ()

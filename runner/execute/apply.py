@@ -28,6 +28,7 @@ from runner.execute.failpoints import failpoint
 from runner.execute.metadata_table import disable_metadata_table
 from runner.execute.narrow import narrow
 from runner.execute.paths import partition_path
+from runner.execute.spark import executors_seen
 from runner.hudi.files import relative_path
 from runner.hudi.instant import InstantTime
 from runner.hudi.lock import TableLock
@@ -59,6 +60,7 @@ class TableResult:
     bytes_rewritten: int = 0
     notes: list[str] = field(default_factory=list)
     error: dict[str, str] | None = None
+    executors: list[str] = field(default_factory=list)
     duration_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -94,6 +96,22 @@ def apply_table(
     measured from then keeps more), never in the future (it would delete files inside the window).
     A saved plan is re-planned under the lock with the real clock and only narrows that plan.
     """
+    with executors_seen() as seen:
+        result = _apply_table(decl, planned, now=now, spark_settings=spark_settings,
+                              deleter_factory=deleter_factory, clock=clock)
+    result.executors = sorted(seen)
+    return result
+
+
+def _apply_table(
+    decl: TableDeclaration,
+    planned: TablePlan | None,
+    *,
+    now: datetime,
+    spark_settings: SparkSettings,
+    deleter_factory: Callable[[], Callable[[Storage, list[str]], list[DeleteOutcome]]],
+    clock: Callable[[], datetime],
+) -> TableResult:
     real_now = clock()
     _refuse_future(decl.name, now, real_now)
     storage = storage_for(decl.path)

@@ -48,7 +48,7 @@ class EngineChoice:
 
     def describe(self) -> str:
         where = f"{DEFAULT_DELETE_THREADS} threads in-process" if self.engine == "threads" else "a Spark job"
-        return f"deleted {self.files:,} files on {where}: {self.reason}"
+        return f"deleted {self.files:,} file{'' if self.files == 1 else 's'} on {where}: {self.reason}"
 
 
 def is_local_master(master: str) -> bool:

@@ -25,6 +25,10 @@ touches anything. A holder that could not renew for half of `stale_after_s` (a s
 store that keeps failing) renews synchronously before its next write, and stops if that fails.
 Files written by Spark executors in other processes are not fenced; they belong to an instant that
 the fenced driver can no longer complete, and Hudi's rollback removes them.
+
+Deleting a live lock file by hand is outside that guarantee: a plain delete can fall between a
+renewal's compare and its swap, and the holder then writes its lock back. Stop the holder instead;
+its lock goes stale within `stale_after_s` and the next runner takes it over.
 """
 
 from __future__ import annotations

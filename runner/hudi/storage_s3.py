@@ -120,21 +120,6 @@ class S3Options:
         kwargs = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
         return pafs.S3FileSystem(**kwargs)
 
-    def client(self) -> Any:
-        """A boto3 S3 client for the same settings (conditional requests, which pyarrow cannot send)."""
-        import boto3  # only object-store tables need it; keeps `runner validate` light
-
-        endpoint = self.endpoint_override
-        if endpoint and "://" not in endpoint:
-            endpoint = f"{self.scheme or 'https'}://{endpoint}"
-        session = boto3.session.Session(
-            aws_access_key_id=self.access_key,
-            aws_secret_access_key=self.secret_key,
-            aws_session_token=self.session_token,
-            region_name=self.region,
-        )
-        return session.client("s3", endpoint_url=endpoint or None)
-
 
 @dataclass(frozen=True, slots=True)
 class ObjectStorage:
@@ -293,7 +278,7 @@ class ObjectStorage:
 
     def _client(self) -> Any:
         if not self._boto:
-            self._boto.append(self.options.client())
+            self._boto.append(self.options.boto3_client())
         return self._boto[0]
 
     def _object_key(self, rel: str) -> str:

@@ -14,6 +14,9 @@ by instant file (name, size and modification time from the timeline listing) for
 process: Hudi never rewrites a completed instant file, so a later read of the same table (apply
 re-reads the timeline after taking the lock and after each step) decodes nothing twice, and a file
 that was replaced anyway has another size or time and is decoded afresh.
+
+The last completed clean is decoded the same way one level down: its top-level fields now, its
+per-partition lists of deleted files (all but a few bytes of it) only if something reads them.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ from runner.hudi.metadata import (
     CommitMetadata,
     CompactionOperation,
     SavepointMetadata,
-    decode_clean_metadata,
     decode_clean_plan,
+    decode_clean_summary,
     decode_commit_metadata,
     decode_compaction_plan,
     decode_requested_replace,
@@ -175,7 +178,9 @@ class InstantReader:
 
     def _clean_metadata(self, instant: Instant) -> CleanMetadata | None:
         data = self.read(instant)
-        return decode_clean_metadata(data, path=self.path(instant)) if data else None
+        # Planning needs the retention boundary and extra metadata, not the per-partition lists of
+        # deleted files that make up nearly all of the file: those decode on first access only.
+        return decode_clean_summary(data, path=self.path(instant)) if data else None
 
     def pending_cleans(self) -> tuple[tuple[Instant, CleanPlan | None], ...]:
         """Requested or inflight cleans, oldest first; an empty plan file decodes to None."""

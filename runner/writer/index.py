@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 INDEX_SCHEMA = "_w_ipath string, _w_ikey string, _w_ifid string"
+MAX_INDEX_TASKS = 64
 
 
 def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str, BaseFile]]) -> DataFrame | None:
@@ -40,7 +41,8 @@ def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str
         return None
     rows = [(partition, base.name, base.file_id) for partition, base in files]
     listing = spark.createDataFrame(rows, "partition string, name string, file_id string")
-    tasks = max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2))
+    # A fixed cap rather than the cluster's parallelism, which Spark Connect does not expose.
+    tasks = max(1, min(len(rows), MAX_INDEX_TASKS))
     return map_in_arrow(listing.repartition(tasks), KeyReader(storage), INDEX_SCHEMA)
 
 

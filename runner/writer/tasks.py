@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 TARGET = "_w_fid"  # the file id column of routed rows
 STATS_SCHEMA = (
     "partition string, file_id string, name string, prev_commit string, num_writes long, "
-    "num_inserts long, num_update_writes long, size long"
+    "num_inserts long, num_update_writes long, size long, executor string"
 )
 
 
@@ -66,7 +66,10 @@ class WriteTask:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
+        from runner.execute.spark import executor_id
+
         ctx = self._context()
+        executor = executor_id()
         column = PARTITION_PATH if not self.targets else TARGET
         run: _Run | None = None
         for batch in batches:
@@ -74,11 +77,11 @@ class WriteTask:
             for key, part in _runs(table, column):
                 if run is None or run.key != key:
                     if run is not None:
-                        yield _stats(run.finish())
+                        yield _stats(run.finish(), executor)
                     run = self._run(ctx, key)
                 run.add(part)
         if run is not None:
-            yield _stats(run.finish())
+            yield _stats(run.finish(), executor)
 
     def _run(self, ctx: FileContext, key: str) -> _Run:
         from runner.writer.route import new_file_id
@@ -140,10 +143,12 @@ def _runs(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
         start = end
 
 
-def _stats(files: list[WrittenFile]) -> pa.RecordBatch:
+def _stats(files: list[WrittenFile], executor: str) -> pa.RecordBatch:
+    """The write stats of `files`, each tagged with the executor that wrote it."""
     import pyarrow as pa
 
-    return pa.RecordBatch.from_pydict(stat_rows(files), schema=_stats_schema())
+    rows = stat_rows(files)
+    return pa.RecordBatch.from_pydict({**rows, "executor": [executor] * len(files)}, schema=_stats_schema())
 
 
 def _stats_schema() -> pa.Schema:
@@ -152,7 +157,7 @@ def _stats_schema() -> pa.Schema:
     return pa.schema([
         ("partition", pa.string()), ("file_id", pa.string()), ("name", pa.string()),
         ("prev_commit", pa.string()), ("num_writes", pa.int64()), ("num_inserts", pa.int64()),
-        ("num_update_writes", pa.int64()), ("size", pa.int64()),
+        ("num_update_writes", pa.int64()), ("size", pa.int64()), ("executor", pa.string()),
     ])
 
 

@@ -11,7 +11,9 @@ stack trace. So before anything is written the driver makes sure the workers are
   (`sys.executable`), which has everything they import, for the duration of the write; the
   session's setting is restored after, so the user's other jobs are unaffected;
 - a cluster: a probe task imports the writer on an executor; if that fails, refuse in one line,
-  naming the interpreter and the fix, before anything is written.
+  naming the interpreter and the fix, before anything is written;
+- a Spark Connect session: the server chooses its workers' interpreter, so only the probe applies
+  (it is a DataFrame job, as everything sent over Connect must be).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from runner.errors import RefusedError
@@ -41,6 +43,16 @@ def writer_workers(spark: SparkSession) -> Iterator[None]:
     Raises:
         RefusedError: the workers cannot import the runner and are not on this host.
     """
+    if type(spark).__module__.startswith("pyspark.sql.connect"):  # no SparkContext over Connect
+        problem = _probe(spark)
+        if problem is not None:
+            raise RefusedError(
+                f"The Spark Connect server's Python workers cannot run the writer's tasks ({problem}).",
+                hint="install hudi-runner for the interpreter the server's executors run "
+                "(`spark.pyspark.python` on the server).",
+            )
+        yield
+        return
     context = spark.sparkContext
     configured = str(context.pythonExec)
     if _is_this_interpreter(configured):
@@ -65,17 +77,20 @@ def writer_workers(spark: SparkSession) -> Iterator[None]:
     yield
 
 
-def probe_task(_: object) -> str:
+def probe_task(items: Iterable[object]) -> Iterator[str]:
     """Runs on a worker: importing the task module proves the writer and its dependencies are there."""
     import runner.writer.tasks  # noqa: F401
 
-    return sys.executable
+    for _ in items:
+        yield sys.executable
 
 
 def _probe(spark: SparkSession) -> str | None:
     """None if a worker can import the writer, else the worker's error in one line."""
+    from runner.execute.spark import run_tasks
+
     try:
-        spark.sparkContext.parallelize([0], 1).map(probe_task).collect()
+        run_tasks(spark, [0], probe_task)
     except Exception as error:  # a Py4J error wrapping the worker's traceback
         text = str(error)
         found = _PYTHON_ERROR.findall(text)

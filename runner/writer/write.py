@@ -102,6 +102,7 @@ class WriteResult:
         num_inserts, num_updates: records inserted and updated; num_writes counts every record
             in the files written (carried-over records of merged files included).
         bytes_written: total size of the files written.
+        executors: ids of the Spark executors that wrote the files (`driver` in local mode).
     """
 
     table: str
@@ -115,9 +116,11 @@ class WriteResult:
     num_updates: int
     num_writes: int
     bytes_written: int
+    executors: tuple[str, ...] = ()
 
 
-def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: str | os.PathLike[str] = ".") -> WriteResult:
+def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: str | os.PathLike[str] = ".",
+          target: str | None = None) -> WriteResult:
     """Write a DataFrame into the declared table as one Hudi commit (see the module docstring).
 
     Args:
@@ -125,6 +128,7 @@ def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: 
         table: the table's declared name.
         operation: `upsert`, `insert` or `bulk_insert`.
         project_dir: the project holding the table's declaration.
+        target: the project's target to load (as `--target`); the write itself runs on `df`'s session.
 
     Returns:
         What was written.
@@ -138,7 +142,7 @@ def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: 
             next write rolls it back.
     """
     op = _operation(operation)
-    decl = _declaration(project_dir, table)
+    decl = _declaration(project_dir, table, target)
     storage = storage_for(decl.path)
     data = data_columns(df)
     with writer_workers(df.sparkSession):
@@ -159,6 +163,7 @@ def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFr
         rolled_back=rolled_back, files=tuple(relative_path(f.partition, f.name) for f in files),
         num_inserts=sum(f.num_inserts for f in files), num_updates=sum(f.num_update_writes for f in files),
         num_writes=sum(f.num_writes for f in files), bytes_written=sum(f.size for f in files),
+        executors=tuple(sorted(job.executors)),
     )
 
 
@@ -175,6 +180,7 @@ class _Job:
         self.instant = new_instant_time(state.timeline, clock=datetime.now(UTC), table_timezone=timezone)
         self.commits = state.metadata
         self.cached: list[DataFrame] = []
+        self.executors: set[str] = set()
 
     def run(self) -> list[WrittenFile]:
 
@@ -234,8 +240,12 @@ class _Job:
             max_file_size=self.decl.file_sizing.max_file_size,
             avg_record_size=self._avg_record_size(None),
         )
-        rows = map_in_arrow(routed, task, STATS_SCHEMA).collect()
-        return [WrittenFile(**row.asDict()) for row in rows]
+        files = []
+        for row in map_in_arrow(routed, task, STATS_SCHEMA).collect():
+            stat = row.asDict()
+            self.executors.add(stat.pop("executor"))
+            files.append(WrittenFile(**stat))
+        return files
 
     def _avg_record_size(self, state: TableState | None) -> int:
         meta = state.metadata if state is not None else self.commits
@@ -303,8 +313,8 @@ def _operation(operation: str) -> Operation:
                            f"{', '.join(o.value for o in Operation)}.") from None
 
 
-def _declaration(project_dir: str | os.PathLike[str], table: str) -> TableDeclaration:
-    project = load_project(project_dir)
+def _declaration(project_dir: str | os.PathLike[str], table: str, target: str | None) -> TableDeclaration:
+    project = load_project(project_dir, target=target)
     for decl in project.tables:
         if decl.name == table:
             return decl

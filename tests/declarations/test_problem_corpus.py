@@ -272,7 +272,7 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
         {"project.yml": "tables: tables\ndefaults:\n  clean:\n    policy: NEVER\n", "tables/t.yml": T},
         ["project.yml:1:1: name: is required but missing",
          'project.yml:1:1: tables: unknown key (did you mean "tables_dir"?); allowed here: name, tables_dir, '
-         "allowed_roots, defaults, spark",
+         "allowed_roots, defaults, spark, threads, target, targets",
          f'project.yml:4:5: defaults.clean.policy: expected one of {POLICIES}, got "NEVER"'],
     ),
     "a schema error does not hide a rule broken in the same file": (
@@ -292,7 +292,7 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
                         "  file_sizing:\n    max_file_size: 0\n",
          "tables/ok.yml": "name: ok\npath: warehouse/ok\nclean:\n  file_versions_retained: 2\n",
          "tables/t.yml": T + "clean:\n  commits_retained: 2\n"},
-        ["project.yml:2:1: foo: unknown key; allowed here: name, tables_dir, allowed_roots, defaults, spark",
+        ["project.yml:2:1: foo: unknown key; allowed here: name, tables_dir, allowed_roots, defaults, spark, threads, target, targets",
          "project.yml:7:5: defaults.file_sizing.max_file_size: must be >= 1, got 0",
          "tables/t.yml:4:3: clean.commits_retained: applies only to policy KEEP_LATEST_COMMITS, but this table's "
          "policy is KEEP_LATEST_FILE_VERSIONS (the project default at project.yml:5:5); remove it, or set "

@@ -14,7 +14,7 @@ from runner.declarations.schema import PROJECT_SCHEMA, TABLE_SCHEMA, load_schema
 from runner.declarations.sizes import parse_size
 
 # Fields with no meaningful default: required identity fields, and free text whose absence means "none".
-NO_DEFAULT = {"name", "path", "description", "owner", "precombine_field", "table"}
+NO_DEFAULT = {"name", "path", "description", "owner", "precombine_field", "table", "remote", "target"}
 
 
 def _properties(schema: dict[str, Any], where: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -86,3 +86,4 @@ def test_project_schema_defaults_are_the_models_defaults() -> None:
     assert properties["tables_dir"]["default"] == model.Project.__dataclass_fields__["tables_dir"].default
     assert properties["spark"]["properties"]["master"]["default"] == SparkSettings().master
     assert properties["allowed_roots"]["default"] == []
+    assert properties["threads"]["default"] == model.Project.__dataclass_fields__["threads"].default

@@ -214,7 +214,10 @@ def take_lock_in_another_process(storage: Storage, options: dict[str, str] | Non
         "from runner.hudi.lock import LOCK_PATH, TableLock\n"
         "from runner.hudi.storage import storage_for\n"
         "s = storage_for(sys.argv[1], options=json.loads(sys.argv[2]) or None)\n"
-        "s.delete(LOCK_PATH)\n"
+        # delete_if, as a runner's takeover does: a plain delete could land between the holder's
+        # compare and its replace (both under the folder lock), and the holder would rewrite its lock.
+        "while not s.delete_if(LOCK_PATH, s.read(LOCK_PATH)):\n"
+        "    pass\n"
         "lock = TableLock(s, owner='intruder', run_id='intruder')\n"
         "lock.acquire()\n"
         "lock._stop_heartbeat()\n"  # exit holding it, as a crashed runner would

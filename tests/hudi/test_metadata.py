@@ -30,6 +30,7 @@ from runner.hudi.metadata import (
     WriteStat,
     decode_clean_metadata,
     decode_clean_plan,
+    decode_clean_summary,
     decode_commit_metadata,
     decode_compaction_plan,
     decode_requested_replace,
@@ -622,6 +623,7 @@ def test_rollback_metadata_and_plan(fixture: str, rolled_back: str, deleted: str
 AVRO_DECODERS = {
     "clean_plan": lambda data, path: decode_clean_plan(data, path=path, base_path="/t"),
     "clean_metadata": lambda data, path: decode_clean_metadata(data, path=path),
+    "clean_summary": lambda data, path: decode_clean_summary(data, path=path),
     "savepoint": lambda data, path: decode_savepoint_metadata(data, path=path),
     "compaction_plan": lambda data, path: decode_compaction_plan(data, path=path),
     "requested_replace": lambda data, path: decode_requested_replace(data, path=path),

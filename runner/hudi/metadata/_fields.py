@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import NoReturn, TypeVar
 
+import fastavro
+
 from runner.errors import CorruptMetadataError
-from runner.hudi.avro import read_container
+from runner.hudi.avro import AVRO_MAGIC, read_container
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -191,6 +194,34 @@ def _kind(value: object) -> str:
 def avro_fields(data: bytes, *, path: str, what: str) -> Fields:
     """The one record of an Avro instant file, for typed access."""
     return Fields(read_container(data, path=path), path=path, where=what)
+
+
+def avro_fields_without(data: bytes, *, path: str, what: str, skip: frozenset[str]) -> Fields:
+    """`avro_fields` without the top-level fields named in `skip`, which are stepped over, not built.
+
+    The reader schema is the file's own writer schema minus those fields, so the kept fields decode
+    to exactly what a full decode gives them, whichever Hudi release wrote the file. Stepping over
+    still walks the skipped bytes, so a truncated file fails here as it would in a full decode; what
+    goes unchecked is only what decoding alone catches (invalid UTF-8 inside a skipped string).
+    Files whose schema cannot be cut this way (a kept field using a type a skipped one defines) are
+    decoded in full, minus the skipped fields.
+
+    Raises:
+        CorruptMetadataError: as `avro_fields`.
+    """
+    if data.startswith(AVRO_MAGIC):
+        try:
+            writer = fastavro.reader(io.BytesIO(data)).writer_schema
+            if isinstance(writer, dict) and isinstance(writer.get("fields"), list):
+                fields = writer["fields"]
+                reader = {**writer, "fields": [f for f in fields if f.get("name") not in skip]}
+                record = next(iter(fastavro.reader(io.BytesIO(data), reader_schema=reader)), None)
+                if isinstance(record, dict):
+                    return Fields(record, path=path, where=what)
+        except Exception:  # noqa: BLE001 - any failure is reported by the full decode below, in its words
+            pass
+    record = read_container(data, path=path)
+    return Fields({k: v for k, v in record.items() if k not in skip}, path=path, where=what)
 
 
 def json_fields(data: bytes, *, path: str, expected: str, what: str) -> Fields:

@@ -9,11 +9,21 @@ see version 2 content. The newest Hudi writes version 3, with the same content.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from runner.hudi.avro import write_container
-from runner.hudi.metadata._fields import Fields, FrozenMap, avro_fields, basename, freeze, frozen_lists, join
+from runner.hudi.metadata._fields import (
+    Fields,
+    FrozenMap,
+    avro_fields,
+    avro_fields_without,
+    basename,
+    freeze,
+    frozen_lists,
+    join,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +180,8 @@ class CleanMetadata:
         earliest_commit_to_retain: the plan's ECTR time, `""` when the plan had none (as on disk).
         last_completed_commit_timestamp: copied from the plan.
         partition_metadata: per relative partition path, by file name (version 1 full paths are
-            reduced to names on decoding, as Hudi's `CleanMetadataV2MigrationHandler` does).
+            reduced to names on decoding, as Hudi's `CleanMetadataV2MigrationHandler` does); a
+            `LazyPartitions` when decoded by `decode_clean_summary`.
         extra_metadata: copied from the plan (`savepointed_timestamps`).
         version: 2, or 3 as the newest Hudi writes.
     """
@@ -185,8 +196,53 @@ class CleanMetadata:
     version: int = 2
 
     def __post_init__(self) -> None:
-        freeze(self, "partition_metadata", FrozenMap(self.partition_metadata))
+        if not isinstance(self.partition_metadata, LazyPartitions):
+            freeze(self, "partition_metadata", FrozenMap(self.partition_metadata))
         freeze(self, "extra_metadata", FrozenMap(self.extra_metadata))
+
+
+class LazyPartitions(Mapping[str, CleanPartitionMetadata]):
+    """A completed clean's per-partition lists, decoded from the file's bytes on first access.
+
+    They are the bulk of a clean's file (one name per deleted file, 401,000 of them after a first
+    clean of a large table) and planning never reads them; `extra_metadata` and the retention
+    boundary are all it needs. Equal to, and hashing like, the `FrozenMap` a full decode gives.
+    """
+
+    __slots__ = ("_decode", "_decoded", "_lock")
+
+    def __init__(self, decode: Callable[[], Mapping[str, CleanPartitionMetadata]]) -> None:
+        self._decode: Callable[[], Mapping[str, CleanPartitionMetadata]] | None = decode
+        self._decoded: FrozenMap[str, CleanPartitionMetadata] | None = None
+        self._lock = threading.Lock()
+
+    def _partitions(self) -> FrozenMap[str, CleanPartitionMetadata]:
+        with self._lock:  # plans of several tables run in threads; decode once
+            if self._decoded is None:
+                assert self._decode is not None
+                self._decoded = FrozenMap(self._decode())
+                self._decode = None  # drop the file's bytes
+            return self._decoded
+
+    @property
+    def is_decoded(self) -> bool:
+        return self._decoded is not None
+
+    def __getitem__(self, key: str) -> CleanPartitionMetadata:
+        return self._partitions()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._partitions())
+
+    def __len__(self) -> int:
+        return len(self._partitions())
+
+    def __hash__(self) -> int:
+        return hash(self._partitions())
+
+    def __repr__(self) -> str:
+        inside = repr(self._partitions()) if self.is_decoded else "<not decoded>"
+        return f"LazyPartitions({inside})"
 
 
 def encode_clean_metadata(meta: CleanMetadata) -> bytes:
@@ -225,8 +281,12 @@ def decode_clean_metadata(data: bytes, *, path: str) -> CleanMetadata:
         CorruptMetadataError: not a clean metadata Avro file.
     """
     f = avro_fields(data, path=path, what="clean metadata")
-    version = f.number("version", default=1)
-    partitions = {p: _clean_partition(m, names_only=version == 1) for p, m in f.entries("partitionMetadata")}
+    names_only = f.number("version", default=1) == 1
+    partitions = {p: _clean_partition(m, names_only=names_only) for p, m in f.entries("partitionMetadata")}
+    return _clean_metadata(f, partitions)
+
+
+def _clean_metadata(f: Fields, partitions: Mapping[str, CleanPartitionMetadata]) -> CleanMetadata:
     return CleanMetadata(
         start_clean_time=f.text("startCleanTime"),
         time_taken_ms=f.number("timeTakenInMillis"),
@@ -235,8 +295,26 @@ def decode_clean_metadata(data: bytes, *, path: str) -> CleanMetadata:
         last_completed_commit_timestamp=f.opt_text("lastCompletedCommitTimestamp") or "",
         partition_metadata=partitions,
         extra_metadata=f.text_map("extraMetadata"),
-        version=max(version, 2),
+        version=max(f.number("version", default=1), 2),
     )
+
+
+_PARTITION_LISTS = frozenset({"partitionMetadata", "bootstrapPartitionMetadata"})
+
+
+def decode_clean_summary(data: bytes, *, path: str) -> CleanMetadata:
+    """`decode_clean_metadata`, with the per-partition file lists left undecoded until first read.
+
+    The top-level fields (retention boundary, extra metadata, counts, version) are decoded and
+    checked now, from the same bytes; `partition_metadata` is a `LazyPartitions` whose first access
+    decodes the whole file and raises `CorruptMetadataError` then if those lists are garbled.
+
+    Raises:
+        CorruptMetadataError: not a clean metadata Avro file, or a top-level field of a wrong type.
+    """
+    f = avro_fields_without(data, path=path, what="clean metadata", skip=_PARTITION_LISTS)
+    lists = LazyPartitions(lambda: decode_clean_metadata(data, path=path).partition_metadata)
+    return _clean_metadata(f, lists)
 
 
 def _clean_partition(f: Fields, *, names_only: bool) -> CleanPartitionMetadata:
