@@ -6,9 +6,6 @@ table lock is left behind, as after SIGKILL).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +13,8 @@ import pytest
 from runner.execute.failpoints import EXIT_CODE
 from runner.hudi.state import read_table_metadata
 from runner.hudi.storage import storage_for
-from tests.conftest import FIXTURES, extract_fixture
+from tests.conftest import FIXTURES
+from tests.crash import apply_process, crash_project
 
 FIXTURE = FIXTURES / "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable.zip"
 POINTS = [
@@ -26,35 +24,6 @@ POINTS = [
     "after_delete",
     "after_clean_completed",
 ]
-TABLE_YAML = """\
-name: t
-path: table
-clean:
-  policy: KEEP_LATEST_FILE_VERSIONS
-  file_versions_retained: 1
-file_sizing:
-  small_file_limit: 0
-"""
-
-
-def _project(root: Path) -> Path:
-    root.mkdir(parents=True)
-    (root / "project.yml").write_text('name: crash\nspark:\n  master: "local[1]"\n')
-    (root / "tables").mkdir()
-    (root / "tables" / "t.yml").write_text(TABLE_YAML)
-    extracted = extract_fixture(FIXTURE, root / "unzip")
-    extracted.rename(root / "table")
-    return root
-
-
-def _apply(project: Path, failpoint: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
-    if failpoint:
-        env["RUNNER_FAILPOINT"] = failpoint
-    return subprocess.run(
-        [sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(project)],
-        capture_output=True, text=True, env=env, timeout=300,
-    )
 
 
 def _end_state(table: Path) -> tuple[list[str], list[str]]:
@@ -68,8 +37,8 @@ def _end_state(table: Path) -> tuple[list[str], list[str]]:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list[str]]:
-    project = _project(tmp_path_factory.mktemp("ref") / "p")
-    done = _apply(project)
+    project = crash_project(tmp_path_factory.mktemp("ref") / "p", FIXTURE)
+    done = apply_process(project)
     assert done.returncode == 0, done.stderr + done.stdout
     return _end_state(project / "table")
 
@@ -77,11 +46,11 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list
 @pytest.mark.spark
 @pytest.mark.parametrize("point", POINTS)
 def test_killed_apply_is_finished_by_the_next_one(point, tmp_path, reference):
-    project = _project(tmp_path / "p")
-    crashed = _apply(project, point)
+    project = crash_project(tmp_path / "p", FIXTURE)
+    crashed = apply_process(project, point)
     assert crashed.returncode == EXIT_CODE, crashed.stderr + crashed.stdout
 
-    recovered = _apply(project)
+    recovered = apply_process(project)
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert _end_state(project / "table") == reference
@@ -90,15 +59,15 @@ def test_killed_apply_is_finished_by_the_next_one(point, tmp_path, reference):
 
 @pytest.mark.spark
 def test_crash_in_the_middle_of_deleting_is_finished_by_the_next_apply(tmp_path, reference):
-    project = _project(tmp_path / "p")
-    assert _apply(project, "after_clean_inflight").returncode == EXIT_CODE
+    project = crash_project(tmp_path / "p", FIXTURE)
+    assert apply_process(project, "after_clean_inflight").returncode == EXIT_CODE
     meta = read_table_metadata(storage_for(str(project / "table")))
     (_, plan), = meta.pending_cleans
     first_half = [info.file_path for infos in plan.file_paths_to_delete.values() for info in infos][:2]
     for path in first_half:  # as if the Spark job died after deleting these
         Path(path.removeprefix("file:")).unlink()
 
-    recovered = _apply(project)
+    recovered = apply_process(project)
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert _end_state(project / "table") == reference

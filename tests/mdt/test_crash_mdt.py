@@ -7,9 +7,6 @@ an MDT deltacommit whose clean never completed is ignored.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +17,8 @@ from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.hudi.storage import storage_for
-from tests.conftest import FIXTURES, extract_fixture
+from tests.conftest import FIXTURES
+from tests.crash import apply_process, crash_project
 from tests.execute.conftest import oracle_snapshot
 
 FIXTURE = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
@@ -32,32 +30,6 @@ POINTS = [
     "after_metadata_table_commit",
     "after_clean_completed",
 ]
-TABLE_YAML = """\
-name: t
-path: table
-clean:
-  policy: KEEP_LATEST_FILE_VERSIONS
-  file_versions_retained: 1
-file_sizing:
-  small_file_limit: 0
-"""
-
-
-def _project(root: Path) -> Path:
-    root.mkdir(parents=True)
-    (root / "project.yml").write_text('name: crash\nspark:\n  master: "local[1]"\n')
-    (root / "tables").mkdir()
-    (root / "tables" / "t.yml").write_text(TABLE_YAML)
-    extract_fixture(FIXTURE, root / "unzip").rename(root / "table")
-    return root
-
-
-def _apply(project: Path, failpoint: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
-    if failpoint:
-        env["RUNNER_FAILPOINT"] = failpoint
-    return subprocess.run([sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(project)],
-                          capture_output=True, text=True, env=env, timeout=300)
 
 
 def _end_state(table: Path) -> tuple[list[str], list[str], dict[str, list[str]], list[str]]:
@@ -74,9 +46,9 @@ def _end_state(table: Path) -> tuple[list[str], list[str], dict[str, list[str]],
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory):
-    project = _project(tmp_path_factory.mktemp("ref") / "p")
+    project = crash_project(tmp_path_factory.mktemp("ref") / "p", FIXTURE)
     before = oracle_snapshot(project / "table")
-    done = _apply(project)
+    done = apply_process(project)
     assert done.returncode == 0, done.stderr + done.stdout
     assert oracle_snapshot(project / "table") == before
     return _end_state(project / "table"), before
@@ -86,13 +58,13 @@ def reference(tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.parametrize("point", POINTS)
 def test_killed_apply_is_finished_by_the_next_one(point: str, tmp_path: Path, reference) -> None:
     end_state, rows = reference
-    project = _project(tmp_path / "p")
+    project = crash_project(tmp_path / "p", FIXTURE)
     table = project / "table"
-    crashed = _apply(project, point)
+    crashed = apply_process(project, point)
     assert crashed.returncode == EXIT_CODE, crashed.stderr + crashed.stdout
     assert oracle_snapshot(table) == rows  # readers are fine in the crashed state
 
-    recovered = _apply(project)
+    recovered = apply_process(project)
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert _end_state(table) == end_state
@@ -104,11 +76,11 @@ def test_killed_apply_is_finished_by_the_next_one(point: str, tmp_path: Path, re
 
 @pytest.mark.spark
 def test_a_deltacommit_whose_clean_never_completed_is_ignored_by_readers(tmp_path: Path) -> None:
-    project = _project(tmp_path / "p")
+    project = crash_project(tmp_path / "p", FIXTURE)
     table = project / "table"
     storage = storage_for(str(table))
     listed_before = read_files_listing(storage, read_table_metadata(storage)).files
-    assert _apply(project, "after_metadata_table_commit").returncode == EXIT_CODE
+    assert apply_process(project, "after_metadata_table_commit").returncode == EXIT_CODE
     meta = read_table_metadata(storage)
     (pending, _), = meta.pending_cleans
     assert any(i.time == pending.time and i.is_completed for i in read_metadata_table(storage).timeline.instants)
