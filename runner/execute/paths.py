@@ -29,7 +29,7 @@ def table_relative(path: str, *, what: str = "path") -> str:
     if not segments or ".." in segments:
         raise RefusedError(f"refusing {what} {path!r}: it leaves the table folder (a '..' segment) or names "
                            "the table root; nothing was changed", hint=_HINT)
-    if any(s == ".hoodie" or s.startswith(".hoodie_") or s == ".hoodie_partition_metadata" for s in segments):
+    if any(s == ".hoodie" or s.startswith(".hoodie_") for s in segments):  # .hoodie_partition_metadata too
         raise RefusedError(f"refusing {what} {path!r}: it lies in Hudi's own metadata (.hoodie); "
                            "nothing was changed", hint=_HINT)
     return "/".join(segments)
