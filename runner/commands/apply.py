@@ -42,6 +42,7 @@ from runner.errors import PlanError, RunnerError
 from runner.execute.apply import TableResult, apply_table
 from runner.execute.clean import DeleteOutcome
 from runner.execute.deleter import choose_engine
+from runner.execute.session import session_notes, size_session
 from runner.execute.spark import get_spark
 from runner.hudi.storage import Storage
 from runner.plan.model import Plan, TablePlan, TableStatus
@@ -71,6 +72,8 @@ def run(args: argparse.Namespace) -> CommandResult:
             return CommandResult(ExitCode.FAILURE, "Apply cancelled; nothing was changed.",
                                  {"cancelled": True, "tables": []})
     now = parse_now(saved.now if saved else args.now)
+    sizing = size_session(project.spark, tables)  # one session for all: sized for the largest table
+    project = replace(project, spark=sizing.settings)
     report = RunReport.start(project)
     spark_log = None if args.debug else str(Path(project.directory) / SPARK_LOG)
     work = [(decl, _planned_for(saved, decl)) for decl in tables]
@@ -92,6 +95,7 @@ def run(args: argparse.Namespace) -> CommandResult:
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="apply") as pool:
                 futures = [pool.submit(one, i, decl, planned) for i, (decl, planned) in enumerate(work, start=1)]
                 report.tables.extend(future.result() for future in futures)  # declaration order
+    report.notes.extend(session_notes(sizing))
     report.finish()
     results = Path(project.directory) / RUN_RESULTS
     report.write(results)

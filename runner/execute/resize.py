@@ -34,7 +34,7 @@ from runner.errors import RefusedError, StepFailed
 from runner.execute.failpoints import failpoint
 from runner.execute.resize_job import GroupRewrite, RewriteTask, RewrittenFile
 from runner.execute.resize_plan import PlannedGroup, decode_plan, encode_plan, groups_of_step, is_runner_plan
-from runner.execute.spark import run_tasks
+from runner.execute.spark import MAX_TASKS, run_tasks
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
@@ -91,7 +91,7 @@ class ResizeOutcome:
 
 
 def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
-               spark: SparkSession, clock: Clock) -> ResizeOutcome:
+               spark: SparkSession, clock: Clock, max_tasks: int | None = None) -> ResizeOutcome:
     """Schedule and execute `step` as one clustering instant (nothing is written for an empty step).
 
     Args:
@@ -100,6 +100,8 @@ def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
         step: the groups to rewrite, planned from that metadata.
         spark: runs one task per group.
         clock: the wall clock, for the instant and completion times.
+        max_tasks: the table's `spark.resize_partitions`: at most this many tasks share the groups
+            (None: one task per group, up to `runner.execute.spark.MAX_TASKS`).
 
     Raises:
         RefusedError: the table has a metadata table, or an input is no longer a rewritable latest
@@ -108,20 +110,20 @@ def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
     """
     if step.is_empty:
         return ResizeOutcome()
-    runner = ResizeRunner(storage, meta, spark=spark, clock=clock)
+    runner = ResizeRunner(storage, meta, spark=spark, clock=clock, max_tasks=max_tasks)
     runner.check(step)
     pending, written = runner.schedule(step)
     return runner.execute(pending, groups_of_step(step), written=written)
 
 
-def finish_pending_resize(storage: Storage, meta: TableMetadata, *,
-                          spark: SparkSession, clock: Clock) -> ResizeOutcome | None:
+def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: SparkSession, clock: Clock,
+                          max_tasks: int | None = None) -> ResizeOutcome | None:
     """Execute every pending clustering this runner scheduled, oldest first; None if there is none.
 
     Pending clustering written by anyone else is left alone (the planner already keeps its file
     groups out of new plans).
     """
-    runner = ResizeRunner(storage, meta, spark=spark, clock=clock)
+    runner = ResizeRunner(storage, meta, spark=spark, clock=clock, max_tasks=max_tasks)
     outcomes = []
     for instant, groups in runner.pending_own():
         conflict = runner.conflict(groups, own=instant.time)
@@ -142,11 +144,13 @@ def finish_pending_resize(storage: Storage, meta: TableMetadata, *,
 class ResizeRunner:
     """Schedules and executes clustering instants on one table."""
 
-    def __init__(self, storage: Storage, meta: TableMetadata, *, spark: SparkSession, clock: Clock) -> None:
+    def __init__(self, storage: Storage, meta: TableMetadata, *, spark: SparkSession, clock: Clock,
+                 max_tasks: int | None = None) -> None:
         self.storage = storage
         self.meta = meta
         self.spark = spark
         self.clock = clock
+        self.max_tasks = max_tasks
         self.layout = meta.config.timeline_layout_version
         self.action = Action.REPLACE_COMMIT if self.layout == 1 else Action.CLUSTERING
         self.writer = TimelineWriter(storage, meta.timeline_folder, self.layout)
@@ -256,7 +260,17 @@ class ResizeRunner:
             bytes_written=sum(r.size for r in results),
             records_written=sum(r.records for r in results),
             partial_files_deleted=removed,
+            notes=self._tasks_note(groups, results),
         )
+
+    def _tasks_note(self, groups: Sequence[PlannedGroup], results: Sequence[RewrittenFile]) -> tuple[str, ...]:
+        """With `spark.resize_partitions` declared, how many tasks the job really ran, counted from
+        the write tokens (`<partitionId>-<stageId>-<attempt>`) in the new files' names."""
+        if self.max_tasks is None:
+            return ()
+        tasks = len({r.path.rsplit("/", 1)[-1].split("_")[1].split("-")[0] for r in results})
+        return (f"rewrote {len(groups)} group{'' if len(groups) == 1 else 's'} in {tasks} Spark "
+                f"task{'' if tasks == 1 else 's'} (spark.resize_partitions: {self.max_tasks})",)
 
     def roll_back(self, time: InstantTime, partitions: Sequence[str]) -> tuple[str, ...]:
         """Undo a pending clustering of this runner: its files, then its inflight and requested files.
@@ -276,7 +290,8 @@ class ResizeRunner:
     def _rewrite(self, time: InstantTime, groups: Sequence[PlannedGroup]) -> list[RewrittenFile]:
         tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs) for g in groups]
         try:
-            results = run_tasks(self.spark, tasks, RewriteTask(self.storage, str(time)), per_task=1)
+            results = run_tasks(self.spark, tasks, RewriteTask(self.storage, str(time)), per_task=1,
+                                max_tasks=self.max_tasks or MAX_TASKS)
         except Exception as error:  # a Py4J/Spark error wraps the task's; the instant stays pending
             raise StepFailed(
                 f"clustering {time} on {self.storage.uri}: rewriting {len(tasks)} group(s) failed: "
