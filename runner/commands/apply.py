@@ -30,8 +30,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from runner import progress
 from runner.commands._common import guarded_location, human_bytes, parse_now, plan_project, selected
 from runner.commands.plan import build_plan
+from runner.commands.progress import TableProgress
 from runner.commands.render import count, plan_table_view, render_plan
 from runner.commands.report import RunReport, render_report
 from runner.commands.result import CommandResult, ExitCode
@@ -46,6 +48,7 @@ from runner.execute.session import session_notes, size_session
 from runner.execute.spark import get_spark
 from runner.hudi.storage import Storage
 from runner.plan.model import Plan, TablePlan, TableStatus
+from runner.progress import reporting_to
 from runner.selection import did_you_mean
 
 if TYPE_CHECKING:
@@ -83,8 +86,9 @@ def run(args: argparse.Namespace) -> CommandResult:
 
         def one(index: int, decl: TableDeclaration, planned: TablePlan | None) -> TableResult:
             shown.step(f"[{index}/{len(work)}] {decl.name}: reading the timeline, listing files, planning")
-            result = _apply_guarded(project, decl, planned, now, _SparkJobs(project, decl.name, shown, spark_log,
-                                                                           rewrites=decl.file_sizing.small_file_limit > 0))
+            with reporting_to(TableProgress(shown, decl.name)):  # listing, deletes, rewrites: counts, bytes
+                result = _apply_guarded(project, decl, planned, now, _SparkJobs(
+                    project, decl.name, shown, spark_log, rewrites=decl.file_sizing.small_file_limit > 0))
             shown.done(_result_line(result))
             return result
 
@@ -334,7 +338,7 @@ class _TableDeleter:
         choice = choose_engine(len(paths), jobs.project.spark.remote or jobs.project.spark.master)
         self.notes.append(choice.describe())
         spark = jobs._start_spark() if choice.engine == "spark" else None
-        jobs.activity.count(f"{jobs.table}: deleting {count(len(paths), 'file')}", len(paths))
+        progress.begin("deleting", "files", len(paths), progress.bytes_of(paths))
         outcomes: list[DeleteOutcome] = []
         # Large deletes run in a few rounds rather than one, so the bar moves; each Spark round
         # still spreads its files over FILES_PER_TASK-sized tasks.
@@ -343,7 +347,7 @@ class _TableDeleter:
             part = paths[start:start + chunk]
             results = storage.delete_many(part) if spark is None else delete_files(spark, storage, part)
             outcomes += [DeleteOutcome(r.path, r.deleted, r.error) for r in results]
-            jobs.activity.advance(len(part))
+            progress.advance(len(part), progress.bytes_of(part) or 0)
         jobs.activity.step(f"{jobs.table}: recording the clean, then rewriting small files if planned")
         return outcomes
 

@@ -8,7 +8,6 @@ This module imports nothing from Spark: validating must be fast and safe on any 
 from __future__ import annotations
 
 import argparse
-
 import os
 
 from runner.commands._common import load, outside_project

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from runner import progress
 from runner.errors import RefusedError, StepFailed
 from runner.execute.failpoints import failpoint
 from runner.execute.resize_job import GroupRewrite, RewriteTask, RewrittenFile
@@ -43,6 +44,9 @@ from runner.hudi.storage import Storage
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
 from runner.plan.sizing import busy_groups
+
+# A rewrite job larger than the task bound runs in about this many rounds, so its progress moves.
+REWRITE_ROUNDS = 10
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -113,7 +117,8 @@ def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
     runner = ResizeRunner(storage, meta, spark=spark, clock=clock, max_tasks=max_tasks)
     runner.check(step)
     pending, written = runner.schedule(step)
-    return runner.execute(pending, groups_of_step(step), written=written)
+    with progress.known_sizes({f.path: f.size for g in step.groups for f in g.files}):
+        return runner.execute(pending, groups_of_step(step), written=written)
 
 
 def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: SparkSession, clock: Clock,
@@ -264,13 +269,17 @@ class ResizeRunner:
         )
 
     def _tasks_note(self, groups: Sequence[PlannedGroup], results: Sequence[RewrittenFile]) -> tuple[str, ...]:
-        """With `spark.resize_partitions` declared, how many tasks the job really ran, counted from
-        the write tokens (`<partitionId>-<stageId>-<attempt>`) in the new files' names."""
+        """With `spark.resize_partitions` declared, the most tasks one rewrite job really ran,
+        counted from the write tokens (`<partitionId>-<stageId>-<attempt>`) in the new files' names."""
         if self.max_tasks is None:
             return ()
-        tasks = len({r.path.rsplit("/", 1)[-1].split("_")[1].split("-")[0] for r in results})
-        return (f"rewrote {len(groups)} group{'' if len(groups) == 1 else 's'} in {tasks} Spark "
-                f"task{'' if tasks == 1 else 's'} (spark.resize_partitions: {self.max_tasks})",)
+        by_stage: dict[str, set[str]] = {}
+        for r in results:
+            partition, stage, _ = r.path.rsplit("/", 1)[-1].split("_")[1].split("-")
+            by_stage.setdefault(stage, set()).add(partition)
+        most = max((len(ids) for ids in by_stage.values()), default=0)
+        return (f"rewrote {len(groups)} group{'' if len(groups) == 1 else 's'} in Spark jobs of at most {most} "
+                f"task{'' if most == 1 else 's'} (spark.resize_partitions: {self.max_tasks})",)
 
     def roll_back(self, time: InstantTime, partitions: Sequence[str]) -> tuple[str, ...]:
         """Undo a pending clustering of this runner: its files, then its inflight and requested files.
@@ -289,9 +298,18 @@ class ResizeRunner:
 
     def _rewrite(self, time: InstantTime, groups: Sequence[PlannedGroup]) -> list[RewrittenFile]:
         tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs) for g in groups]
+        inputs = [path for t in tasks for path in t.inputs]
+        progress.begin("rewriting small files", "files", len(inputs), progress.bytes_of(inputs))
+        # Large jobs run in rounds so progress moves; each round still fills the task bound.
+        cap = self.max_tasks or MAX_TASKS
+        per_round = max(cap, -(-len(tasks) // REWRITE_ROUNDS))
+        results: list[RewrittenFile] = []
         try:
-            results = run_tasks(self.spark, tasks, RewriteTask(self.storage, str(time)), per_task=1,
-                                max_tasks=self.max_tasks or MAX_TASKS)
+            for start in range(0, len(tasks), per_round):
+                part = tasks[start:start + per_round]
+                results += run_tasks(self.spark, part, RewriteTask(self.storage, str(time)), per_task=1, max_tasks=cap)
+                done = [path for t in part for path in t.inputs]
+                progress.advance(len(done), progress.bytes_of(done) or 0)
         except Exception as error:  # a Py4J/Spark error wraps the task's; the instant stays pending
             raise StepFailed(
                 f"clustering {time} on {self.storage.uri}: rewriting {len(tasks)} group(s) failed: "
