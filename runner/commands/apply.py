@@ -46,10 +46,10 @@ from runner.execute.clean import DeleteOutcome
 from runner.execute.deleter import choose_engine
 from runner.execute.session import session_notes, size_session
 from runner.execute.spark import get_spark
-from runner.hudi.storage import Storage
 from runner.plan.model import Plan, TablePlan, TableStatus
 from runner.progress import reporting_to
 from runner.selection import did_you_mean
+from runner.storage import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -25,8 +25,8 @@ from runner import progress
 from runner.hudi.files import BaseFile, FileGroup, FileSlice, LogFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import CommitMetadata, CompactionOperation
-from runner.hudi.storage import FileInfo, Storage
 from runner.hudi.timeline import Timeline
+from runner.storage import FileInfo, Storage
 
 PARTITION_MARKER = ".hoodie_partition_metadata"
 _REPORT_EVERY = 1_000  # files listed between two progress reports
