@@ -75,7 +75,7 @@ class Recorder:
 
 
 def test_listing_reports_partitions_and_files_with_their_bytes(tmp_path):
-    from runner.hudi.storage import storage_for
+    from runner.storage import storage_for
     from runner.hudi.view import discover_partitions, list_partitions
     from runner.progress import reporting_to
 
