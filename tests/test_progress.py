@@ -75,9 +75,9 @@ class Recorder:
 
 
 def test_listing_reports_partitions_and_files_with_their_bytes(tmp_path):
-    from runner.storage import storage_for
     from runner.hudi.view import discover_partitions, list_partitions
     from runner.progress import reporting_to
+    from runner.storage import storage_for
 
     storage = storage_for(str(project(tmp_path / "p") / "table"))
     everything = [info for info in storage.walk("")]

@@ -278,8 +278,9 @@ class ResizeRunner:
             partition, stage, _ = r.path.rsplit("/", 1)[-1].split("_")[1].split("-")
             by_stage.setdefault(stage, set()).add(partition)
         most = max((len(ids) for ids in by_stage.values()), default=0)
-        return (f"rewrote {len(groups)} group{'' if len(groups) == 1 else 's'} in Spark jobs of at most {most} "
-                f"task{'' if most == 1 else 's'} (spark.resize_partitions: {self.max_tasks})",)
+        note = (f"rewrote {len(groups)} group{'' if len(groups) == 1 else 's'} in Spark jobs of at most {most} "
+                f"task{'' if most == 1 else 's'} (spark.resize_partitions: {self.max_tasks})")
+        return (note,)
 
     def roll_back(self, time: InstantTime, partitions: Sequence[str]) -> tuple[str, ...]:
         """Undo a pending clustering of this runner: its files, then its inflight and requested files.

@@ -79,8 +79,9 @@ def session_notes(sizing: SessionSizing) -> list[str]:
     actual = session.conf.get(EXECUTOR_MEMORY, None)
     if actual == sizing.memory:
         return [sizing.note]
-    return [f"{sizing.note}; not applied: the Spark session was already running with "
-            f"{EXECUTOR_MEMORY}={actual or 'Spark default (1g)'}"]
+    refused = (f"{sizing.note}; not applied: the Spark session was already running with "
+               f"{EXECUTOR_MEMORY}={actual or 'Spark default (1g)'}")
+    return [refused]
 
 
 def _bytes_or_zero(text: str) -> int:

@@ -31,9 +31,9 @@ def test_executor_memory_must_be_a_spark_size(write_project: WriteProject, value
 
 
 def test_a_bare_number_of_executor_memory_is_refused_not_guessed(write_project: WriteProject) -> None:
-    assert problems(write_project, "spark:\n  executor_memory: 8\n") == [
-        "tables/t.yml:4:3: spark.executor_memory: expected a size with a unit, such as 8g or 8192m "
-        "(Spark would read a bare 8 as 8 MiB), got 8"]
+    expected = ("tables/t.yml:4:3: spark.executor_memory: expected a size with a unit, such as 8g or 8192m "
+                "(Spark would read a bare 8 as 8 MiB), got 8")
+    assert problems(write_project, "spark:\n  executor_memory: 8\n") == [expected]
 
 
 def test_executor_memory_below_sparks_minimum_is_refused(write_project: WriteProject) -> None:
