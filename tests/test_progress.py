@@ -86,7 +86,7 @@ def test_listing_reports_partitions_and_files_with_their_bytes(tmp_path):
     with reporting_to(seen):
         listed = discover_partitions(storage)
     assert seen.steps == [("listing the table's files", "files", None, None)]
-    assert tuple(map(sum, zip(*seen.done))) == (len(everything), sum(sizes.values()))
+    assert tuple(map(sum, zip(*seen.done, strict=True))) == (len(everything), sum(sizes.values()))
 
     seen = Recorder()
     with reporting_to(seen):
@@ -95,7 +95,7 @@ def test_listing_reports_partitions_and_files_with_their_bytes(tmp_path):
     assert seen.steps == [("listing partitions", "partitions", wanted, None)]
     in_partitions = sum(size for files in listed.files.values() for _, size in files)
     markers = sum(size for path, size in sizes.items() if ".hoodie_partition_metadata" in path)
-    assert tuple(map(sum, zip(*seen.done))) == (wanted, in_partitions + markers)
+    assert tuple(map(sum, zip(*seen.done, strict=True))) == (wanted, in_partitions + markers)
 
 
 def test_without_a_sink_reports_go_nowhere(tmp_path):

@@ -89,7 +89,7 @@ class TableSpark:
             a run that starts Spark sizes its executors for the largest value among the selected
             tables, and says which table set it.
         resize_partitions: per job: at most this many Spark tasks rewrite this table's small files
-            (by default one task per rewrite group, up to `runner.execute.spark.MAX_TASKS`).
+            (by default one task per rewrite group, up to `runner.spark_jobs.MAX_TASKS`).
     """
 
     executor_memory: str | None = None

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from runner import progress
+import runner.progress as progress
 from runner.errors import RefusedError
 from runner.execute.failpoints import failpoint
 from runner.execute.paths import partition_path, relativize
@@ -138,7 +138,7 @@ class CleanRunner:
                                "Hudi never schedules such a clean, so none is written")
         plan = to_plan(step, self.storage.uri)
         data = encode_clean_plan(plan)
-        requested = self.writer.requested(time_, Action.CLEAN, data)
+        self.writer.requested(time_, Action.CLEAN, data)
         failpoint("after_clean_requested")
         inflight = self.writer.inflight(time_, Action.CLEAN, data)
         failpoint("after_clean_inflight")

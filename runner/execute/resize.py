@@ -30,12 +30,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from runner import progress
+import runner.progress as progress
 from runner.errors import RefusedError, StepFailed
 from runner.execute.failpoints import failpoint
 from runner.execute.resize_job import GroupRewrite, RewriteTask, RewrittenFile
 from runner.execute.resize_plan import PlannedGroup, decode_plan, encode_plan, groups_of_step, is_runner_plan
-from runner.execute.spark import MAX_TASKS, run_tasks
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
@@ -43,6 +42,7 @@ from runner.hudi.state import TableMetadata, read_table_metadata, read_table_sta
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
 from runner.plan.sizing import busy_groups
+from runner.spark_jobs import MAX_TASKS, run_tasks
 from runner.storage import Storage
 
 # A rewrite job larger than the task bound runs in about this many rounds, so its progress moves.
@@ -105,7 +105,7 @@ def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
         spark: runs one task per group.
         clock: the wall clock, for the instant and completion times.
         max_tasks: the table's `spark.resize_partitions`: at most this many tasks share the groups
-            (None: one task per group, up to `runner.execute.spark.MAX_TASKS`).
+            (None: one task per group, up to `runner.spark_jobs.MAX_TASKS`).
 
     Raises:
         RefusedError: the table has a metadata table, or an input is no longer a rewritable latest
@@ -200,7 +200,7 @@ class ResizeRunner:
             if g.latest is not None and g.latest.base_file is not None and not g.latest.log_files
         }
         for group in groups:
-            for path, file_id in zip(group.inputs, group.file_ids):
+            for path, file_id in zip(group.inputs, group.file_ids, strict=True):
                 key = (group.partition, file_id)
                 why = meta.pending_writes.reason(key)
                 if why is not None:
@@ -258,7 +258,7 @@ class ResizeRunner:
                                     completion=self._completion_time())
         return ResizeOutcome(
             instants=(str(pending.time),),
-            instants_written=written + (done.file_name,),
+            instants_written=(*written, done.file_name),
             files_rewritten=sum(r.input_files for r in results),
             bytes_rewritten=sum(r.input_bytes for r in results),
             output_files=tuple(r.path for r in results),

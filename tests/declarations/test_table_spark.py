@@ -44,7 +44,8 @@ def test_executor_memory_below_sparks_minimum_is_refused(write_project: WritePro
 def test_a_project_default_below_the_minimum_is_reported_in_project_yml(write_project: WriteProject) -> None:
     project = "name: p\ndefaults:\n  spark:\n    executor_memory: 100m\n"
     assert problems(write_project, "", project=project) == [
-        "project.yml:4:5: defaults.spark.executor_memory: must be at least 450m (Spark refuses smaller executors), got 100m"]
+        "project.yml:4:5: defaults.spark.executor_memory: must be at least 450m (Spark refuses smaller executors), "
+        "got 100m"]
 
 
 @pytest.mark.parametrize(("value", "message"), [
