@@ -32,7 +32,7 @@ from runner.errors import RefusedError
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.footer import record_key_footer
 from runner.hudi.properties import format_properties
-from runner.hudi.storage import AlreadyExists, Storage
+from runner.storage import AlreadyExists, Storage
 from runner.writer.markers import marker_path
 from runner.writer.schema import (
     FILE_NAME,

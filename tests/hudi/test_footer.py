@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from runner.execute.resize_job import GroupRewrite, rewrite_group
 from runner.hudi import footer
-from runner.hudi.storage import LocalStorage
+from runner.storage.local import LocalStorage
 from runner.writer.files import CreateHandle, FileContext
 from runner.writer.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from tests.conftest import FIXTURES

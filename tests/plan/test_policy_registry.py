@@ -14,7 +14,7 @@ from runner.declarations.model import CleanPolicy, CleanPolicyName
 from runner.declarations.policies import POLICY_RULES, retention_fields
 from runner.declarations.schema import load_schema
 from runner.plan.policies import PLANNERS, PolicyPlanner, planner_for
-from tests.plan.state_builder import StateBuilder
+from runner.testing.states import StateBuilder
 
 
 def concrete_planners(base: type[PolicyPlanner] = PolicyPlanner) -> list[type[PolicyPlanner]]:
