@@ -21,11 +21,11 @@ from runner.declarations.model import (
     Source,
     TableDeclaration,
     TableSpec,
-    TableType,
 )
 from runner.declarations.policies import POLICY_RULES
 from runner.declarations.sizes import parse_size
 from runner.declarations.yaml_io import FieldPath, Loaded
+from runner.vocabulary import TableType
 
 # (block, field, Hudi's default); the order is the order `runner ls` shows them in.
 SETTINGS: tuple[tuple[str, str, object], ...] = (

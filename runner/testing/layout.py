@@ -18,7 +18,8 @@ from typing import Any
 
 import fastavro
 
-from runner.hudi.properties import TableType, format_properties
+from runner.hudi.properties import format_properties
+from runner.vocabulary import TableType
 
 _V8_MERGE_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"  # Hudi 1.x EVENT_TIME_ORDERING merger id
 _ID_NAMESPACE = uuid.UUID("5b0c1a7e-3f1d-4c63-9a57-6d1e2f3a4b5c")

@@ -21,15 +21,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from runner.declarations.model import TableDeclaration
-from runner.declarations.model import TableType as DeclaredType
 from runner.errors import DeclarationError, Problem, RefusedError
-from runner.hudi.properties import (
-    TableConfig,
-    TableType,
-    format_properties,
-)
+from runner.hudi.properties import TableConfig, format_properties
 from runner.storage import AlreadyExists, Storage
 from runner.storage.guard import require_table
+from runner.vocabulary import TableType
 
 PROPERTIES = ".hoodie/hoodie.properties"
 METADATA_TABLE = ".hoodie/metadata"
@@ -134,7 +130,7 @@ def new_table_properties(decl: TableDeclaration, create_schema: str | None) -> d
             f"table {decl.name!r} does not exist yet at {decl.path} and its declaration has no `table:` "
             "block, so the writer does not know its record key and partitioning; add `table:` with "
             "`type`, `record_key` and `partition_by`"))])
-    if spec.type is not DeclaredType.COPY_ON_WRITE:
+    if spec.type is not TableType.COPY_ON_WRITE:
         raise RefusedError(
             f"{decl.source_file}: table.type is {spec.type.value}; the writer creates COPY_ON_WRITE tables only.",
             hint="declare `type: COPY_ON_WRITE`; merge-on-read writes (log files, compaction) are not supported yet.",

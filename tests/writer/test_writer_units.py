@@ -11,13 +11,14 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from runner.declarations.model import FileSizing, TableDeclaration, TableSpec, TableType
+from runner.declarations.model import FileSizing, TableDeclaration, TableSpec
 from runner.errors import DeclarationError, RefusedError
 from runner.hudi.files import BaseFile
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import decode_rollback_metadata, decode_rollback_plan
 from runner.hudi.properties import TableConfig, parse_properties
 from runner.sizing import assign_inserts
+from runner.vocabulary import TableType
 from runner.writer import create
 from runner.writer.rollback import ROLLBACK_METADATA, ROLLBACK_PLAN, _encode
 from runner.writer.route import plan_routing
