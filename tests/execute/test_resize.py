@@ -22,7 +22,7 @@ import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing
 from runner.errors import RefusedError
-from runner.execute.failpoints import EXIT_CODE
+from runner.failpoints import EXIT_CODE
 from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resize
 from runner.execute.resize_job import GroupRewrite, rewrite_group
 from runner.execute.resize_plan import MARKER_VALUE, STRATEGY_CLASS, encode_plan, is_runner_plan
