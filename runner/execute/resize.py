@@ -157,7 +157,7 @@ class ResizeRunner:
         Run just before the requested instant is written, on a fresh read of the timeline and the
         partitions (planning may have been minutes ago).
         """
-        if self.meta.has_metadata_table or self.meta.config.metadata_partitions:
+        if self.meta.metadata_table_enabled:
             raise RefusedError(
                 f"table {self.storage.uri} has a metadata table; new files written without updating it "
                 "would be invisible to readers that list files through it; nothing was rewritten",

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runner.hudi import footer
-from runner.hudi.files import BaseFile, relative_path
+from runner.hudi.files import BaseFile, relative_path, write_token
 from runner.hudi.instant import InstantTime
 from runner.storage import Storage
 
@@ -92,9 +92,9 @@ def spark_write_token() -> str:
     try:
         from pyspark import TaskContext
     except ImportError:
-        return "0-0-0"
+        return write_token(0, 0, 0)
     ctx = TaskContext.get()
-    return "0-0-0" if ctx is None else f"{ctx.partitionId()}-{ctx.stageId()}-{ctx.taskAttemptId()}"
+    return write_token(0, 0, 0) if ctx is None else write_token(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
 
 
 class RewriteTask:

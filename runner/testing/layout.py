@@ -102,11 +102,6 @@ def file_id(table: str, seed: int, ordinal: int) -> str:
     return f"{uuid.uuid5(_ID_NAMESPACE, f'{table}/{seed}/{ordinal}')}-0"
 
 
-def write_token(task: int, stage: int, attempt: int) -> str:
-    """Spark's `<taskPartitionId>-<stageId>-<taskAttemptId>` as Hudi puts it in file names."""
-    return f"{task}-{stage}-{attempt}"
-
-
 def parquet_log_block(*, instant: str, schema_json: str, parquet: bytes) -> bytes:
     """A Hudi log file holding one Parquet data block.
 
