@@ -1,4 +1,8 @@
-"""The only module that imports pyspark, and only when a job actually runs.
+"""Starting Spark and running the runner's jobs on it: `get_spark`, `run_tasks`, `delete_files`.
+
+pyspark is imported only inside functions, here and in the Spark-side code of the writer and of
+resize (`runner.execute.resize_job`), so that `runner validate`, `plan` and `status` never load it
+(tests/test_layering.py checks that no module imports it at module level).
 
 Deletes and rewrites run as Spark jobs so that a cluster (`spark.master` in project.yml) or a Spark
 Connect endpoint (`spark.remote`) spreads them over executors; locally they run on `local[*]`.

@@ -5,8 +5,9 @@ A base file holds the five meta columns, then the data columns. Per record Hudi 
 id>_<n>`, `n` counting the records this handle wrote), the record key, the partition path, and the
 file's own name. Its footer carries the Avro schema (`parquet.avro.schema`) and the record-key
 entries built by `runner.hudi.footer` (the one builder resize uses too): Hudi's bloom filter of the
-keys and `hoodie_min_record_key` / `hoodie_max_record_key` in Java's string order; Parquet columns are gzip-compressed, Hudi 0.14's default codec, at
-zlib's default level 6 as Hadoop's GzipCodec uses it (pyarrow's own default, 9, is six times slower).
+keys and `hoodie_min_record_key` / `hoodie_max_record_key` in Java's string order. Parquet columns
+are gzip-compressed, Hudi 0.14's default codec, at zlib's default level 6 as Hadoop's GzipCodec
+uses it (pyarrow's own default, 9, is six times slower).
 
 - Create handle (new file group): writes the records in order; when the file reaches
   `max_file_size` it rolls over to the next file id of the same prefix (`<uuid>-1`, `-2`, ...).
