@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from runner.vocabulary import TableType
+
 
 class CleanPolicyName(StrEnum):
     """Hudi's `hoodie.cleaner.policy` values, spelled as Hudi spells them."""
@@ -94,11 +96,6 @@ class TableSpark:
 
     executor_memory: str | None = None
     resize_partitions: int | None = None
-
-
-class TableType(StrEnum):
-    COPY_ON_WRITE = "COPY_ON_WRITE"
-    MERGE_ON_READ = "MERGE_ON_READ"
 
 
 class MetadataTableMode(StrEnum):

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import runner.progress as progress
 from runner.errors import RefusedError
-from runner.execute.failpoints import failpoint
 from runner.execute.paths import partition_path, relativize
+from runner.failpoints import failpoint
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import (
     ActionInstant,

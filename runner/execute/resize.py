@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING
 
 import runner.progress as progress
 from runner.errors import RefusedError, StepFailed
-from runner.execute.failpoints import failpoint
 from runner.execute.resize_job import GroupRewrite, RewriteTask, RewrittenFile
 from runner.execute.resize_plan import PlannedGroup, decode_plan, encode_plan, groups_of_step, is_runner_plan
+from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
@@ -166,7 +166,7 @@ class ResizeRunner:
         Run just before the requested instant is written, on a fresh read of the timeline and the
         partitions (planning may have been minutes ago).
         """
-        if self.meta.has_metadata_table or self.meta.config.metadata_partitions:
+        if self.meta.metadata_table_enabled:
             raise RefusedError(
                 f"table {self.storage.uri} has a metadata table; new files written without updating it "
                 "would be invisible to readers that list files through it; nothing was rewritten",

@@ -16,9 +16,9 @@ from runner.declarations.model import (
     SparkSettings,
     TableSpark,
     TableSpec,
-    TableType,
 )
 from runner.errors import DeclarationError
+from runner.vocabulary import TableType
 
 from .conftest import WriteProject
 
