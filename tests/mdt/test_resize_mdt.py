@@ -1,0 +1,120 @@
+"""A resize records its clustering in the metadata table as Hudi does.
+
+The records are checked against Hudi's own: the fixture `v9_txns_simple_meta` holds a clustering
+(`20260307162454799`) written by Hudi 1.1 with its MDT deltacommit; taking the table back to the
+moment before that clustering completed and computing the records from its new files must give
+Hudi's records for every MDT partition, value for value.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runner.hudi.avro import read_container
+from runner.hudi.mdt import records as rec
+from runner.hudi.mdt.clustering import record_index_millis, resize_commit, resize_refusals
+from runner.hudi.mdt.hfile import read_hfile
+from runner.hudi.mdt.logfile import HeaderKey, read_log_blocks
+from runner.hudi.mdt.maintain import ResizedFile, _describe
+from runner.hudi.mdt.reader import read_metadata_table, read_partition
+from runner.hudi.metadata import decode_requested_replace
+from runner.hudi.state import read_table_metadata, read_table_state
+from runner.hudi.storage import storage_for
+from tests.conftest import FIXTURES, extract_fixture
+
+F9 = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
+CLUSTERING = "20260307162454799"
+PARTITIONS = ("files", "column_stats", "partition_stats", "record_index")
+
+
+def hudi_records(base: Path, instant: str, partition: str) -> tuple[dict[str, rec.MetadataRecord], str]:
+    """The records of one MDT deltacommit in one MDT partition, as Hudi wrote them."""
+    out: dict[str, rec.MetadataRecord] = {}
+    schema = ""
+    for log in sorted((base / ".hoodie/metadata" / partition).glob(f".*_{instant}.log.*")):
+        for block in read_log_blocks(log.read_bytes(), where=str(log)):
+            schema = block.header[HeaderKey.SCHEMA]
+            for key, value in read_hfile(block.content, where=str(log)).cells:
+                out[key.decode()] = rec.decode_record(schema, value, where=str(log), with_names=True)
+    return out, schema
+
+
+@pytest.fixture
+def chicago() -> Iterator[None]:
+    """F9 was written on a machine at UTC-6 with `hoodie.table.timeline.timezone` LOCAL."""
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "America/Chicago"
+    time.tzset()
+    yield
+    if old is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = old
+    time.tzset()
+
+
+def test_the_records_of_hudis_own_clustering_are_reproduced(tmp_path: Path, chicago: None) -> None:
+    base = extract_fixture(F9, tmp_path)
+    timeline = base / ".hoodie/timeline"
+    expected = {p: hudi_records(base, CLUSTERING, p)[0] for p in PARTITIONS}
+    assert [len(expected[p]) for p in PARTITIONS] == [4, 48, 48, 10]
+    schema = hudi_records(base, CLUSTERING, "files")[1]
+    (done,) = timeline.glob(f"{CLUSTERING}_*.replacecommit")
+    replace = read_container(done.read_bytes(), path=str(done))
+    plan = decode_requested_replace((timeline / f"{CLUSTERING}.clustering.requested").read_bytes(), path="r")
+    # Back to the moment before the replacecommit completed: it and every later instant are gone.
+    for path in timeline.iterdir():
+        if path.is_file() and (path.name[:17] > CLUSTERING or path == done):
+            path.unlink()
+    storage = storage_for(str(base))
+    data = read_table_metadata(storage)
+    assert CLUSTERING in {str(i.time) for i in data.timeline.pending()}
+
+    written = []
+    for partition, stats in replace["partitionToWriteStats"].items():
+        inputs = tuple(f"{s.partition_path}/{s.data_file_name}" for g in plan.clustering_groups or ()
+                       for s in g.slices if s.partition_path == partition)
+        written += [ResizedFile(partition, s["path"], s["fileSizeInBytes"], inputs) for s in stats]
+    columns = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key", "txn_id", "account_id",
+               "txn_ts", "txn_datetime", "txn_date", "amount", "currency", "txn_type", "merchant_name",
+               "is_international", "fee_amount", "txn_metadata", "region")
+    files = [_describe(storage, f, columns, True) for f in written]
+    stats = read_partition(storage, data, read_metadata_table(storage), "column_stats", with_names=True)[0]
+    state = read_table_state(storage, metadata=data)
+    latest: dict[str, set[str]] = {}
+    for group in state.active_groups:
+        if group.latest is not None:
+            latest.setdefault(group.partition, set()).update(group.latest.file_names)
+
+    commit = resize_commit(CLUSTERING, files, mdt_partitions=data.config.metadata_partitions,
+                           stats_columns=columns, column_stats=stats, latest_files=latest, schema=schema,
+                           table_timezone=data.config.timezone)
+
+    assert sorted(commit.records) == sorted(PARTITIONS)
+    for partition in PARTITIONS:
+        ours = {k: rec.decode_record(schema, v, where=k, with_names=True) for k, v in commit.records[partition].items()}
+        assert sorted(ours) == sorted(expected[partition]), partition
+        for key, record in expected[partition].items():
+            assert ours[key] == record, (partition, key)
+
+
+def test_record_index_time_is_the_instant_in_the_table_timezone() -> None:
+    assert record_index_millis("20260307222454799", "UTC") == 1772922294799
+
+
+def test_resize_refusals_name_the_partition_and_the_reason(tmp_path: Path) -> None:
+    base = extract_fixture(F9, tmp_path)
+    config = read_table_metadata(storage_for(str(base))).config
+    assert resize_refusals(config) == []
+    from dataclasses import replace
+
+    with_bloom = replace(config, metadata_partitions=(*config.metadata_partitions, "bloom_filters", "expr_index_x"))
+    (reason,) = resize_refusals(with_bloom)
+    assert "bloom_filters, expr_index_x" in reason
+    no_keys = replace(config, populate_meta_fields=False)
+    assert "record_index" in resize_refusals(no_keys)[0]
