@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
+from runner.execute.apply import apply_table, plan_one
 from runner.hudi.avro import read_container
+from runner.hudi.instant import Action
+from runner.hudi.mdt.check import check_metadata_table
+from runner.hudi.mdt.keys import column_stats_key
 from runner.hudi.mdt import records as rec
 from runner.hudi.mdt.clustering import record_index_millis, resize_commit, resize_refusals
 from runner.hudi.mdt.hfile import read_hfile
@@ -25,11 +35,15 @@ from runner.hudi.mdt.reader import read_metadata_table, read_partition
 from runner.hudi.metadata import decode_requested_replace
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.hudi.storage import storage_for
+from runner.plan.model import TableStatus
 from tests.conftest import FIXTURES, extract_fixture
+from tests.execute.conftest import spark_deleter  # noqa: F401  (the apply tests' Spark deleter)
+from tests.mdt.conftest import MDT_IDS
 
 F9 = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
 CLUSTERING = "20260307162454799"
 PARTITIONS = ("files", "column_stats", "partition_stats", "record_index")
+MIB = 1024 * 1024
 
 
 def hudi_records(base: Path, instant: str, partition: str) -> tuple[dict[str, rec.MetadataRecord], str]:
@@ -118,3 +132,100 @@ def test_resize_refusals_name_the_partition_and_the_reason(tmp_path: Path) -> No
     assert "bloom_filters, expr_index_x" in reason
     no_keys = replace(config, populate_meta_fields=False)
     assert "record_index" in resize_refusals(no_keys)[0]
+
+
+# -- acceptance: `apply` resizes every fixture with a metadata table and keeps the MDT in step -----
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+SIZING = FileSizing(max_file_size=128 * MIB, small_file_limit=100 * MIB)
+KEEP_ALL = CleanPolicy(CleanPolicyName.KEEP_LATEST_COMMITS, commits_retained=1000)
+VERSIONS_1 = CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
+
+
+def _decl(base: Path, policy: CleanPolicy) -> TableDeclaration:
+    return TableDeclaration(name="t", path=str(base), source_file="tables/t.yml", clean=policy, file_sizing=SIZING,
+                            file_sizing_declared=True)
+
+
+def rows(base: Path) -> list[dict[str, Any]]:
+    """The latest rows as the independent `hudi` reader sees them, without `_hoodie_file_name`."""
+    from hudi import HudiTable
+
+    batches = HudiTable(str(base)).read()
+    table = pa.Table.from_batches(batches) if batches else pa.table({})
+    if "_hoodie_file_name" in table.column_names:
+        table = table.drop_columns(["_hoodie_file_name"])
+    return sorted(table.to_pylist(), key=repr)
+
+
+def every_instant_reads(base: Path) -> None:
+    from hudi import HudiReadOptions, HudiTable
+
+    table = HudiTable(str(base))
+    for instant in read_table_metadata(storage_for(str(base))).timeline.completed_writes:
+        table.read(HudiReadOptions().with_as_of_timestamp(str(instant.time)))  # raises on NotFound
+
+
+def in_step(base: Path) -> None:
+    storage = storage_for(str(base))
+    health = check_metadata_table(storage, read_table_state(storage))
+    assert health.ok, health.to_json()
+
+
+def assert_resize_recorded(base: Path, instant: str) -> None:
+    """The MDT deltacommit has the replacecommit's time and completed first; every key of every new
+    file points at it in the record index, and every new file has its column stats."""
+    storage = storage_for(str(base))
+    meta = read_table_metadata(storage)
+    (done,) = [i for i in meta.timeline.completed(Action.REPLACE_COMMIT) if str(i.time) == instant]
+    mdt = read_metadata_table(storage)
+    (mirror,) = [i for i in mdt.timeline.completed(Action.DELTA_COMMIT) if str(i.time) == instant]
+    assert mirror.completion_time < done.completion_time
+    new_files = sorted(p for p in base.rglob(f"*_{instant}.parquet"))
+    assert new_files
+    # The records of this deltacommit (the merged partition may hold delete blocks the reader refuses).
+    index = hudi_records(base, instant, "record_index")[0] if "record_index" in meta.config.metadata_partitions else {}
+    stats = read_partition(storage, meta, mdt, "column_stats")[0] if "column_stats" in meta.config.metadata_partitions else {}
+    for path in new_files:
+        partition = str(path.parent.relative_to(base)) if path.parent != base else ""
+        file_id = path.name.split("_")[0]
+        if index:
+            for key in pq.read_table(path, columns=["_hoodie_record_key"]).column(0).to_pylist():
+                location = index[key]["recordIndexMetadata"]
+                assert location["partitionName"] == partition
+                assert f"{uuid.UUID(int=(location['fileIdHighBits'] % 2**64) << 64 | location['fileIdLowBits'] % 2**64)}-{location['fileIndex']}" == file_id
+        if stats:
+            key = column_stats_key("_hoodie_record_key", partition or rec.NON_PARTITIONED_NAME, path.name)
+            record = stats[key]["ColumnStatsMetadata"]
+            assert record["valueCount"] == pq.ParquetFile(path).metadata.num_rows and not record["isDeleted"]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("fixture", MDT_IDS)
+def test_resize_then_clean_keep_the_metadata_table_in_step(fixture: str, tmp_path: Path, spark_deleter) -> None:
+    base = extract_fixture(FIXTURES / f"{fixture}.zip", tmp_path)
+    storage = storage_for(str(base))
+    before = rows(base)
+    planned = plan_one(_decl(base, KEEP_ALL), storage, now=NOW)
+    if planned.sizing is None or planned.sizing.is_empty:
+        pytest.skip("no small parquet base files to resize in this fixture")
+
+    resized = apply_table(_decl(base, KEEP_ALL), None, now=NOW, spark_settings=SparkSettings(),
+                          deleter_factory=spark_deleter)
+
+    assert resized.status == "success" and resized.files_rewritten > 0, resized
+    (instant,) = [n.split(".")[0].split("_")[0] for n in resized.instants_written if n.endswith(".replacecommit")]
+    assert rows(base) == before
+    every_instant_reads(base)
+    in_step(base)
+    assert_resize_recorded(base, instant)
+    assert plan_one(_decl(base, KEEP_ALL), storage, now=NOW).status is TableStatus.IN_SYNC
+
+    cleaned = apply_table(_decl(base, VERSIONS_1), None, now=NOW, spark_settings=SparkSettings(),
+                          deleter_factory=spark_deleter)
+
+    assert cleaned.status == "success" and cleaned.files_deleted > 0, cleaned
+    assert rows(base) == before
+    every_instant_reads(base)
+    in_step(base)
+    assert plan_one(_decl(base, VERSIONS_1), storage, now=NOW).status is TableStatus.IN_SYNC
