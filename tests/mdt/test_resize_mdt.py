@@ -24,11 +24,11 @@ from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, 
 from runner.execute.apply import apply_table, plan_one
 from runner.hudi.avro import read_container
 from runner.hudi.instant import Action
-from runner.hudi.mdt.check import check_metadata_table
-from runner.hudi.mdt.keys import column_stats_key
 from runner.hudi.mdt import records as rec
+from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.clustering import record_index_millis, resize_commit, resize_refusals
 from runner.hudi.mdt.hfile import read_hfile
+from runner.hudi.mdt.keys import column_stats_key
 from runner.hudi.mdt.logfile import HeaderKey, read_log_blocks
 from runner.hudi.mdt.maintain import ResizedFile, _describe
 from runner.hudi.mdt.reader import read_metadata_table, read_partition
@@ -37,7 +37,6 @@ from runner.hudi.state import read_table_metadata, read_table_state
 from runner.hudi.storage import storage_for
 from runner.plan.model import TableStatus
 from tests.conftest import FIXTURES, extract_fixture
-from tests.execute.conftest import spark_deleter  # noqa: F401  (the apply tests' Spark deleter)
 from tests.mdt.conftest import MDT_IDS
 
 F9 = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
