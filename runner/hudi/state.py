@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from runner.errors import NotAHudiTableError, StorageError
+from runner.hudi import timeline_metadata as tm
 from runner.hudi.files import FileGroup
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import (
@@ -24,10 +25,9 @@ from runner.hudi.metadata import (
 from runner.hudi.pending_writes import NONE as NO_PENDING_WRITES
 from runner.hudi.pending_writes import PendingWrites, read_pending_writes
 from runner.hudi.properties import TableConfig, parse_properties
-from runner.hudi.storage import Storage
 from runner.hudi.timeline import Timeline
 from runner.hudi.view import ListedFiles, build_file_groups, discover_partitions, list_partitions
-from runner.hudi import timeline_metadata as tm
+from runner.storage import Storage
 
 PROPERTIES = ".hoodie/hoodie.properties"
 METADATA_TABLE = ".hoodie/metadata"
@@ -165,10 +165,10 @@ def read_table_metadata(storage: Storage) -> TableMetadata:
         timeline=timeline,
         timeline_folder=folder,
         commits=commits,  # read-only already, and lazy
-        replaced=MappingProxyType(_replaced_groups(timeline, commits)),
+        replaced=MappingProxyType(replaced_groups(timeline, commits)),
         compaction_plans=MappingProxyType(compactions),
-        pending_compaction=MappingProxyType(_op_bases(compactions)),
-        pending_log_compaction=MappingProxyType(_op_bases(reader.pending_operations(Action.LOG_COMPACTION))),
+        pending_compaction=MappingProxyType(pending_operation_bases(compactions)),
+        pending_log_compaction=MappingProxyType(pending_operation_bases(reader.pending_operations(Action.LOG_COMPACTION))),
         pending_clustering=clustering,
         runner_pending_clustering=own_clustering,
         savepoints=MappingProxyType(reader.savepoints()),
@@ -214,7 +214,7 @@ def read_table_state(
     )
 
 
-def _replaced_groups(
+def replaced_groups(
     timeline: Timeline, commits: Mapping[InstantTime, CommitMetadata]
 ) -> dict[FileGroupKey, InstantTime]:
     """File groups replaced by completed replacecommits (overwrite, delete_partition, clustering)."""
@@ -227,7 +227,8 @@ def _replaced_groups(
     return replaced
 
 
-def _op_bases(ops: Mapping[Instant, tuple[CompactionOperation, ...]]) -> dict[FileGroupKey, InstantTime]:
+def pending_operation_bases(ops: Mapping[Instant, tuple[CompactionOperation, ...]]) -> dict[FileGroupKey, InstantTime]:
+    """The base instant of every file slice that pending (log) compaction plans will merge."""
     return {
         (op.partition_path, op.file_id): InstantTime(op.base_instant_time)
         for operations in ops.values()

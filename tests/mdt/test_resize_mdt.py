@@ -34,8 +34,8 @@ from runner.hudi.mdt.maintain import ResizedFile, _describe
 from runner.hudi.mdt.reader import read_metadata_table, read_partition
 from runner.hudi.metadata import decode_requested_replace
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.hudi.storage import storage_for
 from runner.plan.model import TableStatus
+from runner.storage import storage_for
 from tests.conftest import FIXTURES, extract_fixture
 from tests.mdt.conftest import MDT_IDS
 
