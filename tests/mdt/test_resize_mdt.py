@@ -23,15 +23,15 @@ import pytest
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.execute.apply import apply_table, plan_one
 from runner.hudi.avro import read_container
-from runner.hudi.instant import Action
+from runner.hudi.instant import Action, InstantTime
 from runner.hudi.mdt import records as rec
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.clustering import record_index_millis, resize_commit, resize_refusals
 from runner.hudi.mdt.hfile import read_hfile
 from runner.hudi.mdt.keys import column_stats_key
 from runner.hudi.mdt.logfile import HeaderKey, read_log_blocks
-from runner.hudi.mdt.maintain import ResizedFile, _describe
-from runner.hudi.mdt.reader import read_metadata_table, read_partition
+from runner.hudi.mdt.maintain import ResizedFile, _describe, undo_mdt_commit
+from runner.hudi.mdt.reader import read_files_listing, read_metadata_table, read_partition
 from runner.hudi.metadata import decode_requested_replace
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.plan.model import TableStatus
@@ -228,3 +228,39 @@ def test_resize_then_clean_keep_the_metadata_table_in_step(fixture: str, tmp_pat
     every_instant_reads(base)
     in_step(base)
     assert plan_one(_decl(base, VERSIONS_1), storage, now=NOW).status is TableStatus.IN_SYNC
+
+
+def test_a_rolled_back_resize_takes_its_metadata_deltacommit_with_it(tmp_path: Path) -> None:
+    """Hudi's clustering in F9, made pending again: its completed MDT deltacommit is ignored, and
+    once taken back nothing of it is left to count when the data instant is removed."""
+    base = extract_fixture(F9, tmp_path)
+    timeline = base / ".hoodie/timeline"
+    for path in timeline.iterdir():
+        if path.is_file() and path.name[:17] >= CLUSTERING and "clustering" not in path.name:
+            path.unlink()  # the replacecommit and everything after it
+    storage = storage_for(str(base))
+    data = read_table_metadata(storage)
+    listed = read_files_listing(storage, data).files
+    assert not any(CLUSTERING in name for names in listed.values() for name in names)  # ignored while pending
+
+    removed = undo_mdt_commit(storage, InstantTime(CLUSTERING), keep_pending=False)
+
+    mdt_folder = base / ".hoodie/metadata"
+    assert not [p for p in (mdt_folder / ".hoodie/timeline").iterdir() if p.name.startswith(CLUSTERING)]
+    assert not list(mdt_folder.rglob(f".*_{CLUSTERING}.log.*"))
+    assert removed[0].endswith(".deltacommit")  # the completed file first
+    for path in timeline.glob(f"{CLUSTERING}.*"):
+        path.unlink()  # the data instant goes too: the listing is still what it was
+    assert read_files_listing(storage, read_table_metadata(storage)).files == listed
+
+
+def test_a_retry_keeps_the_pending_metadata_deltacommit_and_drops_the_rest(tmp_path: Path) -> None:
+    base = extract_fixture(F9, tmp_path)
+    next((base / ".hoodie/timeline").glob(f"{CLUSTERING}_*.replacecommit")).unlink()
+    storage = storage_for(str(base))
+
+    undo_mdt_commit(storage, InstantTime(CLUSTERING), keep_pending=True)
+
+    names = sorted(p.name for p in (base / ".hoodie/metadata/.hoodie/timeline").iterdir() if p.name.startswith(CLUSTERING))
+    assert names == [f"{CLUSTERING}.deltacommit.inflight", f"{CLUSTERING}.deltacommit.requested"]
+    assert not list((base / ".hoodie/metadata").rglob(f".*_{CLUSTERING}.log.*"))
