@@ -25,9 +25,9 @@ requested file, at any point of the rewrite, or before the completed file, the i
 pending; `finish_pending_resize` deletes whatever files the dead run wrote with T and executes the
 same plan again, MDT deltacommit included: one that an earlier attempt completed names that
 attempt's files, so it is taken back first (`undo_mdt_commit`), and a rolled-back resize takes its
-MDT deltacommit with it before its own instant goes. Before completing, files named with T that the job did not report (leftovers of
-failed or retried task attempts) are deleted, as Hudi's marker reconciliation does, so exactly the
-reported files become visible.
+MDT deltacommit with it before its own instant goes. Before completing, files named with T that
+the job did not report (leftovers of failed or retried task attempts) are deleted, as Hudi's
+marker reconciliation does, so exactly the reported files become visible.
 """
 
 from __future__ import annotations

@@ -58,13 +58,14 @@ def end_state(table: Path) -> dict[str, object]:
     mdt = read_metadata_table(storage)
     listing = read_files_listing(storage, meta, mdt)
     new = sorted(str(p.relative_to(table).parent) for p in table.rglob(f"*_{resize.time}.parquet"))
+    mdt_logs = (table / ".hoodie/metadata").rglob(f".*_{resize.time}.log.*")
     return {
         "data timeline": sorted(f"{i.action}.{i.state}" for i in meta.timeline.instants if i.time == resize.time),
         "mdt timeline": sorted(f"{i.action}.{i.state}" for i in mdt.timeline.instants if i.time == resize.time),
         "pending": [i.file_name for i in meta.timeline.instants if not i.is_completed],
         "new files per partition": new,
         "listed files": sorted(len(names) for names in listing.files.values()),
-        "mdt logs of the resize": sorted(p.parent.name for p in (table / ".hoodie/metadata").rglob(f".*_{resize.time}.log.*")),
+        "mdt logs of the resize": sorted(p.parent.name for p in mdt_logs),
     }
 
 

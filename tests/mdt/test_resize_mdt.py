@@ -183,8 +183,9 @@ def assert_resize_recorded(base: Path, instant: str) -> None:
     new_files = sorted(p for p in base.rglob(f"*_{instant}.parquet"))
     assert new_files
     # The records of this deltacommit (the merged partition may hold delete blocks the reader refuses).
-    index = hudi_records(base, instant, "record_index")[0] if "record_index" in meta.config.metadata_partitions else {}
-    stats = read_partition(storage, meta, mdt, "column_stats")[0] if "column_stats" in meta.config.metadata_partitions else {}
+    partitions = meta.config.metadata_partitions
+    index = hudi_records(base, instant, "record_index")[0] if "record_index" in partitions else {}
+    stats = read_partition(storage, meta, mdt, "column_stats")[0] if "column_stats" in partitions else {}
     for path in new_files:
         partition = str(path.parent.relative_to(base)) if path.parent != base else ""
         file_id = path.name.split("_")[0]
@@ -192,7 +193,8 @@ def assert_resize_recorded(base: Path, instant: str) -> None:
             for key in pq.read_table(path, columns=["_hoodie_record_key"]).column(0).to_pylist():
                 location = index[key]["recordIndexMetadata"]
                 assert location["partitionName"] == partition
-                assert f"{uuid.UUID(int=(location['fileIdHighBits'] % 2**64) << 64 | location['fileIdLowBits'] % 2**64)}-{location['fileIndex']}" == file_id
+                bits = (location["fileIdHighBits"] % 2**64) << 64 | location["fileIdLowBits"] % 2**64
+                assert f"{uuid.UUID(int=bits)}-{location['fileIndex']}" == file_id
         if stats:
             key = column_stats_key("_hoodie_record_key", partition or rec.NON_PARTITIONED_NAME, path.name)
             record = stats[key]["ColumnStatsMetadata"]
@@ -261,6 +263,7 @@ def test_a_retry_keeps_the_pending_metadata_deltacommit_and_drops_the_rest(tmp_p
 
     undo_mdt_commit(storage, InstantTime(CLUSTERING), keep_pending=True)
 
-    names = sorted(p.name for p in (base / ".hoodie/metadata/.hoodie/timeline").iterdir() if p.name.startswith(CLUSTERING))
+    mdt_timeline = base / ".hoodie/metadata/.hoodie/timeline"
+    names = sorted(p.name for p in mdt_timeline.iterdir() if p.name.startswith(CLUSTERING))
     assert names == [f"{CLUSTERING}.deltacommit.inflight", f"{CLUSTERING}.deltacommit.requested"]
     assert not list((base / ".hoodie/metadata").rglob(f".*_{CLUSTERING}.log.*"))
