@@ -137,7 +137,7 @@ class CleanRunner:
                                "Hudi never schedules such a clean, so none is written")
         plan = to_plan(step, self.storage.uri)
         data = encode_clean_plan(plan)
-        requested = self.writer.requested(time_, Action.CLEAN, data)
+        self.writer.requested(time_, Action.CLEAN, data)
         failpoint("after_clean_requested")
         inflight = self.writer.inflight(time_, Action.CLEAN, data)
         failpoint("after_clean_inflight")

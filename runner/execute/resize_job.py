@@ -196,7 +196,10 @@ def _footer(table: pa.Table, files: Sequence[pq.ParquetFile]) -> dict[str, str]:
         from runner.hudi import bloom
 
         keys = table.column(RECORD_KEY_COLUMN).combine_chunks()
-        footer |= {"org.apache.hudi.bloomfilter": bloom.serialize(keys), "hoodie_bloom_filter_type_code": bloom.TYPE_CODE}
+        footer |= {
+            "org.apache.hudi.bloomfilter": bloom.serialize(keys),
+            "hoodie_bloom_filter_type_code": bloom.TYPE_CODE,
+        }
     return footer
 
 

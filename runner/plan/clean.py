@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName
 from runner.hudi.files import FileGroup, FileSlice, relative_path
@@ -58,8 +58,8 @@ def earliest_commit_to_retain(policy: CleanPolicy, meta: TableMetadata, *, now: 
 
 def hours_cutoff(now: datetime, hours: int, table_timezone: str) -> InstantTime:
     """`now - hours`, rendered as an instant time in the table's timeline timezone (UTC or LOCAL)."""
-    aware = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
-    zone = timezone.utc if table_timezone.upper() == "UTC" else None
+    aware = now if now.tzinfo else now.replace(tzinfo=UTC)
+    zone = UTC if table_timezone.upper() == "UTC" else None
     local = (aware - timedelta(hours=hours)).astimezone(zone)
     return InstantTime.from_datetime(local.replace(tzinfo=None))
 

@@ -54,10 +54,8 @@ class RowSchema:
     @cached_property
     def data_fields(self) -> tuple[tuple[str, pa.DataType], ...]:
         partition = ((self.partition_field, pa.string()),) if self.partition_field else ()
-        return (
-            ((self.record_key, pa.int64()),) + partition
-            + ((self.ordering_field, pa.int64()), (AMOUNT, pa.float64()), (NOTE, pa.string()))
-        )
+        key, ordering = (self.record_key, pa.int64()), (self.ordering_field, pa.int64())
+        return (key, *partition, ordering, (AMOUNT, pa.float64()), (NOTE, pa.string()))
 
     @cached_property
     def arrow(self) -> pa.Schema:

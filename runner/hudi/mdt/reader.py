@@ -74,8 +74,9 @@ def rolled_back_instants(storage: Storage, data: TableMetadata) -> frozenset[str
     return frozenset(found)
 
 
-def read_partition(storage: Storage, data: TableMetadata, mdt: MetadataTable, partition: str, *,
-                   with_names: bool = False) -> tuple[dict[str, rec.MetadataRecord], str]:
+def read_partition(
+    storage: Storage, data: TableMetadata, mdt: MetadataTable, partition: str, *, with_names: bool = False
+) -> tuple[dict[str, rec.MetadataRecord], str]:
     """Merged records of one MDT partition (key -> record) and the schema string last seen.
 
     `with_names`: decode union values of several record types as (name, record) (`records.decode_record`).
@@ -109,8 +110,10 @@ def _data_partition(mdt_name: str) -> str:
     return "" if mdt_name == rec.NON_PARTITIONED_NAME else mdt_name
 
 
-def _merge_slice(storage: Storage, folder: str, mdt_slice: MdtSlice, valid: frozenset[str],
-                 merged: dict[str, rec.MetadataRecord], with_names: bool = False) -> str:
+def _merge_slice(
+    storage: Storage, folder: str, mdt_slice: MdtSlice, valid: frozenset[str], merged: dict[str, rec.MetadataRecord],
+    with_names: bool = False,
+) -> str:
     schema = ""
     if mdt_slice.base_file is not None:
         path = f"{folder}/{mdt_slice.base_file.name}"
@@ -155,8 +158,10 @@ def _apply_block(path: str, block: LogBlock, merged: dict[str, rec.MetadataRecor
     return schema
 
 
-def _apply_cells(cells: Iterable[tuple[bytes, bytes]], schema: str, path: str, merged: dict[str, rec.MetadataRecord],
-                 with_names: bool = False) -> None:
+def _apply_cells(
+    cells: Iterable[tuple[bytes, bytes]], schema: str, path: str, merged: dict[str, rec.MetadataRecord],
+    with_names: bool = False,
+) -> None:
     if not schema:
         raise RunnerError(f"{path}: a metadata-table HFile without its HoodieMetadataRecord schema")
     for row, value in cells:
