@@ -60,6 +60,7 @@ def test_a_resize_whose_index_cannot_be_kept_is_announced_as_refused_with_the_fi
     props.write_text(props.read_text().replace("hoodie.table.metadata.partitions=column_stats,",
                                                "hoodie.table.metadata.partitions=bloom_filters,column_stats,"))
     code, table = _plan(root, capsys)
+    assert code == 2
     note = next(n for n in table["notes"] if n.startswith("apply will refuse the resize"))
     assert "bloom_filters" in note and "metadata_table: disable" in note
 

@@ -12,7 +12,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +135,7 @@ def test_resize_refusals_name_the_partition_and_the_reason(tmp_path: Path) -> No
 
 # -- acceptance: `apply` resizes every fixture with a metadata table and keeps the MDT in step -----
 
-NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 SIZING = FileSizing(max_file_size=128 * MIB, small_file_limit=100 * MIB)
 KEEP_ALL = CleanPolicy(CleanPolicyName.KEEP_LATEST_COMMITS, commits_retained=1000)
 VERSIONS_1 = CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -43,7 +43,7 @@ UNTOUCHED_BY_RESIZE = ("secondary_index_",)
 _RESIZE_PARTITIONS = (FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
 # org.apache.hudi.stats.ValueType ordinals whose min/max need more than their Python order.
 _STRING, _BYTES, _FIXED, _DECIMAL, _UUID = 7, 8, 9, 10, 11
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ def record_index_millis(instant: str, table_timezone: str) -> int:
     """`HoodieMetadataPayload.parseRecordIndexInstantTime`: the instant as epoch milliseconds, read
     in the table's timeline timezone (LOCAL: this machine's, which also named the instant)."""
     wall = InstantTime(instant).to_datetime()
-    aware = wall.replace(tzinfo=timezone.utc) if table_timezone.upper() == "UTC" else wall.astimezone()
+    aware = wall.replace(tzinfo=UTC) if table_timezone.upper() == "UTC" else wall.astimezone()
     return (aware - _EPOCH) // timedelta(milliseconds=1)
 
 
