@@ -24,10 +24,10 @@ from typing import Any
 from runner.declarations.model import MetadataTableMode, SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
 from runner.execute.clean import CleanOutcome, CleanRunner, DeleteOutcome, files_of
-from runner.execute.failpoints import failpoint
 from runner.execute.metadata_table import disable_metadata_table
 from runner.execute.narrow import narrow
 from runner.execute.paths import partition_path
+from runner.failpoints import failpoint
 from runner.hudi.files import relative_path
 from runner.hudi.instant import InstantTime
 from runner.hudi.mdt.maintain import CleanMaintenance, prepare_clean_maintenance

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from runner.errors import RefusedError
-from runner.execute.failpoints import failpoint
 from runner.execute.paths import partition_path, relativize
+from runner.failpoints import failpoint
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import (
     ActionInstant,

@@ -39,9 +39,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from runner.errors import RefusedError, StepFailed
-from runner.execute.failpoints import failpoint
 from runner.execute.resize_job import GroupRewrite, RewriteTask, RewrittenFile
 from runner.execute.resize_plan import PlannedGroup, decode_plan, encode_plan, groups_of_step, is_runner_plan
+from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt.maintain import ResizedFile, ResizeMaintenance, prepare_resize_maintenance

@@ -249,10 +249,3 @@ def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, _Parts]) 
             for time, parts in ordered
         ),
     )
-
-
-def iter_files(groups: Iterable[FileGroup]) -> Iterable[tuple[FileSlice, str]]:
-    for group in groups:
-        for file_slice in group.slices:
-            for name in file_slice.file_names:
-                yield file_slice, relative_path(group.partition, name)

@@ -16,10 +16,11 @@ from types import MappingProxyType
 from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import CleanMetadata, CommitMetadata, CompactionOperation, SavepointMetadata, WriteStat
-from runner.hudi.properties import TableConfig, TableType
+from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableMetadata, TableState, pending_operation_bases, replaced_groups
 from runner.hudi.timeline import Timeline
 from runner.hudi.view import ListedFiles, build_file_groups
+from runner.vocabulary import TableType
 
 
 def t(n: int) -> InstantTime:

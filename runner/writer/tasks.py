@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runner.hudi.files import BaseFile
+from runner.hudi.files import BaseFile, write_token
 from runner.storage import Storage
 from runner.writer.files import CreateHandle, FileContext, WrittenFile, merge, stat_rows
 from runner.writer.schema import PARTITION_PATH, arrow_schema
@@ -96,7 +96,7 @@ class WriteTask:
         return FileContext(
             storage=self.storage,
             instant=self.instant,
-            write_token=f"{partition_id}-{stage}-{attempt}",
+            write_token=write_token(partition_id, stage, attempt),
             partition_id=partition_id,
             schema=arrow_schema(self.spark_schema),
             avro_schema=self.avro_schema,

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, TypeVar
 from runner.declarations.loader import load_project
 from runner.declarations.model import Source, TableDeclaration
 from runner.errors import RefusedError, RunnerError, StepFailed
+from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Instant, InstantTime
 from runner.hudi.properties import TableConfig
@@ -72,8 +73,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 T = TypeVar("T")
-FAILPOINT_ENV = "RUNNER_WRITER_FAILPOINT"
-FAILPOINT_EXIT = 97
 
 
 class Operation(StrEnum):
@@ -197,9 +196,9 @@ class _Job:
                 routed, targets = keyed.sortWithinPartitions(PARTITION_PATH, SEQ), dict[str, Target]()
             else:
                 inflight, routed, targets = self._route(keyed)
-            _failpoint("after_inflight")
+            failpoint("after_inflight")
             files = self._write_files(routed, targets)
-            _failpoint("after_files")
+            failpoint("after_files")
         finally:
             for frame in self.cached:
                 frame.unpersist()
@@ -365,8 +364,3 @@ def _translate(error: Exception, stage: str) -> RunnerError:
 def _lines(text: str) -> Iterable[str]:
     return (line.strip() for line in text.splitlines() if line.strip())
 
-
-def _failpoint(name: str) -> None:
-    """Crash here (as a kill would: no cleanup) when `RUNNER_WRITER_FAILPOINT` names this point."""
-    if os.environ.get(FAILPOINT_ENV) == name:
-        os._exit(FAILPOINT_EXIT)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.execute.failpoints import EXIT_CODE
+from runner.failpoints import EXIT_CODE
 from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from tests.conftest import FIXTURES

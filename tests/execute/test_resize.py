@@ -22,10 +22,10 @@ import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing
 from runner.errors import RefusedError
-from runner.execute.failpoints import EXIT_CODE
 from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resize
 from runner.execute.resize_job import GroupRewrite, rewrite_group
 from runner.execute.resize_plan import MARKER_VALUE, STRATEGY_CLASS, encode_plan, is_runner_plan
+from runner.failpoints import EXIT_CODE
 from runner.hudi import bloom
 from runner.hudi.avro import read_container
 from runner.hudi.files import BaseFile, relative_path

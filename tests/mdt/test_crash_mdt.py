@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.execute.failpoints import EXIT_CODE
+from runner.failpoints import EXIT_CODE
 from runner.hudi.instant import Action
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table

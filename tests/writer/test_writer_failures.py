@@ -15,6 +15,8 @@ import pytest
 
 import runner
 from runner.errors import RefusedError, StepFailed
+from runner.failpoints import ENV as FAILPOINT_ENV
+from runner.failpoints import EXIT_CODE as FAILPOINT_EXIT
 from runner.hudi.metadata import (
     ClusteringGroup,
     ClusteringSlice,
@@ -26,7 +28,6 @@ from runner.hudi.metadata import (
 from runner.hudi.state import read_table_state
 from runner.storage import storage_for
 from runner.writer import commit as commit_module
-from runner.writer.write import FAILPOINT_ENV, FAILPOINT_EXIT
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 
 SCHEMA = "id long, region string, name string, ts long"
