@@ -10,6 +10,12 @@ The completed metadata has operation type `CLUSTER`, one write stat per new file
 `HoodieRowCreateHandle` records them), the writer schema of the latest commit under `schema`, and
 `partitionToReplaceFileIds` = every input file id.
 
+On a table with a metadata table (MDT), the resize is recorded there as Hudi records a clustering
+(`runner.hudi.mdt.clustering`): after the new files are written and before the replacecommit
+completes, an MDT deltacommit with the same instant time adds the new files, their column and
+partition stats and the record index's new locations. Readers ignore that deltacommit until the
+replacecommit completes.
+
 Readers see one consistent snapshot throughout: files named with T belong to a pending instant
 and are ignored until the replacecommit exists, and from then on the input file groups are replaced
 and the new ones are read. The rows are the same, only `_hoodie_file_name` differs.
@@ -17,9 +23,11 @@ and the new ones are read. The rows are the same, only `_hoodie_file_name` diffe
 Crash safety: the plan carries the runner's marker (`resize_plan`). If the process dies after the
 requested file, at any point of the rewrite, or before the completed file, the instant stays
 pending; `finish_pending_resize` deletes whatever files the dead run wrote with T and executes the
-same plan again. Before completing, files named with T that the job did not report (leftovers of
-failed or retried task attempts) are deleted, as Hudi's marker reconciliation does, so exactly the
-reported files become visible.
+same plan again, MDT deltacommit included: one that an earlier attempt completed names that
+attempt's files, so it is taken back first (`undo_mdt_commit`), and a rolled-back resize takes its
+MDT deltacommit with it before its own instant goes. Before completing, files named with T that
+the job did not report (leftovers of failed or retried task attempts) are deleted, as Hudi's
+marker reconciliation does, so exactly the reported files become visible.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from runner.execute.resize_plan import PlannedGroup, decode_plan, encode_plan, g
 from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
+from runner.hudi.mdt.maintain import ResizedFile, ResizeMaintenance, prepare_resize_maintenance
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
@@ -108,8 +117,8 @@ def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
             (None: one task per group, up to `runner.spark_jobs.MAX_TASKS`).
 
     Raises:
-        RefusedError: the table has a metadata table, or an input is no longer a rewritable latest
-            base file; nothing was written.
+        RefusedError: the table's metadata table cannot be kept in step, or an input is no longer a
+            rewritable latest base file; nothing was written.
         StepFailed: the rewrite job failed; the clustering stays pending for the next apply.
     """
     if step.is_empty:
@@ -131,7 +140,7 @@ def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: Spark
     runner = ResizeRunner(storage, meta, spark=spark, clock=clock, max_tasks=max_tasks)
     outcomes = []
     for instant, groups in runner.pending_own():
-        conflict = runner.conflict(groups, own=instant.time)
+        conflict = runner.conflict(groups, own=instant.time) or runner.metadata_table_problem(groups)
         if conflict is None:
             outcomes.append(runner.execute(instant, groups))
             continue
@@ -159,6 +168,8 @@ class ResizeRunner:
         self.layout = meta.config.timeline_layout_version
         self.action = Action.REPLACE_COMMIT if self.layout == 1 else Action.CLUSTERING
         self.writer = TimelineWriter(storage, meta.timeline_folder, self.layout)
+        self.maintenance = _metadata_table_maintenance(storage, meta)
+        self._completions: list[InstantTime] = []
 
     def check(self, step: SizingStep) -> None:
         """Refuse a step that would hide data from readers or touch busy file groups.
@@ -166,13 +177,13 @@ class ResizeRunner:
         Run just before the requested instant is written, on a fresh read of the timeline and the
         partitions (planning may have been minutes ago).
         """
-        if self.meta.metadata_table_enabled:
-            raise RefusedError(
-                f"table {self.storage.uri} has a metadata table; new files written without updating it "
-                "would be invisible to readers that list files through it; nothing was rewritten",
-                hint="disable the metadata table first (`metadata_table: disable`), or run Hudi's clustering.",
-            )
-        conflict = self.conflict(groups_of_step(step), own=None)
+        groups = groups_of_step(step)
+        problem = self.metadata_table_problem(groups)
+        if problem is not None:
+            raise RefusedError(f"{self.storage.uri}: the resize cannot be recorded in the metadata table: "
+                               f"{problem}; nothing was rewritten",
+                               hint="let Hudi rebuild the column_stats index, or set `metadata_table: disable`.")
+        conflict = self.conflict(groups, own=None)
         if conflict is not None:
             raise RefusedError(f"{conflict}; nothing was rewritten",
                                hint="plan again with `runner plan` rather than editing a plan; a pending "
@@ -212,6 +223,13 @@ class ResizeRunner:
                             "written to, replaced, got log files, or is gone)")
         return None
 
+    def metadata_table_problem(self, groups: Sequence[PlannedGroup]) -> str | None:
+        """Why the MDT records of a resize of `groups` cannot be computed, or None."""
+        if self.maintenance is None:
+            return None
+        problems = self.maintenance.input_problems(p for g in groups for p in g.inputs)
+        return "; ".join(problems) if problems else None
+
     def schedule(self, step: SizingStep) -> tuple[Instant, tuple[str, ...]]:
         """Write the requested plan and the (empty) inflight file of a new instant."""
         _, timeline, _ = read_timeline(self.storage)
@@ -242,7 +260,8 @@ class ResizeRunner:
             written += (pending.file_name,)
         partitions = sorted({g.partition for g in groups})
         removed = self._delete_instant_files(pending.time, partitions, keep=frozenset())
-        results = self._rewrite(pending.time, groups)
+        tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs) for g in groups]
+        results = self._rewrite(pending.time, tasks)
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))
         failpoint("after_rewrite")
         conflict = self.conflict(groups, own=pending.time)
@@ -253,6 +272,12 @@ class ResizeRunner:
                 "no file group was replaced",
                 hint="apply again once the concurrent write has completed; it plans from the new state.",
             )
+        if self.maintenance is not None:
+            inputs = {t.file_id: t.inputs for t in tasks}
+            written += tuple(self.maintenance(
+                pending.time, [ResizedFile(r.partition, r.path, r.size, inputs[r.file_id]) for r in results],
+                self._completion_time))
+            failpoint("after_resize_metadata_table_commit")
         metadata = self._commit_metadata(groups, results)
         done = self.writer.complete(pending, encode_commit_metadata(metadata, layout=self.layout),
                                     completion=self._completion_time())
@@ -289,6 +314,9 @@ class ResizeRunner:
         files and then the instant leaves the table as it was before it was scheduled. Deleting in
         this order means a crash part way leaves a pending instant the next apply rolls back again.
         """
+        if self.maintenance is not None:
+            # First: once its data instant is gone, a completed MDT deltacommit of it would count.
+            self.maintenance.roll_back(time)
         removed = self._delete_instant_files(time, partitions, keep=frozenset())
         _, timeline, _ = read_timeline(self.storage)
         for state in (State.INFLIGHT, State.REQUESTED):
@@ -297,8 +325,7 @@ class ResizeRunner:
                 self.storage.delete(f"{self.meta.timeline_folder}/{instant.file_name}")
         return removed
 
-    def _rewrite(self, time: InstantTime, groups: Sequence[PlannedGroup]) -> list[RewrittenFile]:
-        tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs) for g in groups]
+    def _rewrite(self, time: InstantTime, tasks: Sequence[GroupRewrite]) -> list[RewrittenFile]:
         inputs = [path for t in tasks for path in t.inputs]
         progress.begin("rewriting small files", "files", len(inputs), progress.bytes_of(inputs))
         # Large jobs run in rounds so progress moves; each round still fills the task bound.
@@ -355,8 +382,31 @@ class ResizeRunner:
         )
 
     def _completion_time(self) -> InstantTime:
+        # Strictly increasing across calls: the MDT deltacommit must complete before the
+        # replacecommit of the same instant, even within one millisecond.
         _, timeline, _ = read_timeline(self.storage)
-        return new_instant_time(timeline, clock=self.clock(), table_timezone=self.meta.config.timezone)
+        value = new_instant_time(timeline, clock=self.clock(), table_timezone=self.meta.config.timezone)
+        if self._completions and value <= self._completions[-1]:
+            value = InstantTime(self._completions[-1].normalized[:17]).plus_millis(1)
+        self._completions.append(value)
+        return value
+
+
+def _metadata_table_maintenance(storage: Storage, meta: TableMetadata) -> ResizeMaintenance | None:
+    """The hooks that record a resize in the table's metadata table, or None when it has none.
+
+    Raises:
+        RefusedError: the metadata table cannot be kept in step (the reasons and the fix).
+    """
+    if meta.has_metadata_table:
+        return prepare_resize_maintenance(storage, meta, step=failpoint)
+    if meta.config.metadata_partitions:
+        raise RefusedError(
+            f"table {storage.uri} lists metadata partitions in hoodie.properties but has no .hoodie/metadata; "
+            "readers may expect a metadata table; nothing was rewritten",
+            hint="let Hudi rebuild the metadata table, or set `metadata_table: disable` to clear the listing.",
+        )
+    return None
 
 
 def _foreign_clustering_groups(storage: Storage, meta: TableMetadata,
