@@ -95,7 +95,7 @@ def files_of(plan: CleanPlan, base_uri: str) -> dict[str, list[str]]:
         for info in infos:
             if info.is_bootstrap_base_file:
                 continue
-            path = relativize(base_uri, info.file_path)
+            path = relativize(base_uri, info.file_path, folder=folder)
             if path.rpartition("/")[0] != folder:
                 raise RefusedError(
                     f"clean plan lists {info.file_path!r} under partition {partition!r}, but the file lies in "
@@ -194,11 +194,12 @@ class CleanRunner:
             # gone after a crash) is a failed delete, not a successful one.
             failed = [p.rsplit("/", 1)[-1] for p in files.get(partition, [])
                       if outcomes[p].error or not outcomes[p].deleted]
+            failed_names = set(failed)
             partitions[partition] = CleanPartitionMetadata(
                 partition_path=partition,
                 policy=plan.policy,
                 delete_path_patterns=tuple(names),
-                success_delete_files=tuple(n for n in names if n not in failed),
+                success_delete_files=tuple(n for n in names if n not in failed_names),
                 failed_delete_files=tuple(failed),
                 is_partition_deleted=partition in deleted,
             )
