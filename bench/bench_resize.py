@@ -12,8 +12,13 @@ hard-linked copies of the same files:
 - **delta-rs**: `DeltaTable.optimize.compact(target_size=max file size)` on a Delta table made of the
   same files (`convert_to_deltalake`, not timed), with snappy so that all three write the same codec.
 
-Reports the median of the runs per system and the ratio to the pyarrow median. All inputs fit in
-the page cache, so every system reads warm files. Needs `pip install deltalake` (bench only).
+Reports the median of the runs per system and the ratio to the pyarrow median, and each system's
+peak memory: the high-water mark of this process tree's resident memory (Spark's JVM and Python
+workers included) sampled every 20 ms during the step, and how much that is above the RSS on entry.
+In the same run it times the record-key footer alone (`footer.record_key_footer`: Hudi's bloom
+filter plus the key range) on the keys of every group, serially in this process, as a share of the
+runner's time. All inputs fit in the page cache, so every system reads warm files. Needs
+`pip install deltalake` (bench only).
 
     .venv/bin/python bench/bench_resize.py [--total-mb 1024] [--files 1000] [--max-file-mb 128] [--runs 3]
     .venv/bin/python bench/bench_resize.py --quick        # 64 MiB in 100 files, 1 run
@@ -38,10 +43,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from _common import PeakRss
 
 from runner.declarations.model import FileSizing, SparkSettings
 from runner.execute.resize import run_resize
 from runner.execute.spark import get_spark
+from runner.hudi import bloom, footer
 from runner.hudi.files import BaseFile
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
@@ -162,10 +169,34 @@ def run_delta(table: Path, target: int) -> list[int]:
     return [os.path.getsize(u.removeprefix("file://")) for u in DeltaTable(str(table)).file_uris()]
 
 
-def timed(action: Callable[[], list[int]]) -> tuple[float, list[int]]:
+def timed(action: Callable[[], list[int]]) -> tuple[float, list[int], PeakRss]:
+    with PeakRss() as memory:
+        started = time.perf_counter()
+        sizes = action()
+        seconds = time.perf_counter() - started
+    return seconds, sizes, memory
+
+
+def group_keys(table: Path, step: SizingStep) -> list[pa.ChunkedArray]:
+    """The record keys of each group's inputs, in the order the runner writes them (not timed)."""
+    return [
+        pa.concat_tables(
+            [pq.read_table(table / f.path, columns=["_hoodie_record_key"]) for f in group.files]
+        ).column(0)
+        for group in step.groups
+    ]
+
+
+def time_footers(keys: list[pa.ChunkedArray]) -> tuple[float, float]:
+    """Seconds for the whole record-key footer of every group, and for the bloom filter alone."""
     started = time.perf_counter()
-    sizes = action()
-    return time.perf_counter() - started, sizes
+    for group in keys:
+        footer.record_key_footer(group)
+    whole = time.perf_counter() - started
+    started = time.perf_counter()
+    for group in keys:
+        bloom.serialize(group.combine_chunks().cast(pa.string()))
+    return whole, time.perf_counter() - started
 
 
 def main() -> None:
@@ -202,6 +233,9 @@ def report(root: Path, args: argparse.Namespace) -> None:
     assert step is not None and not step.is_empty
     spark = get_spark(SparkSettings(master="local[2]", conf=(("spark.ui.enabled", "false"),)))
     times: dict[str, list[float]] = {"pyarrow": [], "runner": [], "delta-rs": []}
+    peaks: dict[str, list[PeakRss]] = {name: [] for name in times}
+    footers: list[tuple[float, float]] = []
+    keys = group_keys(source, step)
     outputs: dict[str, list[int]] = {}
     for run in range(args.runs):
         work = root / f"run{run}"
@@ -215,12 +249,17 @@ def report(root: Path, args: argparse.Namespace) -> None:
         ]
         for name, action in actions:
             os.sync()  # earlier writes are flushed now, not during the next measurement
-            seconds, sizes = timed(action)
+            seconds, sizes, memory = timed(action)
             times[name].append(seconds)
+            peaks[name].append(memory)
             outputs[name] = sizes
-            print(f"run {run + 1}: {name:9s} {seconds:7.2f} s, {len(sizes)} files written")
+            print(f"run {run + 1}: {name:9s} {seconds:7.2f} s, {len(sizes)} files written, "
+                  f"peak RSS {memory.peak / MIB:.0f} MiB (+{memory.added / MIB:.0f} MiB)")
+        footers.append(time_footers(keys))
+        print(f"run {run + 1}: footers   {footers[-1][0]:7.2f} s (bloom filter alone {footers[-1][1]:.2f} s)")
         shutil.rmtree(work)
-    print_table(args, len(inputs), input_bytes, step, plan_s, times, outputs)
+    print_table(args, len(inputs), input_bytes, step, plan_s, times, outputs, peaks)
+    print_footers(keys, times["runner"], footers)
 
 
 def print_table(
@@ -231,6 +270,7 @@ def print_table(
     plan_s: float,
     times: dict[str, list[float]],
     outputs: dict[str, list[int]],
+    peaks: dict[str, list[PeakRss]],
 ) -> None:
     base = statistics.median(times["pyarrow"])
     print(
@@ -240,18 +280,35 @@ def print_table(
     )
     print(
         "| what | median | MiB/s | files written | vs pyarrow (ratio of medians) "
-        "| vs pyarrow (median of per-run ratios) |"
+        "| vs pyarrow (median of per-run ratios) | peak RSS, process tree | added by the step |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, values in times.items():
         median = statistics.median(values)
         per_run = statistics.median(v / b for v, b in zip(values, times["pyarrow"], strict=True))
         print(
             f"| {name} | {median:.2f} s | {input_bytes / MIB / median:.0f} | {len(outputs[name])} "
-            f"({sum(outputs[name]) / MIB:.0f} MiB) | {median / base:.2f}x | {per_run:.2f}x |"
+            f"({sum(outputs[name]) / MIB:.0f} MiB) | {median / base:.2f}x | {per_run:.2f}x "
+            f"| {statistics.median(m.peak for m in peaks[name]) / MIB:.0f} MiB "
+            f"| {statistics.median(m.added for m in peaks[name]) / MIB:.0f} MiB |"
         )
     print("\nraw seconds: " + json.dumps({k: [round(v, 2) for v in vs] for k, vs in times.items()}))
+    print("raw peak RSS MiB (added): " + json.dumps(
+        {k: [f"{m.peak / MIB:.0f} (+{m.added / MIB:.0f})" for m in ms] for k, ms in peaks.items()}))
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+def print_footers(keys: list[pa.ChunkedArray], runner: list[float], footers: list[tuple[float, float]]) -> None:
+    whole = statistics.median(f[0] for f in footers)
+    alone = statistics.median(f[1] for f in footers)
+    share = statistics.median(f[0] / r for f, r in zip(footers, runner, strict=True))
+    print(
+        f"\nrecord-key footer of all {sum(len(k) for k in keys):,} keys in {len(keys)} groups, serially in this "
+        f"process: median {whole:.2f} s (bloom filter alone {alone:.2f} s), "
+        f"{share:.0%} of the runner's resize (median of per-run shares; the runner builds them in two "
+        f"parallel Spark tasks)"
+    )
+    print("raw footer seconds (whole, bloom alone): " + json.dumps([[round(a, 2), round(b, 2)] for a, b in footers]))
 
 
 if __name__ == "__main__":

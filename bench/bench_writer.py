@@ -4,8 +4,15 @@ Each run upserts `--rows` records into one copy-on-write table (8 partitions): h
 records written by the previous run, half are new, so every run merges into existing file groups
 and adds inserts, the steady state of an upsert pipeline. In the same process and the same run,
 the same rows are written with `df.write.parquet` twice: with Spark's default codec (snappy) and
-with gzip, Hudi 0.14's default codec, which the runner's files use. Runs are interleaved so that
-background load hits every row alike; the table is loaded once before the timed runs.
+with gzip, Hudi 0.14's default codec, which the runner's files use. Also in the same run, the peer:
+delta-rs `DeltaTable.merge` of the same rows (as Arrow, converted before timing) into a Delta table
+partitioned the same way and loaded with the same first rows, updating every matched record
+(`t.region = s.region AND t.id = s.id`, the runner's non-global index) and inserting the rest; it
+writes delta-rs's default codec (snappy). Runs are interleaved so that background load hits every
+row alike; the tables are loaded once before the timed runs. Each step also reports the peak
+resident memory of this process tree (Spark's JVM and Python workers included, sampled every 20 ms)
+and how much that is above the RSS on entry. `--profile` runs one more upsert under cProfile and
+prints the driver's top functions by cumulative time. Needs `pip install deltalake` (bench only).
 
 Usage (from the repository root):
     .venv/bin/python bench/bench_writer.py --rows 200000 --runs 3
@@ -14,7 +21,9 @@ Usage (from the repository root):
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
+import pstats
 import statistics
 import sys
 import tempfile
@@ -23,9 +32,13 @@ from pathlib import Path
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+import pyarrow as pa
+from _common import PeakRss
+
 import runner
 from runner.declarations.model import SparkSettings
 from runner.execute.spark import get_spark
+from runner.writer.write import WriteResult
 
 TABLE = """\
 name: bench
@@ -52,11 +65,60 @@ def rows(spark: object, start: int, count: int, ts: int) -> object:
     return df
 
 
-def timed(action: object, *args: object) -> float:
+MIB = 1024 * 1024
+
+
+def timed(memory: list[PeakRss], action: object, *args: object) -> tuple[float, object]:
+    """Seconds of `action(*args)` and what it returned; its peak memory is appended to `memory`."""
     assert callable(action)
-    start = time.perf_counter()
-    action(*args)
-    return time.perf_counter() - start
+    with PeakRss() as peak:
+        start = time.perf_counter()
+        result = action(*args)
+        seconds = time.perf_counter() - start
+    memory.append(peak)
+    return seconds, result
+
+
+def write_table(df: object, work: Path) -> WriteResult:
+    return runner.write(df, "bench", project_dir=work)  # type: ignore[arg-type]
+
+
+def as_arrow(df: object) -> pa.Table:
+    return df.toArrow()  # type: ignore[attr-defined,no-any-return]
+
+
+def delta_load(path: Path, rows: pa.Table) -> None:
+    from deltalake import write_deltalake
+
+    write_deltalake(str(path), rows, partition_by=["region"])
+
+
+def delta_merge(path: Path, rows: pa.Table) -> None:
+    from deltalake import DeltaTable
+
+    (
+        DeltaTable(str(path))
+        .merge(source=rows, predicate="t.region = s.region AND t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+
+
+def delta_rows(path: Path) -> int:
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(path)).to_pyarrow_dataset().count_rows()  # type: ignore[no-any-return]
+
+
+def profile_upsert(df: object, work: Path, top: int) -> None:
+    """One more upsert under cProfile (the driver's side: Spark jobs show as the calls that wait)."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    runner.write(df, "bench", project_dir=work)
+    profiler.disable()
+    print("\ncProfile of one upsert (driver), the runner's own functions by cumulative time:")
+    pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats("runner/", top)
 
 
 def main() -> None:
@@ -64,6 +126,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000, help="records per upsert (default 200000)")
     parser.add_argument("--runs", type=int, default=3, help="timed runs; the median is reported (default 3)")
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    parser.add_argument("--no-delta", action="store_true", help="skip the delta-rs merge")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="after the timed runs, profile one upsert and print the top N functions")
     args = parser.parse_args()
 
     spark = get_spark(SparkSettings(master=args.master, conf=(("spark.sql.shuffle.partitions", "8"),)))
@@ -73,23 +138,36 @@ def main() -> None:
     (work / "tables" / "bench.yml").write_text(TABLE)
 
     half = args.rows // 2
-    runner.write(rows(spark, 0, args.rows, 0), "bench", operation="bulk_insert", project_dir=work)
+    first = rows(spark, 0, args.rows, 0)
+    runner.write(first, "bench", operation="bulk_insert", project_dir=work)
+    delta = work / "delta"
+    if not args.no_delta:
+        delta_load(delta, as_arrow(first))
     times: dict[str, list[float]] = {"runner.write upsert": [], "df.write.parquet (snappy)": [],
                                      "df.write.parquet (gzip)": []}
+    if not args.no_delta:
+        times["delta-rs DeltaTable.merge"] = []
+    memory: dict[str, list[PeakRss]] = {name: [] for name in times}
     rewritten: list[int] = []
     for run in range(1, args.runs + 1):
         df = rows(spark, run * half, args.rows, run)
         out = work / f"plain_{run}"
-        times["df.write.parquet (snappy)"].append(timed(df.write.parquet, str(out / "snappy")))
-        times["df.write.parquet (gzip)"].append(
-            timed(df.write.option("compression", "gzip").parquet, str(out / "gzip"))
-        )
-        start = time.perf_counter()
-        result = runner.write(df, "bench", project_dir=work)
-        times["runner.write upsert"].append(time.perf_counter() - start)
+        steps: list[tuple[str, object, tuple[object, ...]]] = [
+            ("df.write.parquet (snappy)", df.write.parquet, (str(out / "snappy"),)),
+            ("df.write.parquet (gzip)", df.write.option("compression", "gzip").parquet, (str(out / "gzip"),)),
+        ]
+        if not args.no_delta:
+            steps.append(("delta-rs DeltaTable.merge", delta_merge, (delta, as_arrow(df))))
+        for name, action, action_args in steps:
+            times[name].append(timed(memory[name], action, *action_args)[0])
+        if not args.no_delta:  # every run adds `half` new keys and updates the rest
+            assert delta_rows(delta) == args.rows + run * (args.rows - half), delta_rows(delta)
+        seconds, result = timed(memory["runner.write upsert"], write_table, df, work)
+        times["runner.write upsert"].append(seconds)
+        assert isinstance(result, WriteResult)
         rewritten.append(result.num_writes)
         df.unpersist()
-        print(f"run {run}: {result}", file=sys.stderr)
+        print(f"run {run}: {result}; " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), file=sys.stderr)
 
     baseline = statistics.median(times["df.write.parquet (snappy)"])
     print(
@@ -97,18 +175,32 @@ def main() -> None:
         f"median of {args.runs} runs, Spark {spark.version}, master {args.master}, Python {sys.version.split()[0]}"
     )
     print()
-    print("| what | median | rows/s | vs df.write.parquet (snappy) |")
-    print("|---|---:|---:|---:|")
+    print("| what | median | rows/s | vs df.write.parquet (snappy) | peak RSS, process tree | added by the step |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"| {name} | {median:.2f} s | {args.rows / median:,.0f} | {median / baseline:.2f}x |")
+        peak = statistics.median(m.peak for m in memory[name]) / MIB
+        added = statistics.median(m.added for m in memory[name]) / MIB
+        print(f"| {name} | {median:.2f} s | {args.rows / median:,.0f} | {median / baseline:.2f}x "
+              f"| {peak:.0f} MiB | {added:.0f} MiB |")
+    if not args.no_delta:
+        ours, peer = times["runner.write upsert"], times["delta-rs DeltaTable.merge"]
+        per_run = [o / p for o, p in zip(ours, peer, strict=True)]
+        print(f"\nrunner upsert vs delta-rs merge: {statistics.median(ours) / statistics.median(peer):.2f}x "
+              f"(ratio of medians); per run {', '.join(f'{r:.2f}' for r in per_run)}, "
+              f"median {statistics.median(per_run):.2f}x")
     print()
     for name, values in times.items():
         print(f"raw seconds, {name}: {', '.join(f'{v:.2f}' for v in values)}")
+        print(f"raw peak RSS MiB (added), {name}: "
+              f"{', '.join(f'{m.peak / MIB:.0f} (+{m.added / MIB:.0f})' for m in memory[name])}")
     print(
         f"records in the files each upsert wrote (copy-on-write rewrites whole file groups): "
         f"{', '.join(f'{n:,}' for n in rewritten)}"
     )
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if args.profile:
+        profile_upsert(rows(spark, (args.runs + 1) * half, args.rows, args.runs + 1), work, args.profile)
     spark.stop()
 
 
