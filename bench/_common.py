@@ -66,11 +66,20 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]], alig
 
 
 def _children(pid: int) -> list[int]:
+    # A child is listed under the thread that forked it: the JVM starts Spark's Python workers from
+    # its own threads, so every thread's list is needed, not only the main thread's.
+    found: list[int] = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as listing:
-            return [int(child) for child in listing.read().split()]
+        threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return []
+        return found
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as listing:
+                found.extend(int(child) for child in listing.read().split())
+        except OSError:
+            continue
+    return found
 
 
 def tree_rss_bytes(root: int | None = None) -> int:
