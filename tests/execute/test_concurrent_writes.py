@@ -50,7 +50,7 @@ def _as_hudi_writer(monkeypatch: pytest.MonkeyPatch, pause: dict[str, Callable[[
     write_module = importlib.import_module("runner.writer.write")  # the package re-exports `write`
 
     monkeypatch.setattr(write_module, "TableLock", lambda *a, **k: contextlib.nullcontext())
-    monkeypatch.setattr(write_module, "_failpoint", lambda name: pause.get(name, lambda: None)())
+    monkeypatch.setattr(write_module, "failpoint", lambda name: pause.get(name, lambda: None)())
     if allow_updates_to_clustering:  # Hudi's SparkAllowUpdateStrategy instead of the reject default
         monkeypatch.setattr(write_module, "_refuse_updates_to", lambda groups, table: None)
 
