@@ -73,6 +73,32 @@ def test_hudi_1_1_log_blocks_reencode_byte_identically(mdt_tables: dict[str, Pat
         assert compared > 0
 
 
+def test_hudi_1_0_log_blocks_reencode_byte_identically_in_hbase_layout(mdt_tables: dict[str, Path]) -> None:
+    """Hudi 1.0 wrote log blocks with HBase's HFile writer, as Hudi 0.14/0.15 (table version 6)
+    did; `hbase=True` reproduces them exactly, so 0.x's HBase reader reads what the runner writes."""
+    compared = 0
+    for path in _log_files(mdt_tables["quickstart_trips_table/mor/avro/v8_trips_8i3u1d"]):
+        for block in read_log_blocks(path.read_bytes(), where=str(path)):
+            if block.block_type is not BlockType.HFILE_DATA:
+                continue
+            hfile = read_hfile(block.content, where=str(path))
+            assert hfile.checksum_type == CHECKSUM_CRC32C
+            info = [(b"schema", hfile.file_info[b"schema"]), *standard_file_info(hfile.cells, created_ms=0, hbase=True)]
+            assert write_hfile(hfile.cells, info, checksum_type=CHECKSUM_CRC32C, hbase=True) == block.content, path
+            compared += 1
+    assert compared == 35
+
+
+@pytest.mark.parametrize("hbase", [False, True])
+def test_hbase_layout_round_trips_across_many_blocks(hbase: bool) -> None:
+    cells = [(f"key-{i:06d}".encode(), bytes([i % 251]) * (i % 300)) for i in range(3000)]
+    info = [(b"schema", b"{}"), *standard_file_info(cells, created_ms=0, hbase=hbase)]
+    hfile = read_hfile(write_hfile(cells, info, checksum_type=CHECKSUM_CRC32C, block_size=4096, hbase=hbase), where="mem")
+    assert list(hfile.cells) == cells
+    # HBase's comparator parses index keys and LASTKEY as whole KeyValue keys: row, family, ts, type
+    assert hfile.file_info[b"hfile.LASTKEY"] == b"\x00\x0a" + cells[-1][0] + (b"\x00" + b"\x7f" + b"\xff" * 7 + b"\x04" if hbase else b"")
+
+
 @pytest.mark.parametrize("checksum", [CHECKSUM_NULL, CHECKSUM_CRC32C])
 def test_write_then_read_round_trips_across_many_blocks(checksum: int) -> None:
     cells = [(f"key-{i:06d}".encode(), bytes([i % 251]) * (i % 300)) for i in range(3000)]

@@ -187,46 +187,74 @@ def write_hfile(
     *,
     checksum_type: int = CHECKSUM_NULL,
     block_size: int = DEFAULT_BLOCK_SIZE,
+    hbase: bool = False,
 ) -> bytes:
     """Encode sorted, unique cells as a GZ-compressed HFile, laid out as hudi-io's writer does.
 
     `file_info` comes after the entries hudi-io always writes (last key, average lengths, key-value
     version, memstore ts are derived here; `hfile.CREATE_TIME_TS` is the caller's, to keep this pure).
+
+    `hbase=True` lays the file out as HBase's `HFileWriterImpl` (Hudi 0.x and 1.0) does, which is
+    what HBase's reader in Hudi 0.14/0.15 needs: whole KeyValue keys in the root index and in
+    `hfile.LASTKEY` (HBase's comparator reads family, qualifier and type from index keys), file
+    info sorted by key, each block's offset of the previous block of its type, and HBase's trailer
+    statistics. Pass `standard_file_info(..., hbase=True)` and checksum type CRC32C with it.
     """
     _check_sorted(cells)
     out = bytearray()
     index: list[tuple[int, int, bytes]] = []
     data_size = 0
+    previous = -1
     for first, last, payload in _data_blocks(cells, block_size):
         start = len(out)
-        out += _block(DATA_MAGIC, payload, checksum_type)
-        index.append((start, len(out) - start, cells[first][0]))
+        out += _block(DATA_MAGIC, payload, checksum_type, previous if hbase else -1)
+        index.append((start, len(out) - start, _index_key(cells[first][0], hbase=hbase)))
         data_size += len(payload)
+        previous = start
     last_data_offset = index[-1][0] if index else 0
     index_offset = len(out)
-    out += _block(ROOT_INDEX_MAGIC, b"".join(_index_entry(*entry) for entry in index), checksum_type)
-    out += _block(ROOT_INDEX_MAGIC, b"", checksum_type)  # meta index: present even when empty
+    index_payload = b"".join(_index_entry(*entry) for entry in index)
+    out += _block(ROOT_INDEX_MAGIC, index_payload, checksum_type)
+    # meta index: present even when empty
+    out += _block(ROOT_INDEX_MAGIC, b"", checksum_type, index_offset if hbase else -1)
     info_offset = len(out)
-    out += _block(FILE_INFO_MAGIC, _file_info_payload(file_info), checksum_type)
+    info_payload = _file_info_payload(sorted(file_info) if hbase else file_info)
+    out += _block(FILE_INFO_MAGIC, info_payload, checksum_type)
+    if hbase:
+        # HBase sums the uncompressed size with header of the data blocks, the meta index and the
+        # file info (not the data index), plus the trailer; field 3 is the data index's size.
+        total = data_size + HEADER_SIZE * len(index) + HEADER_SIZE + HEADER_SIZE + len(info_payload) + TRAILER_SIZE
+        statistics = [(3, len(index_payload)), (4, total)]
+    else:
+        statistics = [(3, data_size)]
     trailer = _proto([
         (1, info_offset), (2, index_offset),
-        (3, data_size),
+        *statistics,
         (5, len(index)), (6, 0), (7, len(cells)), (8, 1), (9, 0), (10, last_data_offset),
         (11, COMPARATOR.encode()), (12, CODEC_GZ),
     ])
     body = TRAILER_MAGIC + _varint(len(trailer)) + trailer
-    out += body + b"\x00" * (TRAILER_SIZE - 4 - len(body)) + struct.pack(">I", 3)
+    # major version 3 in the low bytes; HBase also writes its minor version 3 in the top byte
+    version = (3 << 24 | 3) if hbase else 3
+    out += body + b"\x00" * (TRAILER_SIZE - 4 - len(body)) + struct.pack(">I", version)
     return bytes(out)
 
 
-def standard_file_info(cells: Sequence[tuple[bytes, bytes]], *, created_ms: int) -> list[tuple[bytes, bytes]]:
-    """The file-info entries hudi-io's writer adds to every HFile, in the order it writes them."""
+def standard_file_info(cells: Sequence[tuple[bytes, bytes]], *, created_ms: int, hbase: bool = False) -> list[tuple[bytes, bytes]]:
+    """The file-info entries hudi-io's writer adds to every HFile, in the order it writes them.
+
+    With `hbase`, as HBase's writer has them: LASTKEY is the whole KeyValue key (absent when
+    empty) and AVG_KEY_LEN averages whole key lengths.
+    """
     count = max(len(cells), 1)
     last = cells[-1][0] if cells else b""
+    last_key = struct.pack(">H", len(last)) + last + (_KEY_SUFFIX if hbase else b"")
+    # HBase averages whole KeyValue key lengths (row length, row, family, timestamp, type)
+    key_extra = (2 + len(_KEY_SUFFIX)) * len(cells) if hbase else 0
     return [
-        (b"hfile.LASTKEY", struct.pack(">H", len(last)) + last),
+        *([] if hbase and not cells else [(b"hfile.LASTKEY", last_key)]),
         (b"hfile.AVG_VALUE_LEN", struct.pack(">i", sum(map(len, map(itemgetter(1), cells))) // count)),
-        (b"hfile.AVG_KEY_LEN", struct.pack(">i", sum(map(len, map(itemgetter(0), cells))) // count)),
+        (b"hfile.AVG_KEY_LEN", struct.pack(">i", (sum(map(len, map(itemgetter(0), cells))) + key_extra) // count)),
         (b"KEY_VALUE_VERSION", struct.pack(">i", 1)),
         (b"MAX_MEMSTORE_TS_KEY", struct.pack(">q", 0)),
         (b"hfile.CREATE_TIME_TS", struct.pack(">q", created_ms)),
@@ -273,10 +301,15 @@ def _data_blocks(cells: Sequence[tuple[bytes, bytes]], block_size: int) -> Itera
         yield start, len(cells), b"".join(pieces)
 
 
-def _index_entry(offset: int, size: int, first_row: bytes) -> bytes:
-    key = struct.pack(">H", len(first_row)) + first_row
+def _index_key(row: bytes, *, hbase: bool) -> bytes:
+    """A block's key in the root index: its first row (hudi-io), or that row's whole KeyValue key (HBase)."""
+    key = struct.pack(">H", len(row)) + row + (_KEY_SUFFIX if hbase else b"")
     if len(key) > MAX_INDEX_KEY:
-        raise ValueError(f"HFile block key of {len(first_row)} bytes is too long for Hudi's root index reader")
+        raise ValueError(f"HFile block key of {len(row)} bytes is too long for Hudi's root index reader")
+    return key
+
+
+def _index_entry(offset: int, size: int, key: bytes) -> bytes:
     return struct.pack(">qI", offset, size) + _varint(len(key)) + key
 
 
@@ -285,12 +318,12 @@ def _file_info_payload(entries: Sequence[tuple[bytes, bytes]]) -> bytes:
     return b"PBUF" + _varint(len(pairs)) + pairs
 
 
-def _block(magic: bytes, payload: bytes, checksum_type: int) -> bytes:
+def _block(magic: bytes, payload: bytes, checksum_type: int, previous: int = -1) -> bytes:
     compressed = gzip_member(payload)
     with_header_len = HEADER_SIZE + len(compressed)
     checksum_len = 4 * -(-with_header_len // BYTES_PER_CHECKSUM)
     header = magic + struct.pack(
-        ">IIqBII", len(compressed) + checksum_len, len(payload), -1, checksum_type, BYTES_PER_CHECKSUM, with_header_len
+        ">IIqBII", len(compressed) + checksum_len, len(payload), previous, checksum_type, BYTES_PER_CHECKSUM, with_header_len
     )
     block = header + compressed
     if checksum_type == CHECKSUM_CRC32C:

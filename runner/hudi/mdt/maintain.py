@@ -17,7 +17,7 @@ from runner.hudi.instant import InstantTime
 from runner.hudi.mdt.actions import COLUMN_STATS, clean_commit, unsupported_partitions
 from runner.hudi.mdt.check import consistency_problems
 from runner.hudi.mdt.reader import MetadataTable, read_files_listing, read_metadata_table
-from runner.hudi.mdt.writer import write_mdt_commit
+from runner.hudi.mdt.writer import SUPPORTED_VERSIONS, write_mdt_commit
 from runner.hudi.metadata import CleanMetadata
 from runner.hudi.state import TableMetadata
 from runner.hudi.storage import Storage
@@ -50,9 +50,9 @@ def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozense
     `resuming` are data instants the runner itself is about to finish (pending cleans): their own
     pending or completed MDT deltacommit is the runner's interrupted work, not a foreign failure.
     """
-    if data.config.version < 8:
+    if data.config.version not in SUPPORTED_VERSIONS:
         return [f"the table has version {data.config.version}; the runner maintains metadata tables "
-                "only for table versions 8 and 9"]
+                "only for table versions 6, 8 and 9"]
     if "files" not in data.config.metadata_partitions:
         return ["hoodie.table.metadata.partitions does not list `files`, so readers do not use this "
                 "metadata table; the runner will not write to it"]

@@ -76,7 +76,7 @@ def rolled_back_instants(storage: Storage, data: TableMetadata) -> frozenset[str
 
 def read_partition(storage: Storage, data: TableMetadata, mdt: MetadataTable, partition: str) -> tuple[dict[str, rec.MetadataRecord], str]:
     """Merged records of one MDT partition (key -> record) and the schema string last seen."""
-    valid = valid_instants(data.timeline, mdt.timeline, rolled_back_instants(storage, data))
+    valid = valid_instants(data.timeline, mdt.timeline, rolled_back_instants(storage, data), table_version=mdt.config.version)
     folder = f"{METADATA_TABLE}/{partition}"
     listing = [(f.path.rsplit("/", 1)[-1], f.size) for f in storage.list_dir(folder) if not f.is_dir]
     merged: dict[str, rec.MetadataRecord] = {}
