@@ -43,7 +43,10 @@ def latest_rows(path: str | Path, as_of: str | None = None) -> list[dict[str, ob
     from hudi import HudiReadOptions, HudiTable
 
     options = HudiReadOptions() if as_of is None else HudiReadOptions().with_as_of_timestamp(as_of)
-    table = pa.Table.from_batches(HudiTable(str(path)).read(options))
+    batches = HudiTable(str(path)).read(options)
+    if not batches:  # e.g. every file of an old instant was cleaned
+        return []
+    table = pa.Table.from_batches(batches)
     return table.select(COLUMNS).sort_by("id").to_pylist() if table.num_rows else []
 
 
