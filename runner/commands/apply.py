@@ -43,9 +43,9 @@ from runner.execute.apply import TableResult, apply_table
 from runner.execute.clean import DeleteOutcome
 from runner.execute.deleter import choose_engine
 from runner.execute.spark import get_spark
-from runner.hudi.storage import Storage
 from runner.plan.model import Plan, TablePlan, TableStatus
 from runner.selection import did_you_mean
+from runner.storage import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -22,8 +22,8 @@ from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
 from runner.errors import RunnerError, StorageError
 from runner.execute.apply import plan_one
-from runner.hudi.storage import storage_for
 from runner.plan.model import Plan, TablePlan, TableStatus
+from runner.storage import storage_for
 
 
 def build_plan(project: Project, tables: tuple[TableDeclaration, ...], *, now: datetime) -> Plan:

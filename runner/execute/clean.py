@@ -25,10 +25,10 @@ from runner.hudi.metadata import (
     encode_clean_metadata,
     encode_clean_plan,
 )
-from runner.hudi.storage import Storage
 from runner.hudi.timeline_writer import TimelineWriter
 from runner.plan.clean import SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
+from runner.storage import Storage
 
 Deleter = Callable[[Storage, Sequence[str]], "list[DeleteOutcome]"]
 # (clean instant, its HoodieCleanMetadata, completion-time source) -> files written

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 from runner.declarations.model import SparkSettings
 from runner.execute.clean import DeleteOutcome
-from runner.hudi.storage import DEFAULT_DELETE_THREADS, DeleteResult, Storage
+from runner.storage import DEFAULT_DELETE_THREADS, DeleteResult, Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
