@@ -41,7 +41,7 @@ from runner.hudi.mdt.reader import read_metadata_table
 from runner.hudi.mdt.writer import write_mdt_commit
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from runner.hudi.state import METADATA_TABLE
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 
 FILES = "files"
 FILES_GROUP = "files-0000-0"

@@ -16,7 +16,7 @@ from runner.hudi.instant import Action
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from runner.plan.model import TableStatus
 from tests.mdt.synthetic import VARIANT_IDS, VARIANTS, build_with_mdt, expected_rows, latest_rows
 
