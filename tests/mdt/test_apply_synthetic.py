@@ -5,7 +5,7 @@ NotFound), our MDT reader agrees with storage, and a second plan is in sync."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,11 +16,11 @@ from runner.hudi.instant import Action
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.storage import storage_for
 from runner.plan.model import TableStatus
+from runner.storage import storage_for
 from tests.mdt.synthetic import VARIANT_IDS, VARIANTS, build_with_mdt, expected_rows, latest_rows
 
-NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 VERSIONS_1 = CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
 
 

@@ -17,8 +17,8 @@ from runner.hudi.mdt.hfile import CHECKSUM_CRC32C, read_hfile
 from runner.hudi.mdt.logfile import BlockType, HeaderKey, read_log_blocks
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.storage import storage_for
 from runner.hudi.synthetic import COPY_ON_WRITE, TableBuilder
+from runner.storage import storage_for
 from tests.hudi.test_synthetic import builder_slices, hudi_slices
 from tests.mdt.synthetic import VARIANT_IDS, VARIANTS, build_with_mdt, expected_rows, latest_rows
 

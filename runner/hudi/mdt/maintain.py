@@ -51,8 +51,8 @@ def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozense
     pending or completed MDT deltacommit is the runner's interrupted work, not a foreign failure.
     """
     if data.config.version not in SUPPORTED_VERSIONS:
-        return [f"the table has version {data.config.version}; the runner maintains metadata tables "
-                "only for table versions 6, 8 and 9"]
+        return [(f"the table has version {data.config.version}; the runner maintains metadata tables "
+                 "only for table versions 6, 8 and 9")]
     if "files" not in data.config.metadata_partitions:
         return ["hoodie.table.metadata.partitions does not list `files`, so readers do not use this "
                 "metadata table; the runner will not write to it"]

@@ -55,15 +55,19 @@ def valid_instants(
     for instant in mdt_timeline.instants:
         if not instant.is_completed:
             continue
-        if instant.action is Action.DELTA_COMMIT:
-            if table_version >= 8 and instant.time not in pending_data:
-                valid.add(str(instant.time))
-            elif table_version < 8 and (is_mdt_internal(str(instant.time)) or instant.time.startswith(SOLO_COMMIT_TIMESTAMP)):
-                valid.add(str(instant.time))
+        if instant.action is Action.DELTA_COMMIT and _mdt_only_is_valid(str(instant.time), pending_data, table_version):
+            valid.add(str(instant.time))
         if instant.action in (Action.ROLLBACK, Action.RESTORE):
             valid.add(str(instant.time))
     valid.update(rolled_back)
     return frozenset(valid)
+
+
+def _mdt_only_is_valid(time: str, pending_data: Collection[str], table_version: int) -> bool:
+    """Whether a completed MDT deltacommit counts without a completed data instant of its time."""
+    if table_version >= 8:
+        return time not in pending_data
+    return is_mdt_internal(time) or time.startswith(SOLO_COMMIT_TIMESTAMP)
 
 
 def is_mdt_internal(time: str) -> bool:
