@@ -99,6 +99,17 @@ def test_hbase_layout_round_trips_across_many_blocks(hbase: bool) -> None:
     assert hfile.file_info[b"hfile.LASTKEY"] == b"\x00\x0a" + cells[-1][0] + (b"\x00" + b"\x7f" + b"\xff" * 7 + b"\x04" if hbase else b"")
 
 
+def test_hbase_layout_takes_long_first_keys_as_hadoop_vints() -> None:
+    # HBase writes index key lengths with Hadoop's writeVInt (0x8f 0xc8 for 200), which its reader
+    # and hudi-io's read; long partition paths make such keys.
+    cells = [(("p" * 300 + f"/{i:04d}").encode(), b"v" * 200) for i in range(400)]
+    info = [(b"schema", b"{}"), *standard_file_info(cells, created_ms=0, hbase=True)]
+    data = write_hfile(cells, info, checksum_type=CHECKSUM_CRC32C, block_size=4096, hbase=True)
+    assert list(read_hfile(data, where="mem").cells) == cells
+    with pytest.raises(ValueError, match="too long"):
+        write_hfile(cells, info, block_size=4096)
+
+
 @pytest.mark.parametrize("checksum", [CHECKSUM_NULL, CHECKSUM_CRC32C])
 def test_write_then_read_round_trips_across_many_blocks(checksum: int) -> None:
     cells = [(f"key-{i:06d}".encode(), bytes([i % 251]) * (i % 300)) for i in range(3000)]

@@ -62,6 +62,7 @@ class HFile:
 
 @dataclass(frozen=True, slots=True)
 class _Trailer:
+    minor_version: int
     file_info_offset: int
     load_on_open_offset: int
     data_index_count: int
@@ -84,7 +85,10 @@ def read_hfile(data: bytes, *, where: str) -> HFile:
 def _read_hfile(data: bytes, where: str) -> HFile:
     trailer = _read_trailer(data, where)
     index_payload, checksum_type = _read_block(data, trailer.load_on_open_offset, ROOT_INDEX_MAGIC, trailer.codec, where)
-    data_offsets = [offset for offset, _ in _parse_root_index(index_payload, trailer.data_index_count, where)]
+    # HBase (minor version 3) writes index key lengths as Hadoop vints, hudi-io (minor 0) as
+    # protobuf varints; the two agree below 128.
+    hadoop = trailer.minor_version != 0
+    data_offsets = [offset for offset, _ in _parse_root_index(index_payload, trailer.data_index_count, where, hadoop=hadoop)]
     info_payload, _ = _read_block(data, trailer.file_info_offset, FILE_INFO_MAGIC, trailer.codec, where)
     cells: list[tuple[bytes, bytes]] = []
     for offset in data_offsets:
@@ -105,6 +109,7 @@ def _read_trailer(data: bytes, where: str) -> _Trailer:
     length, pos = _read_varint(body, 0, where)
     fields = _parse_proto(body[pos : pos + length], where)
     return _Trailer(
+        minor_version=version >> 24,
         file_info_offset=_int_field(fields, 1),
         load_on_open_offset=_int_field(fields, 2),
         data_index_count=_int_field(fields, 5),
@@ -139,12 +144,12 @@ def _decompress(raw: bytes, codec: int, where: str) -> bytes:
         raise _corrupt(where, "a gzip-compressed block", str(error)) from error
 
 
-def _parse_root_index(payload: bytes, count: int, where: str) -> list[tuple[int, int]]:
+def _parse_root_index(payload: bytes, count: int, where: str, *, hadoop: bool = False) -> list[tuple[int, int]]:
     entries: list[tuple[int, int]] = []
     pos = 0
     for _ in range(count):
         offset, size = struct.unpack_from(">qI", payload, pos)
-        key_len, pos = _read_varint(payload, pos + 12, where)
+        key_len, pos = _read_hadoop_vint(payload, pos + 12) if hadoop else _read_varint(payload, pos + 12, where)
         pos += key_len
         entries.append((offset, size))
     return entries
@@ -213,7 +218,7 @@ def write_hfile(
         previous = start
     last_data_offset = index[-1][0] if index else 0
     index_offset = len(out)
-    index_payload = b"".join(_index_entry(*entry) for entry in index)
+    index_payload = b"".join(_index_entry(*entry, hbase=hbase) for entry in index)
     out += _block(ROOT_INDEX_MAGIC, index_payload, checksum_type)
     # meta index: present even when empty
     out += _block(ROOT_INDEX_MAGIC, b"", checksum_type, index_offset if hbase else -1)
@@ -304,13 +309,14 @@ def _data_blocks(cells: Sequence[tuple[bytes, bytes]], block_size: int) -> Itera
 def _index_key(row: bytes, *, hbase: bool) -> bytes:
     """A block's key in the root index: its first row (hudi-io), or that row's whole KeyValue key (HBase)."""
     key = struct.pack(">H", len(row)) + row + (_KEY_SUFFIX if hbase else b"")
-    if len(key) > MAX_INDEX_KEY:
+    if not hbase and len(key) > MAX_INDEX_KEY:
         raise ValueError(f"HFile block key of {len(row)} bytes is too long for Hudi's root index reader")
     return key
 
 
-def _index_entry(offset: int, size: int, key: bytes) -> bytes:
-    return struct.pack(">qI", offset, size) + _varint(len(key)) + key
+def _index_entry(offset: int, size: int, key: bytes, *, hbase: bool = False) -> bytes:
+    length = _hadoop_vint(len(key)) if hbase else _varint(len(key))
+    return struct.pack(">qI", offset, size) + length + key
 
 
 def _file_info_payload(entries: Sequence[tuple[bytes, bytes]]) -> bytes:
@@ -355,6 +361,23 @@ def _varint(value: int) -> bytes:
         else:
             out.append(bits)
             return bytes(out)
+
+
+def _hadoop_vint(value: int) -> bytes:
+    """Hadoop's `WritableUtils.writeVInt` of a non-negative value (HBase's `Bytes.writeByteArray`)."""
+    if value <= 127:
+        return bytes([value])
+    body = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    return bytes([(-112 - len(body)) & 0xFF]) + body
+
+
+def _read_hadoop_vint(data: bytes, pos: int) -> tuple[int, int]:
+    first = struct.unpack_from(">b", data, pos)[0]
+    if first >= -112:
+        return first, pos + 1
+    size = -(first + 120) if first < -120 else -(first + 112)
+    value = int.from_bytes(data[pos + 1 : pos + 1 + size], "big")
+    return (~value if first < -120 else value), pos + 1 + size
 
 
 def _read_varint(data: bytes, pos: int, where: str) -> tuple[int, int]:
