@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from runner.hudi.synthetic import COPY_ON_WRITE, MERGE_ON_READ, TableBuilder
+from runner.testing import COPY_ON_WRITE, MERGE_ON_READ, TableBuilder
 
 VARIANTS = [
     (version, table_type, partitioned)

@@ -17,8 +17,8 @@ from runner.hudi.instant import Action
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.hudi.synthetic import COPY_ON_WRITE
 from runner.storage import storage_for
+from runner.testing import COPY_ON_WRITE
 from tests.crash import TABLE_YAML, apply_process
 from tests.execute.conftest import oracle_snapshot
 from tests.mdt.synthetic import build_with_mdt

@@ -17,10 +17,10 @@ from runner.hudi.mdt.hfile import CHECKSUM_CRC32C, read_hfile
 from runner.hudi.mdt.logfile import BlockType, HeaderKey, read_log_blocks
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.hudi.synthetic import COPY_ON_WRITE, TableBuilder
 from runner.storage import storage_for
-from tests.hudi.test_synthetic import builder_slices, hudi_slices
+from runner.testing import COPY_ON_WRITE, TableBuilder
 from tests.mdt.synthetic import VARIANT_IDS, VARIANTS, build_with_mdt, expected_rows, latest_rows
+from tests.testing.test_table_builder import builder_slices, hudi_slices
 
 
 @pytest.mark.parametrize(("version", "table_type", "partitioned"), VARIANTS, ids=VARIANT_IDS)

@@ -30,7 +30,6 @@ import zlib
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
-from runner.hudi import synthetic_layout as layout
 from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt import records as rec
@@ -42,6 +41,7 @@ from runner.hudi.mdt.writer import write_mdt_commit
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from runner.hudi.state import METADATA_TABLE
 from runner.storage import storage_for
+from runner.testing import layout
 
 FILES = "files"
 FILES_GROUP = "files-0000-0"
@@ -124,7 +124,7 @@ class SyntheticMetadataTable:
         os.makedirs(self._full(self.timeline))
         os.makedirs(self._full(f"{METADATA_TABLE}/.hoodie/" + ("archived" if self.layout == 1 else "timeline/history")))
         self._put(f"{METADATA_TABLE}/.hoodie/hoodie.properties",
-                  layout.properties_text(mdt_properties(self.table_name, self.version), comment="Written by runner.hudi.synthetic_mdt"))
+                  layout.properties_text(mdt_properties(self.table_name, self.version), comment="Written by runner.testing.metadata_table"))
         os.makedirs(self._full(f"{METADATA_TABLE}/{FILES}"))
         self._put(f"{METADATA_TABLE}/{FILES}/.hoodie_partition_metadata", layout.partition_metadata("files", init))
         self._instant(init, State.REQUESTED, b"")
