@@ -32,7 +32,7 @@ from runner.hudi.mdt import keys
 from runner.hudi.mdt.actions import MdtCommit
 from runner.hudi.mdt.hfile import CHECKSUM_CRC32C, CHECKSUM_NULL, standard_file_info, write_hfile
 from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, encode_log_block, read_log_blocks
-from runner.hudi.mdt.reader import MetadataTable
+from runner.hudi.mdt.reader import MetadataTable, read_metadata_table
 from runner.hudi.mdt.view import MdtSlice, latest_slices
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from runner.hudi.state import METADATA_TABLE
@@ -143,12 +143,14 @@ def _append_to_slice(partition: str, mdt_slice: MdtSlice, names: list[str], time
     )
 
 
-def _remove_logs_of(storage: Storage, time: InstantTime, version: int) -> list[str]:
-    """Delete every MDT log file written for `time`.
+def _remove_logs_of(storage: Storage, time: InstantTime, version: int | None = None) -> list[str]:
+    """Delete every MDT log file written for `time` (`version`: the MDT's table version, read when None).
 
     Version 8+ names logs after their deltacommit. Version 6 names them after their slice, so
     the runner's own logs (its write token) are read, and removed when their blocks are all of `time`.
     """
+    if version is None:
+        version = read_metadata_table(storage).config.version
     removed = []
     for folder in (f.path for f in storage.list_dir(METADATA_TABLE) if f.is_dir and not f.path.endswith("/.hoodie")):
         for info in storage.list_dir(folder):
