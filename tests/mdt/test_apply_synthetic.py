@@ -63,3 +63,29 @@ def test_clean_is_recorded_in_the_metadata_table(
         assert mirror.completion_time < clean.completion_time  # MDT first, then the data instant
     listed = {f"{p}/{n}".lstrip("/") for p, names in read_files_listing(storage, meta, mdt).files.items() for n in names}
     assert not listed & deleted
+
+
+def test_a_v6_column_stats_index_without_index_definitions_is_refused_before_any_delete(tmp_path: Path) -> None:
+    # Hudi 0.14/0.15 keep the indexed columns in the writer's config, not in the table, so the
+    # runner cannot tell which column-stats tombstones a clean needs: it refuses, deleting nothing.
+    from runner.errors import RefusedError
+
+    b = build_with_mdt(tmp_path / "t", 6, "COPY_ON_WRITE", True)
+    props = Path(b.path, ".hoodie/hoodie.properties")
+    props.write_text(props.read_text().replace("hoodie.table.metadata.partitions=files",
+                                               "hoodie.table.metadata.partitions=column_stats,files"))
+    stats = Path(b.path, ".hoodie/metadata/column_stats")
+    stats.mkdir()
+    init = Path(b.path, ".hoodie/metadata/files/.files-0000-0_00000000000000010.log.1_0-0-0")
+    (stats / ".col-stats-0000-0_00000000000000010.log.1_0-0-0").write_bytes(init.read_bytes())
+    files = sorted(p for p in Path(b.path).rglob("*.parquet"))
+
+    def no_deletes():
+        def delete(storage, paths):
+            raise AssertionError(f"nothing may be deleted, got {paths}")
+        return delete
+
+    with pytest.raises(RefusedError, match="column_stats index covers") as caught:
+        apply_table(_decl(b.path), None, now=NOW, spark_settings=SparkSettings(), deleter_factory=no_deletes)
+    assert "metadata_table: disable" in (caught.value.hint or "")
+    assert sorted(p for p in Path(b.path).rglob("*.parquet")) == files
