@@ -116,7 +116,12 @@ def _write_partition(
     for file_id, cells in sorted((g, c) for g, c in by_group.items() if c):
         data = _log_file(cells, time, schema, created_ms, version)
         if version < 8:
-            stat = _append_to_slice(partition, slices[file_id], names, time, len(cells), len(data))
+            if file_id not in slices:
+                raise RefusedError(
+                    f"{folder}: file group {file_id} has no committed file slice to append a log version to",
+                    hint="let Hudi finish or roll back its metadata-table writes, or set `metadata_table: disable`.",
+                )
+            stat = _append_to_slice(partition, slices[file_id], names, len(cells), len(data))
         else:
             name = LogFile(file_id, time, 1, WRITE_TOKEN).name
             stat = _write_stat(partition, file_id, name, time, len(cells), len(data))
@@ -125,7 +130,7 @@ def _write_partition(
     return stats
 
 
-def _append_to_slice(partition: str, mdt_slice: MdtSlice, names: list[str], time: InstantTime, count: int, size: int) -> WriteStat:
+def _append_to_slice(partition: str, mdt_slice: MdtSlice, names: list[str], count: int, size: int) -> WriteStat:
     """Version 6: the next log version over the slice's base instant, and the write stat Hudi 0.x
     records for it (`prevCommit` = that base instant, the slice's base file and logs)."""
     base = mdt_slice.base_file
