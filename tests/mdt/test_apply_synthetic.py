@@ -14,6 +14,7 @@ from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, 
 from runner.execute.apply import apply_table, plan_one
 from runner.hudi.instant import Action
 from runner.hudi.mdt.check import check_metadata_table
+from runner.hudi.mdt.logfile import read_log_blocks
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.plan.model import TableStatus
@@ -61,6 +62,12 @@ def test_clean_is_recorded_in_the_metadata_table(
     mirror = next(i for i in mdt.timeline.completed(Action.DELTA_COMMIT) if i.time == clean.time)
     if version >= 8:
         assert mirror.completion_time < clean.completion_time  # MDT first, then the data instant
+    else:  # 0.14/0.15: the next log version over the slice's base instant, whose block is the clean's
+        logs = sorted(Path(b.path, ".hoodie/metadata/files").glob(".files-0000-0_00000000000000010.log.*"),
+                      key=lambda p: int(p.name.split(".log.")[1].split("_")[0]))
+        assert len(logs) == len(writes) + 2  # the initialization's, one per write, the clean's
+        (block,) = read_log_blocks(logs[-1].read_bytes(), where=str(logs[-1]))
+        assert block.instant_time == clean.time
     listed = {f"{p}/{n}".lstrip("/") for p, names in read_files_listing(storage, meta, mdt).files.items() for n in names}
     assert not listed & deleted
 
