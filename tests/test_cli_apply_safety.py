@@ -213,7 +213,7 @@ def test_on_a_terminal_apply_shows_the_plan_and_anything_but_yes_cancels(tmp_pat
     assert digest(root) == before
 
 
-@pytest.mark.spark
+@pytest.mark.spark  # `runner apply` starts Spark in a child process: no fixture says so
 def test_on_a_terminal_yes_applies_the_plan_that_was_shown(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
     rows = oracle_snapshot(root / "table")[1]
@@ -258,7 +258,6 @@ def test_incremental_listing_skips_a_partition_inside_a_nested_table(tmp_path: P
     assert not [g for g in state.file_groups if g.partition.startswith("legacy")]
 
 
-@pytest.mark.spark
 def test_applying_the_outer_table_leaves_the_inner_table_unchanged(tmp_path: Path, capsys, spark) -> None:
     root = nested_project(tmp_path / "p", sizing="file_sizing:\n  max_file_size: 10MiB\n  small_file_limit: 5MiB\n")
     inner = root / "table" / "legacy"

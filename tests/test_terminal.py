@@ -79,7 +79,7 @@ def test_line_styles():
     assert style_of("    wrote 1.clean") == ""
 
 
-@pytest.mark.spark
+@pytest.mark.spark  # `runner apply` starts Spark in a child process: no fixture says so
 def test_apply_on_a_tty_shows_progress_and_no_spark_noise(tmp_path):
     """A real apply in its own process. A clean on a local master deletes on the runner's thread
     pool, so no JVM starts at all (runner.execute.deleter); when Spark does start, its lines go to

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from runner.declarations.loader import load_project
 from runner.declarations.model import Project, TableDeclaration
@@ -44,16 +44,16 @@ def parse_now(text: str | None) -> datetime:
     """`--now`: an instant time (read in the machine's local zone, as Hudi's LOCAL timeline
     timezone does) or ISO-8601 (local unless it carries an offset). Default: the current time."""
     if not text:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
     if re.fullmatch(r"\d{14}|\d{17}", text):
-        return InstantTime(text).to_datetime().astimezone().astimezone(timezone.utc)
+        return InstantTime(text).to_datetime().astimezone().astimezone(UTC)
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
         raise RunnerError(
             f"--now: expected an instant time (yyyyMMddHHmmss[SSS]) or ISO-8601, got {text!r}"
         ) from None
-    return (value if value.tzinfo else value.astimezone()).astimezone(timezone.utc)
+    return (value if value.tzinfo else value.astimezone()).astimezone(UTC)
 
 
 def instant_text(now: datetime) -> str:

@@ -80,8 +80,13 @@ def run(args: argparse.Namespace) -> CommandResult:
 
         def one(index: int, decl: TableDeclaration, planned: TablePlan | None) -> TableResult:
             shown.step(f"[{index}/{len(work)}] {decl.name}: reading the timeline, listing files, planning")
-            result = _apply_guarded(project, decl, planned, now, _SparkJobs(project, decl.name, shown, spark_log,
-                                                                           rewrites=decl.file_sizing.small_file_limit > 0))
+            result = _apply_guarded(
+                project,
+                decl,
+                planned,
+                now,
+                _SparkJobs(project, decl.name, shown, spark_log, rewrites=decl.file_sizing.small_file_limit > 0),
+            )
             shown.done(_result_line(result))
             return result
 
@@ -97,8 +102,10 @@ def run(args: argparse.Namespace) -> CommandResult:
     report.write(results)
     failed = any(t.status == "error" for t in report.tables)
     # With --project-dir the user is elsewhere: a path relative to the project would mislead.
-    shown = str(RUN_RESULTS) if args.project_dir in (".", "") else str(results)
-    return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, render_report(report, shown), report.to_json())
+    results_shown = str(RUN_RESULTS) if args.project_dir in (".", "") else str(results)
+    return CommandResult(
+        ExitCode.FAILURE if failed else ExitCode.OK, render_report(report, results_shown), report.to_json()
+    )
 
 
 def _refuse_swallowed_plan_file(args: argparse.Namespace) -> None:
@@ -117,20 +124,19 @@ def _refuse_swallowed_plan_file(args: argparse.Namespace) -> None:
         for spec in specs:
             if spec.endswith(".json") or os.path.isfile(spec):
                 raise RunnerError(
-                    f'{option} took "{spec}" as its value, but it looks like a plan file; '
-                    "nothing was applied",
+                    f'{option} took "{spec}" as its value, but it looks like a plan file; nothing was applied',
                     hint=f"put the plan file before the options (`runner apply {spec} {option} ...`), "
                     f"or write {option}=VALUE.",
                 )
 
 
-def _confirmed_plan(args: argparse.Namespace, project: Project,
-                    tables: tuple[TableDeclaration, ...]) -> Plan | None:
+def _confirmed_plan(args: argparse.Namespace, project: Project, tables: tuple[TableDeclaration, ...]) -> Plan | None:
     """Plan, show the plan and ask; the plan shown is the plan applied. None when declined."""
     if args.format == "json" or not sys.stdin.isatty():
         raise RunnerError(
             "apply without a plan file asks for confirmation, which needs a terminal"
-            + (" and text output" if args.format == "json" else "") + "; nothing was applied",
+            + (" and text output" if args.format == "json" else "")
+            + "; nothing was applied",
             hint="review a saved plan (`runner plan --out target/plan.json`, then "
             "`runner apply target/plan.json`), or pass --auto-approve to plan and apply in one go "
             "(for scheduled runs).",
@@ -140,8 +146,11 @@ def _confirmed_plan(args: argparse.Namespace, project: Project,
     sys.stdout.flush()
     if not plan.has_changes:
         return plan  # nothing to confirm; apply reports every table in sync
-    print(f"\nDo you want to perform these actions? Only '{CONFIRMATION}' will be accepted.\n"
-          "  Enter a value: ", end="", flush=True)
+    print(
+        f"\nDo you want to perform these actions? Only '{CONFIRMATION}' will be accepted.\n  Enter a value: ",
+        end="",
+        flush=True,
+    )
     answer = sys.stdin.readline()
     return plan if answer.strip() == CONFIRMATION else None
 
@@ -151,8 +160,10 @@ def check_provenance(plan: Plan, project: Project) -> None:
     declarations that changed since; nothing is applied when any table fails the check."""
     here = plan_project(project)
     if plan.project is None:
-        raise PlanError("the plan file does not record the project it was made in; nothing was applied",
-                        hint="re-create it with `runner plan --out PLAN_JSON` and apply that.")
+        raise PlanError(
+            "the plan file does not record the project it was made in; nothing was applied",
+            hint="re-create it with `runner plan --out PLAN_JSON` and apply that.",
+        )
     if plan.project != here:
         raise PlanError(
             f'the plan was made in project "{plan.project.name}" at {plan.project.directory}, '
@@ -162,8 +173,10 @@ def check_provenance(plan: Plan, project: Project) -> None:
     names = [t.name for t in plan.tables]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise PlanError(f"the plan lists {_listed(repeated)} more than once; nothing was applied",
-                        hint="re-create the plan with `runner plan` rather than editing it.")
+        raise PlanError(
+            f"the plan lists {_listed(repeated)} more than once; nothing was applied",
+            hint="re-create the plan with `runner plan` rather than editing it.",
+        )
     declared = {t.name: t for t in project.tables}
     unknown = [t.name for t in plan.tables if t.name not in declared]
     if unknown:
@@ -175,9 +188,10 @@ def check_provenance(plan: Plan, project: Project) -> None:
     stale = [_why_stale(t, declared[t.name]) for t in plan.tables]
     reasons = [reason for reason in stale if reason]
     if reasons:
-        raise PlanError("the plan no longer matches the declarations: " + "; ".join(reasons)
-                        + "; nothing was applied",
-                        hint="make a new plan with `runner plan`, review it, and apply that.")
+        raise PlanError(
+            "the plan no longer matches the declarations: " + "; ".join(reasons) + "; nothing was applied",
+            hint="make a new plan with `runner plan`, review it, and apply that.",
+        )
 
 
 def _why_stale(planned: TablePlan, decl: TableDeclaration) -> str | None:
@@ -208,15 +222,20 @@ def _listed(names: list[str]) -> str:
     return f"table {quoted}" if len(names) == 1 else f"tables {quoted}"
 
 
-def _apply_guarded(project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime,
-                   jobs: _SparkJobs) -> TableResult:
+def _apply_guarded(
+    project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime, jobs: _SparkJobs
+) -> TableResult:
     """`_apply_one`, with a bug in one table's apply reported as that table's error: with several
     tables applied at once, one table's failure must never stop the others."""
     try:
         return _apply_one(project, decl, planned, now, jobs)
     except Exception as error:
-        return TableResult(decl.name, decl.path, status="error", error={
-            "type": "InternalError", "message": f"internal error: {type(error).__name__}: {error}"})
+        return TableResult(
+            decl.name,
+            decl.path,
+            status="error",
+            error={"type": "InternalError", "message": f"internal error: {type(error).__name__}: {error}"},
+        )
 
 
 class _Shared:
@@ -240,24 +259,34 @@ class _Shared:
 _SPARK_START = threading.Lock()
 
 
-def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime,
-               jobs: _SparkJobs) -> TableResult:
+def _apply_one(
+    project: Project, decl: TableDeclaration, planned: TablePlan | None, now: datetime, jobs: _SparkJobs
+) -> TableResult:
     started = time.monotonic()
     if planned is not None and planned.status is TableStatus.ERROR:
         message = (planned.error or {}).get("message", "")
-        return TableResult(decl.name, decl.path, status="error", error={
-            "type": "PlanError", "message": f"table {decl.name} could not be planned, so it is not applied: {message}"})
+        return TableResult(
+            decl.name,
+            decl.path,
+            status="error",
+            error={
+                "type": "PlanError",
+                "message": f"table {decl.name} could not be planned, so it is not applied: {message}",
+            },
+        )
     try:
         # Work on the real location, checked against allowed_roots now rather than at validation.
         real = replace(decl, path=guarded_location(project, decl))
         result = apply_table(
-            real, planned, now=now, spark_settings=project.spark,
+            real,
+            planned,
+            now=now,
+            spark_settings=project.spark,
             deleter_factory=jobs.deleter,
         )
         result.path = decl.path
     except RunnerError as error:
-        result = TableResult(decl.name, decl.path, status="error",
-                             error={"type": error.kind, "message": str(error)})
+        result = TableResult(decl.name, decl.path, status="error", error={"type": error.kind, "message": str(error)})
     result.duration_s = round(time.monotonic() - started, 3)
     return result
 
@@ -267,8 +296,10 @@ def _result_line(result: TableResult) -> str:
         return f"! {result.name}: failed after {result.duration_s:.1f}s"
     if result.status == "in_sync":
         return f"= {result.name}: in sync"
-    return (f"~ {result.name}: {count(result.files_deleted, 'file')} deleted ({human_bytes(result.bytes_deleted)}), "
-            f"{count(result.files_rewritten, 'file')} rewritten, {result.duration_s:.1f}s")
+    return (
+        f"~ {result.name}: {count(result.files_deleted, 'file')} deleted ({human_bytes(result.bytes_deleted)}), "
+        f"{count(result.files_rewritten, 'file')} rewritten, {result.duration_s:.1f}s"
+    )
 
 
 class _SparkJobs:
@@ -282,8 +313,15 @@ class _SparkJobs:
     `target/spark.log` instead of the terminal unless --debug.
     """
 
-    def __init__(self, project: Project, table: str, activity: Activity | _Shared, spark_log: str | None, *,
-                 rewrites: bool = True) -> None:
+    def __init__(
+        self,
+        project: Project,
+        table: str,
+        activity: Activity | _Shared,
+        spark_log: str | None,
+        *,
+        rewrites: bool = True,
+    ) -> None:
         self.project, self.table, self.activity, self.spark_log = project, table, activity, spark_log
         self.rewrites = rewrites
 
@@ -336,7 +374,7 @@ class _TableDeleter:
         # still spreads its files over FILES_PER_TASK-sized tasks.
         chunk = max(DELETE_CHUNK, -(-len(paths) // 10))
         for start in range(0, len(paths), chunk):
-            part = paths[start:start + chunk]
+            part = paths[start : start + chunk]
             results = storage.delete_many(part) if spark is None else delete_files(spark, storage, part)
             outcomes += [DeleteOutcome(r.path, r.deleted, r.error) for r in results]
             jobs.activity.advance(len(part))
@@ -356,4 +394,3 @@ def _planned_for(saved: Plan | None, decl: TableDeclaration) -> TablePlan | None
     if saved is None:
         return None
     return next((t for t in saved.tables if t.name == decl.name), None)
-

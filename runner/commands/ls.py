@@ -14,8 +14,14 @@ from typing import Any
 from runner.commands.result import CommandResult, ExitCode
 from runner.declarations.loader import load_project
 from runner.declarations.merge import SIZE_FIELDS
-from runner.declarations.model import CleanPolicy, FileSizing, Project, Source, TableDeclaration
-from runner.declarations.rules import RETENTION_FIELD
+from runner.declarations.model import (
+    CleanPolicy,
+    FileSizing,
+    Project,
+    Source,
+    TableDeclaration,
+)
+from runner.declarations.policies import POLICY_RULES
 from runner.declarations.sizes import format_size
 from runner.declarations.targets import RUNNER_DEFAULT
 from runner.selection import select_tables
@@ -94,7 +100,7 @@ def _render(tables: tuple[TableDeclaration, ...], project_dir: str | None = None
 
 
 def _rows(table: TableDeclaration, project_dir: str | None) -> list[tuple[str, str, str]]:
-    hidden = {f"clean.{field}" for policy, field in RETENTION_FIELD.items() if policy != table.clean.policy}
+    hidden = {f"clean.{rule.field}" for rule in POLICY_RULES.values() if rule.name != table.clean.policy}
     declared = os.path.join(project_dir, table.source_file) if project_dir else table.source_file
     rows = [("path", table.path, ""), ("declared in", declared, "")]
     if table.owner:

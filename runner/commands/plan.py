@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ def build_plan(project: Project, tables: tuple[TableDeclaration, ...], *, now: d
     so that apply can refuse it anywhere else, or after the declaration changed.
     """
     return Plan(
-        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         now=instant_text(now),
         tables=tuple(_plan_or_error(project, decl, now) for decl in tables),
         project=plan_project(project),

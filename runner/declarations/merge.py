@@ -9,7 +9,8 @@ project.yml:9:5").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from runner.declarations import model
 from runner.declarations.model import (
@@ -20,17 +21,16 @@ from runner.declarations.model import (
     Source,
     TableDeclaration,
     TableSpec,
-    TableType,
 )
+from runner.declarations.policies import POLICY_RULES
 from runner.declarations.sizes import parse_size
 from runner.declarations.yaml_io import FieldPath, Loaded
+from runner.vocabulary import TableType
 
 # (block, field, Hudi's default); the order is the order `runner ls` shows them in.
 SETTINGS: tuple[tuple[str, str, object], ...] = (
     ("clean", "policy", model.DEFAULT_POLICY),
-    ("clean", "commits_retained", model.DEFAULT_COMMITS_RETAINED),
-    ("clean", "file_versions_retained", model.DEFAULT_FILE_VERSIONS_RETAINED),
-    ("clean", "hours_retained", model.DEFAULT_HOURS_RETAINED),
+    *(("clean", rule.field, rule.default) for rule in POLICY_RULES.values()),
     ("clean", "incremental", model.DEFAULT_INCREMENTAL),
     ("file_sizing", "max_file_size", model.DEFAULT_MAX_FILE_SIZE),
     ("file_sizing", "small_file_limit", model.DEFAULT_SMALL_FILE_LIMIT),
@@ -128,13 +128,9 @@ def build_table(doc: Loaded, settings: Mapping[str, Setting], location: str,
     data = doc.data
     assert isinstance(data, Mapping)
     value = {name: setting.value for name, setting in settings.items()}
-    clean = CleanPolicy(
-        policy=CleanPolicyName(str(value["clean.policy"])),
-        commits_retained=_int(value["clean.commits_retained"]),
-        file_versions_retained=_int(value["clean.file_versions_retained"]),
-        hours_retained=_int(value["clean.hours_retained"]),
-        incremental=value["clean.incremental"] is True,
-    )
+    retention: dict[str, Any] = {rule.field: _int(value[f"clean.{rule.field}"]) for rule in POLICY_RULES.values()}
+    clean = replace(CleanPolicy(policy=CleanPolicyName(str(value["clean.policy"])),
+                                incremental=value["clean.incremental"] is True), **retention)
     sizing = FileSizing(
         max_file_size=_int(value["file_sizing.max_file_size"]),
         small_file_limit=_int(value["file_sizing.small_file_limit"]),

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from runner.vocabulary import TableType
+
 
 class CleanPolicyName(StrEnum):
     """Hudi's `hoodie.cleaner.policy` values, spelled as Hudi spells them."""
@@ -74,11 +76,6 @@ class FileSizing:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     small_file_limit: int = DEFAULT_SMALL_FILE_LIMIT
     insert_split_size: int = DEFAULT_INSERT_SPLIT_SIZE
-
-
-class TableType(StrEnum):
-    COPY_ON_WRITE = "COPY_ON_WRITE"
-    MERGE_ON_READ = "MERGE_ON_READ"
 
 
 class MetadataTableMode(StrEnum):

@@ -1,1 +1,5 @@
-"""Side effects, driven only by a Plan: timeline writes, Spark jobs, the run report."""
+"""Side effects, driven only by a plan: timeline writes (clean, clustering, metadata-table
+disabling), deletes and rewrites (on a thread pool or as Spark jobs), each re-checked under the
+table lock. Hudi's formats come from `runner.hudi`, storage and the lock from `runner.storage`; the
+run report is rendered by `runner.commands`.
+"""

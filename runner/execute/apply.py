@@ -18,17 +18,16 @@ import getpass
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from runner.declarations.model import MetadataTableMode, SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
 from runner.execute.clean import CleanOutcome, CleanRunner, DeleteOutcome, files_of
-from runner.execute.failpoints import failpoint
 from runner.execute.metadata_table import disable_metadata_table
 from runner.execute.narrow import narrow
 from runner.execute.paths import partition_path
-from runner.execute.spark import executors_seen
+from runner.failpoints import failpoint
 from runner.hudi.files import relative_path
 from runner.hudi.instant import InstantTime
 from runner.hudi.mdt.maintain import CleanMaintenance, prepare_clean_maintenance
@@ -40,6 +39,7 @@ from runner.plan.build import plan_table, timeline_fingerprint
 from runner.plan.clean import clean_scope
 from runner.plan.model import SizingStep, TablePlan, TableStatus
 from runner.plan.sizing import plan_sizing
+from runner.spark_jobs import executors_seen
 from runner.storage import Storage, storage_for
 from runner.storage.lock import TableLock
 
@@ -88,7 +88,7 @@ def apply_table(
     now: datetime,
     spark_settings: SparkSettings,
     deleter_factory: Callable[[], Callable[[Storage, list[str]], list[DeleteOutcome]]],
-    clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> TableResult:
     """Apply `planned` (from plan.json) or, when None, plan and apply in one go under the lock.
 
@@ -153,7 +153,7 @@ def _apply_table(
 
 
 def _refuse_future(name: str, now: datetime, real_now: datetime) -> None:
-    aware = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    aware = now if now.tzinfo else now.replace(tzinfo=UTC)
     if aware > real_now:
         raise RefusedError(
             f"table {name}: the plan's time (now) {aware.isoformat(timespec='seconds')} is later than the current "

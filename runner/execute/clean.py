@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from runner.errors import RefusedError
-from runner.execute.failpoints import failpoint
 from runner.execute.paths import partition_path, relativize
+from runner.failpoints import failpoint
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import (
     ActionInstant,
@@ -137,7 +137,7 @@ class CleanRunner:
                                "Hudi never schedules such a clean, so none is written")
         plan = to_plan(step, self.storage.uri)
         data = encode_clean_plan(plan)
-        requested = self.writer.requested(time_, Action.CLEAN, data)
+        self.writer.requested(time_, Action.CLEAN, data)
         failpoint("after_clean_requested")
         inflight = self.writer.inflight(time_, Action.CLEAN, data)
         failpoint("after_clean_inflight")

@@ -31,10 +31,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from runner.errors import RefusedError, StepFailed
-from runner.execute.failpoints import failpoint
 from runner.execute.resize_job import GroupRewrite, RewriteTask, RewrittenFile
 from runner.execute.resize_plan import PlannedGroup, decode_plan, encode_plan, groups_of_step, is_runner_plan
-from runner.execute.spark import run_tasks
+from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
@@ -42,6 +41,7 @@ from runner.hudi.state import TableMetadata, read_table_metadata, read_table_sta
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
 from runner.plan.sizing import busy_groups
+from runner.spark_jobs import run_tasks
 from runner.storage import Storage
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ class ResizeRunner:
         Run just before the requested instant is written, on a fresh read of the timeline and the
         partitions (planning may have been minutes ago).
         """
-        if self.meta.has_metadata_table or self.meta.config.metadata_partitions:
+        if self.meta.metadata_table_enabled:
             raise RefusedError(
                 f"table {self.storage.uri} has a metadata table; new files written without updating it "
                 "would be invisible to readers that list files through it; nothing was rewritten",
@@ -191,7 +191,7 @@ class ResizeRunner:
             if g.latest is not None and g.latest.base_file is not None and not g.latest.log_files
         }
         for group in groups:
-            for path, file_id in zip(group.inputs, group.file_ids):
+            for path, file_id in zip(group.inputs, group.file_ids, strict=True):
                 key = (group.partition, file_id)
                 why = meta.pending_writes.reason(key)
                 if why is not None:
@@ -249,7 +249,7 @@ class ResizeRunner:
                                     completion=self._completion_time())
         return ResizeOutcome(
             instants=(str(pending.time),),
-            instants_written=written + (done.file_name,),
+            instants_written=(*written, done.file_name),
             files_rewritten=sum(r.input_files for r in results),
             bytes_rewritten=sum(r.input_bytes for r in results),
             output_files=tuple(r.path for r in results),

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from runner.hudi.files import BaseFile, FileGroup, FileSlice, LogFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import CommitMetadata, CompactionOperation
 from runner.hudi.timeline import Timeline
-from runner.storage import FileInfo, Storage
+
+if TYPE_CHECKING:  # annotations only: the Hudi model reads through whatever Storage it is given
+    from runner.storage import FileInfo, Storage
 
 PARTITION_MARKER = ".hoodie_partition_metadata"
 
@@ -145,7 +148,7 @@ def build_file_groups(
     def is_committed(time: InstantTime) -> bool:
         return time in committed or (earliest is not None and time < earliest)
 
-    slices: dict[tuple[str, str], dict[InstantTime, list[object]]] = defaultdict(dict)
+    slices: dict[tuple[str, str], dict[InstantTime, _Parts]] = defaultdict(dict)
     uncommitted: list[str] = []
     logs: list[tuple[str, LogFile]] = []
     for partition, entries in listed.files.items():
@@ -162,19 +165,27 @@ def build_file_groups(
                 logs.append((partition, log))
     for instant, ops in pending_compaction.items():
         for op in ops:
-            slices[(op.partition_path, op.file_id)].setdefault(instant.time, [None, []])
+            slices[(op.partition_path, op.file_id)].setdefault(instant.time, _Parts())
     for partition, log in logs:
         slot = _slice_for_log(log, slices[(partition, log.file_id)], layout, completion, is_committed)
         if slot is None:
             uncommitted.append(relative_path(partition, log.name))
         else:
-            slices[(partition, log.file_id)].setdefault(slot, [None, []])[1].append(log)
+            slices[(partition, log.file_id)].setdefault(slot, _Parts()).logs.append(log)
     groups = tuple(_group(p, f, by_time) for (p, f), by_time in sorted(slices.items()) if by_time)
     return View(groups, tuple(sorted(uncommitted)))
 
 
+@dataclass(slots=True)
+class _Parts:
+    """The files found for one slice while the view is assembled: at most one base, any logs."""
+
+    base: BaseFile | None = None
+    logs: list[LogFile] = field(default_factory=list)
+
+
 def _add_base(
-    by_time: dict[InstantTime, list[object]],
+    by_time: dict[InstantTime, _Parts],
     base: BaseFile,
     partition: str,
     commits: Mapping[InstantTime, CommitMetadata],
@@ -182,15 +193,14 @@ def _add_base(
 ) -> None:
     """Add a committed base file; of two with the same instant (a retried task's leftover), keep
     the one the commit's write stats name and treat the other as uncommitted."""
-    entry = by_time.setdefault(base.instant_time, [None, []])
-    current = entry[0]
+    entry = by_time.setdefault(base.instant_time, _Parts())
+    current = entry.base
     if current is None:
-        entry[0] = base
+        entry.base = base
         return
-    assert isinstance(current, BaseFile)
     written = _written_names(commits.get(base.instant_time))
     keep, drop = (base, current) if base.name in written and current.name not in written else (current, base)
-    entry[0] = keep
+    entry.base = keep
     uncommitted.append(relative_path(partition, drop.name))
 
 
@@ -211,7 +221,7 @@ def _completion_times(timeline: Timeline) -> dict[InstantTime, InstantTime]:
 
 def _slice_for_log(
     log: LogFile,
-    by_time: Mapping[InstantTime, list[object]],
+    by_time: Mapping[InstantTime, _Parts],
     layout: int,
     completion: Mapping[InstantTime, InstantTime],
     is_committed: object,
@@ -229,20 +239,13 @@ def _slice_for_log(
     return max(candidates, key=lambda t: t.normalized) if candidates else log.instant_time
 
 
-def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, list[object]]) -> FileGroup:
+def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, _Parts]) -> FileGroup:
     ordered = sorted(by_time.items(), key=lambda kv: kv[0].normalized, reverse=True)
     return FileGroup(
         partition,
         file_id,
         tuple(
-            FileSlice(partition, file_id, time, base, tuple(sorted(logs, key=lambda lf: lf.sort_key)))  # type: ignore[arg-type]
-            for time, (base, logs) in ordered
+            FileSlice(partition, file_id, time, parts.base, tuple(sorted(parts.logs, key=lambda lf: lf.sort_key)))
+            for time, parts in ordered
         ),
     )
-
-
-def iter_files(groups: Iterable[FileGroup]) -> Iterable[tuple[FileSlice, str]]:
-    for group in groups:
-        for file_slice in group.slices:
-            for name in file_slice.file_names:
-                yield file_slice, relative_path(group.partition, name)

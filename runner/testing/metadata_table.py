@@ -49,8 +49,13 @@ INIT_INSTANT = {6: "00000000000000010", 8: "00000000000000000"}
 INIT_TOKEN = "0-0-0"
 # An empty HoodieDeleteBlock: block version 3, then the length and Avro bytes of an empty array.
 EMPTY_DELETE_BLOCK = b"\x00\x00\x00\x03\x00\x00\x00\x01\x00"
-_META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
-                "_hoodie_file_name")
+_META_FIELDS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
 
 
 def metadata_record_schema() -> str:
@@ -59,16 +64,29 @@ def metadata_record_schema() -> str:
     Readers decode every cell with the schema its block or file carries, so a schema without the
     index payloads (all nullable in Hudi's) reads the same `files` records.
     """
-    file_info = {"type": "record", "name": "HoodieMetadataFileInfo", "fields": [
-        {"name": "size", "type": "long"}, {"name": "isDeleted", "type": "boolean"}]}
+    file_info = {
+        "type": "record",
+        "name": "HoodieMetadataFileInfo",
+        "fields": [{"name": "size", "type": "long"}, {"name": "isDeleted", "type": "boolean"}],
+    }
     java_string = {"type": "string", "avro.java.string": "String"}
-    fields: list[dict[str, object]] = [{"name": n, "type": ["null", "string"], "doc": "", "default": None} for n in _META_FIELDS]
+    fields: list[dict[str, object]] = [
+        {"name": n, "type": ["null", "string"], "doc": "", "default": None} for n in _META_FIELDS
+    ]
     fields += [
         {"name": "key", "type": java_string},
         {"name": "type", "type": "int"},
-        {"name": "filesystemMetadata", "type": ["null", {"type": "map", "values": file_info, "avro.java.string": "String"}]},
+        {
+            "name": "filesystemMetadata",
+            "type": ["null", {"type": "map", "values": file_info, "avro.java.string": "String"}],
+        },
     ]
-    schema = {"type": "record", "name": "HoodieMetadataRecord", "namespace": "org.apache.hudi.avro.model", "fields": fields}
+    schema = {
+        "type": "record",
+        "name": "HoodieMetadataRecord",
+        "namespace": "org.apache.hudi.avro.model",
+        "fields": fields,
+    }
     return json.dumps(schema, separators=(",", ":"))
 
 
@@ -87,14 +105,22 @@ def mdt_properties(table_name: str, version: int) -> dict[str, str]:
         "hoodie.table.checksum": str(zlib.crc32(f".{table_name}_metadata".encode())),
     }
     if version == 6:
-        props |= {"hoodie.timeline.layout.version": "1", "hoodie.archivelog.folder": "archived",
-                  "hoodie.table.keygenerator.class": "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"}
+        props |= {
+            "hoodie.timeline.layout.version": "1",
+            "hoodie.archivelog.folder": "archived",
+            "hoodie.table.keygenerator.class": "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator",
+        }
     else:
-        props |= {"hoodie.timeline.layout.version": "2", "hoodie.table.initial.version": str(version),
-                  "hoodie.timeline.path": "timeline", "hoodie.timeline.history.path": "history",
-                  "hoodie.archivelog.folder": "history", "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
-                  "hoodie.record.merge.mode": "CUSTOM",
-                  "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000"}
+        props |= {
+            "hoodie.timeline.layout.version": "2",
+            "hoodie.table.initial.version": str(version),
+            "hoodie.timeline.path": "timeline",
+            "hoodie.timeline.history.path": "history",
+            "hoodie.archivelog.folder": "history",
+            "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+            "hoodie.record.merge.mode": "CUSTOM",
+            "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+        }
     return props
 
 
@@ -123,24 +149,45 @@ class SyntheticMetadataTable:
         init = InstantTime(INIT_INSTANT[self.version])
         os.makedirs(self._full(self.timeline))
         os.makedirs(self._full(f"{METADATA_TABLE}/.hoodie/" + ("archived" if self.layout == 1 else "timeline/history")))
-        self._put(f"{METADATA_TABLE}/.hoodie/hoodie.properties",
-                  layout.properties_text(mdt_properties(self.table_name, self.version), comment="Written by runner.testing.metadata_table"))
+        self._put(
+            f"{METADATA_TABLE}/.hoodie/hoodie.properties",
+            layout.properties_text(
+                mdt_properties(self.table_name, self.version), comment="Written by runner.testing.metadata_table"
+            ),
+        )
         os.makedirs(self._full(f"{METADATA_TABLE}/{FILES}"))
         self._put(f"{METADATA_TABLE}/{FILES}/.hoodie_partition_metadata", layout.partition_metadata("files", init))
         self._instant(init, State.REQUESTED, b"")
         self._instant(init, State.INFLIGHT, b"")
         delete = LogBlock(BlockType.DELETE, {HeaderKey.INSTANT_TIME: init}, EMPTY_DELETE_BLOCK)
-        self._put(f"{METADATA_TABLE}/{FILES}/{LogFile(FILES_GROUP, init, 1, INIT_TOKEN).name}", encode_log_block(delete))
+        self._put(
+            f"{METADATA_TABLE}/{FILES}/{LogFile(FILES_GROUP, init, 1, INIT_TOKEN).name}", encode_log_block(delete)
+        )
         base = BaseFile(FILES_GROUP, INIT_TOKEN, init, "hfile")
         data = self._base_hfile()
         self._put(f"{METADATA_TABLE}/{FILES}/{base.name}", data)
-        stat = WriteStat(partition_path=FILES, file_id=FILES_GROUP, path=f"{FILES}/{base.name}", prev_commit=None,
-                         num_writes=1, num_inserts=1, total_write_bytes=len(data), file_size_in_bytes=len(data))
-        meta = CommitMetadata(operation_type="BULK_INSERT", partition_to_write_stats={FILES: (stat,)},
-                              extra_metadata={"schema": _without_meta_fields(self.schema)})
+        stat = WriteStat(
+            partition_path=FILES,
+            file_id=FILES_GROUP,
+            path=f"{FILES}/{base.name}",
+            prev_commit=None,
+            num_writes=1,
+            num_inserts=1,
+            total_write_bytes=len(data),
+            file_size_in_bytes=len(data),
+        )
+        meta = CommitMetadata(
+            operation_type="BULK_INSERT",
+            partition_to_write_stats={FILES: (stat,)},
+            extra_metadata={"schema": _without_meta_fields(self.schema)},
+        )
         # Hudi 1.0 completes the initialization while the first write is under way.
-        self._instant(init, State.COMPLETED, encode_commit_metadata(meta, layout=self.layout),
-                      completed=first_instant.plus_millis(self._offset_ms // 2 or 1))
+        self._instant(
+            init,
+            State.COMPLETED,
+            encode_commit_metadata(meta, layout=self.layout),
+            completed=first_instant.plus_millis(self._offset_ms // 2 or 1),
+        )
 
     def record_write(self, t: InstantTime, stats: Mapping[str, Sequence[WriteStat]]) -> None:
         """Mirror one data write (its write stats) as MDT deltacommit `t`, before `t` completes."""
@@ -152,24 +199,37 @@ class SyntheticMetadataTable:
                     name = stat.path.rsplit("/", 1)[-1]
                     # a file appended to twice in one write reports growing sizes: keep the largest
                     files[name] = (max(stat.file_size_in_bytes, files.get(name, (0, False))[0]), False)
-        records = {_mdt_name(p): rec.encode_record(self.schema, rec.file_list_record(files)) for p, files in written.items()}
+        records = {
+            _mdt_name(p): rec.encode_record(self.schema, rec.file_list_record(files)) for p, files in written.items()
+        }
         if written:
             added = {_mdt_name(p): (0, False) for p in written}
             records[rec.ALL_PARTITIONS_KEY] = rec.encode_record(
-                self.schema, rec.file_list_record(added, record_type=rec.PARTITION_LIST))
+                self.schema, rec.file_list_record(added, record_type=rec.PARTITION_LIST)
+            )
         # a write without files (a partition delete) still gets its deltacommit, as in Hudi
         storage = storage_for(self.path)
         completion = t.plus_millis(self._offset_ms)
-        write_mdt_commit(storage, read_metadata_table(storage), MdtCommit(str(t), {FILES: records} if records else {}), schema=self.schema,
-                         completion_time=lambda: completion, created_ms=0)
+        write_mdt_commit(
+            storage,
+            read_metadata_table(storage),
+            MdtCommit(str(t), {FILES: records} if records else {}),
+            schema=self.schema,
+            completion_time=lambda: completion,
+            created_ms=0,
+        )
 
     # --------------------------------------------------------------------------------- internals
 
     def _base_hfile(self) -> bytes:
         key = rec.ALL_PARTITIONS_KEY.encode()
         cells = [(key, rec.encode_record(self.schema, rec.file_list_record({}, record_type=rec.PARTITION_LIST)))]
-        info = [(b"schema", self.schema.encode()), (b"minRecordKey", key), (b"maxRecordKey", key),
-                *standard_file_info(cells, created_ms=0, hbase=True)]
+        info = [
+            (b"schema", self.schema.encode()),
+            (b"minRecordKey", key),
+            (b"maxRecordKey", key),
+            *standard_file_info(cells, created_ms=0, hbase=True),
+        ]
         return write_hfile(cells, info, checksum_type=CHECKSUM_CRC32C, hbase=True)
 
     def _instant(self, t: InstantTime, state: State, payload: bytes, *, completed: InstantTime | None = None) -> None:

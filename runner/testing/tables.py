@@ -26,8 +26,9 @@ With `metadata_table=True` the table also gets a metadata table holding its `fil
 (runner.testing.metadata_table).
 
 Not modelled: Hudi's bloom filter footer (Hudi's BLOOM index cannot upsert into these tables),
-the metadata table's index partitions, archival, rollbacks and cleans (the runner writes those), updates to groups
-inside a pending compaction or clustering plan, and merge-on-read failed writes with log files.
+the metadata table's index partitions, archival, rollbacks and cleans (the runner writes those),
+updates to groups inside a pending compaction or clustering plan, and merge-on-read failed writes
+with log files.
 """
 
 from __future__ import annotations
@@ -50,12 +51,12 @@ from runner.hudi.metadata import (
     encode_requested_replace,
     encode_savepoint_metadata,
 )
-from runner.hudi.properties import TableType
 from runner.testing import data, layout
 from runner.testing.expected import ExpectedSlice, Group, SyntheticFile, expected_rows, expected_slices
 from runner.testing.folder import TableFiles
 from runner.testing.metadata_table import SyntheticMetadataTable
 from runner.testing.writes import WriteSet, clustering_slice, compaction_operation, workload
+from runner.vocabulary import TableType
 
 # Kept as names of their own: outside scripts build tables with `table_type=MERGE_ON_READ`.
 COPY_ON_WRITE, MERGE_ON_READ = TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ
@@ -128,7 +129,9 @@ class TableBuilder:
             partition_field=field, ordering_field=precombine, hive_style=layout.is_hive_style(partitions),
             create_schema=self.schema.avro_json(with_meta=False),
         )
-        self.metadata_table = SyntheticMetadataTable(self.path, table_name=name, version=version, step=step) if metadata_table else None
+        self.metadata_table = (
+            SyntheticMetadataTable(self.path, table_name=name, version=version, step=step) if metadata_table else None
+        )
         if self.metadata_table is not None:
             properties["hoodie.table.metadata.partitions"] = "files"
         self.files.create(properties)

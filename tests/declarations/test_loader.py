@@ -15,9 +15,9 @@ from runner.declarations.model import (
     Source,
     SparkSettings,
     TableSpec,
-    TableType,
 )
 from runner.errors import DeclarationError
+from runner.vocabulary import TableType
 
 from .conftest import WriteProject
 

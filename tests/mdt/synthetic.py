@@ -22,8 +22,9 @@ def build_with_mdt(path: Path, version: int, table_type: str, partitioned: bool)
     """Inserts, updates (new base files on COW, logs on MOR), an insert overwrite and, on MOR, a
     compaction: older file versions for a clean, and MDT records of every kind of write."""
     partitions = ("region=eu", "region=us") if partitioned else ()
-    b = TableBuilder(path, name="orders", partitions=partitions, version=version, table_type=table_type,
-                     metadata_table=True)
+    b = TableBuilder(
+        path, name="orders", partitions=partitions, version=version, table_type=table_type, metadata_table=True
+    )
     b.commit(writes=2)
     b.commit(updates=1)
     b.commit(writes=1, updates=1)

@@ -26,14 +26,19 @@ VERSIONS_1 = CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_version
 
 
 def _decl(base: str) -> TableDeclaration:
-    return TableDeclaration(name="t", path=base, source_file="tables/t.yml", clean=VERSIONS_1,
-                            file_sizing=FileSizing(small_file_limit=0))
+    return TableDeclaration(
+        name="t", path=base, source_file="tables/t.yml", clean=VERSIONS_1, file_sizing=FileSizing(small_file_limit=0)
+    )
 
 
 @pytest.mark.spark
 @pytest.mark.parametrize(("version", "table_type", "partitioned"), VARIANTS, ids=VARIANT_IDS)
 def test_clean_is_recorded_in_the_metadata_table(
-    tmp_path: Path, spark_deleter, version: int, table_type: str, partitioned: bool,
+    tmp_path: Path,
+    spark_deleter,
+    version: int,
+    table_type: str,
+    partitioned: bool,
 ) -> None:
     b = build_with_mdt(tmp_path / "t", version, table_type, partitioned)
     storage = storage_for(b.path)
@@ -63,12 +68,16 @@ def test_clean_is_recorded_in_the_metadata_table(
     if version >= 8:
         assert mirror.completion_time < clean.completion_time  # MDT first, then the data instant
     else:  # 0.14/0.15: the next log version over the slice's base instant, whose block is the clean's
-        logs = sorted(Path(b.path, ".hoodie/metadata/files").glob(".files-0000-0_00000000000000010.log.*"),
-                      key=lambda p: int(p.name.split(".log.")[1].split("_")[0]))
+        logs = sorted(
+            Path(b.path, ".hoodie/metadata/files").glob(".files-0000-0_00000000000000010.log.*"),
+            key=lambda p: int(p.name.split(".log.")[1].split("_")[0]),
+        )
         assert len(logs) == len(writes) + 2  # the initialization's, one per write, the clean's
         (block,) = read_log_blocks(logs[-1].read_bytes(), where=str(logs[-1]))
         assert block.instant_time == clean.time
-    listed = {f"{p}/{n}".lstrip("/") for p, names in read_files_listing(storage, meta, mdt).files.items() for n in names}
+    listed = {
+        f"{p}/{n}".lstrip("/") for p, names in read_files_listing(storage, meta, mdt).files.items() for n in names
+    }
     assert not listed & deleted
 
 
@@ -79,8 +88,11 @@ def test_a_v6_column_stats_index_without_index_definitions_is_refused_before_any
 
     b = build_with_mdt(tmp_path / "t", 6, "COPY_ON_WRITE", True)
     props = Path(b.path, ".hoodie/hoodie.properties")
-    props.write_text(props.read_text().replace("hoodie.table.metadata.partitions=files",
-                                               "hoodie.table.metadata.partitions=column_stats,files"))
+    props.write_text(
+        props.read_text().replace(
+            "hoodie.table.metadata.partitions=files", "hoodie.table.metadata.partitions=column_stats,files"
+        )
+    )
     stats = Path(b.path, ".hoodie/metadata/column_stats")
     stats.mkdir()
     init = Path(b.path, ".hoodie/metadata/files/.files-0000-0_00000000000000010.log.1_0-0-0")
@@ -90,6 +102,7 @@ def test_a_v6_column_stats_index_without_index_definitions_is_refused_before_any
     def no_deletes():
         def delete(storage, paths):
             raise AssertionError(f"nothing may be deleted, got {paths}")
+
         return delete
 
     with pytest.raises(RefusedError, match="column_stats index covers") as caught:

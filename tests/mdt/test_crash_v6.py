@@ -42,8 +42,11 @@ def _end_state(table: Path) -> tuple[list[str], list[str], dict[str, list[str]],
     cleans = [f"{i.action}.{i.state}" for i in meta.timeline.instants if i.action is Action.CLEAN]
     listing = read_files_listing(storage, meta)
     mdt = read_metadata_table(storage)
-    mirrors = [f"{i.action}.{i.state}" for i in mdt.timeline.instants
-               if any(i.time == c.time for c in meta.timeline.instants if c.action is Action.CLEAN)]
+    mirrors = [
+        f"{i.action}.{i.state}"
+        for i in mdt.timeline.instants
+        if any(i.time == c.time for c in meta.timeline.instants if c.action is Action.CLEAN)
+    ]
     mdt_files = sorted(p.name for p in (table / ".hoodie/metadata/files").iterdir())
     return files, cleans, {p: sorted(n) for p, n in sorted(listing.files.items())}, mirrors, mdt_files
 

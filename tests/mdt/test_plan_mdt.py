@@ -40,7 +40,7 @@ def test_a_consistent_metadata_table_is_kept(tmp_path, capsys):
 def test_a_metadata_table_behind_the_data_table_is_refused_with_the_reason(tmp_path, capsys):
     root = _project(tmp_path)
     next((root / "table/.hoodie/metadata/.hoodie/timeline").glob("20260307162454799_*.deltacommit")).unlink()
-    code, table = _plan(root, capsys)
+    _code, table = _plan(root, capsys)
     assert table["metadata_table"] == "refuse"
     note = next(n for n in table["notes"] if n.startswith("apply will refuse"))
     assert "behind the data table" in note and "20260307162454799" in note and "metadata_table: disable" in note
@@ -48,7 +48,7 @@ def test_a_metadata_table_behind_the_data_table_is_refused_with_the_reason(tmp_p
 
 def test_a_resize_on_a_table_with_a_metadata_table_is_announced_as_refused(tmp_path, capsys):
     root = _project(tmp_path, sizing="file_sizing:\n  small_file_limit: 1MiB\n  max_file_size: 2MiB\n")
-    code, table = _plan(root, capsys)
+    _code, table = _plan(root, capsys)
     assert table["sizing"]["groups"]  # F9's ~430 KiB files are small at a 1 MiB limit
     assert any("apply will refuse the resize" in n for n in table["notes"])
 

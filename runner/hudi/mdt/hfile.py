@@ -21,7 +21,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, pairwise
 from operator import itemgetter
 
 from runner.errors import CorruptMetadataError
@@ -47,7 +47,7 @@ DEFAULT_BLOCK_SIZE = 64 * 1024
 # two encodings agree only below 128, so longer first keys would be misread by Hudi.
 MAX_INDEX_KEY = 125
 
-EXPECTED = "an HFile v3 (trailer magic TRABLK\"$, major version 3)"
+EXPECTED = 'an HFile v3 (trailer magic TRABLK"$, major version 3)'
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +84,15 @@ def read_hfile(data: bytes, *, where: str) -> HFile:
 
 def _read_hfile(data: bytes, where: str) -> HFile:
     trailer = _read_trailer(data, where)
-    index_payload, checksum_type = _read_block(data, trailer.load_on_open_offset, ROOT_INDEX_MAGIC, trailer.codec, where)
+    index_payload, checksum_type = _read_block(
+        data, trailer.load_on_open_offset, ROOT_INDEX_MAGIC, trailer.codec, where
+    )
     # HBase (minor version 3) writes index key lengths as Hadoop vints, hudi-io (minor 0) as
     # protobuf varints; the two agree below 128.
     hadoop = trailer.minor_version != 0
-    data_offsets = [offset for offset, _ in _parse_root_index(index_payload, trailer.data_index_count, where, hadoop=hadoop)]
+    data_offsets = [
+        offset for offset, _ in _parse_root_index(index_payload, trailer.data_index_count, where, hadoop=hadoop)
+    ]
     info_payload, _ = _read_block(data, trailer.file_info_offset, FILE_INFO_MAGIC, trailer.codec, where)
     cells: list[tuple[bytes, bytes]] = []
     for offset in data_offsets:
@@ -163,7 +167,11 @@ def _parse_cells(payload: bytes, where: str) -> Iterable[tuple[bytes, bytes]]:
         row = payload[key_start + 2 : key_start + 2 + row_len]
         value = payload[key_start + key_len : key_start + key_len + value_len]
         if key_len != row_len + 12 or len(value) != value_len:
-            raise _corrupt(where, "cells of (row, family 0, timestamp, type) keys", f"key length {key_len} for a {row_len}-byte row")
+            raise _corrupt(
+                where,
+                "cells of (row, family 0, timestamp, type) keys",
+                f"key length {key_len} for a {row_len}-byte row",
+            )
         pos = key_start + key_len + value_len + 1  # the trailing MVCC vlong is always 0 here
         yield row, value
 
@@ -210,7 +218,7 @@ def write_hfile(
     index: list[tuple[int, int, bytes]] = []
     data_size = 0
     previous = -1
-    for first, last, payload in _data_blocks(cells, block_size):
+    for first, _last, payload in _data_blocks(cells, block_size):
         start = len(out)
         out += _block(DATA_MAGIC, payload, checksum_type, previous if hbase else -1)
         index.append((start, len(out) - start, _index_key(cells[first][0], hbase=hbase)))
@@ -232,12 +240,21 @@ def write_hfile(
         statistics = [(3, len(index_payload)), (4, total)]
     else:
         statistics = [(3, data_size)]
-    trailer = _proto([
-        (1, info_offset), (2, index_offset),
-        *statistics,
-        (5, len(index)), (6, 0), (7, len(cells)), (8, 1), (9, 0), (10, last_data_offset),
-        (11, COMPARATOR.encode()), (12, CODEC_GZ),
-    ])
+    trailer = _proto(
+        [
+            (1, info_offset),
+            (2, index_offset),
+            *statistics,
+            (5, len(index)),
+            (6, 0),
+            (7, len(cells)),
+            (8, 1),
+            (9, 0),
+            (10, last_data_offset),
+            (11, COMPARATOR.encode()),
+            (12, CODEC_GZ),
+        ]
+    )
     body = TRAILER_MAGIC + _varint(len(trailer)) + trailer
     # major version 3 in the low bytes; HBase also writes its minor version 3 in the top byte
     version = (3 << 24 | 3) if hbase else 3
@@ -245,7 +262,9 @@ def write_hfile(
     return bytes(out)
 
 
-def standard_file_info(cells: Sequence[tuple[bytes, bytes]], *, created_ms: int, hbase: bool = False) -> list[tuple[bytes, bytes]]:
+def standard_file_info(
+    cells: Sequence[tuple[bytes, bytes]], *, created_ms: int, hbase: bool = False
+) -> list[tuple[bytes, bytes]]:
     """The file-info entries hudi-io's writer adds to every HFile, in the order it writes them.
 
     With `hbase`, as HBase's writer has them: LASTKEY is the whole KeyValue key (absent when
@@ -271,7 +290,7 @@ def _check_sorted(cells: Sequence[tuple[bytes, bytes]]) -> None:
     # map(lt) runs the comparisons in C; only a failure walks the rows again to name the culprit.
     if all(map(operator.lt, rows, islice(rows, 1, None))):
         return
-    for previous, row in zip(rows, rows[1:]):
+    for previous, row in pairwise(rows):
         if not previous < row:
             raise ValueError(f"HFile cells must be strictly ascending by key; {previous!r} is followed by {row!r}")
 
@@ -329,13 +348,22 @@ def _block(magic: bytes, payload: bytes, checksum_type: int, previous: int = -1)
     with_header_len = HEADER_SIZE + len(compressed)
     checksum_len = 4 * -(-with_header_len // BYTES_PER_CHECKSUM)
     header = magic + struct.pack(
-        ">IIqBII", len(compressed) + checksum_len, len(payload), previous, checksum_type, BYTES_PER_CHECKSUM, with_header_len
+        ">IIqBII",
+        len(compressed) + checksum_len,
+        len(payload),
+        previous,
+        checksum_type,
+        BYTES_PER_CHECKSUM,
+        with_header_len,
     )
     block = header + compressed
     if checksum_type == CHECKSUM_CRC32C:
         from runner.hudi.mdt.crc32c import crc32c
 
-        sums = b"".join(struct.pack(">I", crc32c(block[i : i + BYTES_PER_CHECKSUM])) for i in range(0, len(block), BYTES_PER_CHECKSUM))
+        sums = b"".join(
+            struct.pack(">I", crc32c(block[i : i + BYTES_PER_CHECKSUM]))
+            for i in range(0, len(block), BYTES_PER_CHECKSUM)
+        )
     else:
         sums = b"\x00" * checksum_len
     return block + sums
@@ -345,7 +373,11 @@ def gzip_member(payload: bytes) -> bytes:
     """One gzip member with the header Java's GZIPOutputStream writes (mtime 0, OS 0)."""
     deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
     body = deflate.compress(payload) + deflate.flush()
-    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00" + body + struct.pack("<II", zlib.crc32(payload), len(payload) & 0xFFFFFFFF)
+    return (
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"
+        + body
+        + struct.pack("<II", zlib.crc32(payload), len(payload) & 0xFFFFFFFF)
+    )
 
 
 # --- protobuf and varints (only what the trailer and file info use) ------------------------------

@@ -25,6 +25,7 @@ from runner.storage import Storage
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 DEFAULT_INDEX_DEFS = ".hoodie/.index_defs/index.json"
 
+
 @dataclass(frozen=True, slots=True)
 class CleanMaintenance:
     """What the clean hook needs, read once: the MDT, its record schema and indexed columns."""
@@ -36,12 +37,22 @@ class CleanMaintenance:
     stats_columns: tuple[str, ...]
     step: Callable[[str], None] = lambda _: None
 
-    def __call__(self, instant: InstantTime, clean: CleanMetadata, completion_time: Callable[[], InstantTime]) -> list[str]:
-        commit = clean_commit(str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns,
-                              schema=self.schema)
+    def __call__(
+        self, instant: InstantTime, clean: CleanMetadata, completion_time: Callable[[], InstantTime]
+    ) -> list[str]:
+        commit = clean_commit(
+            str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns, schema=self.schema
+        )
         mdt = read_metadata_table(self.storage)  # a retry may find its own pending instant
-        return write_mdt_commit(self.storage, mdt, commit, schema=self.schema, completion_time=completion_time,
-                                created_ms=int(time.time() * 1000), step=self.step)
+        return write_mdt_commit(
+            self.storage,
+            mdt,
+            commit,
+            schema=self.schema,
+            completion_time=completion_time,
+            created_ms=int(time.time() * 1000),
+            step=self.step,
+        )
 
 
 def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozenset[str] = frozenset()) -> list[str]:
@@ -51,11 +62,17 @@ def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozense
     pending or completed MDT deltacommit is the runner's interrupted work, not a foreign failure.
     """
     if data.config.version not in SUPPORTED_VERSIONS:
-        return [(f"the table has version {data.config.version}; the runner maintains metadata tables "
-                 "only for table versions 6, 8 and 9")]
+        return [
+            (
+                f"the table has version {data.config.version}; the runner maintains metadata tables "
+                "only for table versions 6, 8 and 9"
+            )
+        ]
     if "files" not in data.config.metadata_partitions:
-        return ["hoodie.table.metadata.partitions does not list `files`, so readers do not use this "
-                "metadata table; the runner will not write to it"]
+        return [
+            "hoodie.table.metadata.partitions does not list `files`, so readers do not use this "
+            "metadata table; the runner will not write to it"
+        ]
     mdt = read_metadata_table(storage)
     reasons = consistency_problems(data, mdt, resuming=resuming)
     missing = unsupported_partitions(data.config.metadata_partitions)
@@ -64,8 +81,13 @@ def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozense
     return reasons
 
 
-def prepare_clean_maintenance(storage: Storage, data: TableMetadata, *, resuming: frozenset[str] = frozenset(),
-                              step: Callable[[str], None] = lambda _: None) -> CleanMaintenance:
+def prepare_clean_maintenance(
+    storage: Storage,
+    data: TableMetadata,
+    *,
+    resuming: frozenset[str] = frozenset(),
+    step: Callable[[str], None] = lambda _: None,
+) -> CleanMaintenance:
     """Check the MDT and read what every clean hook call needs; raises RefusedError with the reasons."""
     reasons = refusal_reasons(storage, data, resuming=resuming)
     if reasons:

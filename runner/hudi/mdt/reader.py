@@ -74,9 +74,13 @@ def rolled_back_instants(storage: Storage, data: TableMetadata) -> frozenset[str
     return frozenset(found)
 
 
-def read_partition(storage: Storage, data: TableMetadata, mdt: MetadataTable, partition: str) -> tuple[dict[str, rec.MetadataRecord], str]:
+def read_partition(
+    storage: Storage, data: TableMetadata, mdt: MetadataTable, partition: str
+) -> tuple[dict[str, rec.MetadataRecord], str]:
     """Merged records of one MDT partition (key -> record) and the schema string last seen."""
-    valid = valid_instants(data.timeline, mdt.timeline, rolled_back_instants(storage, data), table_version=mdt.config.version)
+    valid = valid_instants(
+        data.timeline, mdt.timeline, rolled_back_instants(storage, data), table_version=mdt.config.version
+    )
     folder = f"{METADATA_TABLE}/{partition}"
     listing = [(f.path.rsplit("/", 1)[-1], f.size) for f in storage.list_dir(folder) if not f.is_dir]
     merged: dict[str, rec.MetadataRecord] = {}
@@ -105,7 +109,9 @@ def _data_partition(mdt_name: str) -> str:
     return "" if mdt_name == rec.NON_PARTITIONED_NAME else mdt_name
 
 
-def _merge_slice(storage: Storage, folder: str, mdt_slice: MdtSlice, valid: frozenset[str], merged: dict[str, rec.MetadataRecord]) -> str:
+def _merge_slice(
+    storage: Storage, folder: str, mdt_slice: MdtSlice, valid: frozenset[str], merged: dict[str, rec.MetadataRecord]
+) -> str:
     schema = ""
     if mdt_slice.base_file is not None:
         path = f"{folder}/{mdt_slice.base_file.name}"
@@ -150,7 +156,9 @@ def _apply_block(path: str, block: LogBlock, merged: dict[str, rec.MetadataRecor
     return schema
 
 
-def _apply_cells(cells: Iterable[tuple[bytes, bytes]], schema: str, path: str, merged: dict[str, rec.MetadataRecord]) -> None:
+def _apply_cells(
+    cells: Iterable[tuple[bytes, bytes]], schema: str, path: str, merged: dict[str, rec.MetadataRecord]
+) -> None:
     if not schema:
         raise RunnerError(f"{path}: a metadata-table HFile without its HoodieMetadataRecord schema")
     for row, value in cells:

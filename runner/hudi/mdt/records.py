@@ -54,7 +54,9 @@ def decode_record(schema_json: str, value: bytes, *, where: str) -> MetadataReco
             path=where,
         ) from error
     if not isinstance(record, dict) or "type" not in record:
-        raise CorruptMetadataError(f"{where}: expected a HoodieMetadataRecord with a `type`, found {record!r:.80}", path=where)
+        raise CorruptMetadataError(
+            f"{where}: expected a HoodieMetadataRecord with a `type`, found {record!r:.80}", path=where
+        )
     return record
 
 

@@ -47,7 +47,11 @@ class MdtSlice:
 
 
 def valid_instants(
-    data_timeline: Timeline, mdt_timeline: Timeline, rolled_back: Collection[str], *, table_version: int = 8,
+    data_timeline: Timeline,
+    mdt_timeline: Timeline,
+    rolled_back: Collection[str],
+    *,
+    table_version: int = 8,
 ) -> frozenset[str]:
     """Instant times whose MDT log blocks a reader merges (see the module docstring)."""
     pending_data = {i.time for i in data_timeline.instants if not i.is_completed}

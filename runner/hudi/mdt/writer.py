@@ -47,8 +47,14 @@ SUPPORTED_VERSIONS = frozenset({6, 8, 9})
 
 
 def write_mdt_commit(
-    storage: Storage, mdt: MetadataTable, commit: MdtCommit, *, schema: str,
-    completion_time: Callable[[], InstantTime], created_ms: int, step: Callable[[str], None] = lambda _: None,
+    storage: Storage,
+    mdt: MetadataTable,
+    commit: MdtCommit,
+    *,
+    schema: str,
+    completion_time: Callable[[], InstantTime],
+    created_ms: int,
+    step: Callable[[str], None] = lambda _: None,
 ) -> list[str]:
     """Write (or finish) MDT deltacommit `commit.instant`; returns the MDT files written.
 
@@ -85,14 +91,21 @@ def write_mdt_commit(
         stats[partition] = tuple(_write_partition(storage, mdt, partition, records, time, schema, created_ms))
         written.extend(f"{METADATA_TABLE}/{s.path}" for s in stats[partition])
     step("after_mdt_logs")
-    done = timeline.complete(inflight, _commit_metadata(stats, layout=layout, schema=schema), completion=completion_time())
+    done = timeline.complete(
+        inflight, _commit_metadata(stats, layout=layout, schema=schema), completion=completion_time()
+    )
     written.append(timeline.path(done))
     return written
 
 
 def _write_partition(
-    storage: Storage, mdt: MetadataTable, partition: str, records: Mapping[str, bytes], time: InstantTime,
-    schema: str, created_ms: int,
+    storage: Storage,
+    mdt: MetadataTable,
+    partition: str,
+    records: Mapping[str, bytes],
+    time: InstantTime,
+    schema: str,
+    created_ms: int,
 ) -> list[WriteStat]:
     folder = f"{METADATA_TABLE}/{partition}"
     listing = [(f.path.rsplit("/", 1)[-1], f.size) for f in storage.list_dir(folder) if not f.is_dir]
@@ -109,7 +122,7 @@ def _write_partition(
     else:
         cells_of = [by_group.setdefault(g, []) for g in groups]
         appends = [c.append for c in cells_of]
-        for cell, group in zip(cells, keys.shards(ordered, len(groups))):
+        for cell, group in zip(cells, keys.shards(ordered, len(groups)), strict=True):
             appends[group](cell)
     slices = {s.file_id: s for s in latest_slices(listing, mdt.timeline, table_version=version)} if version < 8 else {}
     stats = []
@@ -136,14 +149,25 @@ def _append_to_slice(partition: str, mdt_slice: MdtSlice, names: list[str], coun
     base = mdt_slice.base_file
     base_instant = base.instant_time if base else max(log.instant_time for log in mdt_slice.log_files)
     taken = [
-        log.version for name in names
-        if (log := LogFile.parse(name)) is not None and log.file_id == mdt_slice.file_id and log.instant_time == base_instant
+        log.version
+        for name in names
+        if (log := LogFile.parse(name)) is not None
+        and log.file_id == mdt_slice.file_id
+        and log.instant_time == base_instant
     ]
     log = LogFile(mdt_slice.file_id, base_instant, max(taken, default=0) + 1, WRITE_TOKEN)
     return WriteStat(
-        partition_path=partition, file_id=mdt_slice.file_id, path=f"{partition}/{log.name}", prev_commit=base_instant,
-        num_writes=count, num_update_writes=count, total_write_bytes=size, file_size_in_bytes=size,
-        log_version=log.version, log_offset=0, base_file=base.name if base else "",
+        partition_path=partition,
+        file_id=mdt_slice.file_id,
+        path=f"{partition}/{log.name}",
+        prev_commit=base_instant,
+        num_writes=count,
+        num_update_writes=count,
+        total_write_bytes=size,
+        file_size_in_bytes=size,
+        log_version=log.version,
+        log_offset=0,
+        base_file=base.name if base else "",
         log_files=(*(existing.name for existing in mdt_slice.log_files), log.name),
     )
 
@@ -162,7 +186,11 @@ def _remove_logs_of(storage: Storage, time: InstantTime, version: int | None = N
             log = LogFile.parse(info.path.rsplit("/", 1)[-1])
             if log is None:
                 continue
-            ours = log.instant_time == time if version >= 8 else log.write_token == WRITE_TOKEN and _only_blocks_of(storage, info.path, time)
+            ours = (
+                log.instant_time == time
+                if version >= 8
+                else log.write_token == WRITE_TOKEN and _only_blocks_of(storage, info.path, time)
+            )
             if ours:
                 storage.delete(info.path)
                 removed.append(info.path)
@@ -213,9 +241,18 @@ def _log_file(cells: list[tuple[bytes, bytes]], time: str, schema: str, created_
 
 def _write_stat(partition: str, file_id: str, name: str, time: str, count: int, size: int) -> WriteStat:
     return WriteStat(
-        partition_path=partition, file_id=file_id, path=f"{partition}/{name}", prev_commit=time,
-        num_writes=count, num_update_writes=count, total_write_bytes=size, file_size_in_bytes=size,
-        log_version=1, log_offset=0, base_file="", log_files=(name,),
+        partition_path=partition,
+        file_id=file_id,
+        path=f"{partition}/{name}",
+        prev_commit=time,
+        num_writes=count,
+        num_update_writes=count,
+        total_write_bytes=size,
+        file_size_in_bytes=size,
+        log_version=1,
+        log_offset=0,
+        base_file="",
+        log_files=(name,),
     )
 
 
