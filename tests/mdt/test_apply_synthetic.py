@@ -31,7 +31,6 @@ def _decl(base: str) -> TableDeclaration:
     )
 
 
-@pytest.mark.spark
 @pytest.mark.parametrize(("version", "table_type", "partitioned"), VARIANTS, ids=VARIANT_IDS)
 def test_clean_is_recorded_in_the_metadata_table(
     tmp_path: Path,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.execute.failpoints import EXIT_CODE
+from runner.failpoints import EXIT_CODE
 from runner.hudi.instant import Action
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
@@ -22,6 +22,10 @@ from runner.testing import COPY_ON_WRITE
 from tests.crash import TABLE_YAML, apply_process
 from tests.execute.conftest import oracle_snapshot
 from tests.mdt.synthetic import build_with_mdt
+
+# Every test here runs `runner apply` as a process that exits at a failpoint, with Spark in that
+# process (so no fixture marks it `spark`).
+pytestmark = [pytest.mark.crash, pytest.mark.spark]
 
 POINTS = ["after_mdt_requested", "after_mdt_inflight", "after_mdt_logs", "after_metadata_table_commit"]
 
@@ -61,7 +65,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory):
     return _end_state(project / "table"), before
 
 
-@pytest.mark.spark
 @pytest.mark.parametrize("point", POINTS)
 def test_killed_v6_apply_is_finished_by_the_next_one(point: str, tmp_path: Path, reference) -> None:
     end_state, rows = reference
