@@ -1,6 +1,6 @@
 """Python tasks as Spark jobs: the engine the executor's jobs (clean, resize) and the writer share.
 
-Every job is plain DataFrame operations (`createDataFrame`, `repartition`, `mapInArrow`,
+Every job is plain DataFrame operations (`createDataFrame`, `repartitionByRange`, `mapInArrow`,
 `collect`), the subset Spark Connect offers: no `SparkContext`, no RDDs. Work items travel to the
 tasks pickled in a binary column, one row per slice, and results come back the same way, each
 slice tagged with the executor that ran it (`executors_seen` collects them for a table's report).
@@ -54,16 +54,19 @@ def executors_seen() -> Iterator[set[str]]:
 
 
 def run_tasks(spark: SparkSession, items: Sequence[T], task: Callable[[Iterable[T]], Iterator[R]],
-              *, per_task: int = FILES_PER_TASK) -> list[R]:
+              *, per_task: int = FILES_PER_TASK, max_tasks: int = MAX_TASKS) -> list[R]:
     """Run `task` over `items` split into Spark tasks; results come back to the driver in item order."""
     if not items:
         return []
-    slices = max(1, min(-(-len(items) // per_task), MAX_TASKS))
+    slices = max(1, min(-(-len(items) // per_task), max_tasks))
     size = -(-len(items) // slices)
     chunks = [list(items[start:start + size]) for start in range(0, len(items), size)]
     rows = [(index, DRIVER, pickle.dumps(chunk)) for index, chunk in enumerate(chunks)]
-    # A local relation is one partition; round-robin repartitioning deals its rows out one per task.
-    frame = spark.createDataFrame(rows, _JOB_SCHEMA).repartition(len(chunks))
+    # One slice per task. Round-robin repartitioning does not promise that: each input partition
+    # starts dealing at a position seeded by its own id, so two one-row input partitions can land
+    # in the same task (measured: 2 slices from `local[2]`'s 2 input partitions ran as 1 task).
+    # Range partitioning on the distinct slice numbers gives each its own partition.
+    frame = spark.createDataFrame(rows, _JOB_SCHEMA).repartitionByRange(len(chunks), "slice")
     collected = map_in_arrow(frame, _SliceRunner(task), _JOB_SCHEMA).collect()
     seen = _executors.get()
     results: list[R] = []

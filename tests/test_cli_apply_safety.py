@@ -109,7 +109,7 @@ def test_a_plan_made_in_another_project_is_refused(tmp_path: Path, capsys) -> No
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    ("policy", "the declaration of table t (tables/t.yml) changed since the plan was made"),
+    ("policy", "the declaration of table t ({root}/tables/t.yml) changed since the plan was made"),
     ("path", "table t was planned at {root}/table but is declared at {root}/moved"),
 ])
 def test_a_plan_for_a_changed_declaration_is_refused(edit: str, message: str, tmp_path: Path, capsys) -> None:

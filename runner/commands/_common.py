@@ -3,22 +3,53 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from runner.declarations.loader import load_project
 from runner.declarations.model import Project, TableDeclaration
 from runner.declarations.paths import real_location
 from runner.declarations.rules import roots_refusal
-from runner.errors import RefusedError, RunnerError
+from runner.errors import DeclarationError, RefusedError, RunnerError
 from runner.hudi.instant import InstantTime
 from runner.plan.model import PlanProject
 from runner.selection import select_tables
 
 
+def outside_project(args: argparse.Namespace) -> bool:
+    """`--project-dir` names a folder other than the current one: file names relative to the
+    project would then point at the wrong place, so every command shows them absolute."""
+    return os.path.realpath(args.project_dir or ".") != os.path.realpath(os.getcwd())
+
+
+def load(args: argparse.Namespace) -> Project:
+    """The project of `--project-dir`; with it given, problems name their files by absolute path."""
+    try:
+        project = load_project(args.project_dir, target=args.target)
+    except DeclarationError as error:
+        if not outside_project(args):
+            raise
+        root = os.path.abspath(args.project_dir)
+        raise DeclarationError([replace(p, file=os.path.join(root, p.file)) if p.file else p
+                                for p in error.problems]) from None
+    return project
+
+
 def selected(args: argparse.Namespace) -> tuple[Project, tuple[TableDeclaration, ...]]:
-    project = load_project(args.project_dir, target=args.target)
-    return project, select_tables(project, args.select, args.exclude, args.state)
+    project = load(args)
+    tables = select_tables(project, args.select, args.exclude, args.state)
+    if not outside_project(args):
+        return project, tables
+    # Selection matched the relative names (`path:` selectors, state:modified); from here on the
+    # declarations are only shown, so they carry absolute file names.
+    project = replace(project, tables=tuple(_absolute(project, t) for t in project.tables))
+    return project, tuple(_absolute(project, t) for t in tables)
+
+
+def _absolute(project: Project, decl: TableDeclaration) -> TableDeclaration:
+    return replace(decl, source_file=os.path.join(project.directory, decl.source_file))
 
 
 def guarded_location(project: Project, decl: TableDeclaration) -> str:

@@ -30,8 +30,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import runner.progress as progress
 from runner.commands._common import guarded_location, human_bytes, parse_now, plan_project, selected
 from runner.commands.plan import build_plan
+from runner.commands.progress import TableProgress
 from runner.commands.render import count, plan_table_view, render_plan
 from runner.commands.report import RunReport, render_report
 from runner.commands.result import CommandResult, ExitCode
@@ -42,8 +44,10 @@ from runner.errors import PlanError, RunnerError
 from runner.execute.apply import TableResult, apply_table
 from runner.execute.clean import DeleteOutcome
 from runner.execute.deleter import choose_engine
+from runner.execute.session import session_notes, size_session
 from runner.execute.spark import get_spark
 from runner.plan.model import Plan, TablePlan, TableStatus
+from runner.progress import reporting_to
 from runner.selection import did_you_mean
 from runner.storage import Storage
 
@@ -71,6 +75,8 @@ def run(args: argparse.Namespace) -> CommandResult:
             return CommandResult(ExitCode.FAILURE, "Apply cancelled; nothing was changed.",
                                  {"cancelled": True, "tables": []})
     now = parse_now(saved.now if saved else args.now)
+    sizing = size_session(project.spark, tables)  # one session for all: sized for the largest table
+    project = replace(project, spark=sizing.settings)
     report = RunReport.start(project)
     spark_log = None if args.debug else str(Path(project.directory) / SPARK_LOG)
     work = [(decl, _planned_for(saved, decl)) for decl in tables]
@@ -80,13 +86,14 @@ def run(args: argparse.Namespace) -> CommandResult:
 
         def one(index: int, decl: TableDeclaration, planned: TablePlan | None) -> TableResult:
             shown.step(f"[{index}/{len(work)}] {decl.name}: reading the timeline, listing files, planning")
-            result = _apply_guarded(
-                project,
-                decl,
-                planned,
-                now,
-                _SparkJobs(project, decl.name, shown, spark_log, rewrites=decl.file_sizing.small_file_limit > 0),
-            )
+            with reporting_to(TableProgress(shown, decl.name)):  # listing, deletes, rewrites: counts, bytes
+                result = _apply_guarded(
+                    project,
+                    decl,
+                    planned,
+                    now,
+                    _SparkJobs(project, decl.name, shown, spark_log, rewrites=decl.file_sizing.small_file_limit > 0),
+                )
             shown.done(_result_line(result))
             return result
 
@@ -97,6 +104,7 @@ def run(args: argparse.Namespace) -> CommandResult:
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="apply") as pool:
                 futures = [pool.submit(one, i, decl, planned) for i, (decl, planned) in enumerate(work, start=1)]
                 report.tables.extend(future.result() for future in futures)  # declaration order
+    report.notes.extend(session_notes(sizing))
     report.finish()
     results = Path(project.directory) / RUN_RESULTS
     report.write(results)
@@ -368,7 +376,7 @@ class _TableDeleter:
         choice = choose_engine(len(paths), jobs.project.spark.remote or jobs.project.spark.master)
         self.notes.append(choice.describe())
         spark = jobs._start_spark() if choice.engine == "spark" else None
-        jobs.activity.count(f"{jobs.table}: deleting {count(len(paths), 'file')}", len(paths))
+        progress.begin("deleting", "files", len(paths), progress.bytes_of(paths))
         outcomes: list[DeleteOutcome] = []
         # Large deletes run in a few rounds rather than one, so the bar moves; each Spark round
         # still spreads its files over FILES_PER_TASK-sized tasks.
@@ -377,7 +385,7 @@ class _TableDeleter:
             part = paths[start : start + chunk]
             results = storage.delete_many(part) if spark is None else delete_files(spark, storage, part)
             outcomes += [DeleteOutcome(r.path, r.deleted, r.error) for r in results]
-            jobs.activity.advance(len(part))
+            progress.advance(len(part), progress.bytes_of(part) or 0)
         jobs.activity.step(f"{jobs.table}: recording the clean, then rewriting small files if planned")
         return outcomes
 

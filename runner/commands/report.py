@@ -25,6 +25,7 @@ class RunReport:
     started_at: str
     finished_at: str | None = None
     tables: list[TableResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # about the run as a whole (the Spark session)
 
     @classmethod
     def start(cls, project: Project) -> RunReport:
@@ -43,6 +44,7 @@ class RunReport:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "tables": [t.to_json() for t in self.tables],
+            "notes": list(self.notes),
         }
 
     def write(self, path: Path) -> None:
@@ -69,6 +71,7 @@ def render_report(report: RunReport, report_path: str = "target/run_results.json
         lines.extend(f"    note: {n}" for n in t.notes)
         lines.extend(f"    wrote {name}" for name in t.instants_written)
     failed = sum(t.status == "error" for t in report.tables)
+    lines += [f"note: {n}" for n in report.notes]
     lines += ["", f"Apply: {len(report.tables) - failed} ok, {failed} failed. Report: {report_path}"]
     return "\n".join(lines)
 

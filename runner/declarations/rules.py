@@ -23,7 +23,7 @@ from runner.declarations.merge import Setting
 from runner.declarations.model import CleanPolicyName, Source
 from runner.declarations.paths import is_under, location_key, real_location
 from runner.declarations.policies import POLICY_RULES
-from runner.declarations.sizes import format_size
+from runner.declarations.sizes import SPARK_MIN_EXECUTOR_MEMORY, format_size, spark_size_bytes
 from runner.declarations.yaml_io import Loaded
 from runner.errors import Problem
 
@@ -50,6 +50,20 @@ def policy_problems(doc: Loaded, settings: Mapping[str, Setting]) -> list[Proble
                    f"({policy.origin()}); remove it, or set clean.policy: {other.name}")
         problems.append(doc.problem(("clean", other.field), message))
     return problems
+
+
+def spark_problems(settings: Mapping[str, Setting], owner: Source) -> list[Problem]:
+    """A per-table Spark setting Spark itself would refuse, reported where `owner` set it."""
+    memory = settings["spark.executor_memory"]
+    if memory.source is not owner or memory.value is None:
+        return []
+    if isinstance(memory.value, int):  # the schema admits it only to say this
+        return [_at(memory, f"expected a size with a unit, such as 8g or 8192m (Spark would read a bare "
+                            f"{memory.value} as {memory.value} MiB), got {memory.value}")]
+    assert isinstance(memory.value, str)
+    if spark_size_bytes(memory.value) < SPARK_MIN_EXECUTOR_MEMORY:
+        return [_at(memory, f"must be at least 450m (Spark refuses smaller executors), got {memory.value}")]
+    return []
 
 
 def sizing_problems(settings: Mapping[str, Setting], owner: Source) -> list[Problem]:

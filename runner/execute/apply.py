@@ -228,7 +228,8 @@ def _resize(decl: TableDeclaration, storage: Storage, plan: TablePlan, result: T
     from runner.execute.spark import get_spark
 
     spark = get_spark(spark_settings)
-    finished = finish_pending_resize(storage, meta, spark=spark, clock=clock)
+    tasks = decl.spark.resize_partitions  # the table's own bound on the rewrite job's tasks
+    finished = finish_pending_resize(storage, meta, spark=spark, clock=clock, max_tasks=tasks)
     if finished is not None:
         _record_resize(result, finished)
         meta = read_table_metadata(storage)
@@ -236,7 +237,7 @@ def _resize(decl: TableDeclaration, storage: Storage, plan: TablePlan, result: T
         step = plan.sizing
         if finished is not None:  # the finished resize may have taken some of these files
             step = _still_rewritable(step, plan_sizing(decl.file_sizing, read_table_state(storage, metadata=meta)))
-        _record_resize(result, run_resize(storage, meta, step, spark=spark, clock=clock))
+        _record_resize(result, run_resize(storage, meta, step, spark=spark, clock=clock, max_tasks=tasks))
 
 
 def _still_rewritable(step: SizingStep, fresh: SizingStep | None) -> SizingStep:

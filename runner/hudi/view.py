@@ -22,6 +22,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import runner.progress as progress
 from runner.hudi.files import BaseFile, FileGroup, FileSlice, LogFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import CommitMetadata, CompactionOperation
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # annotations only: the Hudi model reads through whatever Sto
     from runner.storage import FileInfo, Storage
 
 PARTITION_MARKER = ".hoodie_partition_metadata"
+_REPORT_EVERY = 1_000  # files listed between two progress reports
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +60,7 @@ def discover_partitions(storage: Storage) -> ListedFiles:
     Files inside a nested table (a folder below the base path holding its own `.hoodie`) are left
     out entirely: they are neither partitions nor unrecognised files of this table.
     """
-    infos = list(storage.walk(""))
+    infos = _walked(storage)
     nested = nested_table_roots(info.path for info in infos)
     by_dir: dict[str, list[FileInfo]] = defaultdict(list)
     for info in infos:
@@ -74,11 +76,28 @@ def list_partitions(storage: Storage, partitions: Collection[str]) -> ListedFile
     and so is a folder that is, or lies inside, a nested table's base path."""
     by_dir: dict[str, list[FileInfo]] = {}
     is_table: dict[str, bool] = {}
-    for partition in sorted(set(partitions)):
-        if _in_nested_table(storage, partition, is_table):
-            continue
-        by_dir[partition] = [f for f in storage.list_dir(partition) if not f.is_dir]
+    wanted = sorted(set(partitions))
+    progress.begin("listing partitions", "partitions", len(wanted))
+    for partition in wanted:
+        if not _in_nested_table(storage, partition, is_table):
+            by_dir[partition] = [f for f in storage.list_dir(partition) if not f.is_dir]
+        progress.advance(1, sum(f.size for f in by_dir.get(partition, ())))
     return _classify(by_dir)
+
+
+def _walked(storage: Storage) -> list[FileInfo]:
+    """Everything below the base path, with the running count reported every `_REPORT_EVERY` files
+    (a whole-table listing of S3 can take minutes)."""
+    progress.begin("listing the table's files", "files")
+    infos: list[FileInfo] = []
+    reported = 0
+    for info in storage.walk(""):
+        infos.append(info)
+        if len(infos) - reported == _REPORT_EVERY:
+            progress.advance(_REPORT_EVERY, sum(i.size for i in infos[reported:]))
+            reported = len(infos)
+    progress.advance(len(infos) - reported, sum(i.size for i in infos[reported:]))
+    return infos
 
 
 def nested_table_roots(paths: Iterable[str]) -> frozenset[str]:

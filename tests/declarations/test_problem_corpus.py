@@ -117,7 +117,7 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
         {"tables/t.yml": T + "owners: crm\n"},
         [
             'tables/t.yml:3:1: owners: unknown key (did you mean "owner"?); allowed here: name, path, description, '
-            "owner, tags, clean, file_sizing, table, metadata_table"
+            "owner, tags, clean, file_sizing, spark, table, metadata_table"
         ],
     ),
     "unknown nested key": (
@@ -321,7 +321,7 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
         {"tables/t.yml": T + "base: &base {commits_retained: 3}\nclean:\n  <<: *base\n"},
         [
             "tables/t.yml:3:1: base: unknown key; allowed here: name, path, description, owner, tags, clean, "
-            "file_sizing, table, metadata_table",
+            "file_sizing, spark, table, metadata_table",
             'tables/t.yml:5:3: clean["<<"]: YAML merge keys (<<) are not supported; write the keys out, or put '
             "shared settings under `defaults` in project.yml",
         ],

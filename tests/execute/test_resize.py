@@ -416,14 +416,18 @@ def test_the_plan_is_a_hudi_clustering_plan_with_the_runner_marker():
     assert not is_runner_plan(hudi_written, path="r") and not is_runner_plan(b"", path="r")
 
 
-def test_a_table_with_a_metadata_table_is_refused(hudi_fixture):
+def test_a_metadata_table_the_resize_cannot_keep_in_step_is_refused(hudi_fixture):
     base = hudi_fixture(V9_MDT)
+    props = base / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text().replace("hoodie.table.metadata.partitions=column_stats,",
+                                               "hoodie.table.metadata.partitions=bloom_filters,column_stats,"))
     storage = storage_for(str(base))
     state = read_table_state(storage)
     step = plan_sizing(FileSizing(max_file_size=1_000_000, small_file_limit=500_000), state)
     assert step is not None and not step.is_empty
-    with pytest.raises(RefusedError, match="metadata table"):
+    with pytest.raises(RefusedError, match="bloom_filters") as caught:
         run_resize(storage, state.metadata, step, spark=None, clock=clock)  # type: ignore[arg-type]
+    assert "metadata_table: disable" in caught.value.hint
     assert not read_table_metadata(storage).timeline.pending()
 
 
