@@ -384,7 +384,7 @@ class _TableDeleter:
         for start in range(0, len(paths), chunk):
             part = paths[start : start + chunk]
             results = storage.delete_many(part) if spark is None else delete_files(spark, storage, part)
-            outcomes += [DeleteOutcome(r.path, r.deleted, r.error) for r in results]
+            outcomes += results  # a DeleteOutcome is the storage's DeleteResult
             progress.advance(len(part), progress.bytes_of(part) or 0)
         jobs.activity.step(f"{jobs.table}: recording the clean, then rewriting small files if planned")
         return outcomes

@@ -68,8 +68,9 @@ class TableResult:
 
 
 def plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
-             metadata: TableMetadata | None = None) -> TablePlan:
-    """Read what the declaration needs and plan it (incremental listing when sizing is off)."""
+             metadata: TableMetadata | None = None, explain: bool = True) -> TablePlan:
+    """Read what the declaration needs and plan it (incremental listing when sizing is off);
+    `explain=False` leaves out the per-file reasons, which only people read (see `plan_table`)."""
     meta = metadata or read_table_metadata(storage)
     scope = clean_scope(decl.clean, meta, now=now)
     needs_full = decl.file_sizing.small_file_limit > 0 or scope.partitions is None
@@ -78,7 +79,7 @@ def plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
     if meta.has_metadata_table and decl.metadata_table is MetadataTableMode.KEEP:
         resuming = frozenset(str(i.time) for i, p in meta.pending_cleans if p is not None)
         refusals = tuple(metadata_table_refusals(storage, meta, resuming=resuming))
-    return plan_table(decl, state, scope, refusals)
+    return plan_table(decl, state, scope, refusals, explain=explain)
 
 
 def apply_table(
@@ -121,7 +122,7 @@ def _apply_table(
     with TableLock(storage, owner=f"runner apply ({getpass.getuser()})"):
         failpoint("after_lock")
         meta = read_table_metadata(storage)
-        fresh = plan_one(decl, storage, now=plan_now, metadata=meta)
+        fresh = plan_one(decl, storage, now=plan_now, metadata=meta, explain=False)
         plan = _checked(planned, fresh, meta, storage) if planned is not None else fresh
         if plan.status in (TableStatus.IN_SYNC, TableStatus.DRIFT):  # drift is for a person, not apply
             result.duration_s = round(time.monotonic() - started, 3)
@@ -136,7 +137,7 @@ def _apply_table(
                 _record(result, runner.finish(instant, pending_plan))
         failpoint("after_pending_finished")
         if finished:  # what the pending cleans removed is no longer ours to delete
-            plan = _narrowed(plan, plan_one(decl, storage, now=plan_now))
+            plan = _narrowed(plan, plan_one(decl, storage, now=plan_now, explain=False))
         if plan.clean is not None and not plan.clean.is_empty:
             _, timeline, _ = read_timeline(storage)
             start = new_instant_time(timeline, clock=clock(), table_timezone=meta.config.timezone)

@@ -90,8 +90,7 @@ class Deleter:
             return []
         choice = choose_engine(len(paths), self._settings.master, threads_up_to=self._threads_up_to)
         self.notes.append(choice.describe())
-        results = storage.delete_many(paths) if choice.engine == "threads" else self._spark_job(storage, paths)
-        return [DeleteOutcome(r.path, r.deleted, r.error) for r in results]
+        return storage.delete_many(paths) if choice.engine == "threads" else self._spark_job(storage, paths)
 
     def _spark_job(self, storage: Storage, paths: Sequence[str]) -> list[DeleteResult]:
         from runner.execute.spark import delete_files, get_spark

@@ -9,6 +9,8 @@ raw text.
 
 from __future__ import annotations
 
+import functools
+
 from runner.errors import RefusedError
 from runner.hudi.files import is_data_file_name
 
@@ -60,23 +62,46 @@ def in_partition(partition: str, file_name: str, *, what: str = "file") -> str:
     return data_file_path(f"{folder}/{file_name}" if folder else file_name, what=what)
 
 
-def relativize(base_uri: str, full_path: str) -> str:
+def relativize(base_uri: str, full_path: str, *, folder: str | None = None) -> str:
     """The canonical table-relative path of a qualified path Hudi recorded in a plan.
 
     The scheme forms Hudi writes for the same place are accepted (`file:/t`, `file:///t`, `/t`;
     `s3://` and `s3a://`); the remainder is then normalised and checked like any relative path, so
     `file:/t/../u/f` or `file:/t/./.hoodie/f` is refused.
+
+    `folder`: the canonical partition folder the caller expects the file in. A remainder that is
+    exactly `<folder>/<plain data file name>` is already canonical and is returned without the full
+    normalisation (a clean of 400,000 files is checked file by file); anything else takes the full
+    path and its checks.
     """
+    for prefix in _qualified_prefixes(base_uri):
+        if full_path.startswith(prefix):
+            rest = full_path[len(prefix):]
+            if folder is not None:
+                found, _, name = rest.rpartition("/")
+                if found == folder and _plain_data_file_name(name):
+                    return rest
+            return data_file_path(rest, what="clean plan path")
+    raise RefusedError(
+        f"clean plan path {full_path!r} lies outside the table at {base_uri}; nothing was deleted",
+        hint="check who wrote this clean plan; the runner only deletes files inside the table.",
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _qualified_prefixes(base_uri: str) -> tuple[str, ...]:
+    """Every spelling of the table root Hudi may record, each with its trailing `/`, longest first."""
     root = base_uri.rstrip("/")
     if "://" in root:
         scheme, rest = root.split("://", 1)
         prefixes = [f"{s}://{rest}" for s in ({scheme, "s3", "s3a"} if scheme in ("s3", "s3a") else {scheme})]
     else:
         prefixes = [root, f"file:{root}", f"file://{root}"]
-    for prefix in sorted(prefixes, key=len, reverse=True):
-        if full_path.startswith(prefix + "/"):
-            return data_file_path(full_path[len(prefix) + 1:], what="clean plan path")
-    raise RefusedError(
-        f"clean plan path {full_path!r} lies outside the table at {base_uri}; nothing was deleted",
-        hint="check who wrote this clean plan; the runner only deletes files inside the table.",
-    )
+    return tuple(p + "/" for p in sorted(prefixes, key=len, reverse=True))
+
+
+def _plain_data_file_name(name: str) -> bool:
+    """A data file name that `data_file_path` would accept unchanged as the last segment of a path
+    below a canonical folder (no characters or prefixes it refuses or rewrites)."""
+    return ("\\" not in name and "\x00" not in name and ":" not in name and not name.startswith(".hoodie")
+            and is_data_file_name(name))

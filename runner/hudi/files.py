@@ -10,6 +10,7 @@ A file group is `(partition, fileId)`; its slices are keyed by base instant, new
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -28,6 +29,10 @@ _LOG_RE = re.compile(
 )
 
 
+# A table's files carry few distinct instant times, so each is parsed once rather than per file.
+_instant_time = functools.lru_cache(maxsize=4096)(InstantTime)
+
+
 def write_token(partition_id: int, stage_id: int, attempt_id: int) -> str:
     """The write token in file names: the Spark task's `<partitionId>-<stageId>-<taskAttemptId>`
     (Hudi's `FSUtils.makeWriteToken`); it tells apart the files of retried task attempts."""
@@ -36,13 +41,18 @@ def write_token(partition_id: int, stage_id: int, attempt_id: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BaseFile:
-    """A base (columnar) file. `size` is in bytes, -1 when unknown."""
+    """A base (columnar) file. `size` is in bytes, -1 when unknown.
+
+    `parsed_name` is the name `parse` read (empty when built from parts): planning asks for a
+    file's name several times per file, and a listing of 100,000 files should not format it anew.
+    """
 
     file_id: str
     write_token: str
     instant_time: InstantTime
     extension: str
     size: int = -1
+    parsed_name: str = field(default="", repr=False, compare=False)
 
     @classmethod
     def parse(cls, name: str, size: int = -1) -> BaseFile | None:
@@ -50,11 +60,11 @@ class BaseFile:
         match = _BASE_RE.fullmatch(name)
         if match is None:
             return None
-        return cls(match["file_id"], match["token"], InstantTime(match["time"]), match["ext"], size)
+        return cls(match["file_id"], match["token"], _instant_time(match["time"]), match["ext"], size, name)
 
     @property
     def name(self) -> str:
-        return f"{self.file_id}_{self.write_token}_{self.instant_time}.{self.extension}"
+        return self.parsed_name or f"{self.file_id}_{self.write_token}_{self.instant_time}.{self.extension}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +86,7 @@ class LogFile:
         if match is None or match["ext"] != "log":
             return None
         return cls(
-            match["file_id"], InstantTime(match["time"]), int(match["version"]), match["token"],
+            match["file_id"], _instant_time(match["time"]), int(match["version"]), match["token"],
             bool(match["cdc"]), match["ext"], size,
         )
 

@@ -31,13 +31,18 @@ def requirements(meta: TableMetadata) -> Requirements:
 
 
 def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope,
-               mdt_refusals: tuple[str, ...] = ()) -> TablePlan:
+               mdt_refusals: tuple[str, ...] = (), *, explain: bool = True) -> TablePlan:
     """The clean and sizing steps for one table, with the requirements apply will re-check.
 
     `mdt_refusals`: why the table's metadata table cannot be maintained now (read by the caller).
+    `explain`: give every planned file its reason and list the files protections keep, for people
+    reading the plan; apply's own plans under the lock skip it (it re-derives every slice, about as
+    costly as planning itself, and nothing apply writes uses it).
     """
     meta = state.metadata
-    clean = explain_clean(decl.clean, state, scope, plan_clean(decl.clean, state, scope))
+    clean = plan_clean(decl.clean, state, scope)
+    if explain:
+        clean = explain_clean(decl.clean, state, scope, clean)
     # Rewriting data is never implied: only a declared `file_sizing` block asks for it.
     declared = decl.file_sizing_declared
     sizing = plan_sizing(decl.file_sizing, state) if declared else None

@@ -141,6 +141,9 @@ def normalize(path: str) -> str:
     Raises:
         RefusedError: the path is absolute or has a `..` segment, so it could leave the table root.
     """
+    if (path and ".." not in path and "//" not in path and "/./" not in path and path != "."
+            and not path.startswith(("/", "./")) and not path.endswith(("/", "/."))):
+        return path  # already canonical (the common case, once per file of a clean): no splitting
     segments = [s for s in path.split("/") if s not in ("", ".")]
     if path.startswith("/") or ".." in segments:
         raise RefusedError(

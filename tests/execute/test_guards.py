@@ -52,16 +52,30 @@ def test_table_relative_refuses_escapes(path):
         table_relative(path)
 
 
+@pytest.mark.parametrize("folder", [None, "p"])
 @pytest.mark.parametrize("full", [f"file:/t/p/{NAME}", f"file:///t/p/{NAME}", f"/t/p/{NAME}", f"file:/t/./p//{NAME}"])
-def test_relativize_accepts_hudis_spellings_of_the_table(full):
-    assert relativize("/t", full) == f"p/{NAME}"
+def test_relativize_accepts_hudis_spellings_of_the_table(full, folder):
+    assert relativize("/t", full, folder=folder) == f"p/{NAME}"
 
 
+@pytest.mark.parametrize("folder", [None, "p", ""])
 @pytest.mark.parametrize("full", [f"file:/t2/p/{NAME}", f"file:/t/../t2/p/{NAME}", f"s3://b/t/p/{NAME}",
-                                  f"file:/t/.hoodie/{NAME}", "file:/t/p/hoodie.properties"])
-def test_relativize_refuses_other_places(full):
+                                  f"file:/t/.hoodie/{NAME}", "file:/t/p/hoodie.properties",
+                                  # names the base-file pattern matches but a path check refuses
+                                  "file:/t/p/.hoodie_0-1-2_20240101000000000.parquet",
+                                  "file:/t/p/a\\b_0-1-2_20240101000000000.parquet",
+                                  "file:/t/c:x_0-1-2_20240101000000000.parquet",
+                                  "file:/t/p/..\\x_0-1-2_20240101000000000.parquet"])
+def test_relativize_refuses_other_places(full, folder):
+    """With or without the expected folder (the shortcut for plain names), the same refusals."""
     with pytest.raises(RefusedError):
-        relativize("/t", full)
+        relativize("/t", full, folder=folder)
+
+
+def test_relativize_with_a_folder_returns_what_the_full_check_returns():
+    for full in (f"file:/t/p/{NAME}", f"file:/t/q/{NAME}", f"file:/t/{NAME}", f"file:/t/p/q/{NAME}"):
+        for folder in ("p", "", "p/q"):
+            assert relativize("/t", full, folder=folder) == relativize("/t", full)
 
 
 def test_an_empty_clean_is_never_scheduled(tmp_path: Path):

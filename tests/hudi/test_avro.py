@@ -92,6 +92,18 @@ def test_writing_is_deterministic() -> None:
     assert first != avro.write_container("HoodieSavepointMetadata", {**record, "savepointedAt": 2})
 
 
+def test_the_sync_marker_is_derived_from_the_content_and_closes_the_block() -> None:
+    record = {"savepointedBy": "u", "savepointedAt": 1, "comments": "", "partitionMetadata": {}}
+    data = avro.write_container("HoodieSavepointMetadata", record)
+    other = avro.write_container("HoodieSavepointMetadata", {**record, "comments": "x"})
+    marker = data[-16:]
+    assert data.count(marker) == 2 and marker != b"\xff" * 16  # after the header and after the block
+    assert other[-16:] != marker
+    reader = fastavro.reader(io.BytesIO(data))  # fastavro checks the block's marker against the header's
+    (decoded,) = list(reader)
+    assert {key: decoded[key] for key in record} == record
+
+
 @pytest.mark.parametrize("name", sorted(HUDI_WRITTEN))
 def test_hudi_reader_schema_resolves_our_files(name: str) -> None:
     """Hudi reads with its compiled schema as the reader schema; names and types must resolve."""

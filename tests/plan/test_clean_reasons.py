@@ -101,3 +101,26 @@ def test_reasons_and_kept_files_survive_the_json_round_trip():
     again = Plan.from_json(plan.to_json())
     assert again.tables[0].clean == step
     assert again.to_json() == plan.to_json()
+
+
+def test_apply_s_unexplained_plan_deletes_exactly_what_the_explained_plan_deletes():
+    """`plan_table(explain=False)` (apply's plan under the lock) skips only the reasons."""
+    from runner.declarations.model import FileSizing, TableDeclaration
+    from runner.plan.build import plan_table
+
+    b = history(4, groups=("a", "b"))
+    b.savepoint(2, {"p": [b.name(2, "a")]})
+    state = b.state()
+    for policy in (versions(1), commits(1)):
+        decl = TableDeclaration(name="t", path="/t", source_file="tables/t.yml", clean=policy,
+                                file_sizing=FileSizing(small_file_limit=0))
+        scope = clean_scope(policy, state.metadata, now=NOW)
+        explained_plan = plan_table(decl, state, scope)
+        bare = plan_table(decl, state, scope, explain=False)
+        assert explained_plan.clean is not None and bare.clean is not None
+        assert explained_plan.clean.files_to_delete, policy
+        assert [(f.path, f.size) for f in bare.clean.files_to_delete] == \
+            [(f.path, f.size) for f in explained_plan.clean.files_to_delete]
+        assert all(f.reason for f in explained_plan.clean.files_to_delete)
+        assert explained_plan.clean.kept and not bare.clean.kept  # the savepoint's file, only explained
+        assert dataclasses.replace(explained_plan, clean=bare.clean) == bare

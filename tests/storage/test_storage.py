@@ -13,6 +13,7 @@ import pytest
 
 from runner.errors import RefusedError, StorageError
 from runner.storage import AlreadyExists, FileInfo, LocalStorage, Storage, storage_for
+from runner.storage.base import normalize
 from runner.storage.s3 import ObjectStorage, S3Options
 from tests.s3 import S3Server, upload_tree
 
@@ -520,3 +521,32 @@ def test_s3_write_new_is_a_conditional_put(s3: tuple[S3Server, str]) -> None:
     storage.write_new(".hoodie/20240101.commit", b"ours")
 
     assert len(sent) == 1 and sent[0].get("If-None-Match") == b"*"
+
+
+# --- Path normalisation ----------------------------------------------------------------------------
+
+def _segment_normalize(path: str) -> str:
+    """The rule spelled out segment by segment, to compare `normalize`'s shortcut with."""
+    segments = [s for s in path.split("/") if s not in ("", ".")]
+    if path.startswith("/") or ".." in segments:
+        raise RefusedError("escape")
+    return "/".join(segments)
+
+
+def test_normalize_shortcut_for_canonical_paths_agrees_with_the_segment_rule():
+    """Every string over the characters that matter, up to 5 long: the same result or the same refusal."""
+    import itertools
+
+    alphabet = ["a", ".", "/", "b.parquet"]
+    for length in range(0, 6):
+        for parts in itertools.product(alphabet, repeat=length):
+            path = "".join(parts)
+            try:
+                expected: str | None = _segment_normalize(path)
+            except RefusedError:
+                expected = None
+            if expected is None:
+                with pytest.raises(RefusedError):
+                    normalize(path)
+            else:
+                assert normalize(path) == expected, path
