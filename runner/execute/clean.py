@@ -25,21 +25,15 @@ from runner.hudi.metadata import (
     encode_clean_metadata,
     encode_clean_plan,
 )
-from runner.hudi.storage import Storage
+from runner.hudi.storage import DeleteResult, Storage
 from runner.hudi.timeline_writer import TimelineWriter
 from runner.plan.clean import SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
 
-Deleter = Callable[[Storage, Sequence[str]], "list[DeleteOutcome]"]
+# Storage's own per-path result is what every deleter returns (threads, Spark, tests).
+Deleter = Callable[[Storage, Sequence[str]], list[DeleteResult]]
 # (clean instant, its HoodieCleanMetadata, completion-time source) -> files written
 BeforeComplete = Callable[[InstantTime, CleanMetadata, Callable[[], InstantTime]], list[str]]
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteOutcome:
-    path: str
-    deleted: bool
-    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +180,7 @@ class CleanRunner:
         return True
 
     def _metadata(self, pending: Instant, plan: CleanPlan, files: dict[str, list[str]],
-                  outcomes: dict[str, DeleteOutcome], deleted: tuple[str, ...], started: float) -> CleanMetadata:
+                  outcomes: dict[str, DeleteResult], deleted: tuple[str, ...], started: float) -> CleanMetadata:
         partitions = {}
         for partition in sorted(set(files) | set(plan.partitions_to_delete)):
             names = [p.rsplit("/", 1)[-1] for p in files.get(partition, [])]

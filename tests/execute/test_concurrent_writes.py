@@ -24,6 +24,7 @@ from runner.hudi.instant import Action
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.hudi.storage import storage_for
 from tests.writer.writer_helpers import oracle_rows, table_yaml
+from tests.plan_json import step
 
 pytestmark = pytest.mark.spark
 
@@ -126,7 +127,7 @@ def test_a_pending_write_of_unknown_reach_blocks_every_resize(table, capsys):
     code = main(["plan", "--project-dir", str(root), "--format", "json"])
     data = json.loads(capsys.readouterr().out)["tables"][0]
     assert code == 0 and data["status"] == "in_sync"
-    assert data["sizing"]["groups"] == []
+    assert step(data, "resize")["groups"] == []
     assert any(n.startswith("no resize this run: the pending commit") for n in data["notes"])
 
 
