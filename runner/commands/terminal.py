@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import IO, Any, Self
 
 from runner.service.jvm_output import jvm_output_to

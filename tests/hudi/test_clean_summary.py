@@ -16,7 +16,6 @@ import pytest
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.errors import CorruptMetadataError
 from runner.execute.apply import apply_table, plan_one
-from runner.hudi.storage import DeleteResult
 from runner.hudi import avro
 from runner.hudi.metadata import (
     CleanMetadata,
@@ -27,7 +26,7 @@ from runner.hudi.metadata import (
     encode_clean_metadata,
 )
 from runner.hudi.state import read_table_metadata
-from runner.hudi.storage import LocalStorage
+from runner.hudi.storage import DeleteResult, LocalStorage
 from runner.hudi.synthetic import TableBuilder
 from runner.hudi.timeline_metadata import DECODED
 

@@ -12,11 +12,10 @@ import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.execute.apply import apply_table, plan_one
-from runner.hudi.storage import DeleteResult
 from runner.hudi.instant import Action
 from runner.hudi.metadata import decode_commit_metadata
 from runner.hudi.state import read_table_metadata
-from runner.hudi.storage import FileInfo, LocalStorage
+from runner.hudi.storage import DeleteResult, FileInfo, LocalStorage
 from runner.hudi.synthetic import TableBuilder
 from runner.hudi.timeline_metadata import DECODED
 from tests.conftest import extract_fixture, fixture_id, fixture_zips
