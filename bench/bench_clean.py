@@ -73,7 +73,8 @@ from runner.declarations.model import (
     SparkSettings,
     TableDeclaration,
 )
-from runner.execute.apply import TableResult, apply_table, plan_one
+from runner.execute.apply import TableResult, apply_table
+from runner.planner import plan_one
 from runner.execute.spark import get_spark
 from runner.hudi.state import read_table_metadata
 from runner.hudi.storage import DeleteResult, Storage, storage_for

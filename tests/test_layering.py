@@ -47,3 +47,17 @@ def test_only_the_spark_module_imports_pyspark_at_module_level(path):
         return
     bad = sorted(m for m in imports(path, top_level_only=True) if m.startswith(("pyspark", "py4j")))
     assert not bad, f"{path.relative_to(PACKAGE)} imports {bad} at module level; import it inside the job"
+
+
+@pytest.mark.parametrize("path", modules("service") + modules("execute") + [PACKAGE / "planner.py"],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_service_layer_sits_below_the_commands(path):
+    """Commands parse, render and pick exit codes; the service and below never reach back up."""
+    forbidden = ("runner.commands", "runner.cli") + (("runner.service",) if path.parent.name != "service" else ())
+    bad = sorted(m for m in imports(path) if m.startswith(forbidden))
+    assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
+
+
+def test_plan_command_plans_through_the_service_only():
+    bad = sorted(m for m in imports(PACKAGE / "commands" / "plan.py") if m.startswith(("runner.execute", "runner.hudi")))
+    assert not bad, f"commands/plan.py imports {bad}: planning goes through runner.service"

@@ -55,7 +55,7 @@ from runner.planner import plan_one
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["HANDLERS", "TableResult", "apply_table", "plan_one"]
+__all__ = ["HANDLERS", "TableResult", "apply_table"]
 
 
 @dataclass

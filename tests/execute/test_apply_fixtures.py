@@ -14,7 +14,8 @@ import fastavro
 import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
-from runner.execute.apply import apply_table, plan_one
+from runner.execute.apply import apply_table
+from runner.planner import plan_one
 from runner.hudi.metadata import decode_clean_metadata, decode_clean_plan
 from runner.hudi.state import read_table_metadata
 from runner.hudi.storage import storage_for

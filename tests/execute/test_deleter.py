@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
-from runner.execute.apply import apply_table, plan_one
+from runner.execute.apply import apply_table
+from runner.planner import plan_one
 from runner.execute.deleter import THREADS_UP_TO, Deleter, choose_engine, is_local_master
 from runner.hudi.storage import DeleteResult, LocalStorage, storage_for
 from tests.conftest import FIXTURES, extract_fixture

@@ -15,7 +15,8 @@ import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.errors import CorruptMetadataError
-from runner.execute.apply import apply_table, plan_one
+from runner.execute.apply import apply_table
+from runner.planner import plan_one
 from runner.hudi import avro
 from runner.hudi.metadata import (
     CleanMetadata,

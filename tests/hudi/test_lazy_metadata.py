@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
-from runner.execute.apply import apply_table, plan_one
+from runner.execute.apply import apply_table
+from runner.planner import plan_one
 from runner.hudi.instant import Action
 from runner.hudi.metadata import decode_commit_metadata
 from runner.hudi.state import read_table_metadata

@@ -15,7 +15,8 @@ import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.errors import RefusedError
-from runner.execute.apply import apply_table, plan_one
+from runner.execute.apply import apply_table
+from runner.planner import plan_one
 from runner.hudi.instant import Action
 from runner.hudi.mdt import records as rec
 from runner.hudi.mdt.check import check_metadata_table
