@@ -35,7 +35,7 @@ from typing import Any
 import boto3
 from _common import markdown_table, median, timed
 
-from runner.hudi.storage_s3 import ObjectStorage
+from runner.storage.s3 import ObjectStorage
 
 HERE = Path(__file__).resolve().parent
 BUCKET = "bench-clean"

@@ -37,7 +37,7 @@ from runner.hudi.mdt.reader import read_files_listing, read_metadata_table, read
 from runner.hudi.mdt.writer import write_mdt_commit  # noqa: E402
 from runner.hudi.metadata import CleanMetadata, CleanPartitionMetadata  # noqa: E402
 from runner.hudi.state import read_table_metadata  # noqa: E402
-from runner.hudi.storage import storage_for  # noqa: E402
+from runner.storage import storage_for  # noqa: E402
 
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "hudi-rs" / "sample_table/cow/v9_txns_simple_meta.zip"
 INSTANT = "20991231000000000"

@@ -46,9 +46,9 @@ from runner.hudi.files import BaseFile
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from runner.hudi.state import read_table_state
-from runner.hudi.storage import storage_for
 from runner.plan.model import SizingStep
 from runner.plan.sizing import plan_sizing
+from runner.storage import storage_for
 
 MIB = 1024 * 1024
 PARTITION = "dt=2024-01-01"

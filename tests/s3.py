@@ -37,7 +37,7 @@ class S3Server:
     region: str = "us-east-1"
 
     def options(self) -> dict[str, str]:
-        """Storage options for `runner.hudi.storage.storage_for(uri, options=...)`."""
+        """Storage options for `runner.storage.storage_for(uri, options=...)`."""
         return {
             "endpoint_override": self.endpoint_url,
             "access_key": self.access_key,

@@ -251,7 +251,7 @@ def test_plan_never_treats_a_nested_table_as_a_partition(tmp_path: Path, capsys)
 
 def test_incremental_listing_skips_a_partition_inside_a_nested_table(tmp_path: Path) -> None:
     from runner.hudi.state import read_table_state
-    from runner.hudi.storage import storage_for
+    from runner.storage import storage_for
 
     root = nested_project(tmp_path / "p")
     state = read_table_state(storage_for(str(root / "table")), partitions=["legacy", "10"])
@@ -281,7 +281,7 @@ def _without_file_names(rows: list[dict]) -> list[str]:
 @pytest.mark.s3
 def test_on_object_storage_a_nested_table_is_never_a_partition(tmp_path: Path, s3_server, s3_bucket) -> None:
     from runner.hudi.state import read_table_state
-    from runner.hudi.storage import storage_for
+    from runner.storage import storage_for
     from tests.s3 import upload_tree
 
     root = nested_project(tmp_path / "p")

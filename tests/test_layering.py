@@ -28,7 +28,7 @@ def modules(folder: str) -> list[Path]:
 
 @pytest.mark.parametrize("path", modules("plan"), ids=lambda p: p.name)
 def test_planning_is_pure(path):
-    forbidden = ("runner.hudi.storage", "runner.hudi.lock", "runner.execute", "runner.commands", "pyspark")
+    forbidden = ("runner.storage", "runner.execute", "runner.commands", "pyspark")
     bad = sorted(m for m in imports(path) if m.startswith(forbidden))
     assert not bad, f"{path.name} imports {bad}: planners take values, not storage or Spark"
 

@@ -11,7 +11,7 @@ from runner.commands.result import CommandResult, ExitCode
 from runner.errors import RunnerError
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.state import read_table_state
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from runner.summary import summarize
 
 

@@ -21,10 +21,10 @@ from runner.declarations.model import Project, TableDeclaration
 from runner.docs import charts
 from runner.errors import RunnerError
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.hudi.storage import storage_for
 from runner.plan.build import plan_table
 from runner.plan.clean import clean_scope
 from runner.plan.model import Plan
+from runner.storage import storage_for
 
 RUN_RESULTS = Path("target") / "run_results.json"
 

@@ -32,11 +32,9 @@ from runner.execute.paths import partition_path
 from runner.execute.spark import executors_seen
 from runner.hudi.files import relative_path
 from runner.hudi.instant import InstantTime
-from runner.hudi.lock import TableLock
 from runner.hudi.mdt.maintain import CleanMaintenance, prepare_clean_maintenance
 from runner.hudi.metadata import CleanPlan
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
-from runner.hudi.storage import Storage, storage_for
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.build import timeline_fingerprint
 from runner.plan.model import TablePlan, TableStatus
@@ -51,6 +49,8 @@ from runner.plan.steps import (
     UpdateMetadataTable,
 )
 from runner.planner import plan_one
+from runner.storage import Storage, storage_for
+from runner.storage.lock import TableLock
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -25,10 +25,10 @@ from runner.hudi.metadata import (
     encode_clean_metadata,
     encode_clean_plan,
 )
-from runner.hudi.storage import DeleteResult, Storage
 from runner.hudi.timeline_writer import TimelineWriter
 from runner.plan.clean import SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
+from runner.storage import DeleteResult, Storage
 
 # Storage's own per-path result is what every deleter returns (threads, Spark, tests).
 Deleter = Callable[[Storage, Sequence[str]], list[DeleteResult]]

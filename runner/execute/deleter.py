@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from runner.declarations.model import SparkSettings
-from runner.hudi.storage import DEFAULT_DELETE_THREADS, DeleteResult, Storage
+from runner.storage import DEFAULT_DELETE_THREADS, DeleteResult, Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from runner.hudi.properties import format_properties, parse_properties
 from runner.hudi.state import METADATA_TABLE, PROPERTIES, TableMetadata
-from runner.hudi.storage import Storage
+from runner.storage import Storage
 
 METADATA_KEYS = ("hoodie.table.metadata.partitions", "hoodie.table.metadata.partitions.inflight")
 

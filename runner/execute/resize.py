@@ -39,10 +39,10 @@ from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
-from runner.hudi.storage import Storage
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
 from runner.plan.sizing import busy_groups
+from runner.storage import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import InstantTime
-from runner.hudi.storage import Storage
+from runner.storage import Storage
 
 FILE_NAME_COLUMN = "_hoodie_file_name"
 RECORD_KEY_COLUMN = "_hoodie_record_key"

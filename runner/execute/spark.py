@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from runner.declarations.model import SparkSettings
-from runner.hudi.storage import DeleteResult, Storage
+from runner.storage import DeleteResult, Storage
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,1 +1,4 @@
-"""The Hudi on-disk model: timeline, file names, metadata formats, storage and the file-system view."""
+"""The Hudi on-disk model: timeline, file names, metadata formats and the file-system view.
+
+It reads and writes through `runner.storage`, which owns where files live and the runner's lock.
+"""

@@ -30,8 +30,8 @@ from runner.errors import CorruptMetadataError, StorageError
 from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, State
 from runner.hudi.metadata import decode_commit_metadata, decode_requested_replace
-from runner.hudi.storage import Storage
 from runner.hudi.timeline import Timeline
+from runner.storage import Storage
 
 MARKER_DIR = ".hoodie/.temp"
 _MARKER_SUFFIX = re.compile(r"\.marker\.[A-Z_]+$")

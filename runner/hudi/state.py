@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from runner.errors import NotAHudiTableError, StorageError
+from runner.hudi import timeline_metadata as tm
 from runner.hudi.files import FileGroup
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import (
@@ -24,10 +25,9 @@ from runner.hudi.metadata import (
 from runner.hudi.pending_writes import NONE as NO_PENDING_WRITES
 from runner.hudi.pending_writes import PendingWrites, read_pending_writes
 from runner.hudi.properties import TableConfig, parse_properties
-from runner.hudi.storage import Storage
 from runner.hudi.timeline import Timeline
 from runner.hudi.view import ListedFiles, build_file_groups, discover_partitions, list_partitions
-from runner.hudi import timeline_metadata as tm
+from runner.storage import Storage
 
 PROPERTIES = ".hoodie/hoodie.properties"
 METADATA_TABLE = ".hoodie/metadata"

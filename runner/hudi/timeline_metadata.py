@@ -43,8 +43,8 @@ from runner.hudi.metadata import (
     decode_requested_replace,
     decode_savepoint_metadata,
 )
-from runner.hudi.storage import Storage
 from runner.hudi.timeline import Timeline
+from runner.storage import Storage
 
 _EMPTY_COMMIT = CommitMetadata(
     operation_type=None,

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from runner.hudi.guard import require_table
 from runner.hudi.instant import Action, Instant, InstantTime, State
-from runner.hudi.storage import Storage
 from runner.hudi.timeline import Timeline
+from runner.storage import Storage
+from runner.storage.guard import require_table
 
 
 def new_instant_time(timeline: Timeline, *, clock: datetime, table_timezone: str) -> InstantTime:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from runner.hudi.files import BaseFile, FileGroup, FileSlice, LogFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import CommitMetadata, CompactionOperation
-from runner.hudi.storage import FileInfo, Storage
 from runner.hudi.timeline import Timeline
+from runner.storage import FileInfo, Storage
 
 PARTITION_MARKER = ".hoodie_partition_metadata"
 

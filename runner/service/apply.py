@@ -23,7 +23,7 @@ from runner.errors import InternalError, PlanError, RunnerError
 from runner.execute.apply import TableResult, apply_table
 from runner.execute.deleter import choose_engine
 from runner.execute.spark import get_spark
-from runner.hudi.storage import DeleteResult, Storage
+from runner.storage import DeleteResult, Storage
 from runner.plan.model import Plan, TablePlan, TableStatus
 from runner.selection import did_you_mean
 from runner.service.jvm_output import jvm_output_to

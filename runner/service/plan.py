@@ -16,7 +16,7 @@ from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
 from runner.declarations.schema import SCHEMA_DIR
 from runner.errors import PlanError, RunnerError
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from runner.plan.model import FORMAT_VERSION, Plan, TablePlan, TableStatus
 from runner.planner import plan_one
 from runner.service.locations import guarded_location, instant_text, plan_project

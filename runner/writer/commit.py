@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from runner.hudi.files import relative_path
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
-from runner.hudi.storage import Storage
 from runner.hudi.timeline_writer import TimelineWriter
+from runner.storage import Storage
 from runner.writer.files import WrittenFile
 from runner.writer.markers import delete_markers, marked_files
 from runner.writer.route import Bucket

@@ -28,8 +28,8 @@ from runner.hudi.properties import (
     TableType,
     format_properties,
 )
-from runner.hudi.guard import require_table
-from runner.hudi.storage import AlreadyExists, Storage
+from runner.storage import AlreadyExists, Storage
+from runner.storage.guard import require_table
 
 PROPERTIES = ".hoodie/hoodie.properties"
 METADATA_TABLE = ".hoodie/metadata"

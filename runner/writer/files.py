@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from runner.errors import RefusedError
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.properties import format_properties
-from runner.hudi.storage import AlreadyExists, Storage
+from runner.storage import AlreadyExists, Storage
 from runner.writer.markers import marker_path
 from runner.writer.schema import (
     FILE_NAME,

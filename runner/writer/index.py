@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from runner.hudi.files import BaseFile, relative_path
-from runner.hudi.storage import Storage
+from runner.storage import Storage
 from runner.writer.schema import RECORD_KEY
 from runner.writer.tasks import map_in_arrow
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from runner.errors import RefusedError
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import CommitMetadata
-from runner.hudi.storage import Storage
+from runner.storage import Storage
 from runner.writer.create import KeyLayout
 from runner.writer.schema import SparkType
 

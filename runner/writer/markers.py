@@ -11,7 +11,7 @@ every file with a marker. The folder is removed once the instant is committed or
 from __future__ import annotations
 
 from runner.hudi.files import relative_path
-from runner.hudi.storage import Storage
+from runner.storage import Storage
 
 TEMP = ".hoodie/.temp"
 _SUFFIX = ".marker."

@@ -34,10 +34,10 @@ from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import decode_commit_metadata
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import read_timeline
-from runner.hudi.storage import Storage
 from runner.hudi.timeline import Timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.hudi.view import discover_partitions, list_partitions
+from runner.storage import Storage
 from runner.writer.markers import delete_markers, marked_files, marker_dir
 
 HEARTBEAT_TOLERANCE_MS = 120_000

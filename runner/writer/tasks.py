@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from runner.hudi.files import BaseFile
-from runner.hudi.storage import Storage
+from runner.storage import Storage
 from runner.writer.files import CreateHandle, FileContext, WrittenFile, merge, stat_rows
 from runner.writer.schema import PARTITION_PATH, arrow_schema
 

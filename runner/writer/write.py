@@ -33,12 +33,12 @@ from runner.declarations.model import Source, TableDeclaration
 from runner.errors import RefusedError, RunnerError, StepFailed
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Instant, InstantTime
-from runner.hudi.lock import TableLock
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableState, read_table_metadata, read_table_state
-from runner.hudi.storage import Storage, storage_for
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.sizing import CommitSize, average_record_size
+from runner.storage import Storage, storage_for
+from runner.storage.lock import TableLock
 from runner.writer import commit
 from runner.writer.create import (
     COMPLEX,
@@ -64,8 +64,8 @@ from runner.writer.rollback import rollback_failed_writes
 from runner.writer.route import Routing, plan_routing
 from runner.writer.schema import PARTITION_PATH, avro_schema_json, file_avro_schema_json
 from runner.writer.table_schema import current_schema, reconcile
-from runner.writer.workers import writer_workers
 from runner.writer.tasks import STATS_SCHEMA, TARGET, Target, WriteTask, map_in_arrow
+from runner.writer.workers import writer_workers
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -10,9 +10,9 @@ from runner.declarations.loader import load_project
 from runner.docs import charts
 from runner.hudi.instant import Action
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.hudi.storage import storage_for
 from runner.plan.build import plan_table
 from runner.plan.clean import clean_scope
+from runner.storage import storage_for
 from tests.conftest import FIXTURES, extract_fixture
 from tests.plan.state_builder import StateBuilder
 

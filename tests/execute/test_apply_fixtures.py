@@ -18,8 +18,8 @@ from runner.execute.apply import apply_table
 from runner.planner import plan_one
 from runner.hudi.metadata import decode_clean_metadata, decode_clean_plan
 from runner.hudi.state import read_table_metadata
-from runner.hudi.storage import storage_for
 from runner.plan.model import TableStatus
+from runner.storage import storage_for
 from tests.conftest import FIXTURES, extract_fixture, fixture_id, fixture_zips
 from tests.execute.conftest import oracle_snapshot
 

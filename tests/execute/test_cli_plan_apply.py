@@ -11,7 +11,7 @@ import pytest
 
 from runner.cli import main
 from runner.hudi.state import read_table_metadata
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot
 from tests.plan_json import step

@@ -22,7 +22,7 @@ import runner
 from runner.cli import main
 from runner.hudi.instant import Action
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 from tests.plan_json import step
 

@@ -12,7 +12,7 @@ import pytest
 
 from runner.execute.failpoints import EXIT_CODE
 from runner.hudi.state import read_table_metadata
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from tests.conftest import FIXTURES
 from tests.crash import apply_process, crash_project
 

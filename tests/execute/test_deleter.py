@@ -12,7 +12,7 @@ from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, 
 from runner.execute.apply import apply_table
 from runner.planner import plan_one
 from runner.execute.deleter import THREADS_UP_TO, Deleter, choose_engine, is_local_master
-from runner.hudi.storage import DeleteResult, LocalStorage, storage_for
+from runner.storage import DeleteResult, LocalStorage, storage_for
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot
 from tests.s3 import S3Server

@@ -16,7 +16,7 @@ from runner.cli import main
 from runner.hudi.instant import Action, InstantTime
 from runner.hudi.metadata import CleanFileInfo, CleanPlan, decode_clean_metadata, encode_clean_plan
 from runner.hudi.state import read_table_metadata
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from tests.execute.conftest import oracle_snapshot
 from tests.execute.test_cli_plan_apply import project, run_json, tree_digest
 from tests.plan_json import step

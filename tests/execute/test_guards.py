@@ -13,10 +13,10 @@ from runner.execute.paths import relativize, table_relative
 from runner.execute.resize_plan import decode_plan, encode_plan
 from runner.hudi.instant import InstantTime
 from runner.hudi.pending_writes import read_pending_writes
-from runner.hudi.storage import storage_for
 from runner.hudi.timeline import Timeline
 from runner.hudi.timeline_writer import TimelineWriter
 from runner.plan.model import CleanStep, FileToRewrite, RewriteGroup, SizingStep
+from runner.storage import storage_for
 
 NAME = "a-0_0-1-2_20240101000000000.parquet"
 

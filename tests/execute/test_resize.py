@@ -25,8 +25,8 @@ from runner.errors import RefusedError
 from runner.execute.failpoints import EXIT_CODE
 from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resize
 from runner.execute.resize_job import GroupRewrite, rewrite_group
-from runner.hudi import bloom
 from runner.execute.resize_plan import MARKER_VALUE, STRATEGY_CLASS, encode_plan, is_runner_plan
+from runner.hudi import bloom
 from runner.hudi.avro import read_container
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, InstantTime
@@ -40,11 +40,11 @@ from runner.hudi.metadata import (
     encode_requested_replace,
 )
 from runner.hudi.state import TableState, read_table_metadata, read_table_state
-from runner.hudi.storage import LocalStorage, storage_for
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.clean import clean_scope, plan_clean
 from runner.plan.model import FileToRewrite, RewriteGroup, SizingStep
 from runner.plan.sizing import plan_sizing
+from runner.storage import LocalStorage, storage_for
 
 V6 = "sample_table/cow/v6_simplekeygen_nonhivestyle"
 V9 = "sample_table/cow/v9_txns_simple_nometa"
@@ -300,7 +300,7 @@ RESIZE_SCRIPT = textwrap.dedent("""
     from runner.execute.resize import run_resize
     from runner.execute.spark import get_spark
     from runner.hudi.state import read_table_state
-    from runner.hudi.storage import storage_for
+    from runner.storage import storage_for
     from runner.plan.sizing import plan_sizing
 
     storage = storage_for(sys.argv[1])

@@ -6,7 +6,7 @@ import pytest
 
 from runner.errors import CorruptMetadataError, NotAHudiTableError, TimelineError, UnsupportedTableError
 from runner.hudi.state import read_table_state
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 
 V6 = "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable"
 V9 = "sample_table/cow/v9_txns_simple_nometa"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from runner.hudi.state import read_table_state
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from tests.conftest import extract_fixture, fixture_id, fixture_zips
 from tests.s3 import upload_tree
 

@@ -13,7 +13,7 @@ from runner.hudi.mdt.keys import bloom_filter_key, column_stats_key, java_string
 from runner.hudi.mdt.reader import read_files_listing
 from runner.hudi.metadata import CleanMetadata, CleanPartitionMetadata
 from runner.hudi.state import read_table_metadata
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 
 F9 = "sample_table/cow/v9_txns_simple_meta"
 BASE = "a4ab4ec1-e213-4941-a4eb-5679f437421f-0_0-209-507_20260307162452329.parquet"

@@ -23,8 +23,8 @@ from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.keys import column_stats_key
 from runner.hudi.mdt.reader import read_metadata_table, read_partition
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.hudi.storage import storage_for
 from runner.plan.model import TableStatus
+from runner.storage import storage_for
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot
 from tests.mdt.conftest import MDT_IDS

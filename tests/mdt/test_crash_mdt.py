@@ -16,7 +16,7 @@ from runner.hudi.instant import Action
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from tests.conftest import FIXTURES
 from tests.crash import apply_process, crash_project
 from tests.execute.conftest import oracle_snapshot

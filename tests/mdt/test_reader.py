@@ -11,8 +11,8 @@ from runner.hudi.mdt.drift import compare
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.mdt.view import valid_instants
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.hudi.storage import storage_for
 from runner.hudi.timeline import Timeline
+from runner.storage import storage_for
 from tests.mdt.conftest import MDT_IDS
 
 

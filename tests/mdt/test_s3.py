@@ -12,8 +12,8 @@ from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.maintain import prepare_clean_maintenance
 from runner.hudi.metadata import CleanFileInfo, CleanPlan, encode_clean_plan
 from runner.hudi.state import read_table_metadata, read_table_state
-from runner.hudi.storage import DeleteResult, storage_for
 from runner.hudi.timeline_writer import TimelineWriter
+from runner.storage import DeleteResult, storage_for
 from tests.conftest import FIXTURES, extract_fixture
 from tests.s3 import S3Server, upload_tree
 

@@ -15,7 +15,7 @@ from runner.hudi.mdt.reader import read_files_listing, read_metadata_table, read
 from runner.hudi.mdt.writer import write_mdt_commit
 from runner.hudi.metadata import CleanMetadata, CleanPartitionMetadata, decode_commit_metadata
 from runner.hudi.state import read_table_metadata
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 
 F9 = "sample_table/cow/v9_txns_simple_meta"
 T = "20990101000000000"

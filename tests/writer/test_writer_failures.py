@@ -24,7 +24,7 @@ from runner.hudi.metadata import (
     encode_requested_replace,
 )
 from runner.hudi.state import read_table_state
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from runner.writer import commit as commit_module
 from runner.writer.write import FAILPOINT_ENV, FAILPOINT_EXIT
 from tests.writer.writer_helpers import oracle_rows, table_yaml

@@ -12,7 +12,7 @@ import pytest
 
 import runner
 from runner.hudi.state import read_table_state
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from tests.s3 import S3Server
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]

@@ -63,7 +63,7 @@ RUNNER_SESSION_SCRIPT = """
 import sys
 from runner.declarations.model import SparkSettings
 from runner.execute.spark import delete_files, get_spark
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 
 spark = get_spark(SparkSettings(master="local[1]"))
 print("RESULT", delete_files(spark, storage_for(sys.argv[1]), ["doomed.parquet"]))

@@ -15,7 +15,7 @@ from runner.errors import RefusedError
 from runner.hudi.metadata import decode_commit_metadata
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import read_table_state
-from runner.hudi.storage import storage_for
+from runner.storage import storage_for
 from tests.writer.writer_helpers import oracle_rows, oracle_slices, table_yaml
 
 pytestmark = pytest.mark.spark

@@ -14,7 +14,7 @@ from runner.hudi.mdt.drift import Drift, compare
 from runner.hudi.mdt.reader import MetadataTable, read_files_listing, read_metadata_table
 from runner.hudi.mdt.view import SOLO_COMMIT_TIMESTAMP
 from runner.hudi.state import TableMetadata, TableState
-from runner.hudi.storage import Storage
+from runner.storage import Storage
 
 # Data-table actions that Hudi mirrors in the MDT under the same instant time: as a deltacommit,
 # or for a rollback in 1.x as an MDT rollback of the same time (fixture v9_nonpartitioned_rollback).

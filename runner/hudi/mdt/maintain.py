@@ -20,7 +20,7 @@ from runner.hudi.mdt.reader import MetadataTable, read_files_listing, read_metad
 from runner.hudi.mdt.writer import write_mdt_commit
 from runner.hudi.metadata import CleanMetadata
 from runner.hudi.state import TableMetadata
-from runner.hudi.storage import Storage
+from runner.storage import Storage
 
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 DEFAULT_INDEX_DEFS = ".hoodie/.index_defs/index.json"

@@ -14,15 +14,15 @@ from types import MappingProxyType
 
 from runner.errors import RunnerError, UnsupportedTableError
 from runner.hudi.instant import Action
-from runner.hudi.metadata.history import decode_rollback_metadata
 from runner.hudi.mdt import records as rec
 from runner.hudi.mdt.hfile import read_hfile
 from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, read_log_blocks
 from runner.hudi.mdt.view import MdtSlice, latest_slices, valid_instants
+from runner.hudi.metadata.history import decode_rollback_metadata
 from runner.hudi.properties import TableConfig, parse_properties
 from runner.hudi.state import METADATA_TABLE, TableMetadata
-from runner.hudi.storage import Storage
 from runner.hudi.timeline import Timeline
+from runner.storage import Storage
 
 MDT_PROPERTIES = f"{METADATA_TABLE}/.hoodie/hoodie.properties"
 FILES_PARTITION = "files"

@@ -29,8 +29,8 @@ from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, encode_log_b
 from runner.hudi.mdt.reader import MetadataTable
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from runner.hudi.state import METADATA_TABLE
-from runner.hudi.storage import Storage
 from runner.hudi.timeline_writer import TimelineWriter
+from runner.storage import Storage
 
 OPERATION = "UPSERT_PREPPED"
 # Any unique `{task}-{stage}-{attempt}` triple will do; Hudi's own initial logs use 0-0-0.

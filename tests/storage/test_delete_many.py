@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-import runner.hudi.storage as storage_module
-from runner.hudi.storage import DeleteResult, LocalStorage, Storage, storage_for
-from runner.hudi.storage_s3 import MAX_KEYS_PER_DELETE, ObjectStorage, batch_outcomes
+import runner.storage.local as storage_module
+from runner.storage import DeleteResult, LocalStorage, Storage, storage_for
+from runner.storage.s3 import MAX_KEYS_PER_DELETE, ObjectStorage, batch_outcomes
 from tests.s3 import S3Server
 
 

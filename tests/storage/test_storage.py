@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from runner.errors import RefusedError, StorageError
-from runner.hudi.storage import AlreadyExists, FileInfo, LocalStorage, Storage, storage_for
-from runner.hudi.storage_s3 import ObjectStorage, S3Options
+from runner.storage import AlreadyExists, FileInfo, LocalStorage, Storage, storage_for
+from runner.storage.s3 import ObjectStorage, S3Options
 from tests.s3 import S3Server, upload_tree
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from runner.errors import LockError, NotAHudiTableError
-from runner.hudi.guard import PROPERTIES
-from runner.hudi.lock import LOCK_PATH, LockHolder, TableLock, pid_alive
 from runner.hudi.instant import Action, InstantTime
-from runner.hudi.storage import Storage, storage_for
 from runner.hudi.timeline_writer import TimelineWriter
+from runner.storage import Storage, storage_for
+from runner.storage.guard import PROPERTIES
+from runner.storage.lock import LOCK_PATH, LockHolder, TableLock, pid_alive
 from tests.s3 import S3Server
 
 
@@ -211,8 +211,8 @@ def take_lock_in_another_process(storage: Storage, options: dict[str, str] | Non
     """Delete the lock and take it in a separate process, as a second runner (or a human) would."""
     script = (
         "import json, sys\n"
-        "from runner.hudi.lock import LOCK_PATH, TableLock\n"
-        "from runner.hudi.storage import storage_for\n"
+        "from runner.storage.lock import LOCK_PATH, TableLock\n"
+        "from runner.storage import storage_for\n"
         "s = storage_for(sys.argv[1], options=json.loads(sys.argv[2]) or None)\n"
         # delete_if, as a runner's takeover does: a plain delete could land between the holder's
         # compare and its replace (both under the folder lock), and the holder would rewrite its lock.

@@ -1,7 +1,7 @@
 """The runner's table lock: at most one runner applies a plan to a table at a time.
 
 The lock is a small JSON file, `.hoodie/.locks/runner.lock`, taken only in a folder that is already a
-Hudi table (`runner.hudi.guard`). It excludes other *runners* only: Hudi writers do not know about
+Hudi table (`runner.storage.guard`). It excludes other *runners* only: Hudi writers do not know about
 it, which is why plans re-check their requirements before the first write.
 
 Creation is exclusive on every store (`Storage.write_new`: a hard link locally, a conditional put
@@ -46,8 +46,9 @@ from datetime import UTC, datetime
 from types import TracebackType
 
 from runner.errors import LockError, StorageError
-from runner.hudi.guard import require_table
-from runner.hudi.storage import AlreadyExists, Storage, fence
+from runner.storage.base import AlreadyExists, Storage
+from runner.storage.fence import fence
+from runner.storage.guard import require_table
 
 LOCK_PATH = ".hoodie/.locks/runner.lock"
 HEARTBEAT_INTERVAL_S = 15.0

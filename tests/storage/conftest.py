@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.hudi.storage import Storage, storage_for
+from runner.storage import Storage, storage_for
 from tests.s3 import S3Server
 
 

@@ -34,18 +34,17 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from runner.errors import StorageError
-from runner.errors import RefusedError
-from runner.hudi.storage import (
+from runner.errors import RefusedError, StorageError
+from runner.storage.base import (
     DEFAULT_DELETE_THREADS,
     AlreadyExists,
     DeleteResult,
     FileInfo,
-    check_fence,
     child,
     normalize,
     refuse_root,
 )
+from runner.storage.fence import check_fence
 
 # S3's DeleteObjects accepts at most 1,000 keys per request.
 MAX_KEYS_PER_DELETE = 1000

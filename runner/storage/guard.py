@@ -9,7 +9,7 @@ run reports as a broken Hudi table. The writer's create path is the one exceptio
 from __future__ import annotations
 
 from runner.errors import NotAHudiTableError, StorageError
-from runner.hudi.storage import Storage
+from runner.storage.base import Storage
 
 PROPERTIES = ".hoodie/hoodie.properties"
 

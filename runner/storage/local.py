@@ -1,266 +1,38 @@
-"""Where a table's files live: one small interface over a local folder or an S3 prefix.
+"""Table storage on the local file system: `LocalStorage`.
 
-A `Storage` is rooted at a table's base path. Every path passed in or returned is a POSIX path
-relative to that root (`.hoodie/timeline/20240101.commit`, `region=eu/abc_0-1-2_2024.parquet`), and
-`""` is the root itself. Relative paths keep the Hudi model independent of where the table lives and
-make it impossible for a caller to name a file outside the table by accident: absolute paths and `..`
-segments are refused everywhere, and `LocalStorage` also refuses to mutate anything a symlink leads
-out of the root.
-
-`write_new` is the timeline's atomicity rule: an instant file is created once, and a second creator
-must fail (`AlreadyExists`) instead of replacing it. `replace_if` and `delete_if` are compare-and-swap
-operations for the runner's lock file: they act only if the file still holds exactly the bytes the
-caller last saw, so a lock holder can never overwrite or remove a lock someone else took over.
-Storage objects are picklable so Spark tasks can receive one and delete files in parallel.
-
-Write fences: while a process holds a table's lock, `fence` registers a check that every mutating
-call on that table (`write_new`, `overwrite`, `delete`, `delete_tree`) runs first, in any thread of
-the process. The lock uses it to stop all writing the moment it finds it has lost the lock.
-
-`delete_many` is the bulk path the cleaner uses: it reports one `DeleteResult` per path instead of
-raising, so one bad file never hides what happened to the others. Locally it proves each folder
-safe once and unlinks on a thread pool; on S3 it sends batched DeleteObjects requests.
+`write_new` creates through a hard link from a temporary file, so of two creators exactly one wins;
+`overwrite` renames a fsynced temporary file over the target, so readers see the old or the new
+bytes, never a mix. No mutation follows a symlink out of the root. `delete_many` proves each folder
+safe once and unlinks on a thread pool.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from stat import S_ISDIR
-from typing import Protocol
-from urllib.parse import unquote, urlsplit
 
 from runner.errors import RefusedError, StorageError
+from runner.storage.base import (
+    DEFAULT_DELETE_THREADS,
+    AlreadyExists,
+    DeleteResult,
+    FileInfo,
+    child,
+    normalize,
+    refuse_root,
+)
+from runner.storage.fence import check_fence
 
-SUPPORTED_SCHEMES = ("file", "s3", "s3a")
-
-# Unlinks release the GIL and spend their time in the kernel, so a pool larger than the core count
-# keeps the file system busy; 8 measured best on 2 vCPUs (bench/README.md, "clean").
-DEFAULT_DELETE_THREADS = 8
 # Files of one folder handled by one pool task: large enough that the per-folder safety check is
 # negligible, small enough that a single huge partition still spreads over the pool.
 FOLDER_CHUNK = 2000
-
-
-@dataclass(frozen=True, slots=True)
-class FileInfo:
-    """One entry of a listing.
-
-    Args:
-        path: root-relative POSIX path.
-        size: bytes; 0 for directories.
-        is_dir: True for a directory (on S3: a common key prefix or a `dir/` marker object).
-        mtime_ms: last modification in epoch milliseconds; None where the store has none (S3 prefixes).
-    """
-
-    path: str
-    size: int
-    is_dir: bool
-    mtime_ms: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteResult:
-    """What `delete_many` did to one path.
-
-    Args:
-        path: the root-relative path as given.
-        deleted: True if it is gone now because of this call; False if it was already gone (a
-            re-run after a crash) or could not be deleted (then `error` says why).
-        error: None on success, else a message naming the file and the reason.
-    """
-
-    path: str
-    deleted: bool
-    error: str | None = None
-
-
-class AlreadyExists(StorageError):
-    """`write_new` found its target present: another writer created it first.
-
-    Args:
-        location: the full path or URI of the file that already exists.
-    """
-
-    def __init__(self, location: str) -> None:
-        self.location = location
-        super().__init__(f"Cannot create {location}: it already exists.")
-
-
-class Storage(Protocol):
-    """The file operations the runner needs, relative to one table's base path."""
-
-    @property
-    def uri(self) -> str:
-        """The root: an absolute local path, or `s3://bucket/prefix` as given."""
-        ...
-
-    def list_dir(self, path: str) -> list[FileInfo]:
-        """Direct children of the directory `path`, sorted by path; `[]` if it does not exist."""
-        ...
-
-    def walk(self, path: str = "") -> Iterator[FileInfo]:
-        """Every file (not directory) below `path`, recursively, in path order."""
-        ...
-
-    def read(self, path: str) -> bytes:
-        """The whole file. Raises `StorageError` naming the full path if it is missing."""
-        ...
-
-    def stat(self, path: str) -> FileInfo | None:
-        """The file or directory at `path`, or None if nothing is there."""
-        ...
-
-    def write_new(self, path: str, data: bytes) -> None:
-        """Create `path` with `data`, creating parents; `AlreadyExists` if it is present."""
-        ...
-
-    def overwrite(self, path: str, data: bytes) -> None:
-        """Create or replace `path` so readers see either the old or the new content, never a mix."""
-        ...
-
-    def replace_if(self, path: str, expected: bytes, data: bytes) -> bool:
-        """Replace `path` with `data` only if it exists and holds exactly `expected`; True if replaced.
-
-        Atomic against other `replace_if`/`delete_if` calls on the same file: of two callers that
-        saw the same `expected`, at most one succeeds.
-        """
-        ...
-
-    def delete_if(self, path: str, expected: bytes) -> bool:
-        """Delete `path` only if it holds exactly `expected`; True if deleted (atomic as `replace_if`)."""
-        ...
-
-    def delete(self, path: str) -> bool:
-        """Delete one file: True if it was deleted, False if it was already gone."""
-        ...
-
-    def delete_many(self, paths: Sequence[str], *, threads: int = DEFAULT_DELETE_THREADS) -> list[DeleteResult]:
-        """Delete files in bulk, one result per path in the same order; never raises for one file.
-
-        A missing file counts as already gone. On S3, where asking first would cost a request per
-        key, every path the store accepted counts as deleted.
-        """
-        ...
-
-    def delete_tree(self, path: str) -> int:
-        """Delete `path` and everything below it; returns the number of files removed."""
-        ...
-
-
-_fences: dict[str, Callable[[], None]] = {}
-_fences_guard = threading.Lock()
-
-
-@functools.lru_cache(maxsize=256)
-def fence_key(uri: str) -> str:
-    """One key per table root however it is spelled (`s3a://` or `s3://`, a symlinked local path).
-
-    Cached: it runs before every delete of a clean while the lock is held.
-    """
-    scheme, sep, rest = uri.partition("://")
-    if not sep:
-        return os.path.realpath(uri)
-    return f"{'s3' if scheme.lower() == 's3a' else scheme.lower()}://{rest.rstrip('/')}"
-
-
-@contextlib.contextmanager
-def fence(uri: str, check: Callable[[], None]) -> Iterator[None]:
-    """Run `check` before every mutation of the table rooted at `uri`, in this process, until exit.
-
-    `check` raises to forbid the write. Only one fence per table root: a second is a programming
-    error (one process holds a table's lock once).
-    """
-    key = fence_key(uri)
-    with _fences_guard:
-        if key in _fences:
-            raise RuntimeError(f"a write fence is already registered for {uri}")
-        _fences[key] = check
-    try:
-        yield
-    finally:
-        with _fences_guard:
-            _fences.pop(key, None)
-
-
-def check_fence(uri: str) -> None:
-    """Run the fence registered for the table at `uri`, if any (see `fence`)."""
-    if not _fences:
-        return  # the common case, and always so in Spark executors: no lookup cost per file
-    with _fences_guard:
-        check = _fences.get(fence_key(uri))
-    if check is not None:
-        check()
-
-
-def normalize(path: str) -> str:
-    """Check a root-relative path and return it in canonical form (no `.` or empty segments).
-
-    Raises:
-        RefusedError: the path is absolute or has a `..` segment, so it could leave the table root.
-    """
-    segments = [s for s in path.split("/") if s not in ("", ".")]
-    if path.startswith("/") or ".." in segments:
-        raise RefusedError(
-            f"Refusing path {path!r}: storage paths must be relative to the table root, "
-            "without '..' segments.",
-        )
-    return "/".join(segments)
-
-
-def child(parent: str, name: str) -> str:
-    """The root-relative path of `name` inside the root-relative directory `parent`."""
-    return f"{parent}/{name}" if parent else name
-
-
-def refuse_root(rel: str, action: str, uri: str) -> None:
-    """Refuse to mutate the table root itself: deleting it would drop the whole table."""
-    if not rel:
-        raise RefusedError(f"Refusing to {action} the table root {uri}; only paths inside it.")
-
-
-def storage_for(uri: str, *, options: Mapping[str, str] | None = None) -> Storage:
-    """The storage for a table base path.
-
-    Args:
-        uri: a local path, a `file://` URI, or `s3://bucket/prefix` (`s3a://` is accepted, as Spark
-            configurations usually spell it).
-        options: object-store settings (see `runner.hudi.storage_s3.S3Options`); ignored for local
-            paths so one project-wide setting can cover tables in both places.
-
-    Raises:
-        StorageError: the path is empty or its scheme is not one of `SUPPORTED_SCHEMES`.
-    """
-    if not uri.strip():
-        raise StorageError("The table path is empty; expected a local path or s3://bucket/prefix.")
-    scheme = urlsplit(uri).scheme.lower() if "://" in uri else ""
-    if scheme == "":
-        return LocalStorage(uri)
-    if scheme == "file":
-        return LocalStorage(_file_uri_path(uri))
-    if scheme in ("s3", "s3a"):
-        from runner.hudi.storage_s3 import ObjectStorage  # pyarrow is imported only when needed
-
-        return ObjectStorage.from_uri(uri, options=options)
-    raise StorageError(
-        f"Unsupported storage scheme {scheme!r} in {uri}; supported: plain paths, "
-        + ", ".join(f"{s}://" for s in SUPPORTED_SCHEMES)
-        + ".",
-    )
-
-
-def _file_uri_path(uri: str) -> str:
-    parts = urlsplit(uri)
-    if parts.netloc not in ("", "localhost"):
-        raise StorageError(f"Unsupported file URI {uri}: only local files (file:///path) are supported.")
-    return unquote(parts.path)
 
 
 @dataclass(frozen=True, slots=True)
