@@ -120,7 +120,7 @@ class _Run:
     storage: Storage
     meta: TableMetadata
     result: TableResult
-    deleter: Deleter
+    deleter_factory: Callable[[], Deleter]
     clock: Callable[[], datetime]
     plan_now: datetime
     spark_settings: SparkSettings
@@ -128,13 +128,20 @@ class _Run:
     maintenance: CleanMaintenance | None = None
     finished_cleans: bool = False
     finished_resize: bool = False
+    _deleter: Deleter | None = None
     _cleaner: CleanRunner | None = None
+
+    def deleter(self) -> Deleter:
+        """The table's deleter, made on first call (making it may start Spark)."""
+        if self._deleter is None:
+            self._deleter = self.deleter_factory()
+        return self._deleter
 
     @property
     def cleaner(self) -> CleanRunner:
         # Built on first use, after the metadata-table step decided how cleans are recorded.
         if self._cleaner is None:
-            self._cleaner = _runner(self.storage, self.meta, self.deleter, self.clock, self.maintenance)
+            self._cleaner = _runner(self.storage, self.meta, self.deleter(), self.clock, self.maintenance)
         return self._cleaner
 
     def spark(self) -> SparkSession:
@@ -169,15 +176,19 @@ def _apply_table(
         if not plan.has_work:  # in sync, or drift, which is for a person, not apply
             result.duration_s = round(time.monotonic() - started, 3)
             return result
-        run = _Run(decl, storage, meta, result, deleter_factory(), clock, plan_now, spark_settings, spark)
+        run = _Run(decl, storage, meta, result, deleter_factory, clock, plan_now, spark_settings, spark)
         for kind, handler in HANDLERS.items():
             step = plan.step(kind)
             if step is not None and not step.is_empty:
                 handler(step, run)
-            if kind is StepKind.FINISH_PENDING_CLEAN:
+            if kind is StepKind.UPDATE_METADATA_TABLE:
+                # Once the metadata table is settled (a refusal must not wait for Spark to start),
+                # whatever steps follow: `runner apply` shows its progress from here.
+                run.deleter()
+            elif kind is StepKind.FINISH_PENDING_CLEAN:
                 failpoint("after_pending_finished")
             elif kind is StepKind.CLEAN:  # which engine deleted (threads or Spark)
-                result.notes.extend(getattr(run.deleter, "notes", ()))
+                result.notes.extend(getattr(run.deleter(), "notes", ()))
         result.status = TableStatus.SUCCESS
         # The plan's notes about what apply "will" do are replaced by what it did (see above).
         result.notes.extend(n for n in plan.notes if not n.startswith("apply will"))
