@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from runner.declarations.model import MetadataTableMode, TableDeclaration
 from runner.hudi.instant import Action
+from runner.hudi.mdt.actions import BLOOM_FILTERS, COLUMN_STATS, FILES
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.clean import CleanScope, plan_clean
 from runner.plan.model import Requirements, TablePlan, TableStatus, ordered
@@ -29,6 +30,8 @@ from runner.plan.steps import (
     UpdateMetadataTable,
 )
 from runner.summary import declaration_drift
+
+CLEAN_UPDATES = (FILES, COLUMN_STATS, BLOOM_FILTERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +99,10 @@ def metadata_table_step(inp: PlanningInput, planned: tuple[Step, ...]) -> Step |
     partitions = inp.state.metadata.config.metadata_partitions
     if mode is MetadataTableMode.DISABLE:
         return DisableMetadataTable(partitions)
-    return UpdateMetadataTable(partitions, refusals=inp.mdt_refusals)
+    # The partitions Hudi's metadata writer updates for a clean; the others map keys or
+    # partitions, not files (and one the runner cannot update is among the refusals).
+    updated = tuple(p for p in partitions if p in CLEAN_UPDATES)
+    return UpdateMetadataTable(updated, refusals=inp.mdt_refusals)
 
 
 Planner = Callable[[PlanningInput, tuple[Step, ...]], Step | None]

@@ -104,7 +104,8 @@ class UpdateMetadataTable:
     time, then the clean completes), as Hudi's HoodieBackedTableMetadataWriter does.
 
     Args:
-        partitions: the metadata partitions the table has (`hoodie.table.metadata.partitions`).
+        partitions: the metadata partitions it updates (of those the table has, the ones Hudi's
+            metadata writer updates for a clean: files, column_stats, bloom_filters).
         actions: the data actions recorded in it.
         refusals: why the metadata table cannot be kept in step now; apply refuses the table
             before writing anything when this is not empty.

@@ -22,7 +22,7 @@ def _state(*, versions: int, has_mdt: bool = True) -> TableState:
     for n in range(1, versions + 1):
         b.commit(n, {"p": ["a"]})
     state = b.state()
-    config = dataclasses.replace(state.metadata.config, metadata_partitions=("files", "column_stats"))
+    config = dataclasses.replace(state.metadata.config, metadata_partitions=("files", "column_stats", "record_index"))
     meta = dataclasses.replace(state.metadata, has_metadata_table=has_mdt, config=config)
     return dataclasses.replace(state, metadata=meta)
 
@@ -32,7 +32,7 @@ def _plan(state: TableState, mode: MetadataTableMode, refusals: tuple[str, ...] 
     return plan_table(decl, state, clean_scope(KEEP_ONE, state.metadata, now=NOW), refusals)
 
 
-def test_keep_records_the_clean_in_the_metadata_partitions_the_table_has():
+def test_keep_names_the_metadata_partitions_a_clean_updates():
     plan = _plan(_state(versions=2), MetadataTableMode.KEEP)
     assert plan.step(StepKind.UPDATE_METADATA_TABLE) == UpdateMetadataTable(("files", "column_stats"))
     assert plan.step(StepKind.DISABLE_METADATA_TABLE) is None
@@ -48,7 +48,7 @@ def test_keep_with_refusals_carries_them_for_apply_to_refuse():
 
 def test_disable_names_the_indexes_it_loses():
     plan = _plan(_state(versions=2), MetadataTableMode.DISABLE)
-    assert plan.step(StepKind.DISABLE_METADATA_TABLE) == DisableMetadataTable(("files", "column_stats"))
+    assert plan.step(StepKind.DISABLE_METADATA_TABLE) == DisableMetadataTable(("files", "column_stats", "record_index"))
     assert plan.step(StepKind.UPDATE_METADATA_TABLE) is None
 
 
