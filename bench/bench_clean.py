@@ -75,11 +75,11 @@ from runner.execute.apply import TableResult, apply_table
 from runner.execute.deleter import Deleter  # `runner apply` adds only a progress bar around its choice
 from runner.execute.spark import delete_files, get_spark
 from runner.hudi.state import read_table_metadata
-from runner.hudi.synthetic import TableBuilder
 from runner.hudi.timeline_metadata import DECODED
 from runner.plan.model import TablePlan
 from runner.planner import plan_one
 from runner.storage import DeleteResult, Storage, storage_for
+from runner.testing import TableBuilder
 
 NAME = "bench_clean"
 KEEP_ONE_VERSION = CleanPolicy(policy=CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from runner.hudi.synthetic import COPY_ON_WRITE, MERGE_ON_READ, TableBuilder
+from runner.testing import MERGE_ON_READ, TableBuilder
 
 ORDERS, EVENTS, CUSTOMERS = "warehouse/orders", "warehouse/events", "warehouse/customers"
 FIXED_START = datetime(2026, 1, 5, 8, 0)

@@ -165,10 +165,10 @@ def read_table_metadata(storage: Storage) -> TableMetadata:
         timeline=timeline,
         timeline_folder=folder,
         commits=commits,  # read-only already, and lazy
-        replaced=MappingProxyType(_replaced_groups(timeline, commits)),
+        replaced=MappingProxyType(replaced_groups(timeline, commits)),
         compaction_plans=MappingProxyType(compactions),
-        pending_compaction=MappingProxyType(_op_bases(compactions)),
-        pending_log_compaction=MappingProxyType(_op_bases(reader.pending_operations(Action.LOG_COMPACTION))),
+        pending_compaction=MappingProxyType(pending_operation_bases(compactions)),
+        pending_log_compaction=MappingProxyType(pending_operation_bases(reader.pending_operations(Action.LOG_COMPACTION))),
         pending_clustering=clustering,
         runner_pending_clustering=own_clustering,
         savepoints=MappingProxyType(reader.savepoints()),
@@ -214,7 +214,7 @@ def read_table_state(
     )
 
 
-def _replaced_groups(
+def replaced_groups(
     timeline: Timeline, commits: Mapping[InstantTime, CommitMetadata]
 ) -> dict[FileGroupKey, InstantTime]:
     """File groups replaced by completed replacecommits (overwrite, delete_partition, clustering)."""
@@ -227,7 +227,8 @@ def _replaced_groups(
     return replaced
 
 
-def _op_bases(ops: Mapping[Instant, tuple[CompactionOperation, ...]]) -> dict[FileGroupKey, InstantTime]:
+def pending_operation_bases(ops: Mapping[Instant, tuple[CompactionOperation, ...]]) -> dict[FileGroupKey, InstantTime]:
+    """The base instant of every file slice that pending (log) compaction plans will merge."""
     return {
         (op.partition_path, op.file_id): InstantTime(op.base_instant_time)
         for operations in ops.values()

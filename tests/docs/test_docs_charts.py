@@ -13,8 +13,8 @@ from runner.hudi.state import read_table_metadata, read_table_state
 from runner.plan.build import plan_table
 from runner.plan.clean import clean_scope
 from runner.storage import storage_for
+from runner.testing.states import StateBuilder
 from tests.conftest import FIXTURES, extract_fixture
-from tests.plan.state_builder import StateBuilder
 
 NOW = datetime(2026, 1, 6, tzinfo=timezone.utc)
 

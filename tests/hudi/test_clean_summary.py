@@ -27,9 +27,9 @@ from runner.hudi.metadata import (
     encode_clean_metadata,
 )
 from runner.hudi.state import read_table_metadata
-from runner.hudi.synthetic import TableBuilder
 from runner.hudi.timeline_metadata import DECODED
 from runner.storage import DeleteResult, LocalStorage
+from runner.testing import TableBuilder
 
 NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
 

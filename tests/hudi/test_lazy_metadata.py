@@ -16,9 +16,9 @@ from runner.planner import plan_one
 from runner.hudi.instant import Action
 from runner.hudi.metadata import decode_commit_metadata
 from runner.hudi.state import read_table_metadata
-from runner.hudi.synthetic import TableBuilder
 from runner.hudi.timeline_metadata import DECODED
 from runner.storage import DeleteResult, FileInfo, LocalStorage
+from runner.testing import TableBuilder
 from tests.conftest import extract_fixture, fixture_id, fixture_zips
 
 NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)

@@ -9,7 +9,7 @@ from runner.declarations.model import CleanPolicy, CleanPolicyName
 from runner.plan.clean import clean_scope, plan_clean
 from runner.plan.model import CleanStep, Plan, TablePlan, TableStatus
 from runner.plan.reasons import explain_clean
-from tests.plan.state_builder import StateBuilder, t
+from runner.testing.states import StateBuilder, t
 from tests.plan.test_clean_rules import NOW, commits, history, versions
 
 

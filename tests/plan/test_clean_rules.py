@@ -9,9 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName
-from runner.hudi.instant import Action
 from runner.plan.clean import clean_scope, earliest_commit_to_retain, hours_cutoff, plan_clean
-from tests.plan.state_builder import StateBuilder, t
+from runner.testing.states import StateBuilder, t
 
 NOW = datetime(2024, 1, 1, 1, 0, tzinfo=timezone.utc)
 COMMITS = CleanPolicyName.KEEP_LATEST_COMMITS

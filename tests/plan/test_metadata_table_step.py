@@ -11,7 +11,7 @@ from runner.plan.build import plan_table
 from runner.plan.clean import clean_scope
 from runner.plan.model import TableStatus
 from runner.plan.steps import DisableMetadataTable, StepKind, UpdateMetadataTable
-from tests.plan.state_builder import StateBuilder
+from runner.testing import StateBuilder
 
 NOW = datetime(2024, 1, 2, tzinfo=timezone.utc)
 KEEP_ONE = CleanPolicy(policy=CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)

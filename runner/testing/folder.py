@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from runner.hudi import synthetic_layout as layout
 from runner.hudi.instant import Action, Instant, InstantTime, State
+from runner.testing import layout
 
 
 class TableFiles:
@@ -46,7 +46,7 @@ class TableFiles:
         os.makedirs(os.path.join(self.path, self.timeline))
         archive = "archived" if self.layout == 1 else "timeline/history"
         os.makedirs(os.path.join(self.path, ".hoodie", archive))
-        text = layout.properties_text(properties, comment="Written by runner.hudi.synthetic")
+        text = layout.properties_text(properties, comment="Written by runner.testing.tables")
         self.put(".hoodie/hoodie.properties", text)
 
     def put(self, relative: str, payload: bytes) -> None:

@@ -35,8 +35,6 @@ from datetime import datetime, timedelta
 
 import pyarrow as pa
 
-from runner.hudi import synthetic_data as data
-from runner.hudi import synthetic_layout as layout
 from runner.hudi.instant import Action, InstantTime, State
 from runner.hudi.metadata import (
     CLUSTER,
@@ -49,11 +47,14 @@ from runner.hudi.metadata import (
     encode_requested_replace,
     encode_savepoint_metadata,
 )
-from runner.hudi.synthetic_files import TableFiles
-from runner.hudi.synthetic_state import ExpectedSlice, Group, SyntheticFile, expected_rows, expected_slices
-from runner.hudi.synthetic_writes import WriteSet, clustering_slice, compaction_operation, workload
+from runner.hudi.properties import TableType
+from runner.testing import data, layout
+from runner.testing.expected import ExpectedSlice, Group, SyntheticFile, expected_rows, expected_slices
+from runner.testing.folder import TableFiles
+from runner.testing.writes import WriteSet, clustering_slice, compaction_operation, workload
 
-COPY_ON_WRITE, MERGE_ON_READ = "COPY_ON_WRITE", "MERGE_ON_READ"
+# Kept as names of their own: outside scripts build tables with `table_type=MERGE_ON_READ`.
+COPY_ON_WRITE, MERGE_ON_READ = TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ
 DEFAULT_START = datetime(2026, 1, 1)
 CLUSTERING_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
 
@@ -70,7 +71,7 @@ class TableBuilder:
         partitions: relative partition paths (`region=eu`, or `eu` for non-hive-style); empty for
             a non-partitioned table.
         version: table version, 6 or 8.
-        table_type: `COPY_ON_WRITE` or `MERGE_ON_READ`.
+        table_type: a `TableType`, or its name (`"MERGE_ON_READ"`).
         record_key, partition_field, precombine: column names; `partition_field` defaults to the
             `field` of hive-style `field=value` partitions.
         seed: makes file ids and row values differ between otherwise equal builders.
@@ -88,7 +89,7 @@ class TableBuilder:
         name: str,
         partitions: Sequence[str] = (),
         version: int = 6,
-        table_type: str = COPY_ON_WRITE,
+        table_type: TableType | str = TableType.COPY_ON_WRITE,
         record_key: str = "id",
         partition_field: str | None = None,
         precombine: str = "ts",
@@ -101,10 +102,11 @@ class TableBuilder:
     ) -> None:
         if version not in (6, 8):
             raise ValueError(f"version must be 6 or 8, got {version}")
-        if table_type not in (COPY_ON_WRITE, MERGE_ON_READ):
-            raise ValueError(f"table_type must be {COPY_ON_WRITE} or {MERGE_ON_READ}, got {table_type!r}")
+        if table_type not in set(TableType):
+            raise ValueError(f"table_type must be one of {', '.join(TableType)}, got {table_type!r}")
         self.path = os.path.abspath(path)
-        self.name, self.version, self.table_type, self.seed = name, version, table_type, seed
+        self.name, self.version, self.seed = name, version, seed
+        self.table_type = TableType(table_type)
         self.partitions: tuple[str, ...] = tuple(partitions) or ("",)
         field = partition_field or layout.hive_field(partitions)
         self.schema = data.RowSchema(name, record_key, field, precombine)
@@ -115,7 +117,7 @@ class TableBuilder:
         self._completed: set[InstantTime] = set()
         self._failed: list[SyntheticFile] = []
         self.files.create(layout.table_properties(
-            name=name, table_type=table_type, version=version, record_key=record_key,
+            name=name, table_type=self.table_type, version=version, record_key=record_key,
             partition_field=field, ordering_field=precombine, hive_style=layout.is_hive_style(partitions),
             create_schema=self.schema.avro_json(with_meta=False),
         ))
@@ -158,7 +160,7 @@ class TableBuilder:
 
         Readers ignore its files; Hudi would roll it back. MOR tables accept only `writes` here.
         """
-        if updates and self.table_type == MERGE_ON_READ:
+        if updates and self.table_type is TableType.MERGE_ON_READ:
             raise ValueError("inflight_commit with updates is not modelled for MERGE_ON_READ (log files)")
         return self._write(writes, updates, at, rows, file_bytes, complete=False)
 
@@ -203,7 +205,7 @@ class TableBuilder:
         self.files.instant(t, action, State.REQUESTED, encode_requested_replace(request, base_path=self.path))
         if pending:
             for group in inputs:
-                group.pending = "clustering"
+                group.pending = Action.CLUSTERING
             return t
         self.files.instant(t, action, State.INFLIGHT)
         writes = WriteSet(self, t)
@@ -224,7 +226,7 @@ class TableBuilder:
         Writes `<t>.compaction.requested` (the Avro plan), then `<t>.compaction.inflight` and the
         completing `commit` (operation COMPACT, `compacted: true`) unless `pending`.
         """
-        if self.table_type != MERGE_ON_READ:
+        if self.table_type is not TableType.MERGE_ON_READ:
             raise ValueError("compaction needs a MERGE_ON_READ table")
         chosen = self._compaction_inputs(file_ids)
         t = self.files.tick(at)
@@ -232,7 +234,7 @@ class TableBuilder:
         self.files.instant(t, Action.COMPACTION, State.REQUESTED, layout.compaction_plan(operations))
         if pending:
             for group in (g for groups in chosen.values() for g in groups):
-                group.pending = "compaction"
+                group.pending = Action.COMPACTION
             return t
         self.files.instant(t, Action.COMPACTION, State.INFLIGHT)
         writes = WriteSet(self, t)
@@ -308,7 +310,7 @@ class TableBuilder:
         complete: bool,
     ) -> InstantTime:
         targets = self._update_targets(updates)
-        action = Action.COMMIT if self.table_type == COPY_ON_WRITE else Action.DELTA_COMMIT
+        action = Action.COMMIT if self.table_type is TableType.COPY_ON_WRITE else Action.DELTA_COMMIT
         operation = "UPSERT" if targets else "INSERT"
         t, batch = self._begin(at, action, operation, self._insert_counts(writes), targets, rows, file_bytes)
         if complete:
@@ -356,7 +358,7 @@ class TableBuilder:
         for partition, count in inserts.items():
             batch.insert(partition, count, per_file, file_bytes or self.file_bytes)
         for groups in targets.values():
-            batch.update(groups, log=self.table_type == MERGE_ON_READ)
+            batch.update(groups, log=self.table_type is TableType.MERGE_ON_READ)
         return t, batch
 
     def _finish(
@@ -447,7 +449,7 @@ class TableBuilder:
     def _all_groups(self) -> list[Group]:
         return [g for groups in self._groups.values() for g in groups]
 
-    # ------------------------------------------------------- used by WriteSet (synthetic_writes)
+    # ------------------------------------------------------- used by WriteSet (writes.py)
 
     def new_group(self, partition: str, t: InstantTime) -> Group:
         self._next_group += 1
@@ -460,7 +462,3 @@ class TableBuilder:
         first = self._next_record
         self._next_record += count
         return range(first, first + count)
-
-
-
-__all__ = ["COPY_ON_WRITE", "MERGE_ON_READ", "ExpectedSlice", "SyntheticFile", "TableBuilder"]

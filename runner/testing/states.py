@@ -15,8 +15,8 @@ from types import MappingProxyType
 from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import CleanMetadata, CommitMetadata, CompactionOperation, SavepointMetadata, WriteStat
-from runner.hudi.properties import TableConfig
-from runner.hudi.state import TableMetadata, TableState, _op_bases, _replaced_groups
+from runner.hudi.properties import TableConfig, TableType
+from runner.hudi.state import TableMetadata, TableState, pending_operation_bases, replaced_groups
 from runner.hudi.timeline import Timeline
 from runner.hudi.view import ListedFiles, build_file_groups
 
@@ -102,7 +102,7 @@ class StateBuilder:
         return BaseFile(file_id, "0-1-2", t(n), "parquet").name
 
     def metadata(self, *, timezone: str = "UTC") -> TableMetadata:
-        props = {"hoodie.table.name": "t", "hoodie.table.type": "COPY_ON_WRITE",
+        props = {"hoodie.table.name": "t", "hoodie.table.type": TableType.COPY_ON_WRITE,
                  "hoodie.table.version": "6" if self.layout == 1 else "8",
                  "hoodie.table.timeline.timezone": timezone}
         config = TableConfig.from_properties(props, path="hoodie.properties")
@@ -110,10 +110,10 @@ class StateBuilder:
         return TableMetadata(
             base_path="/t", config=config, timeline=timeline, timeline_folder=".hoodie",
             commits=MappingProxyType(dict(self.commits)),
-            replaced=MappingProxyType(_replaced_groups(timeline, self.commits)),
+            replaced=MappingProxyType(replaced_groups(timeline, self.commits)),
             compaction_plans=MappingProxyType(dict(self.compactions)),
-            pending_compaction=MappingProxyType(_op_bases(self.compactions)),
-            pending_log_compaction=MappingProxyType(_op_bases(self.log_compactions)),
+            pending_compaction=MappingProxyType(pending_operation_bases(self.compactions)),
+            pending_log_compaction=MappingProxyType(pending_operation_bases(self.log_compactions)),
             pending_clustering=frozenset(self.clustering), runner_pending_clustering=(), savepoints=MappingProxyType(dict(self.savepoints)),
             last_clean=self.last_clean, empty_completed_cleans=tuple(self.empty_cleans),
             pending_cleans=(), has_metadata_table=False,

@@ -20,8 +20,8 @@ from runner.hudi.metadata import (
 )
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import read_table_state
-from runner.hudi.synthetic import MERGE_ON_READ, TableBuilder
 from runner.storage import storage_for
+from runner.testing import MERGE_ON_READ, TableBuilder
 
 PARTITIONS = ["region=eu", "region=us"]
 ROW_COLUMNS = [

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from runner.hudi.files import relative_path
-from runner.hudi.instant import InstantTime
+from runner.hudi.instant import Action, InstantTime
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,7 @@ class Group:
         history: the group's full row set after each committed write that touched it, as
             `(instant, rows, row count)`; rows are None for tiny-mode tables.
         replaced_at: requested time of the completed replacecommit that replaced the group.
-        pending: `"compaction"` or `"clustering"` while a pending plan includes the group.
+        pending: `Action.COMPACTION` or `Action.CLUSTERING` while a pending plan includes the group.
     """
 
     partition: str
@@ -85,7 +85,7 @@ class Group:
     slices: list[Slice] = field(default_factory=list)
     history: list[tuple[InstantTime, pa.Table | None, int]] = field(default_factory=list)
     replaced_at: InstantTime | None = None
-    pending: str | None = None
+    pending: Action | None = None
 
     @property
     def is_live(self) -> bool:

@@ -19,21 +19,20 @@ What each kind of write produces:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from runner.hudi import synthetic_data as data
-from runner.hudi import synthetic_layout as layout
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import ClusteringSlice, WriteStat
-from runner.hudi.synthetic_state import Group, Slice, SyntheticFile
+from runner.testing import data, layout
+from runner.testing.expected import Group, Slice, SyntheticFile
 
 if TYPE_CHECKING:
-    from runner.hudi.synthetic import TableBuilder
+    from runner.testing.tables import TableBuilder
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Rows and Parquet bytes for synthetic Hudi tables (see `runner.hudi.synthetic`).
+"""Rows and Parquet bytes for synthetic Hudi tables (see `runner.testing.tables`).
 
 Every row a Hudi writer stores starts with five meta columns: `_hoodie_commit_time` (the instant
 that last wrote the record), `_hoodie_commit_seqno` (`<instant>_<task>_<n>`), `_hoodie_record_key`,

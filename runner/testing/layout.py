@@ -18,7 +18,7 @@ from typing import Any
 
 import fastavro
 
-from runner.hudi.properties import format_properties
+from runner.hudi.properties import TableType, format_properties
 
 _V8_MERGE_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"  # Hudi 1.x EVENT_TIME_ORDERING merger id
 _ID_NAMESPACE = uuid.UUID("5b0c1a7e-3f1d-4c63-9a57-6d1e2f3a4b5c")
@@ -32,7 +32,7 @@ _HEADER_INSTANT_TIME, _HEADER_SCHEMA = 0, 2  # HeaderMetadataType ordinals
 def table_properties(
     *,
     name: str,
-    table_type: str,
+    table_type: TableType,
     version: int,
     record_key: str,
     partition_field: str | None,
@@ -67,7 +67,7 @@ def table_properties(
     if version == 6:
         keygen = "SimpleKeyGenerator" if partition_field else "NonpartitionedKeyGenerator"
         props["hoodie.table.keygenerator.class"] = f"org.apache.hudi.keygen.{keygen}"
-        if table_type == "MERGE_ON_READ":
+        if table_type is TableType.MERGE_ON_READ:
             payload = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
             props["hoodie.compaction.payload.class"] = payload
     else:
