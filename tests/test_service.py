@@ -127,3 +127,12 @@ def test_apply_of_a_version_1_plan_file_exits_1_and_deletes_nothing(tmp_path, ca
     out = capsys.readouterr()
     assert "made by an older runner" in out.err + out.out
     assert tree_digest(root / "table") == before
+
+
+def test_load_plan_refuses_a_plan_from_a_newer_runner(tmp_path):
+    data = plan_tables(load_project(project(tmp_path / "p"))).to_json()
+    data["format_version"] = 3
+    path = tmp_path / "new.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(PlanError, match="made by a newer runner"):
+        load_plan(path)

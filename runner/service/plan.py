@@ -72,6 +72,12 @@ def load_plan(path: str | Path) -> Plan:
             f"reads format_version {FORMAT_VERSION}; nothing was applied",
             hint="run `runner plan` again (with --out) and apply the new plan.",
         )
+    if isinstance(version, int) and version > FORMAT_VERSION:
+        raise PlanError(
+            f"plan file {path} has format_version {version}: it was made by a newer runner, and this runner "
+            f"reads format_version {FORMAT_VERSION}; nothing was applied",
+            hint="apply it with the runner version that made it, or make a new plan with this one.",
+        )
     problems = sorted(_plan_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
     if problems:
         first = problems[0]
