@@ -85,7 +85,7 @@ class TableResult:
         return cls(name, path, status=TableStatus.ERROR, error=error.to_json())
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "status": self.status.value}
+        return {**self.__dict__, "status": TableStatus(self.status).value}
 
 
 def apply_table(
