@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 RUNNER := $(VENV)/bin/runner
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test venv bench clean-warehouse
+.PHONY: run test lint venv bench clean-warehouse
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,13 @@ run: $(STAMP)
 	$(RUNNER) apply --auto-approve
 	$(RUNNER) plan
 
-test: $(STAMP)
+# Lint first: a type or style error fails fast, before minutes of Spark tests.
+test: lint
 	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check runner tests bench
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py

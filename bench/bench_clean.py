@@ -195,8 +195,12 @@ engines: set[str] = set()  # what the runner's deleter chose, as its notes say
 
 
 def runner_cli(project_dir: Path) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(project_dir)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(project_dir)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((project_dir / "target" / "run_results.json").read_text())
     return dict(report["tables"][0])
@@ -213,8 +217,9 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
     decl = declaration(copy, KEEP_ONE_VERSION)
     total = count_data_files(master)
 
-    paths = planned_paths(plan_one(declaration(master, KEEP_ONE_VERSION), storage_for(str(master)),
-                                   now=datetime.now(UTC)))
+    paths = planned_paths(
+        plan_one(declaration(master, KEEP_ONE_VERSION), storage_for(str(master)), now=datetime.now(UTC))
+    )
     absolute = [os.path.join(copy, p) for p in paths]
     print(f"  plan: delete {len(paths):,} of {total:,} data files", flush=True)
 
@@ -241,7 +246,7 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
     }
     runs = Runs()
     for run in range(args.runs):
-        order = list(variants)[run % len(variants):] + list(variants)[:run % len(variants)]
+        order = list(variants)[run % len(variants) :] + list(variants)[: run % len(variants)]
         for label in order:
             if label.startswith("runner CLI") and run >= args.cli_runs:
                 continue
@@ -251,9 +256,12 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
             runs.add(label, seconds)
             print(f"  run {run + 1}: {label}: {seconds:.2f} s", flush=True)
         runs.add(METADATA_ONLY, timed(lambda: read_table_metadata(storage_for(str(master))))[0])
-        runs.add(PLAN_ONLY,
-                 timed(lambda: plan_one(declaration(master, KEEP_ONE_VERSION), storage_for(str(master)),
-                                        now=datetime.now(UTC)))[0])
+        runs.add(
+            PLAN_ONLY,
+            timed(
+                lambda: plan_one(declaration(master, KEEP_ONE_VERSION), storage_for(str(master)), now=datetime.now(UTC))
+            )[0],
+        )
     remove_tree(copy)
     labels = list(variants)
     runs.seconds["of which: the deletes"] = job_seconds
@@ -268,8 +276,15 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
         seconds = median(values)
         rate = "–" if label in (PLAN_ONLY, METADATA_ONLY) else f"{len(paths) / seconds:,.0f}"
         rows.append([label, f"{seconds:.2f} s", spread(values), rate, f"{seconds / floor:.2f}×"])
-    rows.append(["Spark session + workers start-up, once (in the CLI row)", f"{spark_start:.2f} s", "1 run",
-                 "–", f"{spark_start / floor:.2f}×"])
+    rows.append(
+        [
+            "Spark session + workers start-up, once (in the CLI row)",
+            f"{spark_start:.2f} s",
+            "1 run",
+            "–",
+            f"{spark_start / floor:.2f}×",
+        ]
+    )
     return rows
 
 
@@ -282,6 +297,7 @@ def local_deleter() -> Callable[[Storage, list[str]], list[DeleteResult]]:
 
 def cold(action: Callable[[], object]) -> Callable[[], object]:
     """`action` with the process's cache of decoded instants emptied first, as in a fresh `runner plan`."""
+
     def run() -> object:
         DECODED.clear()
         return action()
@@ -289,20 +305,27 @@ def cold(action: Callable[[], object]) -> Callable[[], object]:
     return run
 
 
-def measure_planning(master: Path, builder: TableBuilder, touched: list[str],
-                     args: argparse.Namespace) -> tuple[list[list[object]], int, str]:
+def measure_planning(
+    master: Path, builder: TableBuilder, touched: list[str], args: argparse.Namespace
+) -> tuple[list[list[object]], int, str]:
     storage = storage_for(str(master))
     keep_commits = CleanPolicy(policy=CleanPolicyName.KEEP_LATEST_COMMITS, commits_retained=1)
-    setup = apply_table(declaration(master, keep_commits), None, now=datetime.now(UTC),
-                        spark_settings=SparkSettings(), deleter_factory=local_deleter)
+    setup = apply_table(
+        declaration(master, keep_commits),
+        None,
+        now=datetime.now(UTC),
+        spark_settings=SparkSettings(),
+        deleter_factory=local_deleter,
+    )
     assert setup.status == "success" and setup.files_deleted > 0, setup
     latest = read_table_metadata(storage).timeline.latest_time
     assert latest is not None
     builder.commit(updates={p: args.groups for p in touched}, at=latest.to_datetime() + timedelta(seconds=1))
 
     incremental = declaration(master, keep_commits)
-    full = declaration(master, CleanPolicy(policy=CleanPolicyName.KEEP_LATEST_COMMITS, commits_retained=1,
-                                           incremental=False))
+    full = declaration(
+        master, CleanPolicy(policy=CleanPolicyName.KEEP_LATEST_COMMITS, commits_retained=1, incremental=False)
+    )
     now = datetime.now(UTC)
     meta = read_table_metadata(storage)
     inc_plan, full_plan = plan_one(incremental, storage, now=now), plan_one(full, storage, now=now)
@@ -328,14 +351,22 @@ def measure_planning(master: Path, builder: TableBuilder, touched: list[str],
         print(f"  run {run + 1}: " + ", ".join(f"{s[-1]:.2f}" for s in runs.seconds.values()) + " s", flush=True)
     rows: list[list[object]] = []
     for label in variants:
-        base = runs.median("full listing, timeline already read" if "already" in label
-                           else "full listing (incremental: false)")
-        rows.append([label, f"{runs.median(label) * 1000:.0f} ms", spread(runs.seconds[label], 1000, "ms"),
-                     f"{runs.median(label) / base:.3f}×" if "metadata" not in label else "–"])
+        base = runs.median(
+            "full listing, timeline already read" if "already" in label else "full listing (incremental: false)"
+        )
+        rows.append(
+            [
+                label,
+                f"{runs.median(label) * 1000:.0f} ms",
+                spread(runs.seconds[label], 1000, "ms"),
+                f"{runs.median(label) / base:.3f}×" if "metadata" not in label else "–",
+            ]
+        )
     return rows, len(inc_files), inc_plan.clean.scope
 
 
 # --------------------------------------------------------------------------------------- main
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -348,16 +379,22 @@ def main() -> None:
     parser.add_argument("--plan-runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=8, help="threads of the thread-pool rows")
     parser.add_argument("--master", default="local[2]", help="Spark master of the apply runs")
-    parser.add_argument("--hardlink", action="store_true",
-                        help="hard-linked instead of real copies per run: faster set-up, cheaper unlinks")
+    parser.add_argument(
+        "--hardlink",
+        action="store_true",
+        help="hard-linked instead of real copies per run: faster set-up, cheaper unlinks",
+    )
     parser.add_argument("--only", choices=("apply", "plan"), help="run one measurement")
     parser.add_argument("--workdir", help="parent folder of the temporary data (default: system temp)")
     args = parser.parse_args()
     files = args.partitions * args.groups * args.versions
-    print(f"{args.partitions} partitions × {args.groups} file groups × {args.versions} versions = {files:,} "
-          f"base files, then {args.touched:g} % of the partitions updated again; Python "
-          f"{platform.python_version()}, {os.cpu_count()} CPUs, Spark {args.master}, "
-          f"{'hard-linked' if args.hardlink else 'real'} copies", flush=True)
+    print(
+        f"{args.partitions} partitions × {args.groups} file groups × {args.versions} versions = {files:,} "
+        f"base files, then {args.touched:g} % of the partitions updated again; Python "
+        f"{platform.python_version()}, {os.cpu_count()} CPUs, Spark {args.master}, "
+        f"{'hard-linked' if args.hardlink else 'real'} copies",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="bench_clean_", dir=args.workdir) as folder:
         work = Path(folder)
         master = work / "table"
@@ -371,14 +408,18 @@ def main() -> None:
             plan_rows = measure_planning(master, builder, touched, args)
         remove_tree(master)
     if apply_rows:
-        print(f"\n### Clean apply vs the floor: KEEP_LATEST_FILE_VERSIONS 1, median of {args.runs} runs "
-              f"({min(args.cli_runs, args.runs)} for the CLI)\n")
+        print(
+            f"\n### Clean apply vs the floor: KEEP_LATEST_FILE_VERSIONS 1, median of {args.runs} runs "
+            f"({min(args.cli_runs, args.runs)} for the CLI)\n"
+        )
         print(markdown_table(["what", "median", "runs: min–max", "files/s", "vs floor"], apply_rows))
     if plan_rows:
         rows, deleted, scope = plan_rows
         print(f"\n### Incremental vs full planning: KEEP_LATEST_COMMITS 1, median of {args.plan_runs} runs\n")
-        print(f"{len(touched)} of {args.partitions} partitions touched; both plans delete the same "
-              f"{deleted:,} files; incremental scope: {scope}\n")
+        print(
+            f"{len(touched)} of {args.partitions} partitions touched; both plans delete the same "
+            f"{deleted:,} files; incremental scope: {scope}\n"
+        )
         print(markdown_table(["what", "median", "runs: min–max", "vs full listing"], rows))
 
 

@@ -53,7 +53,9 @@ def _clean(files: int, partitions: int) -> CleanMetadata:
     per = files // partitions
     meta = {}
     for p in range(partitions):
-        names = tuple(f"{p:04d}{i:08d}-aaaa-bbbb-cccc-dddddddddddd-0_0-1-2_20260101000000000.parquet" for i in range(per))
+        names = tuple(
+            f"{p:04d}{i:08d}-aaaa-bbbb-cccc-dddddddddddd-0_0-1-2_20260101000000000.parquet" for i in range(per)
+        )
         meta[f"dt={p:04d}"] = CleanPartitionMetadata(f"dt={p:04d}", "KEEP_LATEST_FILE_VERSIONS", names, names, ())
     return CleanMetadata(INSTANT, 1, per * partitions, "", "", meta, {}, 2)
 
@@ -64,10 +66,20 @@ def _mdt_update(base: Path, clean: CleanMetadata, columns: tuple[str, ...]) -> t
     mdt = read_metadata_table(storage)
     schema = read_files_listing(storage, data, mdt).schema
     parts = ("files", "column_stats")
-    build, commit = timed(lambda: clean_commit(INSTANT, clean, mdt_partitions=parts, stats_columns=columns, schema=schema))
+    build, commit = timed(
+        lambda: clean_commit(INSTANT, clean, mdt_partitions=parts, stats_columns=columns, schema=schema)
+    )
     ticks = iter(range(1, 10**6))
-    write, _ = timed(lambda: write_mdt_commit(storage, mdt, commit, schema=schema, created_ms=0,
-                                              completion_time=lambda: InstantTime(f"2099123100000{next(ticks):04d}")))
+    write, _ = timed(
+        lambda: write_mdt_commit(
+            storage,
+            mdt,
+            commit,
+            schema=schema,
+            created_ms=0,
+            completion_time=lambda: InstantTime(f"2099123100000{next(ticks):04d}"),
+        )
+    )
     return build, write
 
 
@@ -124,13 +136,19 @@ def main() -> None:
         "write": "MDT deltacommit written (`write_mdt_commit`)",
         "mdt": "MDT update, total",
     }
-    table = [(labels[k], ", ".join(f"{v:.2f}" for v in vals), f"{median(vals):.2f} s", f"{median(vals) / floor:.2f}x")
-             for k, vals in rows.items()]
-    print(f"{args.files:,} deleted files in {args.partitions} partitions, {args.columns} indexed columns, "
-          f"{args.files * args.columns:,} column-stats tombstones; {os.cpu_count()} CPUs\n")
+    table = [
+        (labels[k], ", ".join(f"{v:.2f}" for v in vals), f"{median(vals):.2f} s", f"{median(vals) / floor:.2f}x")
+        for k, vals in rows.items()
+    ]
+    print(
+        f"{args.files:,} deleted files in {args.partitions} partitions, {args.columns} indexed columns, "
+        f"{args.files * args.columns:,} column-stats tombstones; {os.cpu_count()} CPUs\n"
+    )
     print(markdown_table(("what", "runs (s)", "median", "vs floor"), table, align="llrr"))
-    print(f"\nMDT update share of (MDT update + floor): {mdt / (mdt + floor):.1%}; "
-          f"of an apply at the published 2.90x floor: {mdt / (mdt + 2.90 * floor):.1%}")
+    print(
+        f"\nMDT update share of (MDT update + floor): {mdt / (mdt + floor):.1%}; "
+        f"of an apply at the published 2.90x floor: {mdt / (mdt + 2.90 * floor):.1%}"
+    )
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -31,7 +31,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
@@ -140,7 +140,7 @@ def run_runner(table: Path, step: SizingStep, spark: object) -> list[int]:
     storage = storage_for(str(table))
     state = read_table_state(storage)
     outcome = run_resize(storage, state.metadata, step, spark=spark,  # type: ignore[arg-type]
-                         clock=lambda: datetime.now(timezone.utc))
+                         clock=lambda: datetime.now(UTC))
     return [(table / p).stat().st_size for p in outcome.output_files]
 
 
@@ -157,7 +157,8 @@ def prepare_delta(source: Path, dest: Path) -> Path:
 def run_delta(table: Path, target: int) -> list[int]:
     from deltalake import DeltaTable, WriterProperties
 
-    DeltaTable(str(table)).optimize.compact(target_size=target, writer_properties=WriterProperties(compression="SNAPPY"))
+    properties = WriterProperties(compression="SNAPPY")
+    DeltaTable(str(table)).optimize.compact(target_size=target, writer_properties=properties)
     return [os.path.getsize(u.removeprefix("file://")) for u in DeltaTable(str(table)).file_uris()]
 
 
@@ -194,7 +195,9 @@ def report(root: Path, args: argparse.Namespace) -> None:
     print(f"generated {len(inputs)} files, {input_bytes / MIB:.0f} MiB in {time.perf_counter() - started:.1f} s")
     limit = args.max_file_mb * MIB
     plan_started = time.perf_counter()
-    step = plan_sizing(FileSizing(max_file_size=limit, small_file_limit=limit - 1), read_table_state(storage_for(str(source))))
+    step = plan_sizing(
+        FileSizing(max_file_size=limit, small_file_limit=limit - 1), read_table_state(storage_for(str(source)))
+    )
     plan_s = time.perf_counter() - plan_started
     assert step is not None and not step.is_empty
     spark = get_spark(SparkSettings(master="local[2]", conf=(("spark.ui.enabled", "false"),)))
@@ -220,21 +223,36 @@ def report(root: Path, args: argparse.Namespace) -> None:
     print_table(args, len(inputs), input_bytes, step, plan_s, times, outputs)
 
 
-def print_table(args: argparse.Namespace, files: int, input_bytes: int, step: SizingStep, plan_s: float,
-                times: dict[str, list[float]], outputs: dict[str, list[int]]) -> None:
+def print_table(
+    args: argparse.Namespace,
+    files: int,
+    input_bytes: int,
+    step: SizingStep,
+    plan_s: float,
+    times: dict[str, list[float]],
+    outputs: dict[str, list[int]],
+) -> None:
     base = statistics.median(times["pyarrow"])
-    print(f"\n{files} input files, {input_bytes / MIB:.0f} MiB, {len(step.groups)} groups of <= {args.max_file_mb} MiB; "
-          f"median of {args.runs} run(s); Python {platform.python_version()}, {os.cpu_count()} CPUs; "
-          f"runner planning (listing + plan_sizing) {plan_s * 1000:.0f} ms, not included\n")
-    print("| what | median | MiB/s | files written | vs pyarrow (ratio of medians) | vs pyarrow (median of per-run ratios) |")
+    print(
+        f"\n{files} input files, {input_bytes / MIB:.0f} MiB, {len(step.groups)} groups of <= {args.max_file_mb} MiB; "
+        f"median of {args.runs} run(s); Python {platform.python_version()}, {os.cpu_count()} CPUs; "
+        f"runner planning (listing + plan_sizing) {plan_s * 1000:.0f} ms, not included\n"
+    )
+    print(
+        "| what | median | MiB/s | files written | vs pyarrow (ratio of medians) "
+        "| vs pyarrow (median of per-run ratios) |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for name, values in times.items():
         median = statistics.median(values)
         per_run = statistics.median(v / b for v, b in zip(values, times["pyarrow"], strict=True))
-        print(f"| {name} | {median:.2f} s | {input_bytes / MIB / median:.0f} | {len(outputs[name])} "
-              f"({sum(outputs[name]) / MIB:.0f} MiB) | {median / base:.2f}x | {per_run:.2f}x |")
+        print(
+            f"| {name} | {median:.2f} s | {input_bytes / MIB / median:.0f} | {len(outputs[name])} "
+            f"({sum(outputs[name]) / MIB:.0f} MiB) | {median / base:.2f}x | {per_run:.2f}x |"
+        )
     print("\nraw seconds: " + json.dumps({k: [round(v, 2) for v in vs] for k, vs in times.items()}))
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
 
 if __name__ == "__main__":
     main()

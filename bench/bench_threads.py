@@ -53,7 +53,7 @@ def fresh_tables(root: Path, tables: int) -> None:
     warehouse.mkdir()
     source = root / "pristine" / FIXTURE.stem
     for index in range(tables):
-        os.system(f"cp -r '{source}' '{warehouse / f't{index:03d}'}'")  # noqa: S605 - fixed local paths
+        os.system(f"cp -r '{source}' '{warehouse / f't{index:03d}'}'")
     os.sync()
 
 
@@ -64,8 +64,9 @@ def apply_once(root: Path, threads: int, tables: int, *select: str) -> float:
     argv = ["apply", "--auto-approve", "--threads", str(threads), "--format", "json", "--project-dir", str(root)]
     seconds, result = timed(lambda: run([*argv, *(["--select", *select] if select else [])]))
     report = result.data["tables"]
-    assert len(report) == (len(select) or tables) and all(t["status"] == "success" and t["files_deleted"] == 4 for t in report), \
-        json.dumps([t for t in report if t["status"] != "success"][:2])
+    assert len(report) == (len(select) or tables) and all(
+        t["status"] == "success" and t["files_deleted"] == 4 for t in report
+    ), json.dumps([t for t in report if t["status"] != "success"][:2])
     return seconds
 
 
@@ -92,10 +93,20 @@ def main() -> None:
                 times[threads].append(apply_once(root, threads, args.tables))
     spark.stop()
     base = median(times[args.threads[0]])
-    rows = [(f"--threads {t}", f"{median(times[t]):.1f} s", f"{median(times[t]) / args.tables * 1000:.0f} ms",
-             f"{base / median(times[t]):.2f}×", " ".join(f"{x:.1f}" for x in times[t])) for t in args.threads]
-    print(f"{args.tables} tables, median of {args.runs} runs, Python {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs (shared), Spark local[2]")
+    rows = [
+        (
+            f"--threads {t}",
+            f"{median(times[t]):.1f} s",
+            f"{median(times[t]) / args.tables * 1000:.0f} ms",
+            f"{base / median(times[t]):.2f}×",
+            " ".join(f"{x:.1f}" for x in times[t]),
+        )
+        for t in args.threads
+    ]
+    print(
+        f"{args.tables} tables, median of {args.runs} runs, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs (shared), Spark local[2]"
+    )
     print(markdown_table(["apply", "median", "per table", "speed-up", "runs (s)"], rows))
 
 

@@ -81,7 +81,9 @@ def main() -> None:
         df = rows(spark, run * half, args.rows, run)
         out = work / f"plain_{run}"
         times["df.write.parquet (snappy)"].append(timed(df.write.parquet, str(out / "snappy")))
-        times["df.write.parquet (gzip)"].append(timed(df.write.option("compression", "gzip").parquet, str(out / "gzip")))
+        times["df.write.parquet (gzip)"].append(
+            timed(df.write.option("compression", "gzip").parquet, str(out / "gzip"))
+        )
         start = time.perf_counter()
         result = runner.write(df, "bench", project_dir=work)
         times["runner.write upsert"].append(time.perf_counter() - start)
@@ -90,8 +92,10 @@ def main() -> None:
         print(f"run {run}: {result}", file=sys.stderr)
 
     baseline = statistics.median(times["df.write.parquet (snappy)"])
-    print(f"{args.rows} rows per write ({half} updates + {args.rows - half} inserts for the runner), "
-          f"median of {args.runs} runs, Spark {spark.version}, master {args.master}, Python {sys.version.split()[0]}")
+    print(
+        f"{args.rows} rows per write ({half} updates + {args.rows - half} inserts for the runner), "
+        f"median of {args.runs} runs, Spark {spark.version}, master {args.master}, Python {sys.version.split()[0]}"
+    )
     print()
     print("| what | median | rows/s | vs df.write.parquet (snappy) |")
     print("|---|---:|---:|---:|")
@@ -101,8 +105,10 @@ def main() -> None:
     print()
     for name, values in times.items():
         print(f"raw seconds, {name}: {', '.join(f'{v:.2f}' for v in values)}")
-    print(f"records in the files each upsert wrote (copy-on-write rewrites whole file groups): "
-          f"{', '.join(f'{n:,}' for n in rewritten)}")
+    print(
+        f"records in the files each upsert wrote (copy-on-write rewrites whole file groups): "
+        f"{', '.join(f'{n:,}' for n in rewritten)}"
+    )
     spark.stop()
 
 

@@ -124,7 +124,9 @@ def _docs_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--out", metavar="DIR", help="write the report into DIR (default: <project>/target/docs)")
     cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
     cmd.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default: 127.0.0.1)")
-    cmd.add_argument("--port", type=int, default=8080, help="serve: port to listen on; 0 picks a free one (default: 8080)")
+    cmd.add_argument(
+        "--port", type=int, default=8080, help="serve: port to listen on; 0 picks a free one (default: 8080)"
+    )
 
 
 def run(argv: Sequence[str]) -> CommandResult:

@@ -40,7 +40,7 @@ def summarize(decl: TableDeclaration, state: TableState) -> dict[str, Any]:
         "uncommitted_files": len(state.uncommitted_files),
         "unrecognized_files": len(state.unrecognized_files),
         "savepoints": sorted(str(t) for t in meta.savepoints),
-        "metadata_table": meta.has_metadata_table,
+        "metadata_table": meta.metadata_table_enabled,
         "bootstrap_base_path": config.raw.get("hoodie.bootstrap.base.path") or None,
         "bootstrap_base_files": sum(
             1 for s in latest if s.base_file is not None and s.base_file.instant_time in BOOTSTRAP_INSTANTS

@@ -13,6 +13,17 @@ import pytest
 pytest_plugins = ["tests.s3", "tests.spark_cluster"]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hudi-rs"
+# Fixtures that start the shared SparkSession: a test using one, directly or through another
+# fixture, is marked `spark` without saying so. Tests that start Spark in a child process carry
+# the mark themselves.
+SPARK_FIXTURES = frozenset({"spark"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.spark)
 
 
 def fixture_zips() -> list[Path]:

@@ -155,8 +155,15 @@ def spark_connect(spark_cluster: Cluster, tmp_path_factory: pytest.TempPathFacto
     port = free_port()
     conf = {**APP_CONF, "spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
             "spark.ui.enabled": "false", "spark.pyspark.python": sys.executable}
-    argv = [str(spark_home() / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-            "--master", spark_cluster.master_url, "--name", "runner-tests-connect"]
+    argv = [
+        str(spark_home() / "bin" / "spark-submit"),
+        "--class",
+        "org.apache.spark.sql.connect.service.SparkConnectServer",
+        "--master",
+        spark_cluster.master_url,
+        "--name",
+        "runner-tests-connect",
+    ]
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
     server = _Daemon("Spark Connect server", [*argv, "spark-internal"], root / "connect.log", jvm_env())

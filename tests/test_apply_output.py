@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from runner.cli import main
 from tests.execute.test_cli_plan_apply import WITH_MDT, project
 
 
-@pytest.mark.spark
 def test_after_disabling_the_metadata_table_the_report_says_so(tmp_path, capsys, spark):
     root = project(tmp_path / "p", WITH_MDT, extra="metadata_table: disable\n")
     assert main(["plan", "--project-dir", str(root)]) == 2

@@ -110,7 +110,7 @@ def test_a_plan_made_in_another_project_is_refused(tmp_path: Path, capsys) -> No
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    ("policy", "the declaration of table t (tables/t.yml) changed since the plan was made"),
+    ("policy", "the declaration of table t ({root}/tables/t.yml) changed since the plan was made"),
     ("path", "table t was planned at {root}/table but is declared at {root}/moved"),
 ])
 def test_a_plan_for_a_changed_declaration_is_refused(edit: str, message: str, tmp_path: Path, capsys) -> None:
@@ -214,7 +214,7 @@ def test_on_a_terminal_apply_shows_the_plan_and_anything_but_yes_cancels(tmp_pat
     assert digest(root) == before
 
 
-@pytest.mark.spark
+@pytest.mark.spark  # `runner apply` starts Spark in a child process: no fixture says so
 def test_on_a_terminal_yes_applies_the_plan_that_was_shown(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
     rows = oracle_snapshot(root / "table")[1]
@@ -259,7 +259,6 @@ def test_incremental_listing_skips_a_partition_inside_a_nested_table(tmp_path: P
     assert not [g for g in state.file_groups if g.partition.startswith("legacy")]
 
 
-@pytest.mark.spark
 def test_applying_the_outer_table_leaves_the_inner_table_unchanged(tmp_path: Path, capsys, spark) -> None:
     root = nested_project(tmp_path / "p", sizing="file_sizing:\n  max_file_size: 10MiB\n  small_file_limit: 5MiB\n")
     inner = root / "table" / "legacy"

@@ -16,10 +16,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    """A copy of the repository's example project, safe to break."""
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the repository's example project, safe to break, as the current directory (so
+    file names are shown relative to it; from elsewhere they are absolute: test_project_dir_paths)."""
     shutil.copy(REPO / "project.yml", tmp_path / "project.yml")
     shutil.copytree(REPO / "tables", tmp_path / "tables")
+    monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
@@ -103,7 +105,8 @@ def test_a_bad_selector_exits_1_with_the_error(demo: Path, capsys: pytest.Captur
 def test_a_missing_project_exits_1_naming_project_yml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = validate(capsys, "--project-dir", str(tmp_path / "nowhere"))
     assert code == 1
-    assert out.startswith(f"project.yml: not found in {tmp_path / 'nowhere'}; every project needs a project.yml")
+    nowhere = tmp_path / "nowhere"
+    assert out.startswith(f"{nowhere}/project.yml: not found in {nowhere}; every project needs a project.yml")
 
 
 @pytest.mark.parametrize("command", ["validate", "ls"])

@@ -14,14 +14,15 @@ from runner.plan.model import Plan, TablePlan, TableStatus
 from tests.execute.test_cli_plan_apply import project, tree_digest
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "plan.schema.json").read_text())
-IN_SYNC_POLICY = ("clean:\n  policy: KEEP_LATEST_COMMITS\n  commits_retained: 10\nfile_sizing:\n  small_file_limit: 0\n")
+IN_SYNC_POLICY = "clean:\n  policy: KEEP_LATEST_COMMITS\n  commits_retained: 10\nfile_sizing:\n  small_file_limit: 0\n"
 
 
 def drifting_project(root: Path) -> Path:
     """The fixture table (copy-on-write, nothing to clean under 10 retained commits) declared as MOR."""
     root = project(root)
     (root / "tables" / "t.yml").write_text(
-        "name: t\npath: table\n" + IN_SYNC_POLICY + "table:\n  type: MERGE_ON_READ\n")
+        "name: t\npath: table\n" + IN_SYNC_POLICY + "table:\n  type: MERGE_ON_READ\n"
+    )
     return root
 
 
@@ -49,7 +50,9 @@ def test_apply_leaves_a_drifted_table_alone(tmp_path, capsys):
 
 def test_no_drift_keeps_exit_0(tmp_path, capsys):
     root = project(tmp_path / "p")
-    (root / "tables" / "t.yml").write_text("name: t\npath: table\n" + IN_SYNC_POLICY + "table:\n  type: COPY_ON_WRITE\n")
+    (root / "tables" / "t.yml").write_text(
+        "name: t\npath: table\n" + IN_SYNC_POLICY + "table:\n  type: COPY_ON_WRITE\n"
+    )
     assert main(["plan", "--project-dir", str(root)]) == 0
     assert "= t (" in capsys.readouterr().out
 

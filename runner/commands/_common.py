@@ -6,12 +6,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
-from datetime import datetime, timezone
+from dataclasses import replace
+from datetime import UTC, datetime
 
 from runner.declarations.loader import load_project
 from runner.declarations.model import Project, TableDeclaration
-from runner.errors import RunnerError
+from runner.errors import DeclarationError, RunnerError
 from runner.hudi.instant import InstantTime
 from runner.selection import select_tables
 from runner.service.locations import guarded_location, instant_text, plan_project
@@ -19,25 +21,54 @@ from runner.service.locations import guarded_location, instant_text, plan_projec
 __all__ = ["guarded_location", "human_bytes", "instant_text", "parse_now", "plan_project", "selected"]
 
 
+def outside_project(args: argparse.Namespace) -> bool:
+    """`--project-dir` names a folder other than the current one: file names relative to the
+    project would then point at the wrong place, so every command shows them absolute."""
+    return os.path.realpath(args.project_dir or ".") != os.path.realpath(os.getcwd())
+
+
+def load(args: argparse.Namespace) -> Project:
+    """The project of `--project-dir`; with it given, problems name their files by absolute path."""
+    try:
+        project = load_project(args.project_dir, target=args.target)
+    except DeclarationError as error:
+        if not outside_project(args):
+            raise
+        root = os.path.abspath(args.project_dir)
+        raise DeclarationError([replace(p, file=os.path.join(root, p.file)) if p.file else p
+                                for p in error.problems]) from None
+    return project
+
+
 def selected(args: argparse.Namespace) -> tuple[Project, tuple[TableDeclaration, ...]]:
-    project = load_project(args.project_dir, target=args.target)
-    return project, select_tables(project, args.select, args.exclude, args.state)
+    project = load(args)
+    tables = select_tables(project, args.select, args.exclude, args.state)
+    if not outside_project(args):
+        return project, tables
+    # Selection matched the relative names (`path:` selectors, state:modified); from here on the
+    # declarations are only shown, so they carry absolute file names.
+    project = replace(project, tables=tuple(_absolute(project, t) for t in project.tables))
+    return project, tuple(_absolute(project, t) for t in tables)
+
+
+def _absolute(project: Project, decl: TableDeclaration) -> TableDeclaration:
+    return replace(decl, source_file=os.path.join(project.directory, decl.source_file))
 
 
 def parse_now(text: str | None) -> datetime:
     """`--now`: an instant time (read in the machine's local zone, as Hudi's LOCAL timeline
     timezone does) or ISO-8601 (local unless it carries an offset). Default: the current time."""
     if not text:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
     if re.fullmatch(r"\d{14}|\d{17}", text):
-        return InstantTime(text).to_datetime().astimezone().astimezone(timezone.utc)
+        return InstantTime(text).to_datetime().astimezone().astimezone(UTC)
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
         raise RunnerError(
             f"--now: expected an instant time (yyyyMMddHHmmss[SSS]) or ISO-8601, got {text!r}"
         ) from None
-    return (value if value.tzinfo else value.astimezone()).astimezone(timezone.utc)
+    return (value if value.tzinfo else value.astimezone()).astimezone(UTC)
 
 
 def human_bytes(size: int) -> str:

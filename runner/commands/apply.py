@@ -29,6 +29,7 @@ from runner.commands._common import human_bytes, parse_now, selected
 from runner.commands.render import count, plan_table_view, render_plan
 from runner.commands.report import render_report
 from runner.commands.result import CommandResult, ExitCode
+from runner.commands.progress import TableProgress
 from runner.commands.terminal import Activity, emit
 from runner.declarations.model import Project, TableDeclaration
 from runner.errors import PlanError, RunnerError
@@ -73,6 +74,9 @@ class _Shown:
     def table_done(self, result: TableResult) -> None:
         self.activity.done(_result_line(result))
 
+    def sink(self, table: str) -> TableProgress:
+        return TableProgress(self.activity, table)
+
 
 def _refuse_swallowed_plan_file(args: argparse.Namespace) -> None:
     """`--select t plan.json` gives plan.json to --select (it takes several values): say so rather
@@ -90,20 +94,19 @@ def _refuse_swallowed_plan_file(args: argparse.Namespace) -> None:
         for spec in specs:
             if spec.endswith(".json") or os.path.isfile(spec):
                 raise RunnerError(
-                    f'{option} took "{spec}" as its value, but it looks like a plan file; '
-                    "nothing was applied",
+                    f'{option} took "{spec}" as its value, but it looks like a plan file; nothing was applied',
                     hint=f"put the plan file before the options (`runner apply {spec} {option} ...`), "
                     f"or write {option}=VALUE.",
                 )
 
 
-def _confirmed_plan(args: argparse.Namespace, project: Project,
-                    tables: tuple[TableDeclaration, ...]) -> Plan | None:
+def _confirmed_plan(args: argparse.Namespace, project: Project, tables: tuple[TableDeclaration, ...]) -> Plan | None:
     """Plan, show the plan and ask; the plan shown is the plan applied. None when declined."""
     if args.format == "json" or not sys.stdin.isatty():
         raise RunnerError(
             "apply without a plan file asks for confirmation, which needs a terminal"
-            + (" and text output" if args.format == "json" else "") + "; nothing was applied",
+            + (" and text output" if args.format == "json" else "")
+            + "; nothing was applied",
             hint="review a saved plan (`runner plan --out target/plan.json`, then "
             "`runner apply target/plan.json`), or pass --auto-approve to plan and apply in one go "
             "(for scheduled runs).",
@@ -113,8 +116,11 @@ def _confirmed_plan(args: argparse.Namespace, project: Project,
     sys.stdout.flush()
     if not plan.has_changes:
         return plan  # nothing to confirm; apply reports every table in sync
-    print(f"\nDo you want to perform these actions? Only '{CONFIRMATION}' will be accepted.\n"
-          "  Enter a value: ", end="", flush=True)
+    print(
+        f"\nDo you want to perform these actions? Only '{CONFIRMATION}' will be accepted.\n  Enter a value: ",
+        end="",
+        flush=True,
+    )
     answer = sys.stdin.readline()
     return plan if answer.strip() == CONFIRMATION else None
 

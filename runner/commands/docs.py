@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from runner.commands._common import guarded_location, instant_text, parse_now, selected
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> CommandResult:
     now = parse_now(args.now)
     data = collect_site(
         project, tables, now=now, now_text=instant_text(now),
-        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         declaration_json=table_json, locate=lambda decl: guarded_location(project, decl),
     )
     out_dir = Path(args.out).resolve() if args.out else Path(project.directory) / DEFAULT_OUT

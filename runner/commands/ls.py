@@ -11,11 +11,18 @@ import argparse
 import os
 from typing import Any
 
+from runner.commands._common import load, outside_project
 from runner.commands.result import CommandResult, ExitCode
-from runner.declarations.loader import load_project
 from runner.declarations.merge import SIZE_FIELDS
-from runner.declarations.model import CleanPolicy, FileSizing, Project, Source, TableDeclaration
-from runner.declarations.rules import RETENTION_FIELD
+from runner.declarations.model import (
+    CleanPolicy,
+    FileSizing,
+    Project,
+    Source,
+    TableDeclaration,
+    TableSpark,
+)
+from runner.declarations.policies import POLICY_RULES
 from runner.declarations.sizes import format_size
 from runner.declarations.targets import RUNNER_DEFAULT
 from runner.selection import select_tables
@@ -23,13 +30,13 @@ from runner.selection import select_tables
 
 def run(args: argparse.Namespace) -> CommandResult:
     """List the tables `--select`/`--exclude` pick; invalid declarations raise `DeclarationError`."""
-    project = load_project(args.project_dir, target=args.target)
+    project = load(args)
     tables = select_tables(project, args.select, args.exclude, args.state)
     run = {name: {"value": shown, "source": origin} for name, shown, origin in project.run_provenance}
     data = {"project": project.name, "target": project.target, "run_settings": run,
             "tables": [table_json(table) for table in tables]}
     # With --project-dir the user stands elsewhere: show declaration files by absolute path.
-    where = project.directory if args.project_dir not in (".", "") else None
+    where = project.directory if outside_project(args) else None
     text = _render(tables, where) if tables else "no tables selected"
     if any(origin != RUNNER_DEFAULT for _, _, origin in project.run_provenance):
         text = _render_run(project) + "\n\n" + text
@@ -47,7 +54,8 @@ def _render_run(project: Project) -> str:
 
 def settings(table: TableDeclaration) -> list[tuple[str, object, Source]]:
     """`(setting, value, source)` for every effective setting, in provenance order."""
-    blocks: dict[str, CleanPolicy | FileSizing] = {"clean": table.clean, "file_sizing": table.file_sizing}
+    blocks: dict[str, CleanPolicy | FileSizing | TableSpark] = {
+        "clean": table.clean, "file_sizing": table.file_sizing, "spark": table.spark}
     rows = []
     for name, source in table.provenance:
         block, field = name.split(".", 1)
@@ -94,7 +102,7 @@ def _render(tables: tuple[TableDeclaration, ...], project_dir: str | None = None
 
 
 def _rows(table: TableDeclaration, project_dir: str | None) -> list[tuple[str, str, str]]:
-    hidden = {f"clean.{field}" for policy, field in RETENTION_FIELD.items() if policy != table.clean.policy}
+    hidden = {f"clean.{rule.field}" for rule in POLICY_RULES.values() if rule.name != table.clean.policy}
     declared = os.path.join(project_dir, table.source_file) if project_dir else table.source_file
     rows = [("path", table.path, ""), ("declared in", declared, "")]
     if table.owner:
@@ -107,8 +115,11 @@ def _rows(table: TableDeclaration, project_dir: str | None) -> list[tuple[str, s
         parts = f"; partitioned by {', '.join(spec.partition_by)}" if spec.partition_by else ""
         rows.append(("table", f"{spec.type}{keys}{parts}", ""))
     rows.append(("metadata_table", str(table.metadata_table), ""))
+    # Spark settings a table leaves to the session are listed in JSON only: in text they would
+    # add two lines of nothing to every table.
     rows += [(name, _text_value(name, value), str(source))
-             for name, value, source in settings(table) if name not in hidden]
+             for name, value, source in settings(table)
+             if name not in hidden and not (name.startswith("spark.") and source is Source.RUNNER_DEFAULT)]
     return rows
 
 

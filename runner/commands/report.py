@@ -27,5 +27,6 @@ def render_report(report: RunReport, report_path: str = "target/run_results.json
         lines.extend(f"    note: {n}" for n in t.notes)
         lines.extend(f"    wrote {name}" for name in t.instants_written)
     failed = sum(t.status == TableStatus.ERROR for t in report.tables)
+    lines += [f"note: {n}" for n in report.notes]
     lines += ["", f"Apply: {len(report.tables) - failed} ok, {failed} failed. Report: {report_path}"]
     return "\n".join(lines)

@@ -49,11 +49,20 @@ def _table(rows: list[dict[str, Any]]) -> Any:
             body.append([r["name"], "cannot be read", *[""] * 8])
             styles.append("red")
             continue
-        body.append([
-            r["name"], _SHORT_TYPE.get(r["table_type"], r["table_type"]), str(r["table_version"]), f"{r['partitions']:,}",
-            f"{r['file_groups']:,}", human_bytes(r["latest_slices"]["bytes"]), human_bytes(r["older_slices"]["bytes"]),
-            f"{r['small_files']['count']:,}", str(len(r["pending_instants"])), str(len(r["declaration_drift"])),
-        ])
+        body.append(
+            [
+                r["name"],
+                _SHORT_TYPE.get(r["table_type"], r["table_type"]),
+                str(r["table_version"]),
+                f"{r['partitions']:,}",
+                f"{r['file_groups']:,}",
+                human_bytes(r["latest_slices"]["bytes"]),
+                human_bytes(r["older_slices"]["bytes"]),
+                f"{r['small_files']['count']:,}",
+                str(len(r["pending_instants"])),
+                str(len(r["declaration_drift"])),
+            ]
+        )
         styles.append("magenta" if r["declaration_drift"] else "")
     return summary_table("Tables", columns, body, styles=styles)
 
@@ -66,27 +75,37 @@ def _text(rows: list[dict[str, Any]]) -> str:
         if "error" in r:
             out += [f"! {r['name']} ({r['path']})", *(f"    {x}" for x in r["error"]["message"].splitlines()), ""]
             continue
-        out.append(f"{r['name']} ({r['path']}): {r['table_type']}, table version {r['table_version']}"
-                   + (", metadata table present" if r["metadata_table"] else ""))
+        out.append(
+            f"{r['name']} ({r['path']}): {r['table_type']}, table version {r['table_version']}"
+            + (", metadata table present" if r["metadata_table"] else "")
+        )
         out.append("    instants: " + (", ".join(f"{k} x{v}" for k, v in r["instants"].items()) or "none"))
         if r["pending_instants"]:
             out.append("    pending: " + ", ".join(r["pending_instants"]))
-        out.append(f"    {count(r['partitions'], 'partition')}, {count(r['file_groups'], 'file group')}, "
-                   f"{r['replaced_file_groups']:,} replaced")
+        out.append(
+            f"    {count(r['partitions'], 'partition')}, {count(r['file_groups'], 'file group')}, "
+            f"{r['replaced_file_groups']:,} replaced"
+        )
         for label in ("latest_slices", "older_slices", "replaced_slices"):
             f = r[label]
-            out.append(f"    {label.replace('_', ' ')}: {count(f['slices'], 'slice')}, {count(f['files'], 'file')}, "
-                       f"{human_bytes(f['bytes'])}")
+            out.append(
+                f"    {label.replace('_', ' ')}: {count(f['slices'], 'slice')}, {count(f['files'], 'file')}, "
+                f"{human_bytes(f['bytes'])}"
+            )
         s = r["small_files"]
         out.append(f"    small files (< {human_bytes(s['limit'])}): {s['count']} ({human_bytes(s['bytes'])})")
         if r["bootstrap_base_path"]:
-            out.append(f"    bootstrapped from {r['bootstrap_base_path']} ({r['bootstrap_base_files']} skeleton base files; "
-                       "the source files are never deleted)")
+            out.append(
+                f"    bootstrapped from {r['bootstrap_base_path']} ({r['bootstrap_base_files']} skeleton base files; "
+                "the source files are never deleted)"
+            )
         if r["savepoints"]:
             out.append("    savepoints: " + ", ".join(r["savepoints"]))
         if r["uncommitted_files"] or r["unrecognized_files"]:
-            out.append(f"    ignored: {r['uncommitted_files']:,} uncommitted, "
-                       f"{count(r['unrecognized_files'], 'unrecognised file')}")
+            out.append(
+                f"    ignored: {r['uncommitted_files']:,} uncommitted, "
+                f"{count(r['unrecognized_files'], 'unrecognised file')}"
+            )
         out.extend(f"    drift: {d}" for d in r["declaration_drift"])
         out.extend(_metadata_table_lines(r.get("metadata_table_check")))
         out.append("")
@@ -100,8 +119,11 @@ def _metadata_table_lines(check: dict[str, Any] | None) -> list[str]:
         return ["    metadata table: in step with the data timeline and with storage"]
     lines = [f"    metadata table: {problem}" for problem in check["problems"]]
     drift = check["drift"] or {}
-    for label, key in (("listed but absent", "listed_but_absent"), ("present but not listed", "present_but_unlisted"),
-                       ("partitions not listed", "partitions_unlisted")):
+    for label, key in (
+        ("listed but absent", "listed_but_absent"),
+        ("present but not listed", "present_but_unlisted"),
+        ("partitions not listed", "partitions_unlisted"),
+    ):
         paths = drift.get(key) or []
         if paths:
             shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")

@@ -8,9 +8,10 @@ This module imports nothing from Spark: validating must be fast and safe on any 
 from __future__ import annotations
 
 import argparse
+import os
 
+from runner.commands._common import load, outside_project
 from runner.commands.result import CommandResult, ExitCode
-from runner.declarations.loader import load_project
 from runner.errors import DeclarationError, Problem
 from runner.selection import select_tables
 
@@ -22,7 +23,7 @@ def run(args: argparse.Namespace) -> CommandResult:
     `--select` raises `SelectionError` for the CLI to report.
     """
     try:
-        project = load_project(args.project_dir, target=args.target)
+        project = load(args)
     except DeclarationError as error:
         return _invalid(error.problems)
     tables = select_tables(project, args.select, args.exclude, args.state)
@@ -33,7 +34,8 @@ def run(args: argparse.Namespace) -> CommandResult:
     else:
         lines.append(f"checked {_count(len(tables), 'table')}:")
         width = max(len(name) for name in names)
-        lines += [f"  {table.name:<{width}}  {table.source_file}" for table in tables]
+        shown = (lambda file: os.path.join(project.directory, file)) if outside_project(args) else str
+        lines += [f"  {table.name:<{width}}  {shown(table.source_file)}" for table in tables]
     return CommandResult(ExitCode.OK, "\n".join(lines), {"valid": True, "tables": names, "problems": []})
 
 

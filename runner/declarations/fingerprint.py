@@ -5,7 +5,8 @@ A saved plan is only valid for the declaration it was computed from: a plan made
 that happens to share the name. The digest covers every effective setting that changes what
 planning decides (name, resolved path, cleaning, file sizing, the `table:` block, the metadata
 table mode). Labels (description, owner, tags), the file the table is declared in and where each
-setting came from do not change what gets deleted, so editing them keeps saved plans valid.
+setting came from do not change what gets deleted, so editing them keeps saved plans valid; nor
+do the table's Spark settings (`spark:`), which size the job but never change what it does.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 
 from runner.declarations.model import TableDeclaration
 
-_LABELS = frozenset({"description", "owner", "tags", "source_file", "provenance"})
+_LABELS = frozenset({"description", "owner", "tags", "source_file", "provenance", "spark"})
 
 
 def declaration_fingerprint(decl: TableDeclaration) -> str:

@@ -126,7 +126,9 @@ def _load_project_file(root: str) -> tuple[_ProjectFile, list[Problem]]:
     roots = _roots(defaults, root, problems)
     # The defaults the schema accepted are checked and merged even when others were rejected,
     # so one bad line in project.yml neither hides nor fakes problems in the tables.
-    problems += rules.sizing_problems(effective_settings(None, defaults), Source.PROJECT_DEFAULT)
+    project_settings = effective_settings(None, defaults)
+    problems += rules.sizing_problems(project_settings, Source.PROJECT_DEFAULT)
+    problems += rules.spark_problems(project_settings, Source.PROJECT_DEFAULT)
     if lookup(defaults.data, ("tables_dir",)) != tables_dir and tables_dir != DEFAULT_TABLES_DIR:
         # The schema refused tables_dir and said why; look in the default folder, quietly.
         return _ProjectFile(doc, defaults, DEFAULT_TABLES_DIR, roots, found=False), problems
@@ -198,6 +200,7 @@ def _load_table(
         problems += rules.policy_problems(checked, settings)
     if known or all(settings[f"file_sizing.{key}"].source is Source.TABLE for key in SIZE_FIELDS):
         problems += rules.sizing_problems(settings, Source.TABLE)
+    problems += rules.spark_problems(settings, Source.TABLE)
     if shape or location is None:
         return None, entry, problems
     return build_table(doc, settings, location, project.defaults), entry, problems

@@ -9,7 +9,8 @@ project.yml:9:5").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from runner.declarations import model
 from runner.declarations.model import (
@@ -19,23 +20,28 @@ from runner.declarations.model import (
     MetadataTableMode,
     Source,
     TableDeclaration,
+    TableSpark,
     TableSpec,
-    TableType,
 )
+from runner.declarations.policies import POLICY_RULES
 from runner.declarations.sizes import parse_size
 from runner.declarations.yaml_io import FieldPath, Loaded
+from runner.vocabulary import TableType
 
-# (block, field, Hudi's default); the order is the order `runner ls` shows them in.
+# (block, field, Hudi's default, or the runner's for `spark`); the order is the order `runner ls`
+# shows them in.
 SETTINGS: tuple[tuple[str, str, object], ...] = (
     ("clean", "policy", model.DEFAULT_POLICY),
-    ("clean", "commits_retained", model.DEFAULT_COMMITS_RETAINED),
-    ("clean", "file_versions_retained", model.DEFAULT_FILE_VERSIONS_RETAINED),
-    ("clean", "hours_retained", model.DEFAULT_HOURS_RETAINED),
+    *(("clean", rule.field, rule.default) for rule in POLICY_RULES.values()),
     ("clean", "incremental", model.DEFAULT_INCREMENTAL),
     ("file_sizing", "max_file_size", model.DEFAULT_MAX_FILE_SIZE),
     ("file_sizing", "small_file_limit", model.DEFAULT_SMALL_FILE_LIMIT),
     ("file_sizing", "insert_split_size", model.DEFAULT_INSERT_SPLIT_SIZE),
+    ("spark", "executor_memory", None),  # None: whatever the session was started with
+    ("spark", "resize_partitions", None),  # None: one task per rewrite group, up to MAX_TASKS
 )
+# Blocks whose defaults are the runner's rather than Hudi's (Hudi has no per-table Spark settings).
+_RUNNER_BLOCKS = frozenset({"spark"})
 SIZE_FIELDS = frozenset({"max_file_size", "small_file_limit"})
 _MISSING = object()
 
@@ -59,7 +65,7 @@ class Setting:
     def origin(self) -> str:
         """Where the value came from, for messages: `the project default at project.yml:9:5`."""
         if self.doc is None:
-            return "Hudi's default"
+            return "the runner's default" if self.source is Source.RUNNER_DEFAULT else "Hudi's default"
         mark = self.doc.where(self.path)
         where = f"{self.doc.file}:{mark.line}:{mark.column}"
         return f"set at {where}" if self.source is Source.TABLE else f"the project default at {where}"
@@ -95,7 +101,8 @@ def effective_settings(table: Loaded | None, project: Loaded | None) -> dict[str
             candidates.append((table, (block, key), Source.TABLE))
         if project is not None:
             candidates.append((project, ("defaults", block, key), Source.PROJECT_DEFAULT))
-        merged[f"{block}.{key}"] = _first_set(candidates, key) or Setting(hudi_default, Source.HUDI_DEFAULT)
+        fallback = Source.RUNNER_DEFAULT if block in _RUNNER_BLOCKS else Source.HUDI_DEFAULT
+        merged[f"{block}.{key}"] = _first_set(candidates, key) or Setting(hudi_default, fallback)
     return merged
 
 
@@ -128,18 +135,15 @@ def build_table(doc: Loaded, settings: Mapping[str, Setting], location: str,
     data = doc.data
     assert isinstance(data, Mapping)
     value = {name: setting.value for name, setting in settings.items()}
-    clean = CleanPolicy(
-        policy=CleanPolicyName(str(value["clean.policy"])),
-        commits_retained=_int(value["clean.commits_retained"]),
-        file_versions_retained=_int(value["clean.file_versions_retained"]),
-        hours_retained=_int(value["clean.hours_retained"]),
-        incremental=value["clean.incremental"] is True,
-    )
+    retention: dict[str, Any] = {rule.field: _int(value[f"clean.{rule.field}"]) for rule in POLICY_RULES.values()}
+    clean = replace(CleanPolicy(policy=CleanPolicyName(str(value["clean.policy"])),
+                                incremental=value["clean.incremental"] is True), **retention)
     sizing = FileSizing(
         max_file_size=_int(value["file_sizing.max_file_size"]),
         small_file_limit=_int(value["file_sizing.small_file_limit"]),
         insert_split_size=_int(value["file_sizing.insert_split_size"]),
     )
+    memory, tasks = value["spark.executor_memory"], value["spark.resize_partitions"]
     return TableDeclaration(
         name=str(data["name"]),
         path=location,
@@ -154,6 +158,8 @@ def build_table(doc: Loaded, settings: Mapping[str, Setting], location: str,
         provenance=tuple((name, setting.source) for name, setting in settings.items()),
         file_sizing_declared="file_sizing" in data
         or (project is not None and not is_missing(lookup(project.data, ("defaults", "file_sizing")))),
+        spark=TableSpark(executor_memory=memory if isinstance(memory, str) else None,
+                         resize_partitions=None if tasks is None else _int(tasks)),
     )
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from runner.vocabulary import TableType
+
 
 class CleanPolicyName(StrEnum):
     """Hudi's `hoodie.cleaner.policy` values, spelled as Hudi spells them."""
@@ -24,6 +26,7 @@ class Source(StrEnum):
     TABLE = "table"
     PROJECT_DEFAULT = "project default"
     HUDI_DEFAULT = "hudi default"
+    RUNNER_DEFAULT = "runner default"
 
 
 # Hudi's own defaults (HoodieCleanConfig, HoodieStorageConfig, HoodieCompactionConfig).
@@ -76,9 +79,23 @@ class FileSizing:
     insert_split_size: int = DEFAULT_INSERT_SPLIT_SIZE
 
 
-class TableType(StrEnum):
-    COPY_ON_WRITE = "COPY_ON_WRITE"
-    MERGE_ON_READ = "MERGE_ON_READ"
+@dataclass(frozen=True, slots=True)
+class TableSpark:
+    """What one table asks of Spark when apply works on it (None: the session's own setting).
+
+    One Spark session serves a whole run, so the two kinds of setting differ
+    (`runner.execute.session`):
+
+    Args:
+        executor_memory: session-level (`spark.executor.memory`, Spark's size text such as `8g`):
+            a run that starts Spark sizes its executors for the largest value among the selected
+            tables, and says which table set it.
+        resize_partitions: per job: at most this many Spark tasks rewrite this table's small files
+            (by default one task per rewrite group, up to `runner.spark_jobs.MAX_TASKS`).
+    """
+
+    executor_memory: str | None = None
+    resize_partitions: int | None = None
 
 
 class MetadataTableMode(StrEnum):
@@ -113,6 +130,7 @@ class TableDeclaration:
         provenance: for each effective setting (`clean.commits_retained`, ...), where it came from.
         file_sizing_declared: the table or the project defaults has a `file_sizing` block; only then
             may apply rewrite small files after the fact (the writer uses `file_sizing` either way).
+        spark: what the table asks of Spark during apply (see `TableSpark`).
     """
 
     name: str
@@ -127,6 +145,7 @@ class TableDeclaration:
     tags: tuple[str, ...] = ()
     provenance: tuple[tuple[str, Source], ...] = ()
     file_sizing_declared: bool = False
+    spark: TableSpark = field(default_factory=TableSpark)
 
 
 @dataclass(frozen=True, slots=True)

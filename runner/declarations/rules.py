@@ -1,7 +1,8 @@
 """Checks a JSON Schema cannot express: they need the merged defaults or more than one file.
 
-- A retention field must belong to the table's effective policy. Only the table's own fields are
-  checked: a project may set defaults for every policy and let each table pick one.
+- A retention field must belong to the table's effective policy (`runner.declarations.policies`
+  says which field each policy owns). Only the table's own fields are checked: a project may set
+  defaults for every policy and let each table pick one.
 - `small_file_limit` must be below `max_file_size` after merging (0 turns small files off). The
   problem points at the table's own field when it set one, else at the project default, so one bad
   default is reported once rather than once per table.
@@ -21,15 +22,10 @@ from dataclasses import dataclass
 from runner.declarations.merge import Setting
 from runner.declarations.model import CleanPolicyName, Source
 from runner.declarations.paths import is_under, location_key, real_location
-from runner.declarations.sizes import format_size
+from runner.declarations.policies import POLICY_RULES
+from runner.declarations.sizes import SPARK_MIN_EXECUTOR_MEMORY, format_size, spark_size_bytes
 from runner.declarations.yaml_io import Loaded
 from runner.errors import Problem
-
-RETENTION_FIELD = {
-    CleanPolicyName.KEEP_LATEST_COMMITS: "commits_retained",
-    CleanPolicyName.KEEP_LATEST_FILE_VERSIONS: "file_versions_retained",
-    CleanPolicyName.KEEP_LATEST_BY_HOURS: "hours_retained",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +42,28 @@ def policy_problems(doc: Loaded, settings: Mapping[str, Setting]) -> list[Proble
     policy = settings["clean.policy"]
     assert isinstance(policy.value, CleanPolicyName)
     problems = []
-    for other, field in RETENTION_FIELD.items():
-        own = settings[f"clean.{field}"]
-        if other is policy.value or own.source is not Source.TABLE:
+    for other in POLICY_RULES.values():
+        own = settings[f"clean.{other.field}"]
+        if other.name is policy.value or own.source is not Source.TABLE:
             continue
-        message = (f"applies only to policy {other}, but this table's policy is {policy.value} "
-                   f"({policy.origin()}); remove it, or set clean.policy: {other}")
-        problems.append(doc.problem(("clean", field), message))
+        message = (f"applies only to policy {other.name}, but this table's policy is {policy.value} "
+                   f"({policy.origin()}); remove it, or set clean.policy: {other.name}")
+        problems.append(doc.problem(("clean", other.field), message))
     return problems
+
+
+def spark_problems(settings: Mapping[str, Setting], owner: Source) -> list[Problem]:
+    """A per-table Spark setting Spark itself would refuse, reported where `owner` set it."""
+    memory = settings["spark.executor_memory"]
+    if memory.source is not owner or memory.value is None:
+        return []
+    if isinstance(memory.value, int):  # the schema admits it only to say this
+        return [_at(memory, f"expected a size with a unit, such as 8g or 8192m (Spark would read a bare "
+                            f"{memory.value} as {memory.value} MiB), got {memory.value}")]
+    assert isinstance(memory.value, str)
+    if spark_size_bytes(memory.value) < SPARK_MIN_EXECUTOR_MEMORY:
+        return [_at(memory, f"must be at least 450m (Spark refuses smaller executors), got {memory.value}")]
+    return []
 
 
 def sizing_problems(settings: Mapping[str, Setting], owner: Source) -> list[Problem]:

@@ -43,6 +43,8 @@ _PATTERN_NOUNS = {
     "^[^\\u0000-\\u001f\\u007f-\\u009f]*$": "text without control characters (such as NUL, a tab or a newline)",
     "^[^,]+$": "one field name without commas (Hudi would read it as several fields; write a list such as "
                "[a, b] instead)",
+    "^[0-9]{1,9}([kKmMgGtT][bB]?)$": "a size as Spark writes it: a whole number and a unit k, m, g or t, "
+                                     "with no space (such as 8g or 4096m)",
 }
 
 

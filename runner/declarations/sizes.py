@@ -96,3 +96,19 @@ def _show(value: object) -> str:
     if isinstance(value, list | tuple):
         return "a list"
     return "a mapping" if isinstance(value, dict) else str(value)
+
+
+# Spark's own size text (`spark.executor.memory`: JavaUtils.byteStringAs): a whole number and a
+# binary unit; the schema admits only these units, so a bare number (MiB to Spark) is never guessed.
+_SPARK_SIZE = re.compile(r"([0-9]+)([kmgt])b?", re.IGNORECASE)
+_SPARK_UNITS = {"k": 1, "m": 2, "g": 3, "t": 4}
+# Spark refuses executors below 1.5 x its 300 MiB reserved memory (UnifiedMemoryManager).
+SPARK_MIN_EXECUTOR_MEMORY = 450 * 1024**2
+
+
+def spark_size_bytes(text: str) -> int:
+    """`8g` → 8 GiB in bytes, as Spark reads it; ValueError for text the schema would refuse."""
+    match = _SPARK_SIZE.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"not a Spark size such as 8g or 4096m: {text!r}")
+    return int(match.group(1)) * int(1024 ** _SPARK_UNITS[match.group(2).lower()])

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import ClassVar
 
 import yaml
 
@@ -148,7 +149,8 @@ def field_name(path: FieldPath) -> str:
 class _Resolver(_BaseLoader):  # type: ignore[misc,valid-type]
     """Resolves plain scalars by YAML 1.2's core schema, tagging YAML 1.1 traps on the way."""
 
-    yaml_implicit_resolvers: dict[str | None, list[tuple[str, re.Pattern[str]]]] = {}
+    # PyYAML looks resolvers up on the class; this class's own table replaces the inherited one.
+    yaml_implicit_resolvers: ClassVar[dict[str | None, list[tuple[str, re.Pattern[str]]]]] = {}
 
 
 _DIGITS = list("-+0123456789")

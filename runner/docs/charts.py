@@ -9,9 +9,9 @@ from collections import Counter
 from typing import Any
 
 from runner.hudi.instant import Action, Instant
-from runner.hudi.properties import TableType
 from runner.hudi.state import TableState
 from runner.plan.model import TablePlan
+from runner.vocabulary import TableType
 
 HISTOGRAM_BINS = 24
 

@@ -19,17 +19,16 @@ import getpass
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from runner.declarations.model import SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
 from runner.execute.clean import CleanOutcome, CleanRunner, Deleter, files_of
-from runner.execute.failpoints import failpoint
 from runner.execute.metadata_table import disable_metadata_table
 from runner.execute.narrow import narrow
 from runner.execute.paths import partition_path
-from runner.execute.spark import executors_seen
+from runner.failpoints import failpoint
 from runner.hudi.files import relative_path
 from runner.hudi.instant import InstantTime
 from runner.hudi.mdt.maintain import CleanMaintenance, prepare_clean_maintenance
@@ -49,6 +48,7 @@ from runner.plan.steps import (
     UpdateMetadataTable,
 )
 from runner.planner import plan_one
+from runner.spark_jobs import executors_seen
 from runner.storage import Storage, storage_for
 from runner.storage.lock import TableLock
 
@@ -95,7 +95,7 @@ def apply_table(
     now: datetime,
     spark_settings: SparkSettings,
     deleter_factory: Callable[[], Deleter],
-    clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     spark: Callable[[], SparkSession] | None = None,
 ) -> TableResult:
     """Apply `planned` (from plan.json) or, when None, plan and apply in one go under the lock.
@@ -197,7 +197,7 @@ def _apply_table(
 
 
 def _refuse_future(name: str, now: datetime, real_now: datetime) -> None:
-    aware = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    aware = now if now.tzinfo else now.replace(tzinfo=UTC)
     if aware > real_now:
         raise RefusedError(
             f"table {name}: the plan's time (now) {aware.isoformat(timespec='seconds')} is later than the current "
@@ -269,7 +269,7 @@ def _finish_pending_resizes(step: FinishPendingResize, run: _Run) -> None:
     from runner.execute.resize import finish_pending_resize
 
     finished = finish_pending_resize(run.storage, read_table_metadata(run.storage), spark=run.spark(),
-                                     clock=run.clock)
+                                     clock=run.clock, max_tasks=run.decl.spark.resize_partitions)
     if finished is not None:
         _record_resize(run.result, finished)
         run.finished_resize = True
@@ -282,7 +282,8 @@ def _resize(step: Resize, run: _Run) -> None:
     meta = read_table_metadata(run.storage)
     if run.finished_resize:  # the finished resize may have taken some of these files
         step = _still_rewritable(step, plan_sizing(run.decl.file_sizing, read_table_state(run.storage, metadata=meta)))
-    _record_resize(run.result, run_resize(run.storage, meta, step, spark=run.spark(), clock=run.clock))
+    tasks = run.decl.spark.resize_partitions  # the table's own bound on the rewrite job's tasks
+    _record_resize(run.result, run_resize(run.storage, meta, step, spark=run.spark(), clock=run.clock, max_tasks=tasks))
 
 
 Handler = Callable[[Any, _Run], None]

@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import runner.progress as progress
 from runner.errors import RefusedError
-from runner.execute.failpoints import failpoint
 from runner.execute.paths import partition_path, relativize
+from runner.failpoints import failpoint
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import (
     ActionInstant,
@@ -131,7 +132,7 @@ class CleanRunner:
                                "Hudi never schedules such a clean, so none is written")
         plan = to_plan(step, self.storage.uri)
         data = encode_clean_plan(plan)
-        requested = self.writer.requested(time_, Action.CLEAN, data)
+        self.writer.requested(time_, Action.CLEAN, data)
         failpoint("after_clean_requested")
         inflight = self.writer.inflight(time_, Action.CLEAN, data)
         failpoint("after_clean_inflight")
@@ -148,7 +149,8 @@ class CleanRunner:
         started = time.monotonic()
         if sizes is None:  # a pending clean from the timeline: measure what is really there
             sizes = {path: info.size for path in flat if (info := self.storage.stat(path)) is not None}
-        outcomes = {o.path: o for o in self.deleter(self.storage, flat)}
+        with progress.known_sizes(sizes):  # so the deleter's progress shows bytes as well as files
+            outcomes = {o.path: o for o in self.deleter(self.storage, flat)}
         deleted_partitions = tuple(p for p in dict.fromkeys(plan.partitions_to_delete)
                                    if self._delete_partition(partition_path(p)))
         failpoint("after_delete")

@@ -10,6 +10,12 @@ The completed metadata has operation type `CLUSTER`, one write stat per new file
 `HoodieRowCreateHandle` records them), the writer schema of the latest commit under `schema`, and
 `partitionToReplaceFileIds` = every input file id.
 
+On a table with a metadata table (MDT), the resize is recorded there as Hudi records a clustering
+(`runner.hudi.mdt.clustering`): after the new files are written and before the replacecommit
+completes, an MDT deltacommit with the same instant time adds the new files, their column and
+partition stats and the record index's new locations. Readers ignore that deltacommit until the
+replacecommit completes.
+
 Readers see one consistent snapshot throughout: files named with T belong to a pending instant
 and are ignored until the replacecommit exists, and from then on the input file groups are replaced
 and the new ones are read. The rows are the same, only `_hoodie_file_name` differs.
@@ -17,9 +23,11 @@ and the new ones are read. The rows are the same, only `_hoodie_file_name` diffe
 Crash safety: the plan carries the runner's marker (`resize_plan`). If the process dies after the
 requested file, at any point of the rewrite, or before the completed file, the instant stays
 pending; `finish_pending_resize` deletes whatever files the dead run wrote with T and executes the
-same plan again. Before completing, files named with T that the job did not report (leftovers of
-failed or retried task attempts) are deleted, as Hudi's marker reconciliation does, so exactly the
-reported files become visible.
+same plan again, MDT deltacommit included: one that an earlier attempt completed names that
+attempt's files, so it is taken back first (`undo_mdt_commit`), and a rolled-back resize takes its
+MDT deltacommit with it before its own instant goes. Before completing, files named with T that
+the job did not report (leftovers of failed or retried task attempts) are deleted, as Hudi's
+marker reconciliation does, so exactly the reported files become visible.
 """
 
 from __future__ import annotations
@@ -30,19 +38,24 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+import runner.progress as progress
 from runner.errors import RefusedError, StepFailed
-from runner.execute.failpoints import failpoint
 from runner.execute.resize_job import GroupRewrite, RewriteTask, RewrittenFile
 from runner.execute.resize_plan import PlannedGroup, decode_plan, encode_plan, groups_of_step, is_runner_plan
-from runner.execute.spark import run_tasks
+from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
+from runner.hudi.mdt.maintain import ResizedFile, ResizeMaintenance, prepare_resize_maintenance
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
 from runner.plan.sizing import busy_groups
+from runner.spark_jobs import MAX_TASKS, run_tasks
 from runner.storage import Storage
+
+# A rewrite job larger than the task bound runs in about this many rounds, so its progress moves.
+REWRITE_ROUNDS = 10
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -91,7 +104,7 @@ class ResizeOutcome:
 
 
 def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
-               spark: SparkSession, clock: Clock) -> ResizeOutcome:
+               spark: SparkSession, clock: Clock, max_tasks: int | None = None) -> ResizeOutcome:
     """Schedule and execute `step` as one clustering instant (nothing is written for an empty step).
 
     Args:
@@ -100,31 +113,34 @@ def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
         step: the groups to rewrite, planned from that metadata.
         spark: runs one task per group.
         clock: the wall clock, for the instant and completion times.
+        max_tasks: the table's `spark.resize_partitions`: at most this many tasks share the groups
+            (None: one task per group, up to `runner.spark_jobs.MAX_TASKS`).
 
     Raises:
-        RefusedError: the table has a metadata table, or an input is no longer a rewritable latest
-            base file; nothing was written.
+        RefusedError: the table's metadata table cannot be kept in step, or an input is no longer a
+            rewritable latest base file; nothing was written.
         StepFailed: the rewrite job failed; the clustering stays pending for the next apply.
     """
     if step.is_empty:
         return ResizeOutcome()
-    runner = ResizeRunner(storage, meta, spark=spark, clock=clock)
+    runner = ResizeRunner(storage, meta, spark=spark, clock=clock, max_tasks=max_tasks)
     runner.check(step)
     pending, written = runner.schedule(step)
-    return runner.execute(pending, groups_of_step(step), written=written)
+    with progress.known_sizes({f.path: f.size for g in step.groups for f in g.files}):
+        return runner.execute(pending, groups_of_step(step), written=written)
 
 
-def finish_pending_resize(storage: Storage, meta: TableMetadata, *,
-                          spark: SparkSession, clock: Clock) -> ResizeOutcome | None:
+def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: SparkSession, clock: Clock,
+                          max_tasks: int | None = None) -> ResizeOutcome | None:
     """Execute every pending clustering this runner scheduled, oldest first; None if there is none.
 
     Pending clustering written by anyone else is left alone (the planner already keeps its file
     groups out of new plans).
     """
-    runner = ResizeRunner(storage, meta, spark=spark, clock=clock)
+    runner = ResizeRunner(storage, meta, spark=spark, clock=clock, max_tasks=max_tasks)
     outcomes = []
     for instant, groups in runner.pending_own():
-        conflict = runner.conflict(groups, own=instant.time)
+        conflict = runner.conflict(groups, own=instant.time) or runner.metadata_table_problem(groups)
         if conflict is None:
             outcomes.append(runner.execute(instant, groups))
             continue
@@ -142,14 +158,18 @@ def finish_pending_resize(storage: Storage, meta: TableMetadata, *,
 class ResizeRunner:
     """Schedules and executes clustering instants on one table."""
 
-    def __init__(self, storage: Storage, meta: TableMetadata, *, spark: SparkSession, clock: Clock) -> None:
+    def __init__(self, storage: Storage, meta: TableMetadata, *, spark: SparkSession, clock: Clock,
+                 max_tasks: int | None = None) -> None:
         self.storage = storage
         self.meta = meta
         self.spark = spark
         self.clock = clock
+        self.max_tasks = max_tasks
         self.layout = meta.config.timeline_layout_version
         self.action = Action.REPLACE_COMMIT if self.layout == 1 else Action.CLUSTERING
         self.writer = TimelineWriter(storage, meta.timeline_folder, self.layout)
+        self.maintenance = _metadata_table_maintenance(storage, meta)
+        self._completions: list[InstantTime] = []
 
     def check(self, step: SizingStep) -> None:
         """Refuse a step that would hide data from readers or touch busy file groups.
@@ -157,13 +177,13 @@ class ResizeRunner:
         Run just before the requested instant is written, on a fresh read of the timeline and the
         partitions (planning may have been minutes ago).
         """
-        if self.meta.has_metadata_table or self.meta.config.metadata_partitions:
-            raise RefusedError(
-                f"table {self.storage.uri} has a metadata table; new files written without updating it "
-                "would be invisible to readers that list files through it; nothing was rewritten",
-                hint="disable the metadata table first (`metadata_table: disable`), or run Hudi's clustering.",
-            )
-        conflict = self.conflict(groups_of_step(step), own=None)
+        groups = groups_of_step(step)
+        problem = self.metadata_table_problem(groups)
+        if problem is not None:
+            raise RefusedError(f"{self.storage.uri}: the resize cannot be recorded in the metadata table: "
+                               f"{problem}; nothing was rewritten",
+                               hint="let Hudi rebuild the column_stats index, or set `metadata_table: disable`.")
+        conflict = self.conflict(groups, own=None)
         if conflict is not None:
             raise RefusedError(f"{conflict}; nothing was rewritten",
                                hint="plan again with `runner plan` rather than editing a plan; a pending "
@@ -191,7 +211,7 @@ class ResizeRunner:
             if g.latest is not None and g.latest.base_file is not None and not g.latest.log_files
         }
         for group in groups:
-            for path, file_id in zip(group.inputs, group.file_ids):
+            for path, file_id in zip(group.inputs, group.file_ids, strict=True):
                 key = (group.partition, file_id)
                 why = meta.pending_writes.reason(key)
                 if why is not None:
@@ -202,6 +222,13 @@ class ResizeRunner:
                     return (f"{path} is no longer the latest base file of an idle file group (it was "
                             "written to, replaced, got log files, or is gone)")
         return None
+
+    def metadata_table_problem(self, groups: Sequence[PlannedGroup]) -> str | None:
+        """Why the MDT records of a resize of `groups` cannot be computed, or None."""
+        if self.maintenance is None:
+            return None
+        problems = self.maintenance.input_problems(p for g in groups for p in g.inputs)
+        return "; ".join(problems) if problems else None
 
     def schedule(self, step: SizingStep) -> tuple[Instant, tuple[str, ...]]:
         """Write the requested plan and the (empty) inflight file of a new instant."""
@@ -233,7 +260,8 @@ class ResizeRunner:
             written += (pending.file_name,)
         partitions = sorted({g.partition for g in groups})
         removed = self._delete_instant_files(pending.time, partitions, keep=frozenset())
-        results = self._rewrite(pending.time, groups)
+        tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs) for g in groups]
+        results = self._rewrite(pending.time, tasks)
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))
         failpoint("after_rewrite")
         conflict = self.conflict(groups, own=pending.time)
@@ -244,19 +272,40 @@ class ResizeRunner:
                 "no file group was replaced",
                 hint="apply again once the concurrent write has completed; it plans from the new state.",
             )
+        if self.maintenance is not None:
+            inputs = {t.file_id: t.inputs for t in tasks}
+            written += tuple(self.maintenance(
+                pending.time, [ResizedFile(r.partition, r.path, r.size, inputs[r.file_id]) for r in results],
+                self._completion_time))
+            failpoint("after_resize_metadata_table_commit")
         metadata = self._commit_metadata(groups, results)
         done = self.writer.complete(pending, encode_commit_metadata(metadata, layout=self.layout),
                                     completion=self._completion_time())
         return ResizeOutcome(
             instants=(str(pending.time),),
-            instants_written=written + (done.file_name,),
+            instants_written=(*written, done.file_name),
             files_rewritten=sum(r.input_files for r in results),
             bytes_rewritten=sum(r.input_bytes for r in results),
             output_files=tuple(r.path for r in results),
             bytes_written=sum(r.size for r in results),
             records_written=sum(r.records for r in results),
             partial_files_deleted=removed,
+            notes=self._tasks_note(groups, results),
         )
+
+    def _tasks_note(self, groups: Sequence[PlannedGroup], results: Sequence[RewrittenFile]) -> tuple[str, ...]:
+        """With `spark.resize_partitions` declared, the most tasks one rewrite job really ran,
+        counted from the write tokens (`<partitionId>-<stageId>-<attempt>`) in the new files' names."""
+        if self.max_tasks is None:
+            return ()
+        by_stage: dict[str, set[str]] = {}
+        for r in results:
+            partition, stage, _ = r.path.rsplit("/", 1)[-1].split("_")[1].split("-")
+            by_stage.setdefault(stage, set()).add(partition)
+        most = max((len(ids) for ids in by_stage.values()), default=0)
+        note = (f"rewrote {len(groups)} group{'' if len(groups) == 1 else 's'} in Spark jobs of at most {most} "
+                f"task{'' if most == 1 else 's'} (spark.resize_partitions: {self.max_tasks})")
+        return (note,)
 
     def roll_back(self, time: InstantTime, partitions: Sequence[str]) -> tuple[str, ...]:
         """Undo a pending clustering of this runner: its files, then its inflight and requested files.
@@ -265,6 +314,9 @@ class ResizeRunner:
         files and then the instant leaves the table as it was before it was scheduled. Deleting in
         this order means a crash part way leaves a pending instant the next apply rolls back again.
         """
+        if self.maintenance is not None:
+            # First: once its data instant is gone, a completed MDT deltacommit of it would count.
+            self.maintenance.roll_back(time)
         removed = self._delete_instant_files(time, partitions, keep=frozenset())
         _, timeline, _ = read_timeline(self.storage)
         for state in (State.INFLIGHT, State.REQUESTED):
@@ -273,10 +325,19 @@ class ResizeRunner:
                 self.storage.delete(f"{self.meta.timeline_folder}/{instant.file_name}")
         return removed
 
-    def _rewrite(self, time: InstantTime, groups: Sequence[PlannedGroup]) -> list[RewrittenFile]:
-        tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs) for g in groups]
+    def _rewrite(self, time: InstantTime, tasks: Sequence[GroupRewrite]) -> list[RewrittenFile]:
+        inputs = [path for t in tasks for path in t.inputs]
+        progress.begin("rewriting small files", "files", len(inputs), progress.bytes_of(inputs))
+        # Large jobs run in rounds so progress moves; each round still fills the task bound.
+        cap = self.max_tasks or MAX_TASKS
+        per_round = max(cap, -(-len(tasks) // REWRITE_ROUNDS))
+        results: list[RewrittenFile] = []
         try:
-            results = run_tasks(self.spark, tasks, RewriteTask(self.storage, str(time)), per_task=1)
+            for start in range(0, len(tasks), per_round):
+                part = tasks[start:start + per_round]
+                results += run_tasks(self.spark, part, RewriteTask(self.storage, str(time)), per_task=1, max_tasks=cap)
+                done = [path for t in part for path in t.inputs]
+                progress.advance(len(done), progress.bytes_of(done) or 0)
         except Exception as error:  # a Py4J/Spark error wraps the task's; the instant stays pending
             raise StepFailed(
                 f"clustering {time} on {self.storage.uri}: rewriting {len(tasks)} group(s) failed: "
@@ -321,8 +382,31 @@ class ResizeRunner:
         )
 
     def _completion_time(self) -> InstantTime:
+        # Strictly increasing across calls: the MDT deltacommit must complete before the
+        # replacecommit of the same instant, even within one millisecond.
         _, timeline, _ = read_timeline(self.storage)
-        return new_instant_time(timeline, clock=self.clock(), table_timezone=self.meta.config.timezone)
+        value = new_instant_time(timeline, clock=self.clock(), table_timezone=self.meta.config.timezone)
+        if self._completions and value <= self._completions[-1]:
+            value = InstantTime(self._completions[-1].normalized[:17]).plus_millis(1)
+        self._completions.append(value)
+        return value
+
+
+def _metadata_table_maintenance(storage: Storage, meta: TableMetadata) -> ResizeMaintenance | None:
+    """The hooks that record a resize in the table's metadata table, or None when it has none.
+
+    Raises:
+        RefusedError: the metadata table cannot be kept in step (the reasons and the fix).
+    """
+    if meta.has_metadata_table:
+        return prepare_resize_maintenance(storage, meta, step=failpoint)
+    if meta.config.metadata_partitions:
+        raise RefusedError(
+            f"table {storage.uri} lists metadata partitions in hoodie.properties but has no .hoodie/metadata; "
+            "readers may expect a metadata table; nothing was rewritten",
+            hint="let Hudi rebuild the metadata table, or set `metadata_table: disable` to clear the listing.",
+        )
+    return None
 
 
 def _foreign_clustering_groups(storage: Storage, meta: TableMetadata,

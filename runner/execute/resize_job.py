@@ -10,8 +10,9 @@ the `v9_txns_simple_nometa` fixture and `HoodieRowCreateHandle`):
   `hoodie.populate.meta.fields=false` have no meta columns and are copied as they are;
 - the footer keys `hoodie_min_record_key` / `hoodie_max_record_key`, which Hudi's bloom index
   requires to prune files by key range, and Hudi's bloom filter of the file's record keys
-  (`org.apache.hudi.bloomfilter`, DYNAMIC_V0, built by `runner.hudi.bloom` exactly as Hudi builds
-  it), which a writer using the BLOOM or GLOBAL_BLOOM index reads for every candidate file.
+  (`org.apache.hudi.bloomfilter`, DYNAMIC_V0), which a writer using the BLOOM or GLOBAL_BLOOM
+  index reads for every candidate file; all built by `runner.hudi.footer`, the builder the writer
+  uses too, with the range in Java's string order as the bloom index compares it.
 
 Columns keep the Parquet physical types Arrow reads them as: decimals stay fixed-length, list
 elements keep their names (`array` for parquet-avro's legacy lists), INT96 timestamps stay INT96,
@@ -27,17 +28,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from runner.hudi.files import BaseFile, relative_path
+from runner.hudi import footer
+from runner.hudi.files import BaseFile, relative_path, write_token
 from runner.hudi.instant import InstantTime
 from runner.storage import Storage
 
 FILE_NAME_COLUMN = "_hoodie_file_name"
 RECORD_KEY_COLUMN = "_hoodie_record_key"
-MIN_KEY = "hoodie_min_record_key"
-MAX_KEY = "hoodie_max_record_key"
 
 # Hudi's `hoodie.parquet.block.size`: rows are cut into row groups of about this many bytes.
 ROW_GROUP_BYTES = 120 * 1024 * 1024
@@ -93,9 +92,9 @@ def spark_write_token() -> str:
     try:
         from pyspark import TaskContext
     except ImportError:
-        return "0-0-0"
+        return write_token(0, 0, 0)
     ctx = TaskContext.get()
-    return "0-0-0" if ctx is None else f"{ctx.partitionId()}-{ctx.stageId()}-{ctx.taskAttemptId()}"
+    return write_token(0, 0, 0) if ctx is None else write_token(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
 
 
 class RewriteTask:
@@ -186,46 +185,21 @@ def _with_file_name(table: pa.Table, name: str) -> pa.Table:
 
 
 def _footer(table: pa.Table, files: Sequence[pq.ParquetFile]) -> dict[str, str]:
-    """Hudi's BLOOM-index footer: the record keys' bloom filter and their range.
+    """Hudi's record-key footer for the new file, from its record keys (`runner.hudi.footer`).
 
     A Hudi writer using the BLOOM index reads the filter of every candidate file without a null
-    check, so a rewritten file must carry one, built from its record keys as Hudi builds it.
+    check, so a rewritten file must carry one. A table without meta columns
+    (`hoodie.populate.meta.fields=false`) has no key column: the new range then covers the inputs'
+    ranges when every input records one.
     """
-    footer = _key_range(table, files)
     if RECORD_KEY_COLUMN in table.column_names and table.num_rows:
-        from runner.hudi import bloom
-
-        keys = table.column(RECORD_KEY_COLUMN).combine_chunks()
-        footer |= {"org.apache.hudi.bloomfilter": bloom.serialize(keys), "hoodie_bloom_filter_type_code": bloom.TYPE_CODE}
-    return footer
-
-
-def _key_range(table: pa.Table, files: Sequence[pq.ParquetFile]) -> dict[str, str]:
-    """The record-key range Hudi's bloom index prunes by, when the inputs carry one.
-
-    Taken from the inputs' footers, which Hudi computed with Java's `String.compareTo` (UTF-16
-    order, reproduced by comparing UTF-16 encodings); if some input lacks them, from the record
-    key column (code point order: the same unless keys mix characters above U+FFFF with ones
-    from U+E000 to U+FFFF).
-    """
-    ranges = [f.metadata.metadata or {} for f in files]
-    keys = (MIN_KEY.encode(), MAX_KEY.encode())
-    if all(k in r for r in ranges for k in keys):
-        mins = [r[keys[0]].decode("utf-8") for r in ranges]
-        maxs = [r[keys[1]].decode("utf-8") for r in ranges]
-        return {MIN_KEY: min(mins, key=_java_order), MAX_KEY: max(maxs, key=_java_order)}
-    if RECORD_KEY_COLUMN not in table.column_names or table.num_rows == 0:
-        return {}
-    bounds = pc.min_max(table.column(RECORD_KEY_COLUMN))
-    low, high = bounds["min"].as_py(), bounds["max"].as_py()
-    return {} if low is None or high is None else {MIN_KEY: low, MAX_KEY: high}
+        return footer.record_key_footer(table.column(RECORD_KEY_COLUMN))
+    ranges = [footer.range_of(f.metadata.metadata) for f in files]
+    known = [r for r in ranges if r is not None]
+    return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None)
 
 
-def _java_order(text: str) -> bytes:
-    return text.encode("utf-16-be", "surrogatepass")
-
-
-def _encode(table: pa.Table, files: Sequence[pq.ParquetFile], footer: dict[str, str], input_bytes: int) -> bytes:
+def _encode(table: pa.Table, files: Sequence[pq.ParquetFile], entries: dict[str, str], input_bytes: int) -> bytes:
     """Write the table as one Parquet file in memory, in row groups of about `ROW_GROUP_BYTES`."""
     first = files[0].metadata
     codec = first.row_group(0).column(0).compression if first.num_row_groups and first.num_columns else "SNAPPY"
@@ -241,6 +215,6 @@ def _encode(table: pa.Table, files: Sequence[pq.ParquetFile], footer: dict[str, 
         store_schema=False,  # no ARROW:schema: the file reads like the inputs, from Parquet types only
     ) as writer:
         writer.write_table(table, row_group_size=max(1, ROW_GROUP_BYTES // per_row))
-        if footer:
-            writer.add_key_value_metadata(footer)
+        if entries:
+            writer.add_key_value_metadata(entries)
     return bytes(sink.getvalue().to_pybytes())

@@ -129,7 +129,8 @@ def _positions(keys: pa.Array) -> pa.Array:
         wide = pc.cast(seed, pa.int64())
         signed = pc.subtract(wide, pc.multiply(pc.shift_right(wide, 31), 2**32))
         magnitude = pc.abs(signed)
-        found.append(pc.subtract(magnitude, pc.multiply(pc.divide(magnitude, VECTOR_SIZE), VECTOR_SIZE)).cast(pa.uint32()))
+        remainder = pc.subtract(magnitude, pc.multiply(pc.divide(magnitude, VECTOR_SIZE), VECTOR_SIZE))
+        found.append(remainder.cast(pa.uint32()))
     return pa.concat_arrays(found)
 
 
@@ -181,7 +182,7 @@ def murmur_reference(data: bytes, seed: int) -> int:
     h = (seed ^ len(data)) & _MASK
     whole = len(data) // 4 * 4
     for i in range(0, whole, 4):
-        k = (int.from_bytes(data[i:i + 4], "little") * _M) & _MASK
+        k = (int.from_bytes(data[i : i + 4], "little") * _M) & _MASK
         k = ((k ^ (k >> 24)) * _M) & _MASK
         h = ((h * _M) & _MASK) ^ k
     if len(data) > whole:

@@ -28,6 +28,12 @@ _LOG_RE = re.compile(
 )
 
 
+def write_token(partition_id: int, stage_id: int, attempt_id: int) -> str:
+    """The write token in file names: the Spark task's `<partitionId>-<stageId>-<taskAttemptId>`
+    (Hudi's `FSUtils.makeWriteToken`); it tells apart the files of retried task attempts."""
+    return f"{partition_id}-{stage_id}-{attempt_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class BaseFile:
     """A base (columnar) file. `size` is in bytes, -1 when unknown."""

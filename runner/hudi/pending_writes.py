@@ -25,13 +25,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from runner.errors import CorruptMetadataError, StorageError
 from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, State
 from runner.hudi.metadata import decode_commit_metadata, decode_requested_replace
 from runner.hudi.timeline import Timeline
-from runner.storage import Storage
+
+if TYPE_CHECKING:  # annotations only: the Hudi model reads through whatever Storage it is given
+    from runner.storage import Storage
 
 MARKER_DIR = ".hoodie/.temp"
 _MARKER_SUFFIX = re.compile(r"\.marker\.[A-Z_]+$")

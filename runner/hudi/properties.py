@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from types import MappingProxyType
 
 from runner.errors import TableError, UnsupportedTableError
+from runner.vocabulary import TableType
 
 SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
 
@@ -37,13 +37,6 @@ _STORE_ESCAPES = {
     "!": "\\!",
     "\\": "\\\\",
 }
-
-
-class TableType(StrEnum):
-    """`hoodie.table.type`: copy-on-write rewrites base files; merge-on-read appends log files."""
-
-    COPY_ON_WRITE = "COPY_ON_WRITE"
-    MERGE_ON_READ = "MERGE_ON_READ"
 
 
 def parse_properties(text: str, *, path: str) -> dict[str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from runner.errors import NotAHudiTableError, StorageError
 from runner.hudi import timeline_metadata as tm
@@ -27,7 +28,9 @@ from runner.hudi.pending_writes import PendingWrites, read_pending_writes
 from runner.hudi.properties import TableConfig, parse_properties
 from runner.hudi.timeline import Timeline
 from runner.hudi.view import ListedFiles, build_file_groups, discover_partitions, list_partitions
-from runner.storage import Storage
+
+if TYPE_CHECKING:  # annotations only: the Hudi model reads through whatever Storage it is given
+    from runner.storage import Storage
 
 PROPERTIES = ".hoodie/hoodie.properties"
 METADATA_TABLE = ".hoodie/metadata"
@@ -57,7 +60,8 @@ class TableMetadata:
         last_clean: the latest completed clean with content, and its metadata.
         empty_completed_cleans: completed clean files with no content (Hudi deletes these).
         pending_cleans: requested or inflight cleans with their plans (None if the plan is empty).
-        has_metadata_table: `.hoodie/metadata` exists.
+        has_metadata_table: `.hoodie/metadata` exists (the folder; whether the metadata table is
+            in use is `metadata_table_enabled`).
         pending_writes: what pending commits, deltacommits and overwrites may still change.
     """
 
@@ -85,6 +89,20 @@ class TableMetadata:
         return frozenset(
             name for meta in self.savepoints.values() for names in meta.partition_files.values() for name in names
         )
+
+    @property
+    def metadata_table_enabled(self) -> bool:
+        """Whether readers may list this table's files through its metadata table (see
+        `metadata_table_enabled`); every "is there a metadata table" decision asks this."""
+        return metadata_table_enabled(folder_exists=self.has_metadata_table, config=self.config)
+
+
+def metadata_table_enabled(*, folder_exists: bool, config: TableConfig) -> bool:
+    """A metadata table a reader may use: `.hoodie/metadata` exists, or `hoodie.properties` lists
+    built metadata partitions (`hoodie.table.metadata.partitions`, which Hudi's
+    `HoodieTableConfig.isMetadataTableAvailable` reads). Either one alone is enough to refuse a
+    change the metadata table would not see."""
+    return folder_exists or bool(config.metadata_partitions)
 
 
 @dataclass(frozen=True, slots=True)

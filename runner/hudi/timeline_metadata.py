@@ -25,7 +25,7 @@ import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from runner.errors import CorruptMetadataError
 from runner.hudi.avro import read_container
@@ -44,7 +44,9 @@ from runner.hudi.metadata import (
     decode_savepoint_metadata,
 )
 from runner.hudi.timeline import Timeline
-from runner.storage import Storage
+
+if TYPE_CHECKING:  # annotations only: the Hudi model reads through whatever Storage it is given
+    from runner.storage import Storage
 
 _EMPTY_COMMIT = CommitMetadata(
     operation_type=None,

@@ -11,7 +11,7 @@ file must never be the first thing created in a plain or missing folder.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.timeline import Timeline
@@ -22,8 +22,8 @@ from runner.storage.guard import require_table
 def new_instant_time(timeline: Timeline, *, clock: datetime, table_timezone: str) -> InstantTime:
     """A fresh instant time from the clock, in the table's timeline timezone, strictly greater than
     every requested and completion time already on the timeline (Hudi's monotonic generator)."""
-    aware = clock if clock.tzinfo else clock.replace(tzinfo=timezone.utc)
-    zone = timezone.utc if table_timezone.upper() == "UTC" else None
+    aware = clock if clock.tzinfo else clock.replace(tzinfo=UTC)
+    zone = UTC if table_timezone.upper() == "UTC" else None
     candidate = InstantTime.from_datetime(aware.astimezone(zone).replace(tzinfo=None))
     latest = timeline.latest_time
     if latest is not None and candidate <= latest:

@@ -19,15 +19,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+import runner.progress as progress
 from runner.hudi.files import BaseFile, FileGroup, FileSlice, LogFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import CommitMetadata, CompactionOperation
 from runner.hudi.timeline import Timeline
-from runner.storage import FileInfo, Storage
+
+if TYPE_CHECKING:  # annotations only: the Hudi model reads through whatever Storage it is given
+    from runner.storage import FileInfo, Storage
 
 PARTITION_MARKER = ".hoodie_partition_metadata"
+_REPORT_EVERY = 1_000  # files listed between two progress reports
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +60,7 @@ def discover_partitions(storage: Storage) -> ListedFiles:
     Files inside a nested table (a folder below the base path holding its own `.hoodie`) are left
     out entirely: they are neither partitions nor unrecognised files of this table.
     """
-    infos = list(storage.walk(""))
+    infos = _walked(storage)
     nested = nested_table_roots(info.path for info in infos)
     by_dir: dict[str, list[FileInfo]] = defaultdict(list)
     for info in infos:
@@ -71,11 +76,28 @@ def list_partitions(storage: Storage, partitions: Collection[str]) -> ListedFile
     and so is a folder that is, or lies inside, a nested table's base path."""
     by_dir: dict[str, list[FileInfo]] = {}
     is_table: dict[str, bool] = {}
-    for partition in sorted(set(partitions)):
-        if _in_nested_table(storage, partition, is_table):
-            continue
-        by_dir[partition] = [f for f in storage.list_dir(partition) if not f.is_dir]
+    wanted = sorted(set(partitions))
+    progress.begin("listing partitions", "partitions", len(wanted))
+    for partition in wanted:
+        if not _in_nested_table(storage, partition, is_table):
+            by_dir[partition] = [f for f in storage.list_dir(partition) if not f.is_dir]
+        progress.advance(1, sum(f.size for f in by_dir.get(partition, ())))
     return _classify(by_dir)
+
+
+def _walked(storage: Storage) -> list[FileInfo]:
+    """Everything below the base path, with the running count reported every `_REPORT_EVERY` files
+    (a whole-table listing of S3 can take minutes)."""
+    progress.begin("listing the table's files", "files")
+    infos: list[FileInfo] = []
+    reported = 0
+    for info in storage.walk(""):
+        infos.append(info)
+        if len(infos) - reported == _REPORT_EVERY:
+            progress.advance(_REPORT_EVERY, sum(i.size for i in infos[reported:]))
+            reported = len(infos)
+    progress.advance(len(infos) - reported, sum(i.size for i in infos[reported:]))
+    return infos
 
 
 def nested_table_roots(paths: Iterable[str]) -> frozenset[str]:
@@ -145,7 +167,7 @@ def build_file_groups(
     def is_committed(time: InstantTime) -> bool:
         return time in committed or (earliest is not None and time < earliest)
 
-    slices: dict[tuple[str, str], dict[InstantTime, list[object]]] = defaultdict(dict)
+    slices: dict[tuple[str, str], dict[InstantTime, _Parts]] = defaultdict(dict)
     uncommitted: list[str] = []
     logs: list[tuple[str, LogFile]] = []
     for partition, entries in listed.files.items():
@@ -162,19 +184,27 @@ def build_file_groups(
                 logs.append((partition, log))
     for instant, ops in pending_compaction.items():
         for op in ops:
-            slices[(op.partition_path, op.file_id)].setdefault(instant.time, [None, []])
+            slices[(op.partition_path, op.file_id)].setdefault(instant.time, _Parts())
     for partition, log in logs:
         slot = _slice_for_log(log, slices[(partition, log.file_id)], layout, completion, is_committed)
         if slot is None:
             uncommitted.append(relative_path(partition, log.name))
         else:
-            slices[(partition, log.file_id)].setdefault(slot, [None, []])[1].append(log)
+            slices[(partition, log.file_id)].setdefault(slot, _Parts()).logs.append(log)
     groups = tuple(_group(p, f, by_time) for (p, f), by_time in sorted(slices.items()) if by_time)
     return View(groups, tuple(sorted(uncommitted)))
 
 
+@dataclass(slots=True)
+class _Parts:
+    """The files found for one slice while the view is assembled: at most one base, any logs."""
+
+    base: BaseFile | None = None
+    logs: list[LogFile] = field(default_factory=list)
+
+
 def _add_base(
-    by_time: dict[InstantTime, list[object]],
+    by_time: dict[InstantTime, _Parts],
     base: BaseFile,
     partition: str,
     commits: Mapping[InstantTime, CommitMetadata],
@@ -182,15 +212,14 @@ def _add_base(
 ) -> None:
     """Add a committed base file; of two with the same instant (a retried task's leftover), keep
     the one the commit's write stats name and treat the other as uncommitted."""
-    entry = by_time.setdefault(base.instant_time, [None, []])
-    current = entry[0]
+    entry = by_time.setdefault(base.instant_time, _Parts())
+    current = entry.base
     if current is None:
-        entry[0] = base
+        entry.base = base
         return
-    assert isinstance(current, BaseFile)
     written = _written_names(commits.get(base.instant_time))
     keep, drop = (base, current) if base.name in written and current.name not in written else (current, base)
-    entry[0] = keep
+    entry.base = keep
     uncommitted.append(relative_path(partition, drop.name))
 
 
@@ -211,7 +240,7 @@ def _completion_times(timeline: Timeline) -> dict[InstantTime, InstantTime]:
 
 def _slice_for_log(
     log: LogFile,
-    by_time: Mapping[InstantTime, list[object]],
+    by_time: Mapping[InstantTime, _Parts],
     layout: int,
     completion: Mapping[InstantTime, InstantTime],
     is_committed: object,
@@ -229,20 +258,13 @@ def _slice_for_log(
     return max(candidates, key=lambda t: t.normalized) if candidates else log.instant_time
 
 
-def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, list[object]]) -> FileGroup:
+def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, _Parts]) -> FileGroup:
     ordered = sorted(by_time.items(), key=lambda kv: kv[0].normalized, reverse=True)
     return FileGroup(
         partition,
         file_id,
         tuple(
-            FileSlice(partition, file_id, time, base, tuple(sorted(logs, key=lambda lf: lf.sort_key)))  # type: ignore[arg-type]
-            for time, (base, logs) in ordered
+            FileSlice(partition, file_id, time, parts.base, tuple(sorted(parts.logs, key=lambda lf: lf.sort_key)))
+            for time, parts in ordered
         ),
     )
-
-
-def iter_files(groups: Iterable[FileGroup]) -> Iterable[tuple[FileSlice, str]]:
-    for group in groups:
-        for file_slice in group.slices:
-            for name in file_slice.file_names:
-                yield file_slice, relative_path(group.partition, name)

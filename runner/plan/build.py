@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from runner.declarations.model import MetadataTableMode, TableDeclaration
 from runner.hudi.instant import Action
 from runner.hudi.mdt.actions import BLOOM_FILTERS, COLUMN_STATS, FILES
+from runner.hudi.mdt.clustering import resize_refusals
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.clean import CleanScope, plan_clean
 from runner.plan.model import Requirements, TablePlan, TableStatus, ordered
@@ -141,8 +142,7 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope,
         notes.append(info)
     mdt = metadata_table_mode(decl, state.metadata)
     if mdt is MetadataTableMode.KEEP and resize is not None and not resize.is_empty:
-        notes.append("apply will refuse the resize: the runner cannot yet record a clustering in the "
-                     "metadata table (record index, column stats); run Hudi's clustering for this table")
+        notes.append(_resize_mdt_note(resize_refusals(state.metadata.config)))
     return TablePlan(
         name=decl.name,
         path=decl.path,
@@ -167,3 +167,12 @@ def unresizable_notes(decl: TableDeclaration, state: TableState) -> list[str]:
         "the runner rewrites parquet base files only"
         for extension, number in sorted(formats.items())
     ]
+
+
+def _resize_mdt_note(refusals: list[str]) -> str:
+    if not refusals:
+        return ("apply records the resize in the metadata table as Hudi records a clustering: one deltacommit "
+                "with the clustering's instant time (new files, their column and partition stats, the record "
+                "index's new locations), completed before the replacecommit")
+    return ("apply will refuse the resize, because " + "; ".join(refusals)
+            + " (run Hudi's clustering for this table, or set `metadata_table: disable` to remove the metadata table)")

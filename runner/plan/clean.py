@@ -8,21 +8,25 @@ The steps follow ../shared/docs/hudi-format.md §1.3–§1.7 (Hudi 0.15 / 1.x):
    (log) compaction needs; uncommitted files are not in any slice, so they are never candidates;
 4. partitions to delete: no active file group, no pending file, no replace at or after the ECTR.
 
+What differs between policies (the ECTR, whether a full listing is forced, the slices of a
+partition) is one class per policy in `runner.plan.policies`; this module holds what they share.
+
 Hudi's trigger (`hoodie.clean.max.commits`) is deliberately not applied: the declaration is the
 authority, so a plan is computed on every run; once a table is clean the plan is simply empty.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 
-from runner.declarations.model import CleanPolicy, CleanPolicyName
+from runner.declarations.model import CleanPolicy
 from runner.hudi.files import FileGroup, FileSlice, relative_path
 from runner.hudi.instant import Instant, InstantTime
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.model import CleanStep, FileToDelete
+from runner.plan.policies import Protection, planner_for
 
 SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
 
@@ -37,38 +41,17 @@ class CleanScope:
 
 
 def earliest_commit_to_retain(policy: CleanPolicy, meta: TableMetadata, *, now: datetime) -> Instant | None:
-    """Hudi's `CleanerUtils.getEarliestCommitToRetain` over the writes-and-compactions timeline."""
-    timeline = meta.timeline.writes_and_compactions
-    completed = [i for i in timeline if i.is_completed]
-    if policy.policy is CleanPolicyName.KEEP_LATEST_COMMITS:
-        retained = policy.commits_retained
-        if len(completed) <= retained or retained <= 0:
-            return None
-        candidate = completed[len(completed) - retained]
-        pending = [i for i in timeline if not i.is_completed]
-        if pending and candidate.time > pending[0].time:
-            before = [i for i in completed if i.time < pending[0].time]
-            return before[-1] if before else None
-        return candidate
-    if policy.policy is CleanPolicyName.KEEP_LATEST_BY_HOURS:
-        cutoff = hours_cutoff(now, policy.hours_retained, meta.config.timezone)
-        return next((i for i in completed if i.time >= cutoff), None)
-    return None
-
-
-def hours_cutoff(now: datetime, hours: int, table_timezone: str) -> InstantTime:
-    """`now - hours`, rendered as an instant time in the table's timeline timezone (UTC or LOCAL)."""
-    aware = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
-    zone = timezone.utc if table_timezone.upper() == "UTC" else None
-    local = (aware - timedelta(hours=hours)).astimezone(zone)
-    return InstantTime.from_datetime(local.replace(tzinfo=None))
+    """Hudi's `CleanerUtils.getEarliestCommitToRetain` for the declared policy (see `runner.plan.policies`)."""
+    return planner_for(policy).earliest_commit_to_retain(meta, now=now)
 
 
 def clean_scope(policy: CleanPolicy, meta: TableMetadata, *, now: datetime) -> CleanScope:
     """Hudi's `getPartitionPathsToClean`: incremental when safe, with every one of its fallbacks."""
-    ectr = earliest_commit_to_retain(policy, meta, now=now)
-    if policy.policy is CleanPolicyName.KEEP_LATEST_FILE_VERSIONS:
-        return CleanScope(None, None, "full listing: KEEP_LATEST_FILE_VERSIONS always lists every partition")
+    planner = planner_for(policy)
+    ectr = planner.earliest_commit_to_retain(meta, now=now)
+    always_full = planner.full_listing_reason()
+    if always_full is not None:
+        return CleanScope(ectr, None, f"full listing: {always_full}")
     if ectr is None:
         return CleanScope(None, (), "nothing to clean: no earliest commit to retain yet")
     if not policy.incremental:
@@ -112,14 +95,16 @@ def plan_clean(policy: CleanPolicy, state: TableState, scope: CleanScope) -> Cle
     meta = state.metadata
     ectr = scope.earliest_commit_to_retain
     partitions = state.partitions if scope.partitions is None else scope.partitions
-    protected = _Protection(state)
+    planner = planner_for(policy)
+    protected = Protection(state)
     by_partition = _groups_by_partition(state.file_groups)
     files: list[FileToDelete] = []
     to_delete_partitions: list[str] = []
     for partition in partitions:
         groups = by_partition.get(partition, ())
-        deleted, drop_partition = _plan_partition(policy, state, partition, groups, ectr, protected)
-        files.extend(deleted)
+        slices, drop_partition = planner.partition_deletions(
+            state, groups, ectr, protected, has_pending_files=_has_pending_files(state, partition))
+        files.extend(_to_files(slices))
         if drop_partition and partition:
             to_delete_partitions.append(partition)
     return CleanStep(
@@ -133,92 +118,11 @@ def plan_clean(policy: CleanPolicy, state: TableState, scope: CleanScope) -> Cle
     )
 
 
-class _Protection:
-    """What must never be deleted: savepointed slices and slices a pending (log) compaction needs."""
-
-    def __init__(self, state: TableState) -> None:
-        self.savepointed = state.metadata.savepointed_files
-        self.compaction = state.metadata.pending_compaction
-        self.log_compaction = state.metadata.pending_log_compaction
-
-    def savepointed_slice(self, file_slice: FileSlice) -> bool:
-        return any(name in self.savepointed for name in file_slice.file_names)
-
-    def in_pending_compaction(self, group: FileGroup) -> bool:
-        return group.key in self.compaction or group.key in self.log_compaction
-
-    def needed_for_compaction(self, group: FileGroup, file_slice: FileSlice) -> bool:
-        return any(
-            ops.get(group.key) is not None and file_slice.base_instant >= ops[group.key]
-            for ops in (self.compaction, self.log_compaction)
-        )
-
-
-def _plan_partition(
-    policy: CleanPolicy,
-    state: TableState,
-    partition: str,
-    groups: Iterable[FileGroup],
-    ectr: Instant | None,
-    protected: _Protection,
-) -> tuple[list[FileToDelete], bool]:
-    replaced = state.metadata.replaced
-    active = [g for g in groups if g.key not in replaced and g.slices]
-    replaced_groups = [g for g in groups if g.key in replaced]
-    pending_files = any(path.rpartition("/")[0] == partition for path in state.uncommitted_files) or (
+def _has_pending_files(state: TableState, partition: str) -> bool:
+    """An uncommitted file lies in the partition: a write in flight may still commit it."""
+    return any(path.rpartition("/")[0] == partition for path in state.uncommitted_files) or (
         partition == "" and any("/" not in path for path in state.uncommitted_files)
     )
-    if policy.policy is CleanPolicyName.KEEP_LATEST_FILE_VERSIONS:
-        deleted = _replaced_slices(replaced_groups, protected, before=None, replaced=replaced)
-        for group in active:
-            deleted.extend(_old_versions(group, policy.file_versions_retained, protected))
-        return _to_files(deleted), not active and not pending_files
-    retained = policy.commits_retained if policy.policy is CleanPolicyName.KEEP_LATEST_COMMITS else 0
-    if ectr is None or len(state.metadata.timeline.completed_writes) <= retained:
-        return [], False
-    deleted = _replaced_slices(replaced_groups, protected, before=ectr.time, replaced=replaced)
-    for group in active:
-        deleted.extend(_slices_before_ectr(group, ectr.time, protected))
-    replaced_since = any(replaced[g.key] >= ectr.time for g in replaced_groups)
-    return _to_files(deleted), not active and not pending_files and not replaced_since
-
-
-def _replaced_slices(
-    groups: Iterable[FileGroup],
-    protected: _Protection,
-    *,
-    before: InstantTime | None,
-    replaced: Mapping[tuple[str, str], InstantTime],
-) -> list[FileSlice]:
-    """Every slice of groups replaced before `before` (all replaced groups when None), bar savepoints."""
-    return [
-        s
-        for g in groups
-        if before is None or replaced[g.key] < before
-        for s in g.slices
-        if not protected.savepointed_slice(s)
-    ]
-
-
-def _slices_before_ectr(group: FileGroup, ectr: InstantTime, protected: _Protection) -> list[FileSlice]:
-    """KEEP_LATEST_COMMITS / BY_HOURS: keep the latest slice and the newest slice older than the ECTR."""
-    last_version = group.slices[0].base_instant
-    before = next((s.base_instant for s in group.slices if s.base_instant < ectr), None)
-    return [
-        s
-        for s in group.slices
-        if not protected.savepointed_slice(s)
-        and s.base_instant not in (last_version, before)
-        and not protected.needed_for_compaction(group, s)
-        and s.base_instant < ectr
-    ]
-
-
-def _old_versions(group: FileGroup, versions: int, protected: _Protection) -> list[FileSlice]:
-    """KEEP_LATEST_FILE_VERSIONS: the slices protected for compaction count as one kept version."""
-    candidates = [s for s in group.slices if not protected.needed_for_compaction(group, s)]
-    keep = versions - (1 if protected.in_pending_compaction(group) else 0)
-    return [s for s in candidates[max(keep, 0):] if not protected.savepointed_slice(s)]
 
 
 def _to_files(slices: Iterable[FileSlice]) -> list[FileToDelete]:

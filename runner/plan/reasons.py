@@ -2,22 +2,23 @@
 clean deletes nothing (pure).
 
 `plan_clean` decides; this module explains its decision afterwards by re-reading the same rules
-without protections: a slice the bare policy would delete is either in the plan (and its files get
-the rule as their reason) or kept (and gets the savepoint or compaction that protects it). Keeping
-the explanation apart leaves the cleaner's rules in one place.
+without protections (each policy's `bare_deletions` in `runner.plan.policies`): a slice the bare
+policy would delete is either in the plan (and its files get the rule as their reason) or kept (and
+gets the savepoint or compaction that protects it). Keeping the explanation apart leaves the
+cleaner's rules in one place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 
-from runner.declarations.model import CleanPolicy, CleanPolicyName
-from runner.hudi.files import FileGroup, FileSlice, relative_path
-from runner.hudi.instant import Instant
+from runner.declarations.model import CleanPolicy
+from runner.hudi.files import FileSlice, relative_path
 from runner.hudi.state import TableState
 from runner.plan.clean import CleanScope
 from runner.plan.model import CleanStep, FileKept
+from runner.plan.policies import planner_for
 
 
 def explain_clean(policy: CleanPolicy, state: TableState, scope: CleanScope, step: CleanStep) -> CleanStep:
@@ -51,42 +52,9 @@ def _would_delete_files(policy: CleanPolicy, state: TableState, scope: CleanScop
 
 def _would_delete(policy: CleanPolicy, state: TableState, scope: CleanScope) -> Iterator[tuple[FileSlice, str]]:
     """Every slice the bare policy deletes (no savepoints, no pending compactions), with its rule."""
-    meta = state.metadata
-    ectr = scope.earliest_commit_to_retain
-    by_versions = policy.policy is CleanPolicyName.KEEP_LATEST_FILE_VERSIONS
-    retained = policy.commits_retained if policy.policy is CleanPolicyName.KEEP_LATEST_COMMITS else 0
-    if not by_versions and (ectr is None or len(meta.timeline.completed_writes) <= retained):
-        return
     wanted = set(state.partitions if scope.partitions is None else scope.partitions)
-    for group in (g for g in state.file_groups if g.partition in wanted and g.slices):
-        replaced_at = meta.replaced.get(group.key)
-        if replaced_at is not None:
-            if by_versions or (ectr is not None and replaced_at < ectr.time):
-                reason = f"replaced by {_replacer(state, replaced_at)} {replaced_at}"
-                yield from ((s, reason) for s in group.slices)
-        elif by_versions:
-            versions = policy.file_versions_retained
-            for number, s in enumerate(group.slices, start=1):
-                if number > versions:
-                    yield s, f"version {number} of {versions} retained"
-        elif ectr is not None:
-            yield from ((s, f"older than the earliest commit to retain {ectr.time}")
-                        for s in _older_than_ectr(group, ectr))
-
-
-def _older_than_ectr(group: FileGroup, ectr: Instant) -> Iterable[FileSlice]:
-    """Hudi keeps the latest slice and the newest slice before the ECTR (a query at the ECTR reads it)."""
-    latest = group.slices[0].base_instant
-    before = next((s.base_instant for s in group.slices if s.base_instant < ectr.time), None)
-    return [s for s in group.slices if s.base_instant < ectr.time and s.base_instant not in (latest, before)]
-
-
-def _replacer(state: TableState, time: str) -> str:
-    commit = state.metadata.commits.get(time)  # type: ignore[call-overload]
-    operation = (commit.operation_type or "") if commit is not None else ""
-    if operation.upper() == "CLUSTER":
-        return "clustering"
-    return operation.lower() or "replacecommit"
+    groups = (g for g in state.file_groups if g.partition in wanted and g.slices)
+    return planner_for(policy).bare_deletions(state, groups, scope.earliest_commit_to_retain)
 
 
 def _protection(state: TableState, partition: str, path: str) -> str:
@@ -107,27 +75,16 @@ def _protection(state: TableState, partition: str, path: str) -> str:
 
 
 def _why(policy: CleanPolicy, state: TableState, scope: CleanScope, step: CleanStep) -> str:
+    planner = planner_for(policy)
     ectr = scope.earliest_commit_to_retain
-    rule = {
-        CleanPolicyName.KEEP_LATEST_COMMITS: f"keep the latest {policy.commits_retained} commits",
-        CleanPolicyName.KEEP_LATEST_BY_HOURS: f"keep {policy.hours_retained} h of history",
-        CleanPolicyName.KEEP_LATEST_FILE_VERSIONS: f"keep {policy.file_versions_retained} versions of every file group",
-    }[policy.policy]
+    rule = planner.summary()
     kept = f"; {_count(len(step.kept), 'file')} kept for savepoints or pending compactions" if step.kept else ""
     if not step.is_empty:
         anchor = f", earliest commit to retain {ectr.time}" if ectr is not None else ""
         return f"{rule}{anchor}{kept}"
-    completed = len(state.metadata.timeline.completed_writes)
-    if policy.policy is CleanPolicyName.KEEP_LATEST_COMMITS and ectr is None:
-        why = f"{_count(completed, 'completed commit')}, not more than the {policy.commits_retained} retained"
-    elif policy.policy is CleanPolicyName.KEEP_LATEST_BY_HOURS and ectr is None:
-        why = f"no commit inside the {policy.hours_retained} h window yet, so every version may still be read"
-    elif scope.partitions == ():
-        why = scope.reason
-    elif policy.policy is CleanPolicyName.KEEP_LATEST_FILE_VERSIONS:
-        why = f"no file group has more than {_count(policy.file_versions_retained, 'version')}"
-    else:
-        why = f"no file version older than the earliest commit to retain {ectr.time if ectr else ''} is superseded"
+    why = planner.nothing_yet(state.metadata, ectr)
+    if why is None:
+        why = scope.reason if scope.partitions == () else planner.nothing_to_delete(ectr)
     return f"{rule}: {why}{kept}"
 
 

@@ -63,7 +63,13 @@ def plan_sizing(sizing: FileSizing, state: TableState) -> SizingStep | None:
     candidates: dict[str, dict[str, FileToRewrite]] = {}
     for group in state.active_groups:
         latest = group.latest
-        if group.key in busy or writes.blocks(group.key) or latest is None or latest.base_file is None or latest.log_files:
+        if (
+            group.key in busy
+            or writes.blocks(group.key)
+            or latest is None
+            or latest.base_file is None
+            or latest.log_files
+        ):
             continue
         if latest.base_file.extension != "parquet":  # the rewrite job writes parquet only
             continue

@@ -17,18 +17,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+import runner.progress as progress
 from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
 from runner.errors import InternalError, PlanError, RunnerError
 from runner.execute.apply import TableResult, apply_table
 from runner.execute.deleter import choose_engine
+from runner.execute.session import session_notes, size_session
 from runner.execute.spark import get_spark
-from runner.storage import DeleteResult, Storage
 from runner.plan.model import Plan, TablePlan, TableStatus
+from runner.progress import Sink, reporting_to
 from runner.selection import did_you_mean
 from runner.service.jvm_output import jvm_output_to
 from runner.service.locations import guarded_location, plan_project
 from runner.service.report import RUN_RESULTS, RunReport
+from runner.storage import DeleteResult, Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -45,6 +48,12 @@ class Progress(Protocol):
     def advance(self, amount: int) -> None: ...
     def done(self, line: str) -> None: ...  # a line to keep (e.g. how long Spark took to start)
     def table_done(self, result: TableResult) -> None: ...
+    def sink(self, table: str) -> Sink: ...  # where one table's counts and bytes go (`runner.progress`)
+
+
+class _NoSink:
+    def begin(self, what: str, unit: str, total: int | None, total_bytes: int | None) -> None: ...
+    def advance(self, items: int, nbytes: int) -> None: ...
 
 
 class Silent:
@@ -55,6 +64,9 @@ class Silent:
     def advance(self, amount: int) -> None: ...
     def done(self, line: str) -> None: ...
     def table_done(self, result: TableResult) -> None: ...
+
+    def sink(self, table: str) -> Sink:
+        return _NoSink()
 
 
 def apply_tables(
@@ -93,6 +105,8 @@ def apply_tables(
     if plan is not None:
         check_provenance(plan, project)
     chosen = project.tables if tables is None else tuple(tables)
+    session = size_session(project.spark, chosen)  # one session for all: sized for the largest table
+    project = replace(project, spark=session.settings)
     when = _plan_time(plan.now) if plan is not None else now or datetime.now(timezone.utc)
     shown = _Shared(progress or Silent())
     work = [(decl, _planned_for(plan, decl)) for decl in chosen]
@@ -102,7 +116,8 @@ def apply_tables(
     def one(index: int, decl: TableDeclaration, planned: TablePlan | None) -> TableResult:
         shown.step(f"[{index}/{len(work)}] {decl.name}: reading the timeline, listing files, planning")
         jobs = _SparkJobs(project, decl.name, shown, spark_log, rewrites=decl.file_sizing.small_file_limit > 0)
-        result = _apply_guarded(project, decl, planned, when, jobs)
+        with reporting_to(shown.sink(decl.name)):  # listing, deletes, rewrites: counts, bytes
+            result = _apply_guarded(project, decl, planned, when, jobs)
         shown.table_done(result)
         return result
 
@@ -113,6 +128,7 @@ def apply_tables(
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="apply") as pool:
             futures = [pool.submit(one, i, decl, planned) for i, (decl, planned) in enumerate(work, start=1)]
             report.tables.extend(future.result() for future in futures)  # declaration order
+    report.notes.extend(session_notes(session))
     report.finish()
     report.write(report_path or Path(project.directory) / RUN_RESULTS)
     return report
@@ -235,6 +251,22 @@ class _Shared:
         with self._lock:
             self._progress.table_done(result)
 
+    def sink(self, table: str) -> Sink:
+        return _LockedSink(self._progress.sink(table), self._lock)
+
+
+class _LockedSink:
+    def __init__(self, sink: Sink, lock: threading.RLock) -> None:
+        self._sink, self._lock = sink, lock
+
+    def begin(self, what: str, unit: str, total: int | None, total_bytes: int | None) -> None:
+        with self._lock:
+            self._sink.begin(what, unit, total, total_bytes)
+
+    def advance(self, items: int, nbytes: int) -> None:
+        with self._lock:
+            self._sink.advance(items, nbytes)
+
 
 # One thread starts Spark (and points the JVM's output at the log) while the others wait for it.
 _SPARK_START = threading.Lock()
@@ -299,7 +331,7 @@ class _TableDeleter:
         choice = choose_engine(len(paths), jobs.project.spark.remote or jobs.project.spark.master)
         self.notes.append(choice.describe())
         spark = jobs.start_spark() if choice.engine == "spark" else None
-        jobs.progress.count(f"{jobs.table}: deleting {len(paths):,} file{'' if len(paths) == 1 else 's'}", len(paths))
+        progress.begin("deleting", "files", len(paths), progress.bytes_of(paths))
         results: list[DeleteResult] = []
         # Large deletes run in a few rounds rather than one, so the display moves; each Spark round
         # still spreads its files over FILES_PER_TASK-sized tasks.
@@ -307,6 +339,6 @@ class _TableDeleter:
         for start in range(0, len(paths), chunk):
             part = paths[start:start + chunk]
             results += storage.delete_many(part) if spark is None else delete_files(spark, storage, part)
-            jobs.progress.advance(len(part))
+            progress.advance(len(part), progress.bytes_of(part) or 0)
         jobs.progress.step(f"{jobs.table}: recording the clean, then rewriting small files if planned")
         return results

@@ -25,6 +25,7 @@ class RunReport:
     started_at: str
     finished_at: str | None = None
     tables: list[TableResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # about the run as a whole (the Spark session)
 
     @classmethod
     def start(cls, project: Project) -> RunReport:
@@ -48,6 +49,7 @@ class RunReport:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "tables": [t.to_json() for t in self.tables],
+            "notes": list(self.notes),
         }
 
     def write(self, path: Path) -> None:

@@ -207,8 +207,8 @@ class LocalStorage:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="delete") as pool:
                 done = list(pool.map(run, chunks))
         for outcomes in done:
-            for index, deleted, error in outcomes:
-                results[index] = DeleteResult(paths[index], deleted, error)
+            for index, deleted, failure in outcomes:
+                results[index] = DeleteResult(paths[index], deleted, failure)
         return [r for r in results if r is not None]
 
     def _delete_in_folder(

@@ -107,7 +107,9 @@ class LockHolder:
     def describe(self) -> str:
         run = f", run {self.run_id}" if self.run_id else ""
         since = self.acquired_at.isoformat(timespec="seconds")
-        beat = "" if self.heartbeat_at is None else f", last heartbeat {self.heartbeat_at.isoformat(timespec='seconds')}"
+        beat = (
+            "" if self.heartbeat_at is None else f", last heartbeat {self.heartbeat_at.isoformat(timespec='seconds')}"
+        )
         return f"{self.owner} (host {self.host}, pid {self.pid}{run}) since {since}{beat}"
 
 
@@ -377,4 +379,3 @@ def _aware(moment: datetime) -> datetime:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-

@@ -257,8 +257,8 @@ class ObjectStorage:
         workers = max(1, min(threads, len(batches)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="s3-delete") as pool:
             for outcomes in pool.map(lambda batch: self._delete_batch(client, batch), batches):
-                for index, error in outcomes:
-                    results[index] = DeleteResult(paths[index], error is None, error)
+                for index, failure in outcomes:
+                    results[index] = DeleteResult(paths[index], failure is None, failure)
         return [r for r in results if r is not None]
 
     def _delete_batch(self, client: Any, batch: list[tuple[int, str]]) -> list[tuple[int, str | None]]:
@@ -351,7 +351,9 @@ class ObjectStorage:
         return StorageError(f"Cannot {action} {self._location(rel)}: {error}")
 
 
-def batch_outcomes(bucket: str, batch: list[tuple[int, str]], answer: Mapping[str, Any]) -> list[tuple[int, str | None]]:
+def batch_outcomes(
+    bucket: str, batch: list[tuple[int, str]], answer: Mapping[str, Any]
+) -> list[tuple[int, str | None]]:
     """Per key of a quiet DeleteObjects request: None if deleted, else the store's reason.
 
     Quiet mode lists only failures (`Errors`: `Key`, `Code`, `Message`); every other key was deleted.
@@ -361,8 +363,7 @@ def batch_outcomes(bucket: str, batch: list[tuple[int, str]], answer: Mapping[st
         for e in answer.get("Errors", ())
     }
     return [
-        (index, f"Cannot delete s3://{bucket}/{key}: {failed[key]}" if key in failed else None)
-        for index, key in batch
+        (index, f"Cannot delete s3://{bucket}/{key}: {failed[key]}" if key in failed else None) for index, key in batch
     ]
 
 

@@ -22,6 +22,7 @@ from functools import cached_property
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from runner.hudi import footer
 from runner.hudi.instant import InstantTime
 
 META_COLUMNS = (
@@ -54,10 +55,8 @@ class RowSchema:
     @cached_property
     def data_fields(self) -> tuple[tuple[str, pa.DataType], ...]:
         partition = ((self.partition_field, pa.string()),) if self.partition_field else ()
-        return (
-            ((self.record_key, pa.int64()),) + partition
-            + ((self.ordering_field, pa.int64()), (AMOUNT, pa.float64()), (NOTE, pa.string()))
-        )
+        key, ordering = (self.record_key, pa.int64()), (self.ordering_field, pa.int64())
+        return (key, *partition, ordering, (AMOUNT, pa.float64()), (NOTE, pa.string()))
 
     @cached_property
     def arrow(self) -> pa.Schema:
@@ -148,13 +147,11 @@ def parquet_bytes(schema: RowSchema, rows: pa.Table) -> bytes:
     length translates directly into bytes on disk. Hudi's bloom filter footer is not written.
     """
     sink = pa.BufferOutputStream()
-    keys = rows.column("_hoodie_record_key").to_pylist()
     metadata = {
         "parquet.avro.schema": schema.avro_json(with_meta=True),
         "writer.model.name": "avro",
     }
-    if keys:
-        metadata |= {"hoodie_min_record_key": min(keys), "hoodie_max_record_key": max(keys)}
+    metadata |= footer.range_footer(footer.key_range(rows.column("_hoodie_record_key")))
     table = rows.replace_schema_metadata(metadata)
     others = [c for c in rows.column_names if c != NOTE]
     compression = {c: "snappy" for c in others} | {NOTE: "none"}

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
+from runner.hudi.files import write_token
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.testing import layout
 
@@ -98,4 +99,4 @@ class TableFiles:
     def next_token(self, task: int) -> str:
         """A write token for the `task`-th file of the current operation, unique in the table."""
         self._files += 1
-        return layout.write_token(task, self.operations, self._files)
+        return write_token(task, self.operations, self._files)

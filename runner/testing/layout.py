@@ -18,7 +18,8 @@ from typing import Any
 
 import fastavro
 
-from runner.hudi.properties import TableType, format_properties
+from runner.hudi.properties import format_properties
+from runner.vocabulary import TableType
 
 _V8_MERGE_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"  # Hudi 1.x EVENT_TIME_ORDERING merger id
 _ID_NAMESPACE = uuid.UUID("5b0c1a7e-3f1d-4c63-9a57-6d1e2f3a4b5c")
@@ -99,11 +100,6 @@ def partition_metadata(partition: str, commit_time: str) -> bytes:
 def file_id(table: str, seed: int, ordinal: int) -> str:
     """A deterministic file id: a UUID (v5 of table, seed and ordinal) plus Hudi's `-0` suffix."""
     return f"{uuid.uuid5(_ID_NAMESPACE, f'{table}/{seed}/{ordinal}')}-0"
-
-
-def write_token(task: int, stage: int, attempt: int) -> str:
-    """Spark's `<taskPartitionId>-<stageId>-<taskAttemptId>` as Hudi puts it in file names."""
-    return f"{task}-{stage}-{attempt}"
 
 
 def parquet_log_block(*, instant: str, schema_json: str, parquet: bytes) -> bytes:

@@ -9,16 +9,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import CleanMetadata, CommitMetadata, CompactionOperation, SavepointMetadata, WriteStat
-from runner.hudi.properties import TableConfig, TableType
+from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableMetadata, TableState, pending_operation_bases, replaced_groups
 from runner.hudi.timeline import Timeline
 from runner.hudi.view import ListedFiles, build_file_groups
+from runner.vocabulary import TableType
 
 
 def t(n: int) -> InstantTime:
@@ -90,39 +92,56 @@ class StateBuilder:
         self._instant(n, Action.SAVEPOINT, State.COMPLETED)
         self.savepoints[t(n)] = SavepointMetadata("me", 0, "", {p: tuple(v) for p, v in names.items()})
 
-    def clean(self, n: int, *, ectr: int | None, savepointed: list[int] = (), empty: bool = False) -> None:
+    def clean(self, n: int, *, ectr: int | None, savepointed: Sequence[int] = (), empty: bool = False) -> None:
         instant = self._instant(n, Action.CLEAN, State.COMPLETED)
         if empty:
             self.empty_cleans.append(instant)
             return
         extra = {"savepointed_timestamps": ",".join(str(t(s)) for s in savepointed)} if savepointed else {}
-        self.last_clean = (instant, CleanMetadata(str(t(n)), 0, 0, str(t(ectr)) if ectr is not None else "", "", {}, extra))
+        self.last_clean = (
+            instant,
+            CleanMetadata(str(t(n)), 0, 0, str(t(ectr)) if ectr is not None else "", "", {}, extra),
+        )
 
     def name(self, n: int, file_id: str) -> str:
         return BaseFile(file_id, "0-1-2", t(n), "parquet").name
 
     def metadata(self, *, timezone: str = "UTC") -> TableMetadata:
-        props = {"hoodie.table.name": "t", "hoodie.table.type": TableType.COPY_ON_WRITE,
-                 "hoodie.table.version": "6" if self.layout == 1 else "8",
-                 "hoodie.table.timeline.timezone": timezone}
+        props = {
+            "hoodie.table.name": "t",
+            "hoodie.table.type": TableType.COPY_ON_WRITE,
+            "hoodie.table.version": "6" if self.layout == 1 else "8",
+            "hoodie.table.timeline.timezone": timezone,
+        }
         config = TableConfig.from_properties(props, path="hoodie.properties")
         timeline = Timeline.from_file_names([i.file_name for i in self.instant_files], folder=".hoodie")
         return TableMetadata(
-            base_path="/t", config=config, timeline=timeline, timeline_folder=".hoodie",
+            base_path="/t",
+            config=config,
+            timeline=timeline,
+            timeline_folder=".hoodie",
             commits=MappingProxyType(dict(self.commits)),
             replaced=MappingProxyType(replaced_groups(timeline, self.commits)),
             compaction_plans=MappingProxyType(dict(self.compactions)),
             pending_compaction=MappingProxyType(pending_operation_bases(self.compactions)),
             pending_log_compaction=MappingProxyType(pending_operation_bases(self.log_compactions)),
-            pending_clustering=frozenset(self.clustering), runner_pending_clustering=(), savepoints=MappingProxyType(dict(self.savepoints)),
-            last_clean=self.last_clean, empty_completed_cleans=tuple(self.empty_cleans),
-            pending_cleans=(), has_metadata_table=False,
+            pending_clustering=frozenset(self.clustering),
+            runner_pending_clustering=(),
+            savepoints=MappingProxyType(dict(self.savepoints)),
+            last_clean=self.last_clean,
+            empty_completed_cleans=tuple(self.empty_cleans),
+            pending_cleans=(),
+            has_metadata_table=False,
         )
 
     def state(self, *, timezone: str = "UTC") -> TableState:
         meta = self.metadata(timezone=timezone)
-        listed = ListedFiles(tuple(sorted(self.partitions)),
-                             {p: tuple(sorted(v)) for p, v in self.files.items()})
-        view = build_file_groups(listed, timeline=meta.timeline, layout=self.layout, commits=meta.commits,
-                                 pending_compaction=meta.compaction_plans)
+        listed = ListedFiles(tuple(sorted(self.partitions)), {p: tuple(sorted(v)) for p, v in self.files.items()})
+        view = build_file_groups(
+            listed,
+            timeline=meta.timeline,
+            layout=self.layout,
+            commits=meta.commits,
+            pending_compaction=meta.compaction_plans,
+        )
         return TableState(meta, listed.partitions, True, view.groups, view.uncommitted)

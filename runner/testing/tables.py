@@ -47,11 +47,11 @@ from runner.hudi.metadata import (
     encode_requested_replace,
     encode_savepoint_metadata,
 )
-from runner.hudi.properties import TableType
 from runner.testing import data, layout
 from runner.testing.expected import ExpectedSlice, Group, SyntheticFile, expected_rows, expected_slices
 from runner.testing.folder import TableFiles
 from runner.testing.writes import WriteSet, clustering_slice, compaction_operation, workload
+from runner.vocabulary import TableType
 
 # Kept as names of their own: outside scripts build tables with `table_type=MERGE_ON_READ`.
 COPY_ON_WRITE, MERGE_ON_READ = TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ

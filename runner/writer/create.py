@@ -21,18 +21,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from runner.declarations.model import TableDeclaration
-from runner.declarations.model import TableType as DeclaredType
 from runner.errors import DeclarationError, Problem, RefusedError
-from runner.hudi.properties import (
-    TableConfig,
-    TableType,
-    format_properties,
-)
+from runner.hudi.properties import TableConfig, format_properties
+from runner.hudi.state import METADATA_TABLE, PROPERTIES, metadata_table_enabled
 from runner.storage import AlreadyExists, Storage
 from runner.storage.guard import require_table
+from runner.vocabulary import TableType
 
-PROPERTIES = ".hoodie/hoodie.properties"
-METADATA_TABLE = ".hoodie/metadata"
 SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
 COMPLEX = "org.apache.hudi.keygen.ComplexKeyGenerator"
 NON_PARTITIONED = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
@@ -134,7 +129,7 @@ def new_table_properties(decl: TableDeclaration, create_schema: str | None) -> d
             f"table {decl.name!r} does not exist yet at {decl.path} and its declaration has no `table:` "
             "block, so the writer does not know its record key and partitioning; add `table:` with "
             "`type`, `record_key` and `partition_by`"))])
-    if spec.type is not DeclaredType.COPY_ON_WRITE:
+    if spec.type is not TableType.COPY_ON_WRITE:
         raise RefusedError(
             f"{decl.source_file}: table.type is {spec.type.value}; the writer creates COPY_ON_WRITE tables only.",
             hint="declare `type: COPY_ON_WRITE`; merge-on-read writes (log files, compaction) are not supported yet.",
@@ -188,7 +183,8 @@ def check_writable(storage: Storage, config: TableConfig) -> None:
         (not config.record_key_fields, "the table has no record key fields"),
         (key_generator_of(config) not in KEY_GENERATORS,
          f"hoodie.table.keygenerator.class is {key_generator_of(config)}"),
-        (storage.stat(METADATA_TABLE) is not None, "the table has a metadata table (.hoodie/metadata)"),
+        (metadata_table_enabled(folder_exists=storage.stat(METADATA_TABLE) is not None, config=config),
+         "the table has a metadata table (.hoodie/metadata or hoodie.table.metadata.partitions)"),
     ]
     for failed, why in problems:
         if failed:

@@ -3,10 +3,11 @@
 A base file holds the five meta columns, then the data columns. Per record Hudi sets
 `_hoodie_commit_time` (the writing instant), `_hoodie_commit_seqno` (`<instant>_<task partition
 id>_<n>`, `n` counting the records this handle wrote), the record key, the partition path, and the
-file's own name. Its footer carries `hoodie_min_record_key`, `hoodie_max_record_key`, Hudi's
-bloom filter of the keys (`org.apache.hudi.bloomfilter`, see `runner.hudi.bloom`) and the Avro
-schema (`parquet.avro.schema`); Parquet columns are gzip-compressed, Hudi 0.14's default codec, at
-zlib's default level 6 as Hadoop's GzipCodec uses it (pyarrow's own default, 9, is six times slower).
+file's own name. Its footer carries the Avro schema (`parquet.avro.schema`) and the record-key
+entries built by `runner.hudi.footer` (the one builder resize uses too): Hudi's bloom filter of the
+keys and `hoodie_min_record_key` / `hoodie_max_record_key` in Java's string order. Parquet columns
+are gzip-compressed, Hudi 0.14's default codec, at zlib's default level 6 as Hadoop's GzipCodec
+uses it (pyarrow's own default, 9, is six times slower).
 
 - Create handle (new file group): writes the records in order; when the file reaches
   `max_file_size` it rolls over to the next file id of the same prefix (`<uuid>-1`, `-2`, ...).
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from runner.errors import RefusedError
 from runner.hudi.files import BaseFile, relative_path
+from runner.hudi.footer import record_key_footer
 from runner.hudi.properties import format_properties
 from runner.storage import AlreadyExists, Storage
 from runner.writer.markers import marker_path
@@ -218,7 +220,6 @@ class _OpenFile:
         self.prev_commit, self.io_type = prev_commit, io_type
         self.name = ctx.file_name(file_id)
         self.rows = 0
-        self._keys: tuple[str, str] | None = None
         self._all_keys: list[pa.ChunkedArray] = []
         self._sink = pa.BufferOutputStream()
         self._writer = pq.ParquetWriter(
@@ -234,15 +235,8 @@ class _OpenFile:
         return max(1, (self.ctx.max_file_size - self.size) // max(per_row, 1))
 
     def write(self, table: pa.Table) -> None:
-        import pyarrow.compute as pc
-
         if table.num_rows == 0:
             return
-        bounds = pc.min_max(table.column(RECORD_KEY))
-        low, high = bounds["min"].as_py(), bounds["max"].as_py()
-        if self._keys is not None:
-            low, high = min(low, self._keys[0]), max(high, self._keys[1])
-        self._keys = (low, high)
         self._all_keys.append(table.column(RECORD_KEY))
         self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.rows += table.num_rows
@@ -250,15 +244,9 @@ class _OpenFile:
     def close(self, *, num_inserts: int, num_updates: int) -> WrittenFile:
         import pyarrow as pa
 
-        from runner.hudi import bloom
-
-        footer = {"parquet.avro.schema": self.ctx.avro_schema, "writer.model.name": "avro"}
-        if self._keys is not None:
-            footer |= {"hoodie_min_record_key": self._keys[0], "hoodie_max_record_key": self._keys[1]}
         keys = pa.chunked_array([c for chunked in self._all_keys for c in chunked.chunks], pa.string())
-        footer |= {"org.apache.hudi.bloomfilter": bloom.serialize(keys.combine_chunks()),
-                   "hoodie_bloom_filter_type_code": bloom.TYPE_CODE}
-        self._writer.add_key_value_metadata(footer)
+        footer = {"parquet.avro.schema": self.ctx.avro_schema, "writer.model.name": "avro"}
+        self._writer.add_key_value_metadata(footer | record_key_footer(keys))
         self._writer.close()
         data = self._sink.getvalue().to_pybytes()
         ensure_partition_metadata(self.ctx.storage, self.partition, self.ctx.instant)

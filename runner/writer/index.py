@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from runner.hudi.files import BaseFile, relative_path
+from runner.spark_jobs import map_in_arrow
 from runner.storage import Storage
 from runner.writer.schema import RECORD_KEY
-from runner.writer.tasks import map_in_arrow
 
 if TYPE_CHECKING:
     import pyarrow as pa

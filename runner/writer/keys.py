@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from runner.errors import RefusedError
+from runner.hudi import footer
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import CommitMetadata
 from runner.storage import Storage
@@ -107,7 +108,6 @@ def sample_record_key(storage: Storage, commits: Mapping[InstantTime, CommitMeta
     for time in sorted(commits, key=lambda t: t.normalized, reverse=True):
         for stat in commits[time].write_stats:
             if stat.path and stat.path.endswith(".parquet") and storage.stat(stat.path) is not None:
-                footer = pq.ParquetFile(pa.BufferReader(storage.read(stat.path))).metadata.metadata or {}
-                key = footer.get(b"hoodie_min_record_key")
-                return key.decode("utf-8") if key else None
+                bounds = footer.range_of(pq.ParquetFile(pa.BufferReader(storage.read(stat.path))).metadata.metadata)
+                return bounds[0] if bounds else None
     return None

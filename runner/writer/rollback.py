@@ -123,7 +123,8 @@ def failed_files(storage: Storage, folder: str, timeline: Timeline, instant: Ins
     if storage.stat(marker_dir(str(instant))) is None:
         listed = discover_partitions(storage)
     else:
-        partitions = {path.rpartition("/")[0] for path in marked} | _profile_partitions(storage, folder, timeline, instant)
+        partitions = {path.rpartition("/")[0] for path in marked}
+        partitions |= _profile_partitions(storage, folder, timeline, instant)
         listed = list_partitions(storage, partitions)
     found = set(marked)
     for partition, entries in listed.files.items():
@@ -152,28 +153,46 @@ def _execute(storage: Storage, writer: TimelineWriter, timeline: Timeline, rollb
 
 def _plan(storage: Storage, target: InstantTime, files: Sequence[str]) -> dict[str, object]:
     requests = [
-        {"partitionPath": path.rpartition("/")[0], "fileId": "", "latestBaseInstant": "",
-         "filesToBeDeleted": [_full(storage, path)], "logBlocksToBeDeleted": {}}
+        {
+            "partitionPath": path.rpartition("/")[0],
+            "fileId": "",
+            "latestBaseInstant": "",
+            "filesToBeDeleted": [_full(storage, path)],
+            "logBlocksToBeDeleted": {},
+        }
         for path in files
     ]
-    return {"instantToRollback": {"commitTime": str(target), "action": "commit"},
-            "RollbackRequests": requests, "version": 1}
+    return {
+        "instantToRollback": {"commitTime": str(target), "action": "commit"},
+        "RollbackRequests": requests,
+        "version": 1,
+    }
 
 
 def _metadata(storage: Storage, time_: str, target: str, deleted: Sequence[str], took_ms: int) -> dict[str, object]:
     partitions: dict[str, dict[str, object]] = {}
     for path in deleted:
         partition = path.rpartition("/")[0]
-        entry = partitions.setdefault(partition, {
-            "partitionPath": partition, "successDeleteFiles": [], "failedDeleteFiles": [],
-            "rollbackLogFiles": {}, "logFilesFromFailedCommit": {},
-        })
+        entry = partitions.setdefault(
+            partition,
+            {
+                "partitionPath": partition,
+                "successDeleteFiles": [],
+                "failedDeleteFiles": [],
+                "rollbackLogFiles": {},
+                "logFilesFromFailedCommit": {},
+            },
+        )
         files = entry["successDeleteFiles"]
         assert isinstance(files, list)
         files.append(_full(storage, path))
     return {
-        "startRollbackTime": str(time_), "timeTakenInMillis": took_ms, "totalFilesDeleted": len(deleted),
-        "commitsRollback": [target], "partitionMetadata": partitions, "version": 1,
+        "startRollbackTime": str(time_),
+        "timeTakenInMillis": took_ms,
+        "totalFilesDeleted": len(deleted),
+        "commitsRollback": [target],
+        "partitionMetadata": partitions,
+        "version": 1,
         "instantsRollback": [{"commitTime": target, "action": "commit"}],
     }
 

@@ -55,7 +55,9 @@ def columns_of_avro(schema_json: str) -> list[Column]:
     return [_column(f) for f in fields if isinstance(f, dict) and f.get("name") not in META_COLUMNS]
 
 
-def reconcile(spark_schema: Mapping[str, object], table_schema: str, *, table: str, where: str) -> tuple[list[str], dict[str, object]]:
+def reconcile(
+    spark_schema: Mapping[str, object], table_schema: str, *, table: str, where: str
+) -> tuple[list[str], dict[str, object]]:
     """Check the write's columns against the table's; return the column order and Spark schema to write.
 
     Args:
@@ -77,20 +79,33 @@ def reconcile(spark_schema: Mapping[str, object], table_schema: str, *, table: s
     missing = [n for n in names if n not in ours]
     extra = [n for n in ours if n not in set(names)]
     if extra:
-        _refuse(where, f"column(s) {_listed(extra)} are not in the table (its columns: {_listed(names)}); "
-                "adding columns (schema evolution) is not supported by the writer",
-                "write only the table's columns, or write this data to a new table.")
+        _refuse(
+            where,
+            f"column(s) {_listed(extra)} are not in the table (its columns: {_listed(names)}); "
+            "adding columns (schema evolution) is not supported by the writer",
+            "write only the table's columns, or write this data to a new table.",
+        )
     if missing:
-        _refuse(where, f"the DataFrame lacks the table's column(s) {_listed(missing)}",
-                "add the missing columns (null where unknown, cast to the table's type) before writing.")
+        _refuse(
+            where,
+            f"the DataFrame lacks the table's column(s) {_listed(missing)}",
+            "add the missing columns (null where unknown, cast to the table's type) before writing.",
+        )
     for column in theirs:
         mine = ours[column.name]
         if mine.avro_type != column.avro_type:
-            _refuse(where, f"column {column.name!r} is {_shown(mine.avro_type)} in the DataFrame but "
-                    f"{_shown(column.avro_type)} in the table", f"cast {column.name!r} to the table's type before writing.")
+            _refuse(
+                where,
+                f"column {column.name!r} is {_shown(mine.avro_type)} in the DataFrame but "
+                f"{_shown(column.avro_type)} in the table",
+                f"cast {column.name!r} to the table's type before writing.",
+            )
         if mine.nullable and not column.nullable:
-            _refuse(where, f"column {column.name!r} is nullable in the DataFrame but required in the table",
-                    f"drop or fill nulls in {column.name!r} and make it non-nullable before writing.")
+            _refuse(
+                where,
+                f"column {column.name!r} is nullable in the DataFrame but required in the table",
+                f"drop or fill nulls in {column.name!r} and make it non-nullable before writing.",
+            )
     fields = {str(f["name"]): dict(f) for f in _spark_fields(spark_schema)}
     for column in theirs:
         if column.nullable:

@@ -3,11 +3,8 @@
 Rows reach a task sorted by their target (the file id for upsert and insert, the partition path for
 bulk insert), so each target is one consecutive run of Arrow batches. A run for an existing file
 group is gathered and merged (copy-on-write); any other run streams into a create handle. The task
-returns one row per file written; the driver turns those into write stats.
-
-Spark's public `mapInArrow` insists on pandas being installed although the Arrow path never uses it
-(the check runs on the driver only). Without pandas, `map_in_arrow` builds the same plan node
-through the UDF class Spark's wrapper uses.
+returns one row per file written; the driver turns those into write stats. The job itself runs
+through `runner.spark_jobs.map_in_arrow`.
 """
 
 from __future__ import annotations
@@ -16,14 +13,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runner.hudi.files import BaseFile
+from runner.hudi.files import BaseFile, write_token
 from runner.storage import Storage
 from runner.writer.files import CreateHandle, FileContext, WrittenFile, merge, stat_rows
 from runner.writer.schema import PARTITION_PATH, arrow_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame
 
 TARGET = "_w_fid"  # the file id column of routed rows
 STATS_SCHEMA = (
@@ -66,7 +62,7 @@ class WriteTask:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        from runner.execute.spark import executor_id
+        from runner.spark_jobs import executor_id
 
         ctx = self._context()
         executor = executor_id()
@@ -100,7 +96,7 @@ class WriteTask:
         return FileContext(
             storage=self.storage,
             instant=self.instant,
-            write_token=f"{partition_id}-{stage}-{attempt}",
+            write_token=write_token(partition_id, stage, attempt),
             partition_id=partition_id,
             schema=arrow_schema(self.spark_schema),
             avro_schema=self.avro_schema,
@@ -159,18 +155,3 @@ def _stats_schema() -> pa.Schema:
         ("prev_commit", pa.string()), ("num_writes", pa.int64()), ("num_inserts", pa.int64()),
         ("num_update_writes", pa.int64()), ("size", pa.int64()), ("executor", pa.string()),
     ])
-
-
-def map_in_arrow(df: DataFrame, func: object, schema: str) -> DataFrame:
-    """`df.mapInArrow(func, schema)`, also when pandas is not installed (see the module docstring)."""
-    try:
-        return df.mapInArrow(func, schema)  # type: ignore[arg-type]
-    except ImportError:
-        pass
-    from pyspark.sql import DataFrame as SparkDataFrame
-    from pyspark.sql.udf import UserDefinedFunction
-    from pyspark.util import PythonEvalType
-
-    udf = UserDefinedFunction(func, returnType=schema, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)  # type: ignore[arg-type]
-    column = udf(*[df[name] for name in df.columns])
-    return SparkDataFrame(df._jdf.mapInArrow(column._jc, False, None), df.sparkSession)

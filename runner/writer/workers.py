@@ -87,7 +87,7 @@ def probe_task(items: Iterable[object]) -> Iterator[str]:
 
 def _probe(spark: SparkSession) -> str | None:
     """None if a worker can import the writer, else the worker's error in one line."""
-    from runner.execute.spark import run_tasks
+    from runner.spark_jobs import run_tasks
 
     try:
         run_tasks(spark, [0], probe_task)

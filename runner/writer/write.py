@@ -31,12 +31,14 @@ from typing import TYPE_CHECKING, TypeVar
 from runner.declarations.loader import load_project
 from runner.declarations.model import Source, TableDeclaration
 from runner.errors import RefusedError, RunnerError, StepFailed
+from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Instant, InstantTime
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableState, read_table_metadata, read_table_state
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.sizing import CommitSize, average_record_size
+from runner.spark_jobs import map_in_arrow
 from runner.storage import Storage, storage_for
 from runner.storage.lock import TableLock
 from runner.writer import commit
@@ -64,15 +66,13 @@ from runner.writer.rollback import rollback_failed_writes
 from runner.writer.route import Routing, plan_routing
 from runner.writer.schema import PARTITION_PATH, avro_schema_json, file_avro_schema_json
 from runner.writer.table_schema import current_schema, reconcile
-from runner.writer.tasks import STATS_SCHEMA, TARGET, Target, WriteTask, map_in_arrow
+from runner.writer.tasks import STATS_SCHEMA, TARGET, Target, WriteTask
 from runner.writer.workers import writer_workers
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 T = TypeVar("T")
-FAILPOINT_ENV = "RUNNER_WRITER_FAILPOINT"
-FAILPOINT_EXIT = 97
 
 
 class Operation(StrEnum):
@@ -191,13 +191,14 @@ class _Job:
         keyed = self._cache(keyed)
         try:
             if self.op is Operation.BULK_INSERT:
-                inflight = commit.mark_inflight(self.timeline, self.instant, commit.workload_profile(self.op.hudi, {}, []))
+                profile = commit.workload_profile(self.op.hudi, {}, [])
+                inflight = commit.mark_inflight(self.timeline, self.instant, profile)
                 routed, targets = keyed.sortWithinPartitions(PARTITION_PATH, SEQ), dict[str, Target]()
             else:
                 inflight, routed, targets = self._route(keyed)
-            _failpoint("after_inflight")
+            failpoint("after_inflight")
             files = self._write_files(routed, targets)
-            _failpoint("after_files")
+            failpoint("after_files")
         finally:
             for frame in self.cached:
                 frame.unpersist()
@@ -225,18 +226,28 @@ class _Job:
         updates = {(r[0], r[1]): r[2] for r in counts if r[1] is not None}
         inserts = {r[0]: r[2] for r in counts if r[1] is None}
         _refuse_updates_to(blocked & set(updates), self.storage.uri)
-        routing = plan_routing(updates, inserts, latest, sizing=self.decl.file_sizing,
-                               avg_record_size=self._avg_record_size(state), auto_split=self._auto_split(),
-                               blocked=blocked)
-        inflight = commit.mark_inflight(self.timeline, self.instant,
-                                        commit.workload_profile(self.op.hudi, inserts, routing.buckets))
+        routing = plan_routing(
+            updates,
+            inserts,
+            latest,
+            sizing=self.decl.file_sizing,
+            avg_record_size=self._avg_record_size(state),
+            auto_split=self._auto_split(),
+            blocked=blocked,
+        )
+        inflight = commit.mark_inflight(
+            self.timeline, self.instant, commit.workload_profile(self.op.hudi, inserts, routing.buckets)
+        )
         routed = one_task_per_target(route_inserts(tagged, routing.ranges), [b.file_id for b in routing.buckets])
         return inflight, routed, _targets(routing)
 
     def _write_files(self, routed: DataFrame, targets: dict[str, Target]) -> list[WrittenFile]:
         task = WriteTask(
-            storage=self.storage, instant=self.instant, spark_schema=self.schema,
-            avro_schema=file_avro_schema_json(self.schema, self.layout.table_name), targets=targets,
+            storage=self.storage,
+            instant=self.instant,
+            spark_schema=self.schema,
+            avro_schema=file_avro_schema_json(self.schema, self.layout.table_name),
+            targets=targets,
             max_file_size=self.decl.file_sizing.max_file_size,
             avg_record_size=self._avg_record_size(None),
         )
@@ -258,7 +269,9 @@ class _Job:
 
     def _auto_split(self) -> bool:
         """Hudi splits new file groups by size (`insert.auto.split`) unless a split size was declared."""
-        return dict(self.decl.provenance).get("file_sizing.insert_split_size", Source.HUDI_DEFAULT) is Source.HUDI_DEFAULT
+        return (
+            dict(self.decl.provenance).get("file_sizing.insert_split_size", Source.HUDI_DEFAULT) is Source.HUDI_DEFAULT
+        )
 
 
 def _conformed(storage: Storage, config: TableConfig, data: DataFrame) -> tuple[DataFrame, dict[str, object]]:
@@ -309,8 +322,9 @@ def _operation(operation: str) -> Operation:
     try:
         return Operation(operation)
     except ValueError:
-        raise RefusedError(f"Unknown write operation {operation!r}; expected one of "
-                           f"{', '.join(o.value for o in Operation)}.") from None
+        raise RefusedError(
+            f"Unknown write operation {operation!r}; expected one of {', '.join(o.value for o in Operation)}."
+        ) from None
 
 
 def _declaration(project_dir: str | os.PathLike[str], table: str, target: str | None) -> TableDeclaration:
@@ -318,9 +332,11 @@ def _declaration(project_dir: str | os.PathLike[str], table: str, target: str | 
     for decl in project.tables:
         if decl.name == table:
             return decl
-    raise RefusedError(f"No table named {table!r} is declared in {project.directory}; declared: "
-                       f"{', '.join(t.name for t in project.tables) or 'none'}.",
-                       hint=f"add tables/{table}.yml with `name: {table}`, a `path:` and a `table:` block.")
+    raise RefusedError(
+        f"No table named {table!r} is declared in {project.directory}; declared: "
+        f"{', '.join(t.name for t in project.tables) or 'none'}.",
+        hint=f"add tables/{table}.yml with `name: {table}`, a `path:` and a `table:` block.",
+    )
 
 
 def _guard(action: Callable[[], T], stage: str) -> T:
@@ -337,18 +353,14 @@ def _translate(error: Exception, stage: str) -> RunnerError:
     text = str(error)
     for marker in (ERROR_PREFIX, "RefusedError: "):
         if marker in text:
-            message = text[text.index(marker) + len(marker):].splitlines()[0].strip()
+            message = text[text.index(marker) + len(marker) :].splitlines()[0].strip()
             return RefusedError(message.rstrip(".") + ".")
     first = next(iter(_lines(text)), type(error).__name__)
-    return StepFailed(f"The {stage} failed: {first}",
-                      hint="fix the cause and write again; the failed commit is rolled back first.")
+    return StepFailed(
+        f"The {stage} failed: {first}", hint="fix the cause and write again; the failed commit is rolled back first."
+    )
 
 
 def _lines(text: str) -> Iterable[str]:
     return (line.strip() for line in text.splitlines() if line.strip())
 
-
-def _failpoint(name: str) -> None:
-    """Crash here (as a kill would: no cleanup) when `RUNNER_WRITER_FAILPOINT` names this point."""
-    if os.environ.get(FAILPOINT_ENV) == name:
-        os._exit(FAILPOINT_EXIT)

@@ -9,7 +9,6 @@ the job results name the executors that ran the tasks, which are the workers' (n
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path

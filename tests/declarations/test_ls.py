@@ -78,6 +78,8 @@ def test_json_lists_every_setting_and_source(write_project: WriteProject, capsys
         "file_sizing.max_file_size": {"value": 268435456, "source": "project default"},
         "file_sizing.small_file_limit": {"value": 104857600, "source": "hudi default"},
         "file_sizing.insert_split_size": {"value": 500000, "source": "hudi default"},
+        "spark.executor_memory": {"value": None, "source": "runner default"},
+        "spark.resize_partitions": {"value": None, "source": "runner default"},
     }
 
 
@@ -95,6 +97,7 @@ def test_invalid_declarations_exit_1_with_every_problem(
     root = write_project({"tables/a.yml": "name: a\n", "tables/b.yml": "name: b\npath: b\nclean: 3\n"})
     code, out, err = ls(capsys, root)
     assert (code, out) == (1, "")
+    # --project-dir names another folder: problems name their files by absolute path.
     assert err == ("error: 2 problems in the declarations:\n"
-                   "  tables/a.yml:1:1: path: is required but missing\n"
-                   "  tables/b.yml:3:1: clean: expected a mapping (key: value lines), got 3\n")
+                   f"  {root}/tables/a.yml:1:1: path: is required but missing\n"
+                   f"  {root}/tables/b.yml:3:1: clean: expected a mapping (key: value lines), got 3\n")

@@ -28,38 +28,52 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
     ),
     "octal-looking retention": (
         {"tables/t.yml": T + "clean:\n  commits_retained: 010\n"},
-        ['tables/t.yml:4:3: clean.commits_retained: expected an integer, got "010" '
-         "(YAML 1.1 reads it as octal 8, YAML 1.2 as 10); write 10"],
+        [
+            'tables/t.yml:4:3: clean.commits_retained: expected an integer, got "010" '
+            "(YAML 1.1 reads it as octal 8, YAML 1.2 as 10); write 10"
+        ],
     ),
     "sexagesimal-looking hours": (
         {"tables/t.yml": T + "clean:\n  policy: KEEP_LATEST_BY_HOURS\n  hours_retained: 1:30\n"},
-        ['tables/t.yml:5:3: clean.hours_retained: expected an integer, got "1:30" '
-         "(YAML 1.1 reads it as the base-60 number 90, YAML 1.2 as a string)"],
+        [
+            'tables/t.yml:5:3: clean.hours_retained: expected an integer, got "1:30" '
+            "(YAML 1.1 reads it as the base-60 number 90, YAML 1.2 as a string)"
+        ],
     ),
     "underscored number": (
         {"tables/t.yml": T + "file_sizing:\n  insert_split_size: 500_000\n"},
-        ['tables/t.yml:4:3: file_sizing.insert_split_size: expected an integer, got "500_000" '
-         "(YAML 1.1 reads it as 500000, YAML 1.2 as a string); write 500000"],
+        [
+            'tables/t.yml:4:3: file_sizing.insert_split_size: expected an integer, got "500_000" '
+            "(YAML 1.1 reads it as 500000, YAML 1.2 as a string); write 500000"
+        ],
     ),
     "date-looking owner": (
         {"tables/t.yml": T + "owner: 2024-01-01\n"},
-        ['tables/t.yml:3:1: owner: expected a string, got "2024-01-01" '
-         '(YAML 1.1 reads it as a date, YAML 1.2 as a string); quote it: "2024-01-01"'],
+        [
+            'tables/t.yml:3:1: owner: expected a string, got "2024-01-01" '
+            '(YAML 1.1 reads it as a date, YAML 1.2 as a string); quote it: "2024-01-01"'
+        ],
     ),
     "yes for a boolean": (
         {"tables/t.yml": T + "clean:\n  incremental: yes\n"},
-        ['tables/t.yml:4:3: clean.incremental: expected true or false, got "yes" '
-         "(YAML 1.1 reads it as true, YAML 1.2 as a string); write true"],
+        [
+            'tables/t.yml:4:3: clean.incremental: expected true or false, got "yes" '
+            "(YAML 1.1 reads it as true, YAML 1.2 as a string); write true"
+        ],
     ),
     "off for a boolean": (
         {"tables/t.yml": T + "clean:\n  incremental: off\n"},
-        ['tables/t.yml:4:3: clean.incremental: expected true or false, got "off" '
-         "(YAML 1.1 reads it as false, YAML 1.2 as a string); write false"],
+        [
+            'tables/t.yml:4:3: clean.incremental: expected true or false, got "off" '
+            "(YAML 1.1 reads it as false, YAML 1.2 as a string); write false"
+        ],
     ),
     "on in a list of strings": (
         {"tables/t.yml": T + "tags: [gold, on]\n"},
-        ['tables/t.yml:3:14: tags[1]: expected a string, got "on" '
-         '(YAML 1.1 reads it as true, YAML 1.2 as a string); quote it: "on"'],
+        [
+            'tables/t.yml:3:14: tags[1]: expected a string, got "on" '
+            '(YAML 1.1 reads it as true, YAML 1.2 as a string); quote it: "on"'
+        ],
     ),
     "a float where an integer belongs": (
         {"tables/t.yml": T + "clean:\n  commits_retained: 10.0\n"},
@@ -79,13 +93,17 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
     ),
     "fractional size": (
         {"tables/t.yml": T + "file_sizing:\n  max_file_size: 1.5GiB\n"},
-        [f'tables/t.yml:4:3: file_sizing.max_file_size: {SIZE}, got "1.5GiB" '
-         "(use a whole number, for example 1536MiB instead of 1.5GiB)"],
+        [
+            f'tables/t.yml:4:3: file_sizing.max_file_size: {SIZE}, got "1.5GiB" '
+            "(use a whole number, for example 1536MiB instead of 1.5GiB)"
+        ],
     ),
     "octal-looking size": (
         {"tables/t.yml": T + "file_sizing:\n  small_file_limit: 010\n"},
-        ['tables/t.yml:4:3: file_sizing.small_file_limit: expected a size (a number of bytes, or a string like '
-         '120MiB), got "010" (YAML 1.1 reads it as octal 8, YAML 1.2 as 10); write 10'],
+        [
+            "tables/t.yml:4:3: file_sizing.small_file_limit: expected a size (a number of bytes, or a string like "
+            '120MiB), got "010" (YAML 1.1 reads it as octal 8, YAML 1.2 as 10); write 10'
+        ],
     ),
     "negative size": (
         {"tables/t.yml": T + "file_sizing:\n  small_file_limit: -1\n"},
@@ -97,8 +115,10 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
     ),
     "unknown top-level key": (
         {"tables/t.yml": T + "owners: crm\n"},
-        ['tables/t.yml:3:1: owners: unknown key (did you mean "owner"?); allowed here: name, path, description, '
-         "owner, tags, clean, file_sizing, table, metadata_table"],
+        [
+            'tables/t.yml:3:1: owners: unknown key (did you mean "owner"?); allowed here: name, path, description, '
+            "owner, tags, clean, file_sizing, spark, table, metadata_table"
+        ],
     ),
     "unknown nested key": (
         {"tables/t.yml": T + "clean:\n  retain_commits: 3\n"},
@@ -110,13 +130,17 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
     ),
     "name pattern": (
         {"tables/t.yml": "name: Orders-2\npath: warehouse/t\n"},
-        ['tables/t.yml:1:1: name: expected a lowercase letter followed by lowercase letters, digits or '
-         'underscores, got "Orders-2"'],
+        [
+            "tables/t.yml:1:1: name: expected a lowercase letter followed by lowercase letters, digits or "
+            'underscores, got "Orders-2"'
+        ],
     ),
     "policy typo": (
         {"tables/t.yml": T + "clean:\n  policy: keep_latest_commits\n"},
-        [f'tables/t.yml:4:3: clean.policy: expected one of {POLICIES}, got "keep_latest_commits" '
-         '(did you mean "KEEP_LATEST_COMMITS"?)'],
+        [
+            f'tables/t.yml:4:3: clean.policy: expected one of {POLICIES}, got "keep_latest_commits" '
+            '(did you mean "KEEP_LATEST_COMMITS"?)'
+        ],
     ),
     "metadata_table as a boolean": (
         {"tables/t.yml": T + "metadata_table: false\n"},
@@ -124,105 +148,148 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
     ),
     "table block shapes": (
         {"tables/t.yml": T + "table:\n  type: COW\n  record_key: id,ts\n  partition_by: [a, a]\n"},
-        ["tables/t.yml:4:3: table.type: expected one of COPY_ON_WRITE, MERGE_ON_READ, got \"COW\"",
-         'tables/t.yml:5:3: table.record_key: expected one field name without commas (Hudi would read it as '
-         'several fields; write a list such as [a, b] instead), got "id,ts"',
-         'tables/t.yml:6:3: table.partition_by: must not repeat items, got "a" more than once'],
+        [
+            'tables/t.yml:4:3: table.type: expected one of COPY_ON_WRITE, MERGE_ON_READ, got "COW"',
+            "tables/t.yml:5:3: table.record_key: expected one field name without commas (Hudi would read it as "
+            'several fields; write a list such as [a, b] instead), got "id,ts"',
+            'tables/t.yml:6:3: table.partition_by: must not repeat items, got "a" more than once',
+        ],
     ),
     "retention field of another policy": (
         {"tables/t.yml": T + "clean:\n  hours_retained: 5\n"},
-        ["tables/t.yml:4:3: clean.hours_retained: applies only to policy KEEP_LATEST_BY_HOURS, but this table's "
-         "policy is KEEP_LATEST_COMMITS (Hudi's default); remove it, or set clean.policy: KEEP_LATEST_BY_HOURS"],
+        [
+            "tables/t.yml:4:3: clean.hours_retained: applies only to policy KEEP_LATEST_BY_HOURS, but this table's "
+            "policy is KEEP_LATEST_COMMITS (Hudi's default); remove it, or set clean.policy: KEEP_LATEST_BY_HOURS"
+        ],
     ),
     "retention field of another policy, policy from the project": (
-        {"project.yml": "name: test\ndefaults:\n  clean:\n    policy: KEEP_LATEST_BY_HOURS\n",
-         "tables/t.yml": T + "clean:\n  commits_retained: 5\n"},
-        ["tables/t.yml:4:3: clean.commits_retained: applies only to policy KEEP_LATEST_COMMITS, but this table's "
-         "policy is KEEP_LATEST_BY_HOURS (the project default at project.yml:4:5); remove it, or set "
-         "clean.policy: KEEP_LATEST_COMMITS"],
+        {
+            "project.yml": "name: test\ndefaults:\n  clean:\n    policy: KEEP_LATEST_BY_HOURS\n",
+            "tables/t.yml": T + "clean:\n  commits_retained: 5\n",
+        },
+        [
+            "tables/t.yml:4:3: clean.commits_retained: applies only to policy KEEP_LATEST_COMMITS, but this table's "
+            "policy is KEEP_LATEST_BY_HOURS (the project default at project.yml:4:5); remove it, or set "
+            "clean.policy: KEEP_LATEST_COMMITS"
+        ],
     ),
     "small files not below the table's max": (
         {"tables/t.yml": T + "file_sizing:\n  max_file_size: 64MiB\n  small_file_limit: 64MiB\n"},
-        ["tables/t.yml:5:3: file_sizing.small_file_limit: must be less than max_file_size (64MiB, set at "
-         "tables/t.yml:4:3), got 64MiB; lower it, or write 0 to turn small-file handling off"],
+        [
+            "tables/t.yml:5:3: file_sizing.small_file_limit: must be less than max_file_size (64MiB, set at "
+            "tables/t.yml:4:3), got 64MiB; lower it, or write 0 to turn small-file handling off"
+        ],
     ),
     "table max below the project's small files": (
-        {"project.yml": "name: test\ndefaults:\n  file_sizing:\n    small_file_limit: 50MB\n",
-         "tables/t.yml": T + "file_sizing:\n  max_file_size: 50000000\n"},
-        ["tables/t.yml:4:3: file_sizing.max_file_size: must be greater than small_file_limit (50MB, the project "
-         "default at project.yml:4:5), got 50MB; raise it, or lower small_file_limit"],
+        {
+            "project.yml": "name: test\ndefaults:\n  file_sizing:\n    small_file_limit: 50MB\n",
+            "tables/t.yml": T + "file_sizing:\n  max_file_size: 50000000\n",
+        },
+        [
+            "tables/t.yml:4:3: file_sizing.max_file_size: must be greater than small_file_limit (50MB, the project "
+            "default at project.yml:4:5), got 50MB; raise it, or lower small_file_limit"
+        ],
     ),
     "project defaults that contradict each other are reported once": (
-        {"project.yml": "name: test\ndefaults:\n  file_sizing:\n    small_file_limit: 200MiB\n",
-         "tables/a.yml": "name: a\npath: a\n", "tables/b.yml": "name: b\npath: b\n"},
-        ["project.yml:4:5: defaults.file_sizing.small_file_limit: must be less than max_file_size (120MiB, "
-         "Hudi's default), got 200MiB; lower it, or write 0 to turn small-file handling off"],
+        {
+            "project.yml": "name: test\ndefaults:\n  file_sizing:\n    small_file_limit: 200MiB\n",
+            "tables/a.yml": "name: a\npath: a\n",
+            "tables/b.yml": "name: b\npath: b\n",
+        },
+        [
+            "project.yml:4:5: defaults.file_sizing.small_file_limit: must be less than max_file_size (120MiB, "
+            "Hudi's default), got 200MiB; lower it, or write 0 to turn small-file handling off"
+        ],
     ),
     "duplicate table names": (
         {"tables/a.yml": "name: orders\npath: a\n", "tables/sub/b.yml": "name: orders\npath: b\n"},
-        ['tables/a.yml:1:1: name: duplicate table name "orders", also declared in tables/sub/b.yml; '
-         "table names must be unique",
-         'tables/sub/b.yml:1:1: name: duplicate table name "orders", also declared in tables/a.yml; '
-         "table names must be unique"],
+        [
+            'tables/a.yml:1:1: name: duplicate table name "orders", also declared in tables/sub/b.yml; '
+            "table names must be unique",
+            'tables/sub/b.yml:1:1: name: duplicate table name "orders", also declared in tables/a.yml; '
+            "table names must be unique",
+        ],
     ),
     "one location spelled three ways": (
-        {"tables/a.yml": "name: a\npath: warehouse/x/\n", "tables/b.yml": "name: b\npath: ./warehouse/y/../x\n",
-         "tables/c.yml": "name: c\npath: file://{root}/warehouse/x\n"},
-        ['tables/a.yml:2:1: path: same location as "b" (tables/b.yml), "c" (tables/c.yml): {root}/warehouse/x; '
-         "each table needs its own path",
-         'tables/b.yml:2:1: path: same location as "a" (tables/a.yml), "c" (tables/c.yml): {root}/warehouse/x; '
-         "each table needs its own path",
-         'tables/c.yml:2:1: path: same location as "a" (tables/a.yml), "b" (tables/b.yml): {root}/warehouse/x; '
-         "each table needs its own path"],
+        {
+            "tables/a.yml": "name: a\npath: warehouse/x/\n",
+            "tables/b.yml": "name: b\npath: ./warehouse/y/../x\n",
+            "tables/c.yml": "name: c\npath: file://{root}/warehouse/x\n",
+        },
+        [
+            'tables/a.yml:2:1: path: same location as "b" (tables/b.yml), "c" (tables/c.yml): {root}/warehouse/x; '
+            "each table needs its own path",
+            'tables/b.yml:2:1: path: same location as "a" (tables/a.yml), "c" (tables/c.yml): {root}/warehouse/x; '
+            "each table needs its own path",
+            'tables/c.yml:2:1: path: same location as "a" (tables/a.yml), "b" (tables/b.yml): {root}/warehouse/x; '
+            "each table needs its own path",
+        ],
     ),
     "path outside the allowed roots": (
-        {"project.yml": "name: test\nallowed_roots: [warehouse, 's3://lake/prod/']\n",
-         "tables/a.yml": "name: a\npath: warehouse2/a\n", "tables/b.yml": "name: b\npath: s3a://lake/prod/b\n"},
-        ["tables/a.yml:2:1: path: resolves to {root}/warehouse2/a, outside the allowed roots ({root}/warehouse, "
-         "s3://lake/prod); fix the path, or add its root to allowed_roots in project.yml"],
+        {
+            "project.yml": "name: test\nallowed_roots: [warehouse, 's3://lake/prod/']\n",
+            "tables/a.yml": "name: a\npath: warehouse2/a\n",
+            "tables/b.yml": "name: b\npath: s3a://lake/prod/b\n",
+        },
+        [
+            "tables/a.yml:2:1: path: resolves to {root}/warehouse2/a, outside the allowed roots ({root}/warehouse, "
+            "s3://lake/prod); fix the path, or add its root to allowed_roots in project.yml"
+        ],
     ),
     "a table inside another table's folder": (
-        {"tables/inner.yml": "name: inner\npath: ./warehouse/customers/x/../legacy/\n",
-         "tables/outer.yml": "name: outer\npath: warehouse/customers\n",
-         "tables/s3_inner.yml": "name: s3_inner\npath: s3a://lake/t/sub\n",
-         "tables/s3_outer.yml": "name: s3_outer\npath: s3://lake/t/\n",
-         "tables/apart.yml": "name: apart\npath: warehouse/customers_v2\n"},
-        ['tables/inner.yml:2:1: path: {root}/warehouse/customers/legacy lies inside the location of table "outer" '
-         "(tables/outer.yml): {root}/warehouse/customers; the outer table's maintenance would treat this "
-         "table's files as its own. Move one table so that neither folder contains the other",
-         'tables/outer.yml:2:1: path: {root}/warehouse/customers contains the location of table "inner" '
-         "(tables/inner.yml): {root}/warehouse/customers/legacy; the outer table's maintenance would treat "
-         "that table's files as its own. Move one table so that neither folder contains the other",
-         'tables/s3_inner.yml:2:1: path: s3://lake/t/sub lies inside the location of table "s3_outer" '
-         "(tables/s3_outer.yml): s3://lake/t; the outer table's maintenance would treat this "
-         "table's files as its own. Move one table so that neither folder contains the other",
-         'tables/s3_outer.yml:2:1: path: s3://lake/t contains the location of table "s3_inner" '
-         "(tables/s3_inner.yml): s3://lake/t/sub; the outer table's maintenance would treat "
-         "that table's files as its own. Move one table so that neither folder contains the other"],
+        {
+            "tables/inner.yml": "name: inner\npath: ./warehouse/customers/x/../legacy/\n",
+            "tables/outer.yml": "name: outer\npath: warehouse/customers\n",
+            "tables/s3_inner.yml": "name: s3_inner\npath: s3a://lake/t/sub\n",
+            "tables/s3_outer.yml": "name: s3_outer\npath: s3://lake/t/\n",
+            "tables/apart.yml": "name: apart\npath: warehouse/customers_v2\n",
+        },
+        [
+            'tables/inner.yml:2:1: path: {root}/warehouse/customers/legacy lies inside the location of table "outer" '
+            "(tables/outer.yml): {root}/warehouse/customers; the outer table's maintenance would treat this "
+            "table's files as its own. Move one table so that neither folder contains the other",
+            'tables/outer.yml:2:1: path: {root}/warehouse/customers contains the location of table "inner" '
+            "(tables/inner.yml): {root}/warehouse/customers/legacy; the outer table's maintenance would treat "
+            "that table's files as its own. Move one table so that neither folder contains the other",
+            'tables/s3_inner.yml:2:1: path: s3://lake/t/sub lies inside the location of table "s3_outer" '
+            "(tables/s3_outer.yml): s3://lake/t; the outer table's maintenance would treat this "
+            "table's files as its own. Move one table so that neither folder contains the other",
+            'tables/s3_outer.yml:2:1: path: s3://lake/t contains the location of table "s3_inner" '
+            "(tables/s3_inner.yml): s3://lake/t/sub; the outer table's maintenance would treat "
+            "that table's files as its own. Move one table so that neither folder contains the other",
+        ],
     ),
     "control characters in paths": (
-        {"project.yml": 'name: test\nallowed_roots: ["ware\\thouse"]\ntables_dir: "tab\\0les"\n',
-         "tables/a.yml": 'name: a\npath: "warehouse/a\\0b"\n',
-         "tables/b.yml": 'name: b\npath: "s3://lake/b\\nc"\n'},
-        ['project.yml:2:17: allowed_roots[0]: expected text without control characters (such as NUL, a tab or '
-         'a newline), got "ware\\thouse"',
-         'project.yml:3:1: tables_dir: expected text without control characters (such as NUL, a tab or '
-         'a newline), got "tab\\u0000les"',
-         'tables/a.yml:2:1: path: expected text without control characters (such as NUL, a tab or a newline), '
-         'got "warehouse/a\\u0000b"',
-         'tables/b.yml:2:1: path: expected text without control characters (such as NUL, a tab or a newline), '
-         'got "s3://lake/b\\nc"'],
+        {
+            "project.yml": 'name: test\nallowed_roots: ["ware\\thouse"]\ntables_dir: "tab\\0les"\n',
+            "tables/a.yml": 'name: a\npath: "warehouse/a\\0b"\n',
+            "tables/b.yml": 'name: b\npath: "s3://lake/b\\nc"\n',
+        },
+        [
+            "project.yml:2:17: allowed_roots[0]: expected text without control characters (such as NUL, a tab or "
+            'a newline), got "ware\\thouse"',
+            "project.yml:3:1: tables_dir: expected text without control characters (such as NUL, a tab or "
+            'a newline), got "tab\\u0000les"',
+            "tables/a.yml:2:1: path: expected text without control characters (such as NUL, a tab or a newline), "
+            'got "warehouse/a\\u0000b"',
+            "tables/b.yml:2:1: path: expected text without control characters (such as NUL, a tab or a newline), "
+            'got "s3://lake/b\\nc"',
+        ],
     ),
     "bad path URIs": (
         {"project.yml": "name: test\nallowed_roots: ['s3:/lake']\n", "tables/a.yml": "name: a\npath: file://host/a\n"},
-        ['project.yml:2:17: allowed_roots[0]: expected a URI such as s3://bucket/warehouse/orders, got "s3:/lake"',
-         'tables/a.yml:2:1: path: expected a local file URI such as file:///data/orders, got "file://host/a" '
-         '(host "host" is not this machine)'],
+        [
+            'project.yml:2:17: allowed_roots[0]: expected a URI such as s3://bucket/warehouse/orders, got "s3:/lake"',
+            'tables/a.yml:2:1: path: expected a local file URI such as file:///data/orders, got "file://host/a" '
+            '(host "host" is not this machine)',
+        ],
     ),
     "duplicate YAML keys": (
         {"tables/t.yml": T + "clean:\n  commits_retained: 3\n  commits_retained: 4\n"},
-        ["tables/t.yml:5:3: clean.commits_retained: duplicate key (first defined at line 4); YAML readers "
-         "silently keep one of the two values, so remove one"],
+        [
+            "tables/t.yml:5:3: clean.commits_retained: duplicate key (first defined at line 4); YAML readers "
+            "silently keep one of the two values, so remove one"
+        ],
     ),
     "empty file": (
         {"tables/t.yml": "# nothing here yet\n"},
@@ -230,18 +297,21 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
     ),
     "a list instead of a mapping": (
         {"tables/t.yml": "- name: t\n- path: x\n"},
-        ["tables/t.yml:1:1: expected a mapping (key: value lines) at the top of the file, got a list; "
-         "the file should declare a table (at least `name:` and `path:`)"],
+        [
+            "tables/t.yml:1:1: expected a mapping (key: value lines) at the top of the file, got a list; "
+            "the file should declare a table (at least `name:` and `path:`)"
+        ],
     ),
     "a scalar instead of a mapping": (
         {"tables/t.yml": "orders\n"},
-        ['tables/t.yml:1:1: expected a mapping (key: value lines) at the top of the file, got "orders"; '
-         "the file should declare a table (at least `name:` and `path:`)"],
+        [
+            'tables/t.yml:1:1: expected a mapping (key: value lines) at the top of the file, got "orders"; '
+            "the file should declare a table (at least `name:` and `path:`)"
+        ],
     ),
     "YAML syntax error": (
         {"tables/t.yml": T + "clean:\n  policy: [KEEP_LATEST_COMMITS\n"},
-        ["tables/t.yml:5:1: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence "
-         "at line 4)"],
+        ["tables/t.yml:5:1: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 4)"],
     ),
     "not UTF-8": (
         {"tables/t.yml": None},  # written as Latin-1 bytes by the test
@@ -249,78 +319,107 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
     ),
     "merge keys": (
         {"tables/t.yml": T + "base: &base {commits_retained: 3}\nclean:\n  <<: *base\n"},
-        ['tables/t.yml:3:1: base: unknown key; allowed here: name, path, description, owner, tags, clean, '
-         "file_sizing, table, metadata_table",
-         'tables/t.yml:5:3: clean["<<"]: YAML merge keys (<<) are not supported; write the keys out, or put '
-         "shared settings under `defaults` in project.yml"],
+        [
+            "tables/t.yml:3:1: base: unknown key; allowed here: name, path, description, owner, tags, clean, "
+            "file_sizing, spark, table, metadata_table",
+            'tables/t.yml:5:3: clean["<<"]: YAML merge keys (<<) are not supported; write the keys out, or put '
+            "shared settings under `defaults` in project.yml",
+        ],
     ),
     "every problem of every file in one run": (
-        {"project.yml": "name: test\ntables_dir: tables\nspark:\n  conf: {spark.x: [1]}\n",
-         "tables/a.yml": "name: a\npath: a\nclean: {commits_retained: 0, incremental: 1}\n",
-         "tables/b.yml": "name: b\n"},
-        ['project.yml:4:10: spark.conf["spark.x"]: expected a string, a number or true/false, got a list',
-         "tables/a.yml:3:9: clean.commits_retained: must be >= 1, got 0",
-         "tables/a.yml:3:30: clean.incremental: expected true or false, got 1",
-         "tables/b.yml:1:1: path: is required but missing"],
+        {
+            "project.yml": "name: test\ntables_dir: tables\nspark:\n  conf: {spark.x: [1]}\n",
+            "tables/a.yml": "name: a\npath: a\nclean: {commits_retained: 0, incremental: 1}\n",
+            "tables/b.yml": "name: b\n",
+        },
+        [
+            'project.yml:4:10: spark.conf["spark.x"]: expected a string, a number or true/false, got a list',
+            "tables/a.yml:3:9: clean.commits_retained: must be >= 1, got 0",
+            "tables/a.yml:3:30: clean.incremental: expected true or false, got 1",
+            "tables/b.yml:1:1: path: is required but missing",
+        ],
     ),
     "missing project.yml": (
         {"project.yml": None, "tables/t.yml": T},
-        ["project.yml: not found in {root}; every project needs a project.yml with at least `name:`. To fix this, "
-         "create it, or pass the right folder with --project-dir"],
+        [
+            "project.yml: not found in {root}; every project needs a project.yml with at least `name:`. To fix this, "
+            "create it, or pass the right folder with --project-dir"
+        ],
     ),
     "invalid project.yml": (
         {"project.yml": "tables: tables\ndefaults:\n  clean:\n    policy: NEVER\n", "tables/t.yml": T},
-        ["project.yml:1:1: name: is required but missing",
-         'project.yml:1:1: tables: unknown key (did you mean "tables_dir"?); allowed here: name, tables_dir, '
-         "allowed_roots, defaults, spark, threads, target, targets",
-         f'project.yml:4:5: defaults.clean.policy: expected one of {POLICIES}, got "NEVER"'],
+        [
+            "project.yml:1:1: name: is required but missing",
+            'project.yml:1:1: tables: unknown key (did you mean "tables_dir"?); allowed here: name, tables_dir, '
+            "allowed_roots, defaults, spark, threads, target, targets",
+            f'project.yml:4:5: defaults.clean.policy: expected one of {POLICIES}, got "NEVER"',
+        ],
     ),
     "a schema error does not hide a rule broken in the same file": (
-        {"tables/t.yml": T + "owner: [a]\nclean:\n  file_versions_retained: 2\nfile_sizing:\n"
-                             "  max_file_size: 1MiB\n  small_file_limit: nonsense\n  insert_split_size: 0\n"},
-        ["tables/t.yml:3:1: owner: expected a string, got a list",
-         "tables/t.yml:5:3: clean.file_versions_retained: applies only to policy KEEP_LATEST_FILE_VERSIONS, but "
-         "this table's policy is KEEP_LATEST_COMMITS (Hudi's default); remove it, or set clean.policy: "
-         "KEEP_LATEST_FILE_VERSIONS",
-         "tables/t.yml:7:3: file_sizing.max_file_size: must be greater than small_file_limit (100MiB, Hudi's "
-         "default), got 1MiB; raise it, or lower small_file_limit",
-         f'tables/t.yml:8:3: file_sizing.small_file_limit: {SIZE}, got "nonsense"',
-         "tables/t.yml:9:3: file_sizing.insert_split_size: must be >= 1, got 0"],
+        {
+            "tables/t.yml": T + "owner: [a]\nclean:\n  file_versions_retained: 2\nfile_sizing:\n"
+            "  max_file_size: 1MiB\n  small_file_limit: nonsense\n  insert_split_size: 0\n"
+        },
+        [
+            "tables/t.yml:3:1: owner: expected a string, got a list",
+            "tables/t.yml:5:3: clean.file_versions_retained: applies only to policy KEEP_LATEST_FILE_VERSIONS, but "
+            "this table's policy is KEEP_LATEST_COMMITS (Hudi's default); remove it, or set clean.policy: "
+            "KEEP_LATEST_FILE_VERSIONS",
+            "tables/t.yml:7:3: file_sizing.max_file_size: must be greater than small_file_limit (100MiB, Hudi's "
+            "default), got 1MiB; raise it, or lower small_file_limit",
+            f'tables/t.yml:8:3: file_sizing.small_file_limit: {SIZE}, got "nonsense"',
+            "tables/t.yml:9:3: file_sizing.insert_split_size: must be >= 1, got 0",
+        ],
     ),
     "errors in project.yml neither stop nor fake the table checks": (
-        {"project.yml": "name: test\nfoo: 1\ndefaults:\n  clean:\n    policy: KEEP_LATEST_FILE_VERSIONS\n"
-                        "  file_sizing:\n    max_file_size: 0\n",
-         "tables/ok.yml": "name: ok\npath: warehouse/ok\nclean:\n  file_versions_retained: 2\n",
-         "tables/t.yml": T + "clean:\n  commits_retained: 2\n"},
-        ["project.yml:2:1: foo: unknown key; allowed here: name, tables_dir, allowed_roots, defaults, spark, threads, target, targets",
-         "project.yml:7:5: defaults.file_sizing.max_file_size: must be >= 1, got 0",
-         "tables/t.yml:4:3: clean.commits_retained: applies only to policy KEEP_LATEST_COMMITS, but this table's "
-         "policy is KEEP_LATEST_FILE_VERSIONS (the project default at project.yml:5:5); remove it, or set "
-         "clean.policy: KEEP_LATEST_COMMITS"],
+        {
+            "project.yml": "name: test\nfoo: 1\ndefaults:\n  clean:\n    policy: KEEP_LATEST_FILE_VERSIONS\n"
+            "  file_sizing:\n    max_file_size: 0\n",
+            "tables/ok.yml": "name: ok\npath: warehouse/ok\nclean:\n  file_versions_retained: 2\n",
+            "tables/t.yml": T + "clean:\n  commits_retained: 2\n",
+        },
+        [
+            "project.yml:2:1: foo: unknown key; allowed here: name, tables_dir, allowed_roots, defaults, spark, "
+            "threads, target, targets",
+            "project.yml:7:5: defaults.file_sizing.max_file_size: must be >= 1, got 0",
+            "tables/t.yml:4:3: clean.commits_retained: applies only to policy KEEP_LATEST_COMMITS, but this table's "
+            "policy is KEEP_LATEST_FILE_VERSIONS (the project default at project.yml:5:5); remove it, or set "
+            "clean.policy: KEEP_LATEST_COMMITS",
+        ],
     ),
     "an unreadable project.yml does not fake problems in tables that rely on its defaults": (
-        {"project.yml": "name: test\ndefaults: [\n",
-         "tables/t.yml": T + "clean:\n  file_versions_retained: 2\nfile_sizing:\n  max_file_size: 1MiB\n",
-         "tables/u.yml": "name: u\npath: w/u\nclean:\n  policy: KEEP_LATEST_COMMITS\n  hours_retained: 2\n"},
-        ["project.yml:3:1: invalid YAML: did not find expected node content (while parsing a flow node)",
-         "tables/u.yml:5:3: clean.hours_retained: applies only to policy KEEP_LATEST_BY_HOURS, but this table's "
-         "policy is KEEP_LATEST_COMMITS (set at tables/u.yml:4:3); remove it, or set clean.policy: "
-         "KEEP_LATEST_BY_HOURS"],
+        {
+            "project.yml": "name: test\ndefaults: [\n",
+            "tables/t.yml": T + "clean:\n  file_versions_retained: 2\nfile_sizing:\n  max_file_size: 1MiB\n",
+            "tables/u.yml": "name: u\npath: w/u\nclean:\n  policy: KEEP_LATEST_COMMITS\n  hours_retained: 2\n",
+        },
+        [
+            "project.yml:3:1: invalid YAML: did not find expected node content (while parsing a flow node)",
+            "tables/u.yml:5:3: clean.hours_retained: applies only to policy KEEP_LATEST_BY_HOURS, but this table's "
+            "policy is KEEP_LATEST_COMMITS (set at tables/u.yml:4:3); remove it, or set clean.policy: "
+            "KEEP_LATEST_BY_HOURS",
+        ],
     ),
     "tabs for indentation": (
         {"tables/t.yml": T + "clean:\n\tcommits_retained: 3\n"},
-        ["tables/t.yml:4:1: invalid YAML: a tab character; YAML does not allow tabs for indentation, so indent "
-         "with spaces (and set your editor to insert spaces)"],
+        [
+            "tables/t.yml:4:1: invalid YAML: a tab character; YAML does not allow tabs for indentation, so indent "
+            "with spaces (and set your editor to insert spaces)"
+        ],
     ),
     "a unit in the wrong case": (
         {"tables/t.yml": T + "file_sizing:\n  max_file_size: 10 Mib\n"},
-        [f'tables/t.yml:4:3: file_sizing.max_file_size: {SIZE}, got "10 Mib" (unknown unit "Mib"; did you mean '
-         '"MiB"?)'],
+        [
+            f'tables/t.yml:4:3: file_sizing.max_file_size: {SIZE}, got "10 Mib" (unknown unit "Mib"; did you mean '
+            '"MiB"?)'
+        ],
     ),
     "missing tables folder": (
         {"project.yml": "name: test\ntables_dir: decls\n"},
-        ['project.yml:2:1: tables_dir: folder "decls" not found in {root}; create it, or set tables_dir in '
-         "project.yml"],
+        [
+            'project.yml:2:1: tables_dir: folder "decls" not found in {root}; create it, or set tables_dir in '
+            "project.yml"
+        ],
     ),
 }
 

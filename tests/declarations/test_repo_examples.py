@@ -10,7 +10,7 @@ from runner.declarations.loader import load_project
 from runner.declarations.model import CleanPolicyName
 
 REPO = Path(__file__).resolve().parents[2]
-DECLARATIONS = sorted((REPO / "tables").rglob("*.y*ml")) + [REPO / "project.yml"]
+DECLARATIONS = [*sorted((REPO / "tables").rglob("*.y*ml")), REPO / "project.yml"]
 
 
 def test_the_example_project_validates() -> None:

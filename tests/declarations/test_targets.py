@@ -98,7 +98,9 @@ targets:
     assert (10, "targets.prod.threads") in found
 
 
-def test_an_unknown_target_names_the_declared_ones(write_project: WriteProject, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_target_names_the_declared_ones(
+    write_project: WriteProject, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = write_project(TABLE, PROJECT)
     assert main(["validate", "--project-dir", str(root), "--target", "qa"]) == 1
     out = capsys.readouterr().out
@@ -106,7 +108,8 @@ def test_an_unknown_target_names_the_declared_ones(write_project: WriteProject, 
 
 
 def test_ls_shows_where_each_run_setting_came_from_without_secrets(
-        write_project: WriteProject, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    write_project: WriteProject, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for key, value in PROD_ENV.items():
         monkeypatch.setenv(key, value)
     root = write_project(TABLE, PROJECT)
@@ -114,7 +117,9 @@ def test_ls_shows_where_each_run_setting_came_from_without_secrets(
     data = json.loads(capsys.readouterr().out)
     assert data["target"] == "prod"
     assert data["run_settings"]["spark.conf.spark.hadoop.fs.s3a.secret.key"] == {
-        "value": "${env:S3_SECRET}", "source": "target prod, project.yml:15:9"}
+        "value": "${env:S3_SECRET}",
+        "source": "target prod, project.yml:15:9",
+    }
     assert main(["ls", "--project-dir", str(root), "--target", "prod"]) == 0
     text = capsys.readouterr().out
     assert "run settings (target prod)" in text and "target prod, project.yml:13:7" in text

@@ -133,7 +133,6 @@ def test_report_charts_render_in_chromium(chromium, demo_project, tmp_path, caps
     print(f"screenshot: {shot}")
 
 
-@pytest.mark.spark
 def test_last_run_results_appear_after_a_real_apply(chromium, tmp_path, capsys, spark):
     root = fixture_project(tmp_path / "p")
     assert main(["apply", "--auto-approve", "--project-dir", str(root), "--now", NOW]) == 0

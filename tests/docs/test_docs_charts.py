@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from hudi import HudiTable
 
@@ -16,7 +16,7 @@ from runner.storage import storage_for
 from runner.testing.states import StateBuilder
 from tests.conftest import FIXTURES, extract_fixture
 
-NOW = datetime(2026, 1, 6, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 6, tzinfo=UTC)
 
 
 def test_histogram_bins_each_latest_base_file_once_and_spans_both_markers():

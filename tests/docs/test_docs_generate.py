@@ -73,15 +73,21 @@ def test_docs_never_imports_pyspark(tmp_path):
     root = fixture_project(tmp_path / "p")
     code = ("import sys; from runner.cli import main; rc = main(['docs', 'generate', '--project-dir', sys.argv[1]]);"
             "assert 'pyspark' not in sys.modules and 'py4j' not in sys.modules, 'pyspark was imported'; sys.exit(rc)")
-    done = subprocess.run([sys.executable, "-c", code, str(root)], check=False, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(root)], check=False, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
 
 
 def test_serve_generates_and_serves_until_interrupted(tmp_path):
     root = fixture_project(tmp_path / "p")
     runner = Path(sys.executable).with_name("runner")
-    proc = subprocess.Popen([str(runner), "docs", "serve", "--project-dir", str(root), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(runner), "docs", "serve", "--project-dir", str(root), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stderr.readline()
         url = re.search(r"http://127\.0\.0\.1:\d+/", line)

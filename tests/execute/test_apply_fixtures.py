@@ -7,7 +7,7 @@ plan must report the table in sync.
 from __future__ import annotations
 
 import io
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import fastavro
@@ -23,7 +23,7 @@ from runner.storage import storage_for
 from tests.conftest import FIXTURES, extract_fixture, fixture_id, fixture_zips
 from tests.execute.conftest import oracle_snapshot
 
-NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 POLICIES = {
     "commits": CleanPolicy(CleanPolicyName.KEEP_LATEST_COMMITS, commits_retained=1),
     "versions": CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1),
@@ -45,7 +45,6 @@ def _without_mdt() -> list[Path]:
 CASES = [pytest.param(z, p, id=f"{fixture_id(z)}-{p}") for z in _without_mdt() for p in POLICIES]
 
 
-@pytest.mark.spark
 @pytest.mark.parametrize(("zip_path", "policy"), CASES)
 def test_apply_keeps_what_readers_see_and_converges(zip_path, policy, tmp_path, spark_deleter):
     base = extract_fixture(zip_path, tmp_path)
@@ -76,7 +75,7 @@ def _now_for(base: Path, policy: str) -> datetime:
     writes = meta.timeline.completed_writes
     if not writes:
         return NOW
-    last = writes[-1].time.to_datetime().astimezone(timezone.utc)
+    last = writes[-1].time.to_datetime().astimezone(UTC)
     return last.replace(microsecond=0)  # 1 hour retention → ECTR is the first commit of the last hour
 
 

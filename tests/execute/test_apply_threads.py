@@ -30,11 +30,12 @@ def make_project(root: Path, names: list[str], broken: str, project_yml: str) ->
     return root
 
 
-@pytest.mark.spark
 @pytest.mark.parametrize("how", [["--threads", "3"], []], ids=["flag", "project.yml"])
 def test_tables_apply_concurrently_and_a_failure_stops_no_other(tmp_path, capsys, spark, how):
     names = ["a", "b", "broken", "c"]
-    root = make_project(tmp_path / "p", names, "broken", "name: threads\nthreads: 3\n" if not how else "name: threads\n")
+    root = make_project(
+        tmp_path / "p", names, "broken", "name: threads\nthreads: 3\n" if not how else "name: threads\n"
+    )
     before = {n: oracle_snapshot(root / n) for n in names if n != "broken"}
     code = main(["apply", "--auto-approve", "--format", "json", "--project-dir", str(root), *how])
     report = json.loads(capsys.readouterr().out)

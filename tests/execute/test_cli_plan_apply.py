@@ -68,7 +68,6 @@ def test_plan_text_reads_like_terraform(tmp_path, capsys):
     assert "~ t (" in out and "partition 10/" in out and "Plan: 1 to change" in out
 
 
-@pytest.mark.spark
 def test_apply_saved_plan_then_plan_is_in_sync(tmp_path, capsys, spark):
     root = project(tmp_path / "p")
     plan_file = tmp_path / "plan.json"
@@ -155,7 +154,6 @@ def test_apply_refuses_a_table_whose_metadata_table_has_a_failed_write(tmp_path,
     assert tree_digest(root / "table") == before
 
 
-@pytest.mark.spark
 def test_apply_disables_the_metadata_table_when_declared(tmp_path, capsys, spark):
     root = project(tmp_path / "p", WITH_MDT, extra="metadata_table: disable\n")
     before = oracle_snapshot(root / "table")[1]
@@ -183,7 +181,6 @@ def test_bad_now_is_a_clear_error(tmp_path, capsys):
     assert "--now: expected an instant time" in capsys.readouterr().err
 
 
-@pytest.mark.spark
 def test_apply_cleans_resizes_and_converges(tmp_path, capsys, spark):
     root = tmp_path / "p"
     root.mkdir()
@@ -195,8 +192,8 @@ def test_apply_cleans_resizes_and_converges(tmp_path, capsys, spark):
     )
     extract_fixture(FIXTURES / "sample_table/cow/v9_txns_simple_nometa.zip", root / "unzip").rename(root / "table")
     rows = lambda: sorted(  # noqa: E731 - rows without the file name, which a rewrite changes
-        (tuple(sorted((k, repr(v)) for k, v in r.items() if k != "_hoodie_file_name"))
-         for r in oracle_snapshot(root / "table")[1]))
+        tuple(sorted((k, repr(v)) for k, v in r.items() if k != "_hoodie_file_name"))
+         for r in oracle_snapshot(root / "table")[1])
     before = rows()
 
     code, first = run_json(capsys, "apply", "--auto-approve", "--project-dir", str(root))

@@ -12,7 +12,7 @@ import contextlib
 import importlib
 import json
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,6 @@ from runner.hudi.state import read_table_metadata, read_table_state
 from runner.storage import storage_for
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 from tests.plan_json import step
-
-pytestmark = pytest.mark.spark
 
 SCHEMA = "id long, region string, name string, ts long"
 COLUMNS = ("id", "region", "name", "ts")
@@ -174,7 +172,7 @@ def test_an_interrupted_resize_whose_group_was_written_is_rolled_back_not_finish
     state = read_table_state(storage)
     step = plan_sizing(FileSizing(max_file_size=10 * 1024**2, small_file_limit=5 * 1024**2), state)
     assert step is not None and step.groups
-    clock = lambda: datetime.now(timezone.utc)  # noqa: E731
+    clock = lambda: datetime.now(UTC)  # noqa: E731
     ResizeRunner(storage, state.metadata, spark=spark, clock=clock).schedule(step)  # apply died right here
     expected = _expected(base, {0: (0, "eu", "updated", 2)})
     _as_hudi_writer(monkeypatch, {}, allow_updates_to_clustering=True)

@@ -10,11 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from runner.execute.failpoints import EXIT_CODE
+from runner.failpoints import EXIT_CODE
 from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from tests.conftest import FIXTURES
 from tests.crash import apply_process, crash_project
+
+# Every test here runs `runner apply` as a process that exits at a failpoint, with Spark in that
+# process (so no fixture marks it `spark`).
+pytestmark = [pytest.mark.crash, pytest.mark.spark]
 
 FIXTURE = FIXTURES / "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable.zip"
 POINTS = [
@@ -43,7 +47,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list
     return _end_state(project / "table")
 
 
-@pytest.mark.spark
 @pytest.mark.parametrize("point", POINTS)
 def test_killed_apply_is_finished_by_the_next_one(point, tmp_path, reference):
     project = crash_project(tmp_path / "p", FIXTURE)
@@ -57,7 +60,6 @@ def test_killed_apply_is_finished_by_the_next_one(point, tmp_path, reference):
     assert not (project / "table" / ".hoodie" / ".locks" / "runner.lock").exists()
 
 
-@pytest.mark.spark
 def test_crash_in_the_middle_of_deleting_is_finished_by_the_next_apply(tmp_path, reference):
     project = crash_project(tmp_path / "p", FIXTURE)
     assert apply_process(project, "after_clean_inflight").returncode == EXIT_CODE

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ def test_a_local_master_deletes_on_threads_without_starting_spark(tmp_path: Path
         raise AssertionError("Spark must not start for a small local job")
 
     deleter = Deleter(SparkSettings(master="local[2]"), no_spark)
-    outcomes = deleter(LocalStorage(str(tmp_path)), names[:30] + ["p=9/gone.parquet"])
+    outcomes = deleter(LocalStorage(str(tmp_path)), [*names[:30], "p=9/gone.parquet"])
 
     assert outcomes == [DeleteResult(n, True) for n in names[:30]] + [DeleteResult("p=9/gone.parquet", False)]
     assert not started
@@ -63,7 +63,6 @@ def test_a_local_master_deletes_on_threads_without_starting_spark(tmp_path: Path
     assert deleter.notes == [deleter.notes[0]] and "31 files on 8 threads in-process" in deleter.notes[0]
 
 
-@pytest.mark.spark
 def test_past_the_bound_a_local_master_uses_the_spark_job(tmp_path: Path, spark: Any) -> None:
     names = _files(tmp_path, 40)
 
@@ -75,7 +74,6 @@ def test_past_the_bound_a_local_master_uses_the_spark_job(tmp_path: Path, spark:
     assert "a Spark job" in deleter.notes[0] and "more than 10 files" in deleter.notes[0]
 
 
-@pytest.mark.spark
 @pytest.mark.s3
 def test_a_cluster_master_always_uses_spark_also_on_s3(spark: Any, s3_server: S3Server, s3_bucket: str) -> None:
     # The shared local session stands in for the cluster's; what matters is that the Spark job is
@@ -102,7 +100,7 @@ def test_apply_reports_the_engine_and_keeps_what_readers_see(tmp_path: Path) -> 
         clean=CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1),
         file_sizing=FileSizing(small_file_limit=0),
     )
-    now = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
     planned = plan_one(decl, storage_for(str(base)), now=now)
     assert planned.clean is not None and planned.clean.files_to_delete, "the fixture must have old versions"
     before = oracle_snapshot(base)

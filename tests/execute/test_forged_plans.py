@@ -7,7 +7,7 @@ from the table itself (never from the edited file).
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -58,7 +58,6 @@ def test_a_file_listed_twice_is_refused_and_nothing_is_deleted(tmp_path, capsys)
     assert {k: v for k, v in tree_digest(root / "table").items() if ".locks" not in k} == before
 
 
-@pytest.mark.spark
 def test_forged_policy_ectr_savepoints_and_sizes_never_reach_the_timeline(tmp_path, capsys, spark):
     root = project(tmp_path / "p")
     plan_file = _plan(root, tmp_path, capsys)
@@ -97,7 +96,7 @@ def test_forged_policy_ectr_savepoints_and_sizes_never_reach_the_timeline(tmp_pa
 @pytest.mark.parametrize("where", ["plan", "flag"])
 def test_a_future_now_is_refused_and_nothing_is_written(where, tmp_path, capsys):
     root = project(tmp_path / "p")
-    future = datetime.now(timezone.utc) + timedelta(days=3)
+    future = datetime.now(UTC) + timedelta(days=3)
     argv = ["apply", "--project-dir", str(root)]
     if where == "plan":
         plan_file = _plan(root, tmp_path, capsys)
@@ -152,7 +151,6 @@ def test_a_pending_clean_cannot_reach_hoodie_or_outside_by_spelling(spelling, tm
     assert (other / "10" / name).read_bytes() == b"precious"
 
 
-@pytest.mark.spark
 def test_a_file_already_gone_is_recorded_as_a_failed_delete_as_hudi_does(tmp_path, capsys, spark):
     root = project(tmp_path / "p")
     table = root / "table"

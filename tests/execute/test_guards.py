@@ -84,24 +84,32 @@ def test_markers_of_a_pending_write_name_its_groups_direct_and_timeline_server(t
     (hoodie / ".temp" / "20240101000002000" / "MARKERS0").write_text(
         "q/b-0_0-1-2_20240101000002000.parquet.marker.CREATE\n")
     names = ["20240101000001000.commit.requested", "20240101000002000.commit.requested"]
-    writes = read_pending_writes(storage_for(str(tmp_path)), ".hoodie", Timeline.from_file_names(names, folder=".hoodie"))
+    writes = read_pending_writes(
+        storage_for(str(tmp_path)), ".hoodie", Timeline.from_file_names(names, folder=".hoodie")
+    )
     assert {("p", "a-0"), ("q", "b-0")} <= writes.groups
     assert len(writes.unknown) == 2  # no workload profile yet: the whole table waits
 
 
-@pytest.mark.parametrize("operation, action, groups, partitions, unknown", [
-    ("UPSERT", "commit", {("p", "a-0")}, {"q"}, False),
-    ("INSERT_OVERWRITE", "replacecommit", {("p", "a-0")}, {"p", "q"}, False),
-    ("INSERT_OVERWRITE_TABLE", "replacecommit", set(), set(), True),
-])
+@pytest.mark.parametrize(
+    "operation, action, groups, partitions, unknown",
+    [
+        ("UPSERT", "commit", {("p", "a-0")}, {"q"}, False),
+        ("INSERT_OVERWRITE", "replacecommit", {("p", "a-0")}, {"p", "q"}, False),
+        ("INSERT_OVERWRITE_TABLE", "replacecommit", set(), set(), True),
+    ],
+)
 def test_a_workload_profile_bounds_a_pending_write(tmp_path: Path, operation, action, groups, partitions, unknown):
     from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 
     (tmp_path / ".hoodie").mkdir()
-    profile = CommitMetadata(operation_type=operation, partition_to_write_stats={
-        "p": (WriteStat("p", "a-0", None, "20240101000000000", num_update_writes=3),),
-        "q": (WriteStat("q", "", None, None, num_inserts=5),),
-    })
+    profile = CommitMetadata(
+        operation_type=operation,
+        partition_to_write_stats={
+            "p": (WriteStat("p", "a-0", None, "20240101000000000", num_update_writes=3),),
+            "q": (WriteStat("q", "", None, None, num_inserts=5),),
+        },
+    )
     time = "20240101000001000"
     inflight = f"{time}.inflight" if action == "commit" else f"{time}.{action}.inflight"
     (tmp_path / ".hoodie" / f"{time}.{action}.requested").write_bytes(b"")

@@ -12,7 +12,7 @@ import random
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,10 @@ import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing
 from runner.errors import RefusedError
-from runner.execute.failpoints import EXIT_CODE
 from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resize
 from runner.execute.resize_job import GroupRewrite, rewrite_group
 from runner.execute.resize_plan import MARKER_VALUE, STRATEGY_CLASS, encode_plan, is_runner_plan
+from runner.failpoints import EXIT_CODE
 from runner.hudi import bloom
 from runner.hudi.avro import read_container
 from runner.hudi.files import BaseFile, relative_path
@@ -54,7 +54,7 @@ SIZING = FileSizing(max_file_size=350 * KB, small_file_limit=200 * KB)
 
 
 def clock() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 # -- building tables with many small files ---------------------------------------------------------
@@ -76,21 +76,38 @@ def add_small_files(base: Path, partition: str, count: int, *, rows: int = 2000,
     for n in range(count):
         file_id = f"{rng.getrandbits(128):032x}-0"
         name = BaseFile(file_id, f"{n}-1-{n}", time, "parquet").name
-        table = _rows(template, meta.config.record_key_fields[0], time, name, rows, rng, offset=10_000 * (seed + 1) + n * rows)
+        table = _rows(
+            template, meta.config.record_key_fields[0], time, name, rows, rng, offset=10_000 * (seed + 1) + n * rows
+        )
         path = relative_path(partition, name)
         pq.write_table(table, base / path, compression="gzip")
         size = (base / path).stat().st_size
-        stats.append(WriteStat(partition, file_id, path, None, num_writes=rows, num_inserts=rows,
-                               total_write_bytes=size, file_size_in_bytes=size))
+        stats.append(
+            WriteStat(
+                partition,
+                file_id,
+                path,
+                None,
+                num_writes=rows,
+                num_inserts=rows,
+                total_write_bytes=size,
+                file_size_in_bytes=size,
+            )
+        )
         paths.append(path)
-    schema = next(c.extra_metadata["schema"] for _, c in sorted(meta.commits.items(), reverse=True)
-                  if "schema" in c.extra_metadata)
+    schema = next(
+        c.extra_metadata["schema"]
+        for _, c in sorted(meta.commits.items(), reverse=True)
+        if "schema" in c.extra_metadata
+    )
     commit = CommitMetadata("BULK_INSERT", {partition: tuple(stats)}, extra_metadata={"schema": schema})
     writer = TimelineWriter(storage, meta.timeline_folder, meta.config.timeline_layout_version)
     writer.requested(time, Action.COMMIT, b"")
     inflight = writer.inflight(time, Action.COMMIT)
     done = time.plus_millis(5)
-    writer.complete(inflight, encode_commit_metadata(commit, layout=meta.config.timeline_layout_version), completion=done)
+    writer.complete(
+        inflight, encode_commit_metadata(commit, layout=meta.config.timeline_layout_version), completion=done
+    )
     return paths
 
 
@@ -101,8 +118,9 @@ def _template_row(storage: LocalStorage, state: TableState, partition: str) -> p
     return pq.read_table(pa.BufferReader(data)).slice(0, 1).replace_schema_metadata(None)
 
 
-def _rows(template: pa.Table, key_field: str, time: InstantTime, name: str, rows: int,
-          rng: random.Random, *, offset: int) -> pa.Table:
+def _rows(
+    template: pa.Table, key_field: str, time: InstantTime, name: str, rows: int, rng: random.Random, *, offset: int
+) -> pa.Table:
     table = template.take([0] * rows)
     keys = list(range(offset, offset + rows))
     key_type = table.schema.field(key_field).type
@@ -113,8 +131,11 @@ def _rows(template: pa.Table, key_field: str, time: InstantTime, name: str, rows
         "_hoodie_file_name": [name] * rows,
         key_field: [f"K{k:08d}" for k in keys] if pa.types.is_string(key_type) else keys,
     }
-    payload = next(f.name for f in table.schema if pa.types.is_string(f.type) and f.name not in values
-                   and not f.name.startswith("_hoodie"))
+    payload = next(
+        f.name
+        for f in table.schema
+        if pa.types.is_string(f.type) and f.name not in values and not f.name.startswith("_hoodie")
+    )
     values[payload] = [f"{rng.getrandbits(160):040x}" for _ in range(rows)]
     for column, items in values.items():
         index = table.schema.get_field_index(column)
@@ -136,7 +157,9 @@ def snapshot(base: Path) -> list[dict[str, Any]]:
 def latest_files(base: Path) -> list[tuple[str, str, int]]:
     from hudi import HudiTable
 
-    return sorted((s.partition_path, s.base_file_name, s.base_file_size) for s in HudiTable(str(base)).get_file_slices())
+    return sorted(
+        (s.partition_path, s.base_file_name, s.base_file_size) for s in HudiTable(str(base)).get_file_slices()
+    )
 
 
 def plan(base: Path, sizing: FileSizing = SIZING) -> tuple[LocalStorage, TableState, SizingStep]:
@@ -160,7 +183,6 @@ def v6_small(hudi_fixture) -> Path:
 # -- end to end, with Spark ------------------------------------------------------------------------
 
 
-@pytest.mark.spark
 def test_v6_resize_keeps_the_snapshot_and_replaces_the_inputs(v6_small, spark):
     before = snapshot(v6_small)
     storage, state, step = plan(v6_small)
@@ -173,8 +195,11 @@ def test_v6_resize_keeps_the_snapshot_and_replaces_the_inputs(v6_small, spark):
     assert inputs <= set(after.metadata.replaced)
     assert {after.metadata.replaced[k] for k in inputs} == {InstantTime(outcome.instants[0])}
     time = outcome.instants[0]
-    assert outcome.instants_written == (f"{time}.replacecommit.requested", f"{time}.replacecommit.inflight",
-                                        f"{time}.replacecommit")
+    assert outcome.instants_written == (
+        f"{time}.replacecommit.requested",
+        f"{time}.replacecommit.inflight",
+        f"{time}.replacecommit",
+    )
     assert outcome.files_rewritten == len(inputs) == sum(len(g.files) for g in step.groups)
     assert outcome.bytes_rewritten == sum(g.total_bytes for g in step.groups)
     assert len(outcome.output_files) == len(step.groups)
@@ -185,7 +210,6 @@ def test_v6_resize_keeps_the_snapshot_and_replaces_the_inputs(v6_small, spark):
         assert len(small) <= 1, small
 
 
-@pytest.mark.spark
 def test_v6_completed_metadata_is_what_hudi_records_for_clustering(v6_small, spark):
     storage, state, step = plan(v6_small)
     outcome = run_resize(storage, state.metadata, step, spark=spark, clock=clock)
@@ -210,7 +234,6 @@ def test_v6_completed_metadata_is_what_hudi_records_for_clustering(v6_small, spa
     assert is_runner_plan(requested, path="r")
 
 
-@pytest.mark.spark
 def test_v9_resize_uses_layout_2_names_and_avro(hudi_fixture, spark):
     base = hudi_fixture(V9)
     before = snapshot(base)
@@ -236,7 +259,6 @@ def test_v9_resize_uses_layout_2_names_and_avro(hudi_fixture, spark):
     assert sum(1 for p, n, _ in latest_files(base) if time in n) == 2
 
 
-@pytest.mark.spark
 def test_meta_columns_are_preserved_except_the_file_name(v6_small, spark):
     storage, state, step = plan(v6_small)
     inputs = [f.path for g in step.groups for f in g.files]
@@ -253,10 +275,11 @@ def test_meta_columns_are_preserved_except_the_file_name(v6_small, spark):
         assert footer[b"org.apache.hudi.bloomfilter"].decode() == bloom.serialize(pa.array(keys, pa.string()))
     written = pa.concat_tables([pq.read_table(v6_small / p) for p in outcome.output_files])
     columns = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path"]
-    assert sorted(written.select(columns).to_pylist(), key=repr) == sorted(original.select(columns).to_pylist(), key=repr)
+    assert sorted(written.select(columns).to_pylist(), key=repr) == sorted(
+        original.select(columns).to_pylist(), key=repr
+    )
 
 
-@pytest.mark.spark
 def test_clean_by_file_versions_then_lists_the_replaced_files(v6_small, spark):
     storage, state, step = plan(v6_small)
     run_resize(storage, state.metadata, step, spark=spark, clock=clock)
@@ -270,7 +293,6 @@ def test_clean_by_file_versions_then_lists_the_replaced_files(v6_small, spark):
 # -- crashes ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.spark
 def test_a_crash_after_scheduling_is_finished_by_the_next_run(v6_small, spark):
     before = snapshot(v6_small)
     storage, state, step = plan(v6_small)
@@ -311,7 +333,7 @@ RESIZE_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.spark
+@pytest.mark.crash
 @pytest.mark.parametrize("point", ["after_replace_requested", "after_rewrite"])
 def test_a_killed_process_is_finished_by_the_next_run(point, v6_small, spark, tmp_path):
     before = snapshot(v6_small)
@@ -320,7 +342,11 @@ def test_a_killed_process_is_finished_by_the_next_run(point, v6_small, spark, tm
     script.write_text(RESIZE_SCRIPT)
     killed = subprocess.run(
         [sys.executable, str(script), str(v6_small), str(SIZING.max_file_size), str(SIZING.small_file_limit)],
-        check=False, capture_output=True, text=True, env=env, timeout=300,
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert killed.returncode == EXIT_CODE, killed.stderr[-3000:]
     storage = storage_for(str(v6_small))
@@ -338,7 +364,6 @@ def test_a_killed_process_is_finished_by_the_next_run(point, v6_small, spark, tm
     assert read_table_state(storage).metadata.replaced
 
 
-@pytest.mark.spark
 def test_pending_clustering_of_someone_else_is_left_alone(v6_small, spark):
     storage, state, step = plan(v6_small)
     meta = state.metadata
@@ -361,10 +386,19 @@ def test_pending_clustering_of_someone_else_is_left_alone(v6_small, spark):
 
 
 def test_the_plan_is_a_hudi_clustering_plan_with_the_runner_marker():
-    step = SizingStep(10 * 1024 * 1024, 5 * 1024 * 1024, (
-        RewriteGroup("p=1", (FileToRewrite("a-0", "p=1/a-0_0-1-2_20240101000000000.parquet", 3 * 1024 * 1024),
-                             FileToRewrite("b-0", "p=1/b-0_0-1-3_20240101000000000.parquet", 1024))),
-    ))
+    step = SizingStep(
+        10 * 1024 * 1024,
+        5 * 1024 * 1024,
+        (
+            RewriteGroup(
+                "p=1",
+                (
+                    FileToRewrite("a-0", "p=1/a-0_0-1-2_20240101000000000.parquet", 3 * 1024 * 1024),
+                    FileToRewrite("b-0", "p=1/b-0_0-1-3_20240101000000000.parquet", 1024),
+                ),
+            ),
+        ),
+    )
     data = encode_plan(step, base_uri="file:/data/t")
     request = decode_requested_replace(data, path="r")
     assert request.operation_type == "CLUSTER" and request.strategy_class == STRATEGY_CLASS
@@ -382,14 +416,18 @@ def test_the_plan_is_a_hudi_clustering_plan_with_the_runner_marker():
     assert not is_runner_plan(hudi_written, path="r") and not is_runner_plan(b"", path="r")
 
 
-def test_a_table_with_a_metadata_table_is_refused(hudi_fixture):
+def test_a_metadata_table_the_resize_cannot_keep_in_step_is_refused(hudi_fixture):
     base = hudi_fixture(V9_MDT)
+    props = base / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text().replace("hoodie.table.metadata.partitions=column_stats,",
+                                               "hoodie.table.metadata.partitions=bloom_filters,column_stats,"))
     storage = storage_for(str(base))
     state = read_table_state(storage)
     step = plan_sizing(FileSizing(max_file_size=1_000_000, small_file_limit=500_000), state)
     assert step is not None and not step.is_empty
-    with pytest.raises(RefusedError, match="metadata table"):
+    with pytest.raises(RefusedError, match="bloom_filters") as caught:
         run_resize(storage, state.metadata, step, spark=None, clock=clock)  # type: ignore[arg-type]
+    assert "metadata_table: disable" in caught.value.hint
     assert not read_table_metadata(storage).timeline.pending()
 
 
@@ -409,7 +447,7 @@ def test_a_stale_or_edited_step_is_refused_before_anything_is_written(change, hu
         runner = ResizeRunner(storage, state.metadata, spark=None, clock=clock)  # type: ignore[arg-type]
         runner.schedule(step)
     names = sorted(p.name for p in (base / ".hoodie").iterdir())
-    with pytest.raises(RefusedError, match="no longer the latest base file|pending compaction or clustering"):
+    with pytest.raises(RefusedError, match=r"no longer the latest base file|pending compaction or clustering"):
         run_resize(storage, read_table_metadata(storage), step, spark=None, clock=clock)  # type: ignore[arg-type]
     assert sorted(p.name for p in (base / ".hoodie").iterdir()) == names
 
@@ -417,13 +455,15 @@ def test_a_stale_or_edited_step_is_refused_before_anything_is_written(change, hu
 def test_rewrite_unifies_evolved_schemas_newest_first(tmp_path):
     storage = LocalStorage(str(tmp_path))
     old = pa.table({"_hoodie_record_key": ["b"], "_hoodie_file_name": ["x"], "v": pa.array([1], pa.int32())})
-    new = pa.table({"_hoodie_record_key": ["a"], "_hoodie_file_name": ["y"], "v": pa.array([2], pa.int64()),
-                    "extra": ["e"]})
+    new = pa.table(
+        {"_hoodie_record_key": ["a"], "_hoodie_file_name": ["y"], "v": pa.array([2], pa.int64()), "extra": ["e"]}
+    )
     (tmp_path / "p").mkdir()
     pq.write_table(old, tmp_path / "p/o-0_0-1-1_20240101000000000.parquet", compression="zstd")
     pq.write_table(new, tmp_path / "p/n-0_0-1-1_20240102000000000.parquet", compression="zstd")
-    group = GroupRewrite("p", "new-0", ("p/o-0_0-1-1_20240101000000000.parquet",
-                                       "p/n-0_0-1-1_20240102000000000.parquet"))
+    group = GroupRewrite(
+        "p", "new-0", ("p/o-0_0-1-1_20240101000000000.parquet", "p/n-0_0-1-1_20240102000000000.parquet")
+    )
 
     done = rewrite_group(storage, group, "20240103000000000", "0-0-0")
 
@@ -435,6 +475,11 @@ def test_rewrite_unifies_evolved_schemas_newest_first(tmp_path):
     assert footer[b"org.apache.hudi.bloomfilter"].decode() == bloom.serialize(pa.array(["a", "b"]))
     assert written.read().to_pylist() == [
         {"_hoodie_record_key": "a", "_hoodie_file_name": "new-0_0-0-0_20240103000000000.parquet", "v": 2, "extra": "e"},
-        {"_hoodie_record_key": "b", "_hoodie_file_name": "new-0_0-0-0_20240103000000000.parquet", "v": 1, "extra": None},
+        {
+            "_hoodie_record_key": "b",
+            "_hoodie_file_name": "new-0_0-0-0_20240103000000000.parquet",
+            "v": 1,
+            "extra": None,
+        },
     ]
     assert done.size == (tmp_path / done.path).stat().st_size

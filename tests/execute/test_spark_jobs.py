@@ -5,12 +5,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
-
-from runner.execute.spark import executors_seen, run_tasks
-
-pytestmark = pytest.mark.spark
-
+from runner.spark_jobs import executors_seen, run_tasks
 
 # The task must be importable on the Python workers, which do not have this test module: the
 # builtin `iter` is the identity task (each item back as its result).

@@ -7,7 +7,7 @@ import copy
 import io
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import fastavro
@@ -31,7 +31,7 @@ from runner.hudi.timeline_metadata import DECODED
 from runner.storage import DeleteResult, LocalStorage
 from runner.testing import TableBuilder
 
-NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, tzinfo=UTC)
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runner.errors import TableError, UnsupportedTableError
-from runner.hudi.properties import TableConfig, TableType, format_properties, parse_properties
+from runner.hudi.properties import TableConfig, format_properties, parse_properties
+from runner.vocabulary import TableType
 from tests.conftest import FIXTURES, fixture_id, fixture_zips
 
 PARSE_CASES = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from runner.errors import CorruptMetadataError, NotAHudiTableError, TimelineError, UnsupportedTableError
@@ -18,14 +20,14 @@ def read(base):
 
 def test_folder_that_is_not_a_hudi_table(tmp_path):
     (tmp_path / "data.parquet").write_bytes(b"x")
-    with pytest.raises(NotAHudiTableError, match="no .hoodie folder"):
+    with pytest.raises(NotAHudiTableError, match=re.escape("no .hoodie folder")):
         read(tmp_path)
 
 
 def test_missing_hoodie_properties(hudi_fixture):
     base = hudi_fixture(V6)
     (base / ".hoodie" / "hoodie.properties").unlink()
-    with pytest.raises(NotAHudiTableError, match="hoodie.properties is missing"):
+    with pytest.raises(NotAHudiTableError, match=re.escape("hoodie.properties is missing")):
         read(base)
 
 
@@ -45,7 +47,7 @@ def test_bad_json_commit_names_the_file(hudi_fixture):
     base = hudi_fixture(V6)
     (base / ".hoodie" / "20240707001301554.commit").write_text("{not json")
     commits = read(base).metadata.commits
-    with pytest.raises(CorruptMetadataError, match="20240707001301554.commit"):
+    with pytest.raises(CorruptMetadataError, match=re.escape("20240707001301554.commit")):
         dict(commits)
 
 
@@ -91,7 +93,7 @@ def test_empty_files_where_hudi_allows_them(hudi_fixture):
 def test_empty_files_where_hudi_does_not_allow_them(hudi_fixture):
     base = hudi_fixture(V6)
     (base / ".hoodie" / "20990101000000000.compaction.requested").write_bytes(b"")
-    with pytest.raises(CorruptMetadataError, match="20990101000000000.compaction.requested is empty"):
+    with pytest.raises(CorruptMetadataError, match=re.escape("20990101000000000.compaction.requested is empty")):
         read(base)
 
 

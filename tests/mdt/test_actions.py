@@ -59,7 +59,15 @@ def test_a_non_partitioned_table_is_named_dot(mdt_tables: dict[str, Path]) -> No
 
 
 def test_partitions_a_clean_cannot_update_are_named() -> None:
-    parts = ("files", "column_stats", "partition_stats", "record_index", "secondary_index_x", "expr_index_y", "vector_z")
+    parts = (
+        "files",
+        "column_stats",
+        "partition_stats",
+        "record_index",
+        "secondary_index_x",
+        "expr_index_y",
+        "vector_z",
+    )
     assert unsupported_partitions(parts) == ["expr_index_y", "vector_z"]
 
 

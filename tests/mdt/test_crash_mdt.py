@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.execute.failpoints import EXIT_CODE
+from runner.failpoints import EXIT_CODE
 from runner.hudi.instant import Action
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
@@ -20,6 +20,10 @@ from runner.storage import storage_for
 from tests.conftest import FIXTURES
 from tests.crash import apply_process, crash_project
 from tests.execute.conftest import oracle_snapshot
+
+# Every test here runs `runner apply` as a process that exits at a failpoint, with Spark in that
+# process (so no fixture marks it `spark`).
+pytestmark = [pytest.mark.crash, pytest.mark.spark]
 
 FIXTURE = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
 POINTS = [
@@ -54,7 +58,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory):
     return _end_state(project / "table"), before
 
 
-@pytest.mark.spark
 @pytest.mark.parametrize("point", POINTS)
 def test_killed_apply_is_finished_by_the_next_one(point: str, tmp_path: Path, reference) -> None:
     end_state, rows = reference
@@ -74,7 +77,6 @@ def test_killed_apply_is_finished_by_the_next_one(point: str, tmp_path: Path, re
     assert oracle_snapshot(table) == rows
 
 
-@pytest.mark.spark
 def test_a_deltacommit_whose_clean_never_completed_is_ignored_by_readers(tmp_path: Path) -> None:
     project = crash_project(tmp_path / "p", FIXTURE)
     table = project / "table"

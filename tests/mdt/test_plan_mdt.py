@@ -50,11 +50,23 @@ def test_a_metadata_table_behind_the_data_table_is_refused_with_the_reason(tmp_p
     assert "metadata table: apply will refuse" in text and "metadata_table: disable" in text
 
 
-def test_a_resize_on_a_table_with_a_metadata_table_is_announced_as_refused(tmp_path, capsys):
+def test_a_resize_on_a_table_with_a_metadata_table_is_announced_as_recorded(tmp_path, capsys):
     root = _project(tmp_path, sizing="file_sizing:\n  small_file_limit: 1MiB\n  max_file_size: 2MiB\n")
-    code, table = _plan(root, capsys)
+    _code, table = _plan(root, capsys)
     assert step(table, "resize")["groups"]  # F9's ~430 KiB files are small at a 1 MiB limit
-    assert any("apply will refuse the resize" in n for n in table["notes"])
+    assert any("apply records the resize in the metadata table" in n for n in table["notes"])
+    assert not any("apply will refuse" in n for n in table["notes"])
+
+
+def test_a_resize_whose_index_cannot_be_kept_is_announced_as_refused_with_the_fix(tmp_path, capsys):
+    root = _project(tmp_path, sizing="file_sizing:\n  small_file_limit: 1MiB\n  max_file_size: 2MiB\n")
+    props = root / "table/.hoodie/hoodie.properties"
+    props.write_text(props.read_text().replace("hoodie.table.metadata.partitions=column_stats,",
+                                               "hoodie.table.metadata.partitions=bloom_filters,column_stats,"))
+    code, table = _plan(root, capsys)
+    assert code == 2
+    note = next(n for n in table["notes"] if n.startswith("apply will refuse the resize"))
+    assert "bloom_filters" in note and "metadata_table: disable" in note
 
 
 def test_a_version_6_table_with_a_metadata_folder_is_refused_with_the_reason(tmp_path, capsys):

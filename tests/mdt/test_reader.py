@@ -28,7 +28,9 @@ def test_mdt_listing_agrees_with_storage_on_every_fixture(mdt_tables: dict[str, 
 
 
 @pytest.mark.parametrize("fixture", MDT_IDS)
-def test_hudi_rs_latest_slices_are_in_our_listing_with_the_same_sizes(mdt_tables: dict[str, Path], fixture: str) -> None:
+def test_hudi_rs_latest_slices_are_in_our_listing_with_the_same_sizes(
+    mdt_tables: dict[str, Path], fixture: str
+) -> None:
     from hudi import HudiTable
 
     base = mdt_tables[fixture]
@@ -40,7 +42,7 @@ def test_hudi_rs_latest_slices_are_in_our_listing_with_the_same_sizes(mdt_tables
         files = listing.files[s.partition_path]
         if s.base_file_name:
             assert files[s.base_file_name] == s.base_file_size
-        for name, size in zip(s.log_file_names, s.log_file_sizes):
+        for name, size in zip(s.log_file_names, s.log_file_sizes, strict=True):
             assert files[name] == size
 
 
@@ -64,7 +66,9 @@ def test_deleting_a_listed_file_shows_as_listed_but_absent(mdt_tables: dict[str,
     assert not drift.present_but_unlisted
 
 
-def test_a_committed_file_missing_from_the_mdt_shows_as_present_but_unlisted(mdt_tables: dict[str, Path], tmp_path: Path) -> None:
+def test_a_committed_file_missing_from_the_mdt_shows_as_present_but_unlisted(
+    mdt_tables: dict[str, Path], tmp_path: Path
+) -> None:
     base = _copy(mdt_tables, F9, tmp_path)
     storage = storage_for(str(base))
     # Drop the newest MDT deltacommit that touched the files partition: its data files become unlisted.
@@ -89,7 +93,11 @@ def test_blocks_of_a_pending_data_instant_are_ignored(mdt_tables: dict[str, Path
     completed = next(data_timeline.glob(f"{instant}_*.*"))
     action = completed.name.split(".", 1)[1]
     completed.unlink()
-    pending = {"commit": "commit.requested", "deltacommit": "deltacommit.requested", "replacecommit": "replacecommit.requested"}
+    pending = {
+        "commit": "commit.requested",
+        "deltacommit": "deltacommit.requested",
+        "replacecommit": "replacecommit.requested",
+    }
     if not (data_timeline / f"{instant}.{pending.get(action, action + '.requested')}").exists():
         (data_timeline / f"{instant}.{action}.inflight").write_bytes(b"")
     after = read_files_listing(storage, read_table_metadata(storage))
@@ -98,14 +106,21 @@ def test_blocks_of_a_pending_data_instant_are_ignored(mdt_tables: dict[str, Path
 
 def test_validity_follows_hudi_rules() -> None:
     data = Timeline.from_file_names(
-        ["20240101000000000_20240101000000100.commit", "20240102000000000.commit.requested",
-         "20240103000000000_20240103000000100.rollback"],
+        [
+            "20240101000000000_20240101000000100.commit",
+            "20240102000000000.commit.requested",
+            "20240103000000000_20240103000000100.rollback",
+        ],
         folder="t",
     )
     mdt = Timeline.from_file_names(
-        ["00000000000000000_20231231000000000.deltacommit", "20240101000000000_20240101000000050.deltacommit",
-         "20240102000000000_20240102000000050.deltacommit", "20231230000000000_20231230000000050.deltacommit",
-         "20240104000000000.deltacommit.inflight"],
+        [
+            "00000000000000000_20231231000000000.deltacommit",
+            "20240101000000000_20240101000000050.deltacommit",
+            "20240102000000000_20240102000000050.deltacommit",
+            "20231230000000000_20231230000000050.deltacommit",
+            "20240104000000000.deltacommit.inflight",
+        ],
         folder="m",
     )
     valid = valid_instants(data, mdt, {"20231229000000000"})
@@ -133,7 +148,9 @@ def test_every_fixture_mdt_is_consistent_with_its_data_timeline(mdt_tables: dict
     assert health.ok, health.problems
 
 
-def test_a_data_instant_without_its_mdt_deltacommit_is_reported_as_behind(mdt_tables: dict[str, Path], tmp_path: Path) -> None:
+def test_a_data_instant_without_its_mdt_deltacommit_is_reported_as_behind(
+    mdt_tables: dict[str, Path], tmp_path: Path
+) -> None:
     from runner.hudi.mdt.check import consistency_problems
 
     base = _copy(mdt_tables, F9, tmp_path)

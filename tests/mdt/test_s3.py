@@ -37,11 +37,18 @@ def test_clean_recorded_in_the_mdt_on_s3(tmp_path: Path, s3_server: S3Server, s3
         lambda s, paths: [DeleteResult(p, s.delete(p)) for p in paths],
         completion_time=lambda: InstantTime(next(times)), before_complete=maintenance,
     )
-    plan = CleanPlan(earliest_instant_to_retain=None, last_completed_commit_timestamp="", policy="KEEP_LATEST_FILE_VERSIONS",
-                     file_paths_to_delete={replaced.partition: (CleanFileInfo(f"s3://{s3_bucket}/t/{victim}", False),)},
-                     partitions_to_delete=(), extra_metadata={}, version=2)
+    plan = CleanPlan(
+        earliest_instant_to_retain=None,
+        last_completed_commit_timestamp="",
+        policy="KEEP_LATEST_FILE_VERSIONS",
+        file_paths_to_delete={replaced.partition: (CleanFileInfo(f"s3://{s3_bucket}/t/{victim}", False),)},
+        partitions_to_delete=(),
+        extra_metadata={},
+        version=2,
+    )
     pending = TimelineWriter(storage, meta.timeline_folder, 2).requested(
-        InstantTime("20990101000000000"), Action.CLEAN, encode_clean_plan(plan))
+        InstantTime("20990101000000000"), Action.CLEAN, encode_clean_plan(plan)
+    )
     outcome = runner.finish(pending, plan)
     assert outcome.files_deleted == 1
     assert any(".hoodie/metadata/files/.files-0000-0_20990101000000000.log.1_" in w for w in outcome.instants_written)

@@ -23,7 +23,9 @@ def _project(tmp_path: Path, table: Path) -> Path:
 
 
 @pytest.mark.parametrize("fixture", MDT_IDS)
-def test_status_says_every_fixture_mdt_is_in_step(mdt_tables: dict[str, Path], fixture: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_says_every_fixture_mdt_is_in_step(
+    mdt_tables: dict[str, Path], fixture: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _project(tmp_path, mdt_tables[fixture])
     assert main(["status", "--project-dir", str(root), "--format", "json"]) == 0
     row = json.loads(capsys.readouterr().out)["tables"][0]
@@ -31,7 +33,9 @@ def test_status_says_every_fixture_mdt_is_in_step(mdt_tables: dict[str, Path], f
     assert row["metadata_table_check"]["drift"]["in_sync"] is True
 
 
-def test_status_names_files_deleted_behind_the_mdt_s_back(mdt_tables: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_names_files_deleted_behind_the_mdt_s_back(
+    mdt_tables: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     table = tmp_path / "t"
     shutil.copytree(mdt_tables[F9], table)
     victim = sorted(table.glob("region=eu/*.parquet"))[0]
@@ -46,10 +50,15 @@ def test_status_names_files_deleted_behind_the_mdt_s_back(mdt_tables: dict[str, 
     assert f"metadata table listed but absent: region=eu/{victim.name}" in out
 
 
-def test_status_reports_a_pending_mdt_write(mdt_tables: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_reports_a_pending_mdt_write(
+    mdt_tables: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     table = tmp_path / "t"
     shutil.copytree(mdt_tables[F9], table)
     (table / ".hoodie/metadata/.hoodie/timeline/20991231000000000.deltacommit.requested").write_bytes(b"")
     root = _project(tmp_path, table)
     assert main(["status", "--project-dir", str(root)]) == 0
-    assert "metadata table: the metadata table has a pending or failed write: 20991231000000000.deltacommit.requested" in capsys.readouterr().out
+    assert (
+        "metadata table: the metadata table has a pending or failed write: 20991231000000000.deltacommit.requested"
+        in capsys.readouterr().out
+    )

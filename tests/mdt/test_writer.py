@@ -89,7 +89,9 @@ def test_column_stats_keys_land_in_their_shard_sorted(mdt_tables: dict[str, Path
     write_mdt_commit(storage, read_metadata_table(storage), commit, schema=schema,
                      completion_time=lambda: InstantTime(next(ticks)), created_ms=1)
     folder = base / ".hoodie/metadata/column_stats"
-    groups = sorted({p.name.split("_")[0].lstrip(".") for p in folder.iterdir() if "-0000-0" in p.name or "-0001-0" in p.name})
+    groups = sorted(
+        {p.name.split("_")[0].lstrip(".") for p in folder.iterdir() if "-0000-0" in p.name or "-0001-0" in p.name}
+    )
     assert len(groups) == 2
     expected: dict[int, list[bytes]] = {0: [], 1: []}
     for key in commit.records["column_stats"]:

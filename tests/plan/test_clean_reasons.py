@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName
 from runner.plan.clean import clean_scope, plan_clean
@@ -79,12 +79,18 @@ def test_files_a_pending_compaction_needs_are_listed_as_kept():
 
 def test_in_sync_tables_say_why():
     few = history(2)
-    assert explained(commits(3), few).why == "keep the latest 3 commits: 2 completed commits, not more than the 3 retained"
+    assert (
+        explained(commits(3), few).why == "keep the latest 3 commits: 2 completed commits, not more than the 3 retained"
+    )
     hours = CleanPolicy(CleanPolicyName.KEEP_LATEST_BY_HOURS, hours_retained=24)
-    late = datetime(2024, 1, 3, tzinfo=timezone.utc)  # every commit is more than 24 h old
+    late = datetime(2024, 1, 3, tzinfo=UTC)  # every commit is more than 24 h old
     assert explained(hours, history(3), late).why == (
-        "keep 24 h of history: no commit inside the 24 h window yet, so every version may still be read")
-    assert explained(versions(3), history(3)).why == "keep 3 versions of every file group: no file group has more than 3 versions"
+        "keep 24 h of history: no commit inside the 24 h window yet, so every version may still be read"
+    )
+    assert (
+        explained(versions(3), history(3)).why
+        == "keep 3 versions of every file group: no file group has more than 3 versions"
+    )
 
 
 def test_reasons_and_kept_files_survive_the_json_round_trip():

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName
-from runner.plan.clean import clean_scope, earliest_commit_to_retain, hours_cutoff, plan_clean
+from runner.plan.clean import clean_scope, earliest_commit_to_retain, plan_clean
+from runner.plan.policies import hours_cutoff
 from runner.testing.states import StateBuilder, t
 
-NOW = datetime(2024, 1, 1, 1, 0, tzinfo=timezone.utc)
+NOW = datetime(2024, 1, 1, 1, 0, tzinfo=UTC)
 COMMITS = CleanPolicyName.KEEP_LATEST_COMMITS
 VERSIONS = CleanPolicyName.KEEP_LATEST_FILE_VERSIONS
 HOURS = CleanPolicyName.KEEP_LATEST_BY_HOURS
@@ -84,15 +85,15 @@ def test_keep_latest_file_versions_has_no_ectr():
 
 def test_by_hours_ectr_is_first_completed_commit_at_or_after_the_cutoff():
     b = history(5)  # commits at 00:00:01 .. 00:00:05
-    now = datetime(2024, 1, 1, 1, 0, 3, tzinfo=timezone.utc)
+    now = datetime(2024, 1, 1, 1, 0, 3, tzinfo=UTC)
     policy = CleanPolicy(HOURS, hours_retained=1)  # cutoff 00:00:03
     assert earliest_commit_to_retain(policy, b.metadata(), now=now).time == t(3)
-    later = datetime(2024, 1, 1, 2, 0, 0, tzinfo=timezone.utc)
+    later = datetime(2024, 1, 1, 2, 0, 0, tzinfo=UTC)
     assert earliest_commit_to_retain(policy, b.metadata(), now=later) is None
 
 
 def test_by_hours_cutoff_follows_the_table_timezone():
-    now = datetime(2024, 1, 1, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
     assert hours_cutoff(now, 2, "UTC") == "20240101100000000"
 
 
@@ -249,7 +250,7 @@ def test_partition_with_pending_files_is_kept():
 
 def test_by_hours_deletes_versions_older_than_the_window():
     b = history(5)
-    now = datetime(2024, 1, 1, 1, 0, 4, tzinfo=timezone.utc)  # cutoff t(4)
+    now = datetime(2024, 1, 1, 1, 0, 4, tzinfo=UTC)  # cutoff t(4)
     policy = CleanPolicy(HOURS, hours_retained=1)
     assert deleted(policy, b, now) == [f"p/{b.name(n, 'a')}" for n in (1, 2)]
 

@@ -192,11 +192,11 @@ def test_s3_batches_deletes_and_never_asks_first(s3_storage: tuple[ObjectStorage
     storage, server, bucket = s3_storage
     client = server.client()
     keys = [f"p={i % 3}/f{i:05d}.parquet" for i in range(2 * MAX_KEYS_PER_DELETE + 500)]
-    for key in keys + ["p=0/keep.parquet"]:
+    for key in [*keys, "p=0/keep.parquet"]:
         client.put_object(Bucket=bucket, Key=f"wh/t/{key}", Body=b"x")
     requests = _count_delete_requests(storage)
 
-    results = storage.delete_many(keys + ["p=9/never-existed.parquet"], threads=3)
+    results = storage.delete_many([*keys, "p=9/never-existed.parquet"], threads=3)
 
     assert all(r.deleted and r.error is None for r in results)
     assert requests == {"DeleteObjects": 3}  # 2,501 keys: three requests, no HEAD, no GET

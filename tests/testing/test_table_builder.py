@@ -164,7 +164,7 @@ def test_timeline_files_and_commit_metadata(tmp_path: Path, version: int) -> Non
     names = sorted(n for n in os.listdir(folder) if n[0].isdigit())
 
     instants = [Instant.parse(n) for n in names]
-    assert all(i.file_name == n for i, n in zip(instants, names))
+    assert all(i.file_name == n for i, n in zip(instants, names, strict=True))
     assert all((i.completion_time is not None) == (version == 8 and i.is_completed) for i in instants)
     assert f"{t['t1']}.commit.requested" in names and f"{t['t1']}.inflight" in names
     assert (folder / f"{t['t1']}.commit.requested").stat().st_size == 0

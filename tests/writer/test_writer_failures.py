@@ -15,6 +15,8 @@ import pytest
 
 import runner
 from runner.errors import RefusedError, StepFailed
+from runner.failpoints import ENV as FAILPOINT_ENV
+from runner.failpoints import EXIT_CODE as FAILPOINT_EXIT
 from runner.hudi.metadata import (
     ClusteringGroup,
     ClusteringSlice,
@@ -26,10 +28,7 @@ from runner.hudi.metadata import (
 from runner.hudi.state import read_table_state
 from runner.storage import storage_for
 from runner.writer import commit as commit_module
-from runner.writer.write import FAILPOINT_ENV, FAILPOINT_EXIT
 from tests.writer.writer_helpers import oracle_rows, table_yaml
-
-pytestmark = pytest.mark.spark
 
 SCHEMA = "id long, region string, name string, ts long"
 
@@ -106,6 +105,7 @@ def test_a_hand_made_failed_write_without_markers_is_found_by_listing(
     assert not stray.exists()
 
 
+@pytest.mark.crash
 def test_a_killed_write_leaves_its_lock_and_files_and_the_next_write_cleans_up(
     spark: Any, project: Callable[..., Path]
 ) -> None:
@@ -121,7 +121,9 @@ def test_a_killed_write_leaves_its_lock_and_files_and_the_next_write_cleans_up(
         runner.write(df, "orders", project_dir={str(root)!r})
     """)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {FAILPOINT_ENV: "after_files"}
-    killed = subprocess.run([sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True, timeout=300)
+    killed = subprocess.run(
+        [sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True, timeout=300
+    )
     assert killed.returncode == FAILPOINT_EXIT, killed.stderr[-2000:]
     assert (base / ".hoodie/.locks/runner.lock").exists()
     (failed,) = _pending_instants(base)
@@ -139,17 +141,23 @@ def test_updates_to_a_group_in_pending_clustering_are_refused(spark: Any, projec
     first = runner.write(spark.createDataFrame([(1, "eu", "a", 1)], SCHEMA), "orders", project_dir=root)
     partition, name = first.files[0].split("/")
     file_id = name.split("_")[0]
-    plan = RequestedReplace("CLUSTER", (ClusteringGroup((ClusteringSlice(partition, file_id, name),)),),
-                            "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy", {})
+    plan = RequestedReplace(
+        "CLUSTER",
+        (ClusteringGroup((ClusteringSlice(partition, file_id, name),)),),
+        "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
+        {},
+    )
     pending = str(int(first.instant) + 1)
     (base / ".hoodie" / f"{pending}.replacecommit.requested").write_bytes(
-        encode_requested_replace(plan, base_path=f"file:{base}"))
+        encode_requested_replace(plan, base_path=f"file:{base}")
+    )
     with pytest.raises(RefusedError, match="pending clustering or compaction"):
         runner.write(spark.createDataFrame([(1, "eu", "b", 2)], SCHEMA), "orders", project_dir=root)
     # Inserts avoid the group (it is no small-file candidate), the refused write's requested commit is
     # rolled back like any failed write, and the pending plan is left alone.
-    result = runner.write(spark.createDataFrame([(2, "eu", "c", 2)], SCHEMA), "orders", operation="insert",
-                          project_dir=root)
+    result = runner.write(
+        spark.createDataFrame([(2, "eu", "c", 2)], SCHEMA), "orders", operation="insert", project_dir=root
+    )
     assert len(result.rolled_back) == 1 and file_id not in result.files[0]
     assert (base / ".hoodie" / f"{pending}.replacecommit.requested").exists()
 
@@ -162,6 +170,7 @@ def test_a_rollback_interrupted_after_deleting_is_finished_by_the_next_write(
     root = project(orders=table_yaml("orders"))
     base = root / "warehouse" / "orders"
     runner.write(spark.createDataFrame([(1, "eu", "a", 1)], SCHEMA), "orders", project_dir=root)
+
     def crash(*args: object, **kwargs: object) -> dict[str, object]:
         raise OSError("killed")
 

@@ -15,7 +15,7 @@ from runner.hudi.state import read_table_state
 from runner.storage import storage_for
 from tests.s3 import S3Server
 
-pytestmark = [pytest.mark.spark, pytest.mark.s3]
+pytestmark = pytest.mark.s3
 
 TABLE = """\
 name: orders

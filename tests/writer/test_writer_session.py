@@ -13,6 +13,7 @@ import pytest
 
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 
+# Some tests here start their own session, in a child process, instead of using the fixture.
 pytestmark = pytest.mark.spark
 
 USER_SCRIPT = """

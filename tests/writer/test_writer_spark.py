@@ -18,8 +18,6 @@ from runner.hudi.state import read_table_state
 from runner.storage import storage_for
 from tests.writer.writer_helpers import oracle_rows, oracle_slices, table_yaml
 
-pytestmark = pytest.mark.spark
-
 SCHEMA = "id long, region string, name string, ts long"
 COLUMNS = ("id", "region", "name", "ts")
 
@@ -64,7 +62,9 @@ def test_create_and_insert_then_upsert_reads_back_at_every_commit(spark: Any, pr
     assert _rows(base, r1.instant) == _expect(first)
     assert _rows(base, r2.instant) == _rows(base)
 
-    stats = {s["partitionPath"]: s for stats in _commit(base, r2.instant)["partitionToWriteStats"].values() for s in stats}
+    stats = {
+        s["partitionPath"]: s for stats in _commit(base, r2.instant)["partitionToWriteStats"].values() for s in stats
+    }
     eu = stats["region=eu"]
     assert (eu["numWrites"], eu["numUpdateWrites"], eu["numInserts"], eu["prevCommit"]) == (2, 1, 0, r1.instant)
     assert eu["totalWriteBytes"] == eu["fileSizeInBytes"] == (base / eu["path"]).stat().st_size
@@ -89,8 +89,13 @@ def test_create_and_insert_then_upsert_reads_back_at_every_commit(spark: Any, pr
 def test_precombine_picks_the_largest_value_and_the_later_row_on_ties(spark: Any, project: Callable[..., Path]) -> None:
     root = project(orders=table_yaml("orders"))
     base = root / "warehouse" / "orders"
-    rows = [(1, "eu", "old", 5), (1, "eu", "new", 9), (1, "eu", "older", 1),
-            (2, "eu", "first", 3), (2, "eu", "second", 3)]
+    rows = [
+        (1, "eu", "old", 5),
+        (1, "eu", "new", 9),
+        (1, "eu", "older", 1),
+        (2, "eu", "first", 3),
+        (2, "eu", "second", 3),
+    ]
     result = runner.write(_df(spark, rows), "orders", project_dir=root)
     assert result.num_inserts == 2
     assert _rows(base) == _expect([(1, "eu", "new", 9), (2, "eu", "second", 3)])
@@ -100,7 +105,9 @@ def test_precombine_picks_the_largest_value_and_the_later_row_on_ties(spark: Any
     assert _rows(base) == _expect([(1, "eu", "late", 0), (2, "eu", "second", 3)])
 
 
-def test_multiple_partition_fields_use_complex_keys_and_nested_folders(spark: Any, project: Callable[..., Path]) -> None:
+def test_multiple_partition_fields_use_complex_keys_and_nested_folders(
+    spark: Any, project: Callable[..., Path]
+) -> None:
     root = project(ev=table_yaml("ev", record_key="[id, name]", partition_by="[region, day]", precombine=None))
     base = root / "warehouse" / "ev"
     schema = "id long, name string, region string, day date"
@@ -147,17 +154,23 @@ def test_small_files_are_topped_up_as_assign_inserts_plans(spark: Any, project: 
         avg = 1024
         if (base / ".hoodie").exists():
             meta = read_table_state(storage_for(str(base))).metadata
-            before = [(g.file_id, g.latest.base_file.size)  # type: ignore[union-attr]
-                      for g in read_table_state(storage_for(str(base))).active_groups]
-            history = [CommitSize(i.action.value, meta.commits[i.time].total_bytes_written,
-                                  meta.commits[i.time].total_records_written)
-                       for i in reversed(meta.timeline.completed_writes)]
+            before = [
+                (g.file_id, g.latest.base_file.size)  # type: ignore[union-attr]
+                for g in read_table_state(storage_for(str(base))).active_groups
+            ]
+            history = [
+                CommitSize(
+                    i.action.value, meta.commits[i.time].total_bytes_written, meta.commits[i.time].total_records_written
+                )
+                for i in reversed(meta.timeline.completed_writes)
+            ]
             avg = average_record_size(history, small_file_limit=small)
         rows = [(next_id + i, "eu", "x" * 20, 1) for i in range(batch)]
         next_id += batch
         result = runner.write(_df(spark, rows), "t", operation="insert", project_dir=root)
-        planned = assign_inserts(before, batch, max_file_size=max_size, small_file_limit=small,
-                                 insert_split_size=split, avg_record_size=avg)
+        planned = assign_inserts(
+            before, batch, max_file_size=max_size, small_file_limit=small, insert_split_size=split, avg_record_size=avg
+        )
         stats = [s for ss in _commit(base, result.instant)["partitionToWriteStats"].values() for s in ss]
         got = sorted((s["fileId"] if s["prevCommit"] != "null" else "", s["numInserts"]) for s in stats)
         assert got == sorted((b.file_id or "", b.records) for b in planned)
@@ -230,12 +243,26 @@ def test_logical_and_nested_types_round_trip_through_hudi_rs(spark: Any, project
     import decimal
 
     root = project(t=table_yaml("t", partition_by="[day]", precombine="n"))
-    schema = ("id int, n long, b byte, s short, f float, amount decimal(10,5), day date, at timestamp, raw binary, "
-              "items array<struct<label:string, qty:int>>, attrs map<string, struct<w:double, ok:boolean>>, "
-              "nested struct<name:string, inner:struct<x:double>>")
+    schema = (
+        "id int, n long, b byte, s short, f float, amount decimal(10,5), day date, at timestamp, raw binary, "
+        "items array<struct<label:string, qty:int>>, attrs map<string, struct<w:double, ok:boolean>>, "
+        "nested struct<name:string, inner:struct<x:double>>"
+    )
     at = dt.datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=dt.UTC)
-    row = (1, 7, 1, 300, 1.5, decimal.Decimal("12.34567"), dt.date(2024, 1, 2), at, b"\x01\x02",
-           [("a", 1), None], {"k": (1.0, True)}, ("f", (3.0,)))
+    row = (
+        1,
+        7,
+        1,
+        300,
+        1.5,
+        decimal.Decimal("12.34567"),
+        dt.date(2024, 1, 2),
+        at,
+        b"\x01\x02",
+        [("a", 1), None],
+        {"k": (1.0, True)},
+        ("f", (3.0,)),
+    )
     runner.write(_df(spark, [row, (2, *row[1:])], schema), "t", project_dir=root)
     runner.write(_df(spark, [(1, 8, *row[2:])], schema), "t", project_dir=root)
     rows = oracle_rows(root / "warehouse" / "t")
@@ -243,13 +270,24 @@ def test_logical_and_nested_types_round_trip_through_hudi_rs(spark: Any, project
     by_id = {r["id"]: {k: v for k, v in r.items() if not k.startswith("_hoodie")} for r in rows}
     assert by_id[1]["n"] == 8 and by_id[2]["n"] == 7
     assert by_id[2] == {
-        "id": 2, "n": 7, "b": 1, "s": 300, "f": 1.5, "amount": decimal.Decimal("12.34567"), "day": dt.date(2024, 1, 2),
-        "at": at, "raw": b"\x01\x02", "items": [{"label": "a", "qty": 1}, None], "attrs": [("k", {"w": 1.0, "ok": True})],
+        "id": 2,
+        "n": 7,
+        "b": 1,
+        "s": 300,
+        "f": 1.5,
+        "amount": decimal.Decimal("12.34567"),
+        "day": dt.date(2024, 1, 2),
+        "at": at,
+        "raw": b"\x01\x02",
+        "items": [{"label": "a", "qty": 1}, None],
+        "attrs": [("k", {"w": 1.0, "ok": True})],
         "nested": {"name": "f", "inner": {"x": 3.0}},
     }
 
 
-def test_single_field_complex_keys_follow_the_encoding_the_table_holds(spark: Any, project: Callable[..., Path]) -> None:
+def test_single_field_complex_keys_follow_the_encoding_the_table_holds(
+    spark: Any, project: Callable[..., Path]
+) -> None:
     import pyarrow as pa
 
     root = project(t=table_yaml("t", partition_by="[region, name]"))

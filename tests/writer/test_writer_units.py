@@ -11,13 +11,15 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from runner.declarations.model import FileSizing, TableDeclaration, TableSpec, TableType
+from runner.declarations.model import FileSizing, TableDeclaration, TableSpec
 from runner.errors import DeclarationError, RefusedError
-from runner.hudi.files import BaseFile
+from runner.hudi.files import BaseFile, write_token
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import decode_rollback_metadata, decode_rollback_plan
 from runner.hudi.properties import TableConfig, parse_properties
 from runner.sizing import assign_inserts
+from runner.storage.local import LocalStorage
+from runner.vocabulary import TableType
 from runner.writer import create
 from runner.writer.rollback import ROLLBACK_METADATA, ROLLBACK_PLAN, _encode
 from runner.writer.route import plan_routing
@@ -241,5 +243,28 @@ def test_the_schema_hudi_stored_accepts_the_same_columns_and_refuses_others() ->
 
     nested = json.loads(json.dumps(FIXTURE_SPARK_SCHEMA))
     nested["fields"][15]["type"]["fields"][2]["type"]["fields"][0]["type"] = "string"  # child_field1
-    with pytest.raises(RefusedError, match="column 'structField' is .* in the DataFrame but .* in the table"):
+    with pytest.raises(RefusedError, match=r"column 'structField' is .* in the DataFrame but .* in the table"):
         reconcile(nested, stored, table="v6_nonpartitioned", where="t")
+
+
+@pytest.mark.parametrize(("folder", "partitions"), [(True, ""), (False, "files"), (True, "files,column_stats")])
+def test_a_table_with_a_metadata_table_is_refused(tmp_path: Path, folder: bool, partitions: str) -> None:
+    # Either sign is enough: hoodie.table.metadata.partitions alone makes readers list through it.
+    props = create.new_table_properties(_decl(TableSpec(TableType.COPY_ON_WRITE, ("id",), ("region",), "ts")), None)
+    config = TableConfig.from_properties(props | {"hoodie.table.metadata.partitions": partitions}, path="p")
+    if folder:
+        (tmp_path / ".hoodie" / "metadata").mkdir(parents=True)
+    with pytest.raises(RefusedError, match="the table has a metadata table"):
+        create.check_writable(LocalStorage(str(tmp_path)), config)
+
+
+def test_a_table_without_a_metadata_table_is_writable(tmp_path: Path) -> None:
+    props = create.new_table_properties(_decl(TableSpec(TableType.COPY_ON_WRITE, ("id",), ("region",), "ts")), None)
+    create.check_writable(LocalStorage(str(tmp_path)), TableConfig.from_properties(props, path="p"))
+
+
+def test_file_names_carry_hudis_write_token() -> None:
+    token = write_token(3, 14, 159)
+    assert token == "3-14-159"  # FSUtils.makeWriteToken: "%d-%d-%d" of partition, stage, attempt
+    parsed = BaseFile.parse(f"abc-0_{token}_20240101000000000.parquet")
+    assert parsed is not None and parsed.write_token == token

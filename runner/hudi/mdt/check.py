@@ -40,7 +40,9 @@ class MetadataTableHealth:
         return {"ok": self.ok, "problems": list(self.problems), "drift": self.drift.to_json() if self.drift else None}
 
 
-def consistency_problems(data: TableMetadata, mdt: MetadataTable, *, resuming: frozenset[str] = frozenset()) -> list[str]:
+def consistency_problems(
+    data: TableMetadata, mdt: MetadataTable, *, resuming: frozenset[str] = frozenset()
+) -> list[str]:
     """Why the MDT is not a faithful, settled mirror of the data timeline (empty when it is).
 
     `resuming`: data instants the runner is about to finish itself (its pending cleans); their
@@ -48,10 +50,14 @@ def consistency_problems(data: TableMetadata, mdt: MetadataTable, *, resuming: f
     """
     problems: list[str] = []
     if mdt.config.version != data.config.version:
-        problems.append(f"the metadata table has table version {mdt.config.version}, the data table {data.config.version}")
+        problems.append(
+            f"the metadata table has table version {mdt.config.version}, the data table {data.config.version}"
+        )
     if data.config.metadata_partitions_inflight:
-        problems.append("metadata partitions are still being built (hoodie.table.metadata.partitions.inflight="
-                        f"{','.join(data.config.metadata_partitions_inflight)})")
+        problems.append(
+            "metadata partitions are still being built (hoodie.table.metadata.partitions.inflight="
+            f"{','.join(data.config.metadata_partitions_inflight)})"
+        )
     pending = [i.file_name for i in mdt.timeline.instants if not i.is_completed and i.time not in resuming]
     if pending:
         problems.append(f"the metadata table has a pending or failed write: {', '.join(pending)}")
@@ -59,7 +65,9 @@ def consistency_problems(data: TableMetadata, mdt: MetadataTable, *, resuming: f
     mdt_done = {i.time for i in mdt.timeline.instants if i.is_completed and i.action is Action.DELTA_COMMIT}
     orphans = sorted(str(t) for t in mdt_done & pending_data if t not in resuming)
     if orphans:
-        problems.append("metadata-table deltacommits exist for data instants that never completed: " + ", ".join(orphans))
+        problems.append(
+            "metadata-table deltacommits exist for data instants that never completed: " + ", ".join(orphans)
+        )
     problems.extend(_missing_mirrors(data, {i.time for i in mdt.timeline.instants if i.is_completed}))
     return problems
 
@@ -70,7 +78,8 @@ def _missing_mirrors(data: TableMetadata, mdt_done: set[str]) -> list[str]:
     if not real:
         return []
     missing = [
-        i.file_name for i in data.timeline.instants
+        i.file_name
+        for i in data.timeline.instants
         if i.is_completed and i.action in MIRRORED_ACTIONS and i.time >= real[0] and i.time not in mdt_done
     ]
     if not missing:

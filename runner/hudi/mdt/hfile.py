@@ -21,7 +21,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, pairwise
 from operator import itemgetter
 
 from runner.errors import CorruptMetadataError
@@ -83,7 +83,9 @@ def read_hfile(data: bytes, *, where: str) -> HFile:
 
 def _read_hfile(data: bytes, where: str) -> HFile:
     trailer = _read_trailer(data, where)
-    index_payload, checksum_type = _read_block(data, trailer.load_on_open_offset, ROOT_INDEX_MAGIC, trailer.codec, where)
+    index_payload, checksum_type = _read_block(
+        data, trailer.load_on_open_offset, ROOT_INDEX_MAGIC, trailer.codec, where
+    )
     data_offsets = [offset for offset, _ in _parse_root_index(index_payload, trailer.data_index_count, where)]
     info_payload, _ = _read_block(data, trailer.file_info_offset, FILE_INFO_MAGIC, trailer.codec, where)
     cells: list[tuple[bytes, bytes]] = []
@@ -158,7 +160,11 @@ def _parse_cells(payload: bytes, where: str) -> Iterable[tuple[bytes, bytes]]:
         row = payload[key_start + 2 : key_start + 2 + row_len]
         value = payload[key_start + key_len : key_start + key_len + value_len]
         if key_len != row_len + 12 or len(value) != value_len:
-            raise _corrupt(where, "cells of (row, family 0, timestamp, type) keys", f"key length {key_len} for a {row_len}-byte row")
+            raise _corrupt(
+                where,
+                "cells of (row, family 0, timestamp, type) keys",
+                f"key length {key_len} for a {row_len}-byte row",
+            )
         pos = key_start + key_len + value_len + 1  # the trailing MVCC vlong is always 0 here
         yield row, value
 
@@ -197,7 +203,7 @@ def write_hfile(
     out = bytearray()
     index: list[tuple[int, int, bytes]] = []
     data_size = 0
-    for first, last, payload in _data_blocks(cells, block_size):
+    for first, _last, payload in _data_blocks(cells, block_size):
         start = len(out)
         out += _block(DATA_MAGIC, payload, checksum_type)
         index.append((start, len(out) - start, cells[first][0]))
@@ -208,12 +214,21 @@ def write_hfile(
     out += _block(ROOT_INDEX_MAGIC, b"", checksum_type)  # meta index: present even when empty
     info_offset = len(out)
     out += _block(FILE_INFO_MAGIC, _file_info_payload(file_info), checksum_type)
-    trailer = _proto([
-        (1, info_offset), (2, index_offset),
-        (3, data_size),
-        (5, len(index)), (6, 0), (7, len(cells)), (8, 1), (9, 0), (10, last_data_offset),
-        (11, COMPARATOR.encode()), (12, CODEC_GZ),
-    ])
+    trailer = _proto(
+        [
+            (1, info_offset),
+            (2, index_offset),
+            (3, data_size),
+            (5, len(index)),
+            (6, 0),
+            (7, len(cells)),
+            (8, 1),
+            (9, 0),
+            (10, last_data_offset),
+            (11, COMPARATOR.encode()),
+            (12, CODEC_GZ),
+        ]
+    )
     body = TRAILER_MAGIC + _varint(len(trailer)) + trailer
     out += body + b"\x00" * (TRAILER_SIZE - 4 - len(body)) + struct.pack(">I", 3)
     return bytes(out)
@@ -238,7 +253,7 @@ def _check_sorted(cells: Sequence[tuple[bytes, bytes]]) -> None:
     # map(lt) runs the comparisons in C; only a failure walks the rows again to name the culprit.
     if all(map(operator.lt, rows, islice(rows, 1, None))):
         return
-    for previous, row in zip(rows, rows[1:]):
+    for previous, row in pairwise(rows):
         if not previous < row:
             raise ValueError(f"HFile cells must be strictly ascending by key; {previous!r} is followed by {row!r}")
 
@@ -296,7 +311,10 @@ def _block(magic: bytes, payload: bytes, checksum_type: int) -> bytes:
     if checksum_type == CHECKSUM_CRC32C:
         from runner.hudi.mdt.crc32c import crc32c
 
-        sums = b"".join(struct.pack(">I", crc32c(block[i : i + BYTES_PER_CHECKSUM])) for i in range(0, len(block), BYTES_PER_CHECKSUM))
+        sums = b"".join(
+            struct.pack(">I", crc32c(block[i : i + BYTES_PER_CHECKSUM]))
+            for i in range(0, len(block), BYTES_PER_CHECKSUM)
+        )
     else:
         sums = b"\x00" * checksum_len
     return block + sums
@@ -306,7 +324,11 @@ def gzip_member(payload: bytes) -> bytes:
     """One gzip member with the header Java's GZIPOutputStream writes (mtime 0, OS 0)."""
     deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
     body = deflate.compress(payload) + deflate.flush()
-    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00" + body + struct.pack("<II", zlib.crc32(payload), len(payload) & 0xFFFFFFFF)
+    return (
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"
+        + body
+        + struct.pack("<II", zlib.crc32(payload), len(payload) & 0xFFFFFFFF)
+    )
 
 
 # --- protobuf and varints (only what the trailer and file info use) ------------------------------

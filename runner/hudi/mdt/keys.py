@@ -124,7 +124,7 @@ def shards(keys_: Iterable[str], file_groups: int) -> list[int]:
     keys_ = list(keys_)
     if len(keys_) >= _VECTOR_MIN and _same_length_ascii(keys_):
         return _vector_shards(keys_, file_groups)
-    out = []
+    out: list[int] = []
     append, part_hash, power = out.append, _part_hash, _power
     for key in keys_:
         if not key.isascii():  # UTF-16 lengths differ from code-point counts: the general path
@@ -171,7 +171,8 @@ def _vector_shards(keys_: list[str], file_groups: int) -> list[int]:
 
     length = len(keys_[0])
     raw = pa.py_buffer("".join(keys_).encode("ascii"))
-    matrix = pa.FixedSizeListArray.from_arrays(pa.Array.from_buffers(pa.uint8(), len(keys_) * length, [None, raw]), length)
+    flat = pa.Array.from_buffers(pa.uint8(), len(keys_) * length, [None, raw])
+    matrix = pa.FixedSizeListArray.from_arrays(flat, length)
     h = pa.nulls(len(keys_), pa.uint32()).fill_null(0)
     thirty_one = pa.scalar(31, pa.uint32())
     for i in range(length):

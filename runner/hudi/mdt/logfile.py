@@ -130,4 +130,6 @@ def _encode_map(entries: Mapping[HeaderKey, str]) -> bytes:
 
 
 def _corrupt(where: str, expected: str, found: str) -> CorruptMetadataError:
-    return CorruptMetadataError(f"{where}: not a readable Hudi log file: expected {expected}, found {found}", path=where)
+    return CorruptMetadataError(
+        f"{where}: not a readable Hudi log file: expected {expected}, found {found}", path=where
+    )

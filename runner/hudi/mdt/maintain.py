@@ -1,25 +1,38 @@
-"""Keeping a table's metadata table in step with the runner's cleans: checks, then one hook.
+"""Keeping a table's metadata table in step with the runner's cleans and resizes: checks, then hooks.
 
 `prepare_clean_maintenance` reads the MDT once (under the table lock, before anything is written),
 refuses when it is not safe to extend, and returns the hook the clean runner calls after the
-deletes and before the data clean completes.
+deletes and before the data clean completes. `prepare_resize_maintenance` does the same for a
+resize: its hook runs after the new base files are written and before the replacecommit completes.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from runner.errors import RefusedError, StorageError
-from runner.hudi.instant import InstantTime
+from runner.hudi.instant import Action, InstantTime, State
+from runner.hudi.mdt import records as rec
 from runner.hudi.mdt.actions import COLUMN_STATS, clean_commit, unsupported_partitions
 from runner.hudi.mdt.check import consistency_problems
-from runner.hudi.mdt.reader import MetadataTable, read_files_listing, read_metadata_table
-from runner.hudi.mdt.writer import write_mdt_commit
+from runner.hudi.mdt.clustering import (
+    PARTITION_STATS,
+    RECORD_INDEX,
+    NewBaseFile,
+    missing_stats,
+    resize_commit,
+    resize_refusals,
+)
+from runner.hudi.mdt.reader import MetadataTable, read_files_listing, read_metadata_table, read_partition
+from runner.hudi.mdt.writer import _remove_logs_of, write_mdt_commit
 from runner.hudi.metadata import CleanMetadata
-from runner.hudi.state import TableMetadata
+from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
 from runner.storage import Storage
 
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
@@ -36,36 +49,61 @@ class CleanMaintenance:
     stats_columns: tuple[str, ...]
     step: Callable[[str], None] = lambda _: None
 
-    def __call__(self, instant: InstantTime, clean: CleanMetadata, completion_time: Callable[[], InstantTime]) -> list[str]:
-        commit = clean_commit(str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns,
-                              schema=self.schema)
+    def __call__(
+        self, instant: InstantTime, clean: CleanMetadata, completion_time: Callable[[], InstantTime]
+    ) -> list[str]:
+        commit = clean_commit(
+            str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns, schema=self.schema
+        )
         mdt = read_metadata_table(self.storage)  # a retry may find its own pending instant
-        return write_mdt_commit(self.storage, mdt, commit, schema=self.schema, completion_time=completion_time,
-                                created_ms=int(time.time() * 1000), step=self.step)
+        return write_mdt_commit(
+            self.storage,
+            mdt,
+            commit,
+            schema=self.schema,
+            completion_time=completion_time,
+            created_ms=int(time.time() * 1000),
+            step=self.step,
+        )
 
 
-def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozenset[str] = frozenset()) -> list[str]:
+def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozenset[str] = frozenset(),
+                    for_resize: bool = False) -> list[str]:
     """Why the runner must not write to this table's MDT now (empty when it may).
 
     `resuming` are data instants the runner itself is about to finish (pending cleans): their own
     pending or completed MDT deltacommit is the runner's interrupted work, not a foreign failure.
+    `for_resize`: also the MDT partitions a resize cannot keep in step.
     """
+    # The runner's own interrupted resizes are finished (or rolled back) by this apply, MDT part included.
+    resuming = resuming | {str(t) for t in data.runner_pending_clustering}
     if data.config.version < 8:
-        return [f"the table has version {data.config.version}; the runner maintains metadata tables "
-                "only for table versions 8 and 9"]
+        return [
+            f"the table has version {data.config.version}; the runner maintains metadata tables "
+            "only for table versions 8 and 9"
+        ]
     if "files" not in data.config.metadata_partitions:
-        return ["hoodie.table.metadata.partitions does not list `files`, so readers do not use this "
-                "metadata table; the runner will not write to it"]
+        return [
+            "hoodie.table.metadata.partitions does not list `files`, so readers do not use this "
+            "metadata table; the runner will not write to it"
+        ]
     mdt = read_metadata_table(storage)
     reasons = consistency_problems(data, mdt, resuming=resuming)
     missing = unsupported_partitions(data.config.metadata_partitions)
     if missing:
         reasons.append(f"the runner cannot update the metadata partitions {', '.join(missing)} for a clean")
+    if for_resize:
+        reasons.extend(r for r in resize_refusals(data.config) if r not in reasons)
     return reasons
 
 
-def prepare_clean_maintenance(storage: Storage, data: TableMetadata, *, resuming: frozenset[str] = frozenset(),
-                              step: Callable[[str], None] = lambda _: None) -> CleanMaintenance:
+def prepare_clean_maintenance(
+    storage: Storage,
+    data: TableMetadata,
+    *,
+    resuming: frozenset[str] = frozenset(),
+    step: Callable[[str], None] = lambda _: None,
+) -> CleanMaintenance:
     """Check the MDT and read what every clean hook call needs; raises RefusedError with the reasons."""
     reasons = refusal_reasons(storage, data, resuming=resuming)
     if reasons:
@@ -76,11 +114,149 @@ def prepare_clean_maintenance(storage: Storage, data: TableMetadata, *, resuming
             "`metadata_table: disable` to remove it (readers then list files; indexes are lost).",
         )
     mdt = read_metadata_table(storage)
+    schema = _record_schema(storage, data, mdt)
+    columns = _stats_columns(storage, data) if COLUMN_STATS in data.config.metadata_partitions else ()
+    return CleanMaintenance(storage, mdt, data.config.metadata_partitions, schema, columns, step)
+
+
+@dataclass(frozen=True, slots=True)
+class ResizedFile:
+    """A base file a resize wrote: partition, path relative to the base path, size, input paths."""
+
+    partition: str
+    path: str
+    size: int
+    inputs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResizeMaintenance:
+    """What the resize hooks need, read once: the MDT partitions, record schema and indexed columns."""
+
+    storage: Storage
+    partitions: tuple[str, ...]
+    schema: str
+    stats_columns: tuple[str, ...]
+    timezone: str
+    step: Callable[[str], None] = lambda _: None
+
+    def input_problems(self, inputs: Iterable[str]) -> list[str]:
+        """Why the MDT records of a resize of `inputs` (paths) cannot be computed: inputs without
+        column stats, whose min, max and counts the new file's stats are made of."""
+        if COLUMN_STATS not in self.partitions or not self.stats_columns:
+            return []
+        stats = self._column_stats()
+        missing = missing_stats((_split(p) for p in inputs), self.stats_columns, stats)
+        if not missing:
+            return []
+        return [f"the metadata table has no column_stats for {len(missing)} input column(s), e.g. {missing[0]}"]
+
+    def __call__(self, instant: InstantTime, written: Sequence[ResizedFile],
+                 completion_time: Callable[[], InstantTime]) -> list[str]:
+        """Write the MDT deltacommit `instant` recording `written`; returns the MDT files written."""
+        undo_mdt_commit(self.storage, instant, keep_pending=True)  # an earlier attempt's, listing its files
+        data = read_table_metadata(self.storage)
+        mdt = read_metadata_table(self.storage)
+        with_stats = COLUMN_STATS in self.partitions and bool(self.stats_columns)
+        stats = self._column_stats(data, mdt) if with_stats else {}
+        keys_needed = RECORD_INDEX in self.partitions
+        files = [_describe(self.storage, f, self.stats_columns if with_stats else (), keys_needed) for f in written]
+        latest: dict[str, set[str]] = {}
+        if with_stats and PARTITION_STATS in self.partitions:
+            state = read_table_state(self.storage, partitions={f.partition for f in written}, metadata=data)
+            for group in state.active_groups:
+                if group.latest is not None:
+                    latest.setdefault(group.partition, set()).update(group.latest.file_names)
+        commit = resize_commit(str(instant), files, mdt_partitions=self.partitions, stats_columns=self.stats_columns,
+                               column_stats=stats, latest_files=latest, schema=self.schema,
+                               table_timezone=self.timezone)
+        return write_mdt_commit(self.storage, mdt, commit, schema=self.schema, completion_time=completion_time,
+                                created_ms=int(time.time() * 1000), step=self.step)
+
+    def roll_back(self, instant: InstantTime) -> list[str]:
+        """Remove the MDT deltacommit of a resize being rolled back (before its data instant goes)."""
+        return undo_mdt_commit(self.storage, instant, keep_pending=False)
+
+    def _column_stats(self, data: TableMetadata | None = None,
+                      mdt: MetadataTable | None = None) -> dict[str, rec.MetadataRecord]:
+        data = data or read_table_metadata(self.storage)
+        mdt = mdt or read_metadata_table(self.storage)
+        return read_partition(self.storage, data, mdt, COLUMN_STATS, with_names=True)[0]
+
+
+def prepare_resize_maintenance(storage: Storage, data: TableMetadata, *,
+                               step: Callable[[str], None] = lambda _: None) -> ResizeMaintenance:
+    """Check the MDT for a resize and read what its hooks need; raises RefusedError with the reasons."""
+    reasons = refusal_reasons(storage, data, for_resize=True)
+    if reasons:
+        raise RefusedError(
+            f"{storage.uri}: the runner will not resize this table while keeping its metadata table, because "
+            + "; ".join(reasons) + "; nothing was rewritten",
+            hint="run a Hudi write or `hudi-cli metadata` to let Hudi settle its metadata table, run Hudi's "
+            "clustering instead, or set `metadata_table: disable` to remove it (readers then list files; "
+            "indexes are lost).",
+        )
+    schema = _record_schema(storage, data, read_metadata_table(storage))
+    columns = _stats_columns(storage, data) if COLUMN_STATS in data.config.metadata_partitions else ()
+    return ResizeMaintenance(storage, data.config.metadata_partitions, schema, columns, data.config.timezone, step)
+
+
+def undo_mdt_commit(storage: Storage, instant: InstantTime, *, keep_pending: bool) -> list[str]:
+    """Take back the MDT deltacommit `instant` of a data instant that never completed.
+
+    Readers ignore it while the data instant is pending, but a completed one would count once the
+    data instant is gone, and it names files an earlier attempt wrote. The completed file goes
+    first (from then on nothing of it is valid), then its logs, then, unless `keep_pending` (a
+    retry writes it again), its inflight and requested files.
+    """
+    mdt = read_metadata_table(storage)
+    removed = []
+    mine = [i for i in mdt.timeline.files if i.time == instant and i.action is Action.DELTA_COMMIT]
+    for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
+        if state is not State.COMPLETED and keep_pending:
+            break
+        for i in mine:
+            if i.state is state:
+                path = f"{mdt.folder}/{i.file_name}"
+                storage.delete(path)
+                removed.append(path)
+        if state is State.COMPLETED and mine:
+            removed.extend(_remove_logs_of(storage, instant))
+    return removed
+
+
+def _describe(storage: Storage, f: ResizedFile, columns: Sequence[str], with_keys: bool) -> NewBaseFile:
+    """The new file's column-chunk sizes (`ColumnChunkMetaData.getTotalSize` and
+    `getTotalUncompressedSize`, summed over row groups) and, for the record index, its keys."""
+    partition, name = _split(f.path)
+    parquet = pq.ParquetFile(pa.BufferReader(storage.read(f.path)))
+    sizes: dict[str, tuple[int, int]] = {}
+    wanted = set(columns)
+    meta = parquet.metadata
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            if chunk.path_in_schema in wanted:
+                compressed, uncompressed = sizes.get(chunk.path_in_schema, (0, 0))
+                sizes[chunk.path_in_schema] = (compressed + chunk.total_compressed_size,
+                                               uncompressed + chunk.total_uncompressed_size)
+    record_keys: list[str] = []
+    if with_keys:
+        record_keys = parquet.read(columns=["_hoodie_record_key"]).column(0).to_pylist()
+    return NewBaseFile(partition, name, f.size, tuple(_split(p)[1] for p in f.inputs), sizes, record_keys)
+
+
+def _split(path: str) -> tuple[str, str]:
+    partition, _, name = path.rpartition("/")
+    return partition, name
+
+
+def _record_schema(storage: Storage, data: TableMetadata, mdt: MetadataTable) -> str:
     schema = read_files_listing(storage, data, mdt).schema
     if not schema:
         raise RefusedError(f"{storage.uri}: the metadata table's files partition has no record schema to write with")
-    columns = _stats_columns(storage, data) if COLUMN_STATS in data.config.metadata_partitions else ()
-    return CleanMaintenance(storage, mdt, data.config.metadata_partitions, schema, columns, step)
+    return schema
 
 
 def _stats_columns(storage: Storage, data: TableMetadata) -> tuple[str, ...]:

@@ -74,15 +74,20 @@ def rolled_back_instants(storage: Storage, data: TableMetadata) -> frozenset[str
     return frozenset(found)
 
 
-def read_partition(storage: Storage, data: TableMetadata, mdt: MetadataTable, partition: str) -> tuple[dict[str, rec.MetadataRecord], str]:
-    """Merged records of one MDT partition (key -> record) and the schema string last seen."""
+def read_partition(
+    storage: Storage, data: TableMetadata, mdt: MetadataTable, partition: str, *, with_names: bool = False
+) -> tuple[dict[str, rec.MetadataRecord], str]:
+    """Merged records of one MDT partition (key -> record) and the schema string last seen.
+
+    `with_names`: decode union values of several record types as (name, record) (`records.decode_record`).
+    """
     valid = valid_instants(data.timeline, mdt.timeline, rolled_back_instants(storage, data))
     folder = f"{METADATA_TABLE}/{partition}"
     listing = [(f.path.rsplit("/", 1)[-1], f.size) for f in storage.list_dir(folder) if not f.is_dir]
     merged: dict[str, rec.MetadataRecord] = {}
     schema = ""
     for mdt_slice in latest_slices(listing, mdt.timeline, table_version=mdt.config.version):
-        schema = _merge_slice(storage, folder, mdt_slice, valid, merged) or schema
+        schema = _merge_slice(storage, folder, mdt_slice, valid, merged, with_names) or schema
     return merged, schema
 
 
@@ -105,13 +110,16 @@ def _data_partition(mdt_name: str) -> str:
     return "" if mdt_name == rec.NON_PARTITIONED_NAME else mdt_name
 
 
-def _merge_slice(storage: Storage, folder: str, mdt_slice: MdtSlice, valid: frozenset[str], merged: dict[str, rec.MetadataRecord]) -> str:
+def _merge_slice(
+    storage: Storage, folder: str, mdt_slice: MdtSlice, valid: frozenset[str], merged: dict[str, rec.MetadataRecord],
+    with_names: bool = False,
+) -> str:
     schema = ""
     if mdt_slice.base_file is not None:
         path = f"{folder}/{mdt_slice.base_file.name}"
         hfile = read_hfile(storage.read(path), where=path)
         schema = hfile.file_info.get(b"schema", b"").decode("utf-8")
-        _apply_cells(hfile.cells, schema, path, merged)
+        _apply_cells(hfile.cells, schema, path, merged, with_names)
     blocks: list[tuple[str, LogBlock]] = []
     for log in mdt_slice.log_files:
         path = f"{folder}/{log.name}"
@@ -119,7 +127,7 @@ def _merge_slice(storage: Storage, folder: str, mdt_slice: MdtSlice, valid: froz
     for path, block in _without_rolled_back(blocks):
         if block.instant_time not in valid and not block.instant_time.startswith("00000000000000"):
             continue
-        schema = _apply_block(path, block, merged) or schema
+        schema = _apply_block(path, block, merged, with_names) or schema
     return schema
 
 
@@ -129,7 +137,7 @@ def _without_rolled_back(blocks: list[tuple[str, LogBlock]]) -> Iterable[tuple[s
     return [(p, b) for p, b in blocks if b.block_type is not BlockType.COMMAND and b.instant_time not in rolled]
 
 
-def _apply_block(path: str, block: LogBlock, merged: dict[str, rec.MetadataRecord]) -> str:
+def _apply_block(path: str, block: LogBlock, merged: dict[str, rec.MetadataRecord], with_names: bool = False) -> str:
     if block.block_type is BlockType.DELETE:
         if block.content[8:] not in (b"", b"\x00"):
             raise UnsupportedTableError(
@@ -146,16 +154,19 @@ def _apply_block(path: str, block: LogBlock, merged: dict[str, rec.MetadataRecor
             path=path,
         )
     schema = block.header.get(HeaderKey.SCHEMA, "")
-    _apply_cells(read_hfile(block.content, where=path).cells, schema, path, merged)
+    _apply_cells(read_hfile(block.content, where=path).cells, schema, path, merged, with_names)
     return schema
 
 
-def _apply_cells(cells: Iterable[tuple[bytes, bytes]], schema: str, path: str, merged: dict[str, rec.MetadataRecord]) -> None:
+def _apply_cells(
+    cells: Iterable[tuple[bytes, bytes]], schema: str, path: str, merged: dict[str, rec.MetadataRecord],
+    with_names: bool = False,
+) -> None:
     if not schema:
         raise RunnerError(f"{path}: a metadata-table HFile without its HoodieMetadataRecord schema")
     for row, value in cells:
         key = row.decode("utf-8")
-        newer = rec.decode_record(schema, value, where=path)
+        newer = rec.decode_record(schema, value, where=path, with_names=with_names)
         older = merged.get(key)
         merged[key] = _combine(older, newer) if older is not None else newer
 

@@ -44,17 +44,25 @@ def _schema(schema_json: str) -> Schema:
     return fastavro.parse_schema(json.loads(schema_json))
 
 
-def decode_record(schema_json: str, value: bytes, *, where: str) -> MetadataRecord:
-    """Decode one cell value with its block's schema; errors name the file."""
+def decode_record(schema_json: str, value: bytes, *, where: str, with_names: bool = False) -> MetadataRecord:
+    """Decode one cell value with its block's schema; errors name the file.
+
+    `with_names`: values of unions of several records (the column-stats min/max wrappers) come as
+    `(record name, record)` pairs, which `encode_record` writes back as the same branch; without
+    the name an `IntWrapper` and a `LongWrapper` decode alike.
+    """
     try:
-        record = fastavro.schemaless_reader(io.BytesIO(value), _schema(schema_json), None)
+        record = fastavro.schemaless_reader(io.BytesIO(value), _schema(schema_json), None,
+                                            return_record_name=with_names, return_record_name_override=with_names)
     except (ValueError, EOFError, IndexError, TypeError, json.JSONDecodeError) as error:
         raise CorruptMetadataError(
             f"{where}: a metadata-table record does not decode with the block's HoodieMetadataRecord schema: {error}",
             path=where,
         ) from error
     if not isinstance(record, dict) or "type" not in record:
-        raise CorruptMetadataError(f"{where}: expected a HoodieMetadataRecord with a `type`, found {record!r:.80}", path=where)
+        raise CorruptMetadataError(
+            f"{where}: expected a HoodieMetadataRecord with a `type`, found {record!r:.80}", path=where
+        )
     return record
 
 

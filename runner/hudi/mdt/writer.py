@@ -73,7 +73,9 @@ def write_mdt_commit(
         step("after_mdt_inflight")
     stats: dict[str, tuple[WriteStat, ...]] = {}
     for partition, records in sorted(commit.records.items()):
-        stats[partition] = tuple(_write_partition(storage, partition, records, time, schema, created_ms, mdt.config.version))
+        stats[partition] = tuple(
+            _write_partition(storage, partition, records, time, schema, created_ms, mdt.config.version)
+        )
         written.extend(f"{METADATA_TABLE}/{s.path}" for s in stats[partition])
     step("after_mdt_logs")
     done = timeline.complete(inflight, _commit_metadata(stats, schema=schema), completion=completion_time())
@@ -82,8 +84,13 @@ def write_mdt_commit(
 
 
 def _write_partition(
-    storage: Storage, partition: str, records: Mapping[str, bytes], time: InstantTime,
-    schema: str, created_ms: int, version: int,
+    storage: Storage,
+    partition: str,
+    records: Mapping[str, bytes],
+    time: InstantTime,
+    schema: str,
+    created_ms: int,
+    version: int,
 ) -> list[WriteStat]:
     folder = f"{METADATA_TABLE}/{partition}"
     names = [f.path.rsplit("/", 1)[-1] for f in storage.list_dir(folder) if not f.is_dir]
@@ -98,7 +105,7 @@ def _write_partition(
     else:
         cells_of = [by_group.setdefault(g, []) for g in groups]
         appends = [c.append for c in cells_of]
-        for cell, group in zip(cells, keys.shards(ordered, len(groups))):
+        for cell, group in zip(cells, keys.shards(ordered, len(groups)), strict=True):
             appends[group](cell)
     stats = []
     for file_id, cells in sorted((g, c) for g, c in by_group.items() if c):
@@ -148,9 +155,18 @@ def _log_file(cells: list[tuple[bytes, bytes]], time: str, schema: str, created_
 
 def _write_stat(partition: str, file_id: str, name: str, time: str, count: int, size: int) -> WriteStat:
     return WriteStat(
-        partition_path=partition, file_id=file_id, path=f"{partition}/{name}", prev_commit=time,
-        num_writes=count, num_update_writes=count, total_write_bytes=size, file_size_in_bytes=size,
-        log_version=1, log_offset=0, base_file="", log_files=(name,),
+        partition_path=partition,
+        file_id=file_id,
+        path=f"{partition}/{name}",
+        prev_commit=time,
+        num_writes=count,
+        num_update_writes=count,
+        total_write_bytes=size,
+        file_size_in_bytes=size,
+        log_version=1,
+        log_offset=0,
+        base_file="",
+        log_files=(name,),
     )
 
 

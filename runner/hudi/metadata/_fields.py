@@ -218,7 +218,7 @@ def avro_fields_without(data: bytes, *, path: str, what: str, skip: frozenset[st
                 record = next(iter(fastavro.reader(io.BytesIO(data), reader_schema=reader)), None)
                 if isinstance(record, dict):
                     return Fields(record, path=path, where=what)
-        except Exception:  # noqa: BLE001 - any failure is reported by the full decode below, in its words
+        except Exception:
             pass
     record = read_container(data, path=path)
     return Fields({k: v for k, v in record.items() if k not in skip}, path=path, where=what)

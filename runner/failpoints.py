@@ -1,16 +1,19 @@
 """Named crash points for recovery tests: `RUNNER_FAILPOINT=<name>` kills the process there.
 
 The process exits with `os._exit`, skipping every `finally` and context manager, as a SIGKILL
-would: the lock stays behind and files written so far stay as they are.
+would: the lock stays behind and files written so far stay as they are. One module for apply,
+resize and the writer; it imports nothing of the runner, so any layer may call it.
 """
 
 from __future__ import annotations
 
 import os
 
+ENV = "RUNNER_FAILPOINT"
 EXIT_CODE = 97
 
 POINTS = (
+    # apply (runner.execute)
     "after_lock",
     "after_pending_finished",
     "after_clean_requested",
@@ -23,10 +26,14 @@ POINTS = (
     "after_clean_completed",
     "after_replace_requested",
     "after_rewrite",
+    "after_resize_metadata_table_commit",
+    # the writer (runner.writer.write)
+    "after_inflight",
+    "after_files",
 )
 
 
 def failpoint(name: str) -> None:
     assert name in POINTS, name
-    if os.environ.get("RUNNER_FAILPOINT") == name:
+    if os.environ.get(ENV) == name:
         os._exit(EXIT_CODE)

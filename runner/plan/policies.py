@@ -1,0 +1,303 @@
+"""The clean-policy registry, planning half: one class per policy, as Hudi's `CleanPlanner` has one
+method per policy (../shared/docs/hudi-format.md §1.3–§1.7).
+
+Each class answers, for the declared `CleanPolicy`:
+- the earliest commit to retain (`CleanerUtils.getEarliestCommitToRetain`);
+- whether it must always list every partition (the scope; the rest of it is in `runner.plan.clean`);
+- the slices of one partition to delete, and whether the partition itself may go;
+- the same slices before protections, each with its rule, which `runner.plan.reasons` reports;
+- the words that summarise it in a plan.
+
+The declaration half (name and retention field) is `runner.declarations.policies`. `planner_for`
+is the only lookup; `runner.plan.clean` and `runner.plan.reasons` never branch on a policy name.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import ClassVar
+
+from runner.declarations.model import CleanPolicy, CleanPolicyName
+from runner.declarations.policies import rule_for
+from runner.hudi.files import FileGroup, FileSlice
+from runner.hudi.instant import Instant, InstantTime
+from runner.hudi.state import TableMetadata, TableState
+
+
+class Protection:
+    """What must never be deleted: savepointed slices and slices a pending (log) compaction needs."""
+
+    def __init__(self, state: TableState) -> None:
+        self.savepointed = state.metadata.savepointed_files
+        self.compaction = state.metadata.pending_compaction
+        self.log_compaction = state.metadata.pending_log_compaction
+
+    def savepointed_slice(self, file_slice: FileSlice) -> bool:
+        return any(name in self.savepointed for name in file_slice.file_names)
+
+    def in_pending_compaction(self, group: FileGroup) -> bool:
+        return group.key in self.compaction or group.key in self.log_compaction
+
+    def needed_for_compaction(self, group: FileGroup, file_slice: FileSlice) -> bool:
+        return any(
+            ops.get(group.key) is not None and file_slice.base_instant >= ops[group.key]
+            for ops in (self.compaction, self.log_compaction)
+        )
+
+
+class PolicyPlanner(ABC):
+    """One clean policy's rules, bound to the declared values (`self.clean`)."""
+
+    name: ClassVar[CleanPolicyName]
+
+    def __init__(self, clean: CleanPolicy) -> None:
+        assert clean.policy is self.name, f"{type(self).__name__} planned with policy {clean.policy}"
+        self.clean = clean
+
+    @property
+    def retained(self) -> int:
+        """The declared value of the retention field this policy owns."""
+        return rule_for(self.name).retained(self.clean)
+
+    @abstractmethod
+    def earliest_commit_to_retain(self, meta: TableMetadata, *, now: datetime) -> Instant | None:
+        """Hudi's ECTR over the writes-and-compactions timeline; None when there is none (yet)."""
+
+    def full_listing_reason(self) -> str | None:
+        """Why this policy always lists every partition, or None when incremental scope may apply."""
+        return None
+
+    @abstractmethod
+    def partition_deletions(
+        self, state: TableState, groups: Sequence[FileGroup], ectr: Instant | None, protected: Protection,
+        *, has_pending_files: bool,
+    ) -> tuple[list[FileSlice], bool]:
+        """The slices of one partition's groups to delete, and whether the partition may be deleted."""
+
+    @abstractmethod
+    def bare_deletions(
+        self, state: TableState, groups: Iterable[FileGroup], ectr: Instant | None,
+    ) -> Iterator[tuple[FileSlice, str]]:
+        """Every slice the bare policy deletes (no savepoints, no pending compactions), with its rule."""
+
+    @abstractmethod
+    def summary(self) -> str:
+        """The policy in a few words, with its declared value: `keep the latest 10 commits`."""
+
+    @abstractmethod
+    def nothing_yet(self, meta: TableMetadata, ectr: Instant | None) -> str | None:
+        """Why the policy cannot delete anything yet, or None when that is not the reason."""
+
+    @abstractmethod
+    def nothing_to_delete(self, ectr: Instant | None) -> str:
+        """Why a plan that could delete found nothing: every file group is within the policy."""
+
+
+class _ByCommitTime(PolicyPlanner):
+    """KEEP_LATEST_COMMITS and KEEP_LATEST_BY_HOURS: Hudi's `getFilesToCleanKeepingLatestCommits`,
+    which keeps every slice a query at or after the earliest commit to retain may read."""
+
+    def _commits_retained(self) -> int:
+        """Hudi's `commitsRetained` argument: more completed commits than this before cleaning."""
+        return 0
+
+    def partition_deletions(
+        self, state: TableState, groups: Sequence[FileGroup], ectr: Instant | None, protected: Protection,
+        *, has_pending_files: bool,
+    ) -> tuple[list[FileSlice], bool]:
+        replaced = state.metadata.replaced
+        if ectr is None or len(state.metadata.timeline.completed_writes) <= self._commits_retained():
+            return [], False
+        active = [g for g in groups if g.key not in replaced and g.slices]
+        replaced_groups = [g for g in groups if g.key in replaced]
+        deleted = _replaced_slices(replaced_groups, protected, before=ectr.time, replaced=replaced)
+        for group in active:
+            deleted.extend(_slices_before_ectr(group, ectr.time, protected))
+        replaced_since = any(replaced[g.key] >= ectr.time for g in replaced_groups)
+        return deleted, not active and not has_pending_files and not replaced_since
+
+    def bare_deletions(
+        self, state: TableState, groups: Iterable[FileGroup], ectr: Instant | None,
+    ) -> Iterator[tuple[FileSlice, str]]:
+        meta = state.metadata
+        if ectr is None or len(meta.timeline.completed_writes) <= self._commits_retained():
+            return
+        for group in groups:
+            replaced_at = meta.replaced.get(group.key)
+            if replaced_at is None:
+                yield from ((s, f"older than the earliest commit to retain {ectr.time}")
+                            for s in _older_than_ectr(group, ectr.time))
+            elif replaced_at < ectr.time:
+                reason = f"replaced by {_replacer(state, replaced_at)} {replaced_at}"
+                yield from ((s, reason) for s in group.slices)
+
+    def nothing_to_delete(self, ectr: Instant | None) -> str:
+        return f"no file version older than the earliest commit to retain {ectr.time if ectr else ''} is superseded"
+
+
+class KeepLatestCommits(_ByCommitTime):
+    """Keep what a query on any of the last `commits_retained` completed commits reads."""
+
+    name = CleanPolicyName.KEEP_LATEST_COMMITS
+
+    def _commits_retained(self) -> int:
+        return self.retained
+
+    def earliest_commit_to_retain(self, meta: TableMetadata, *, now: datetime) -> Instant | None:
+        timeline = meta.timeline.writes_and_compactions
+        completed = [i for i in timeline if i.is_completed]
+        retained = self.retained
+        if len(completed) <= retained or retained <= 0:
+            return None
+        candidate = completed[len(completed) - retained]
+        pending = [i for i in timeline if not i.is_completed]
+        if pending and candidate.time > pending[0].time:
+            before = [i for i in completed if i.time < pending[0].time]
+            return before[-1] if before else None
+        return candidate
+
+    def summary(self) -> str:
+        return f"keep the latest {self.retained} commits"
+
+    def nothing_yet(self, meta: TableMetadata, ectr: Instant | None) -> str | None:
+        if ectr is not None:
+            return None
+        completed = len(meta.timeline.completed_writes)
+        return f"{_count(completed, 'completed commit')}, not more than the {self.retained} retained"
+
+
+class KeepLatestByHours(_ByCommitTime):
+    """Keep what a query started in the last `hours_retained` hours reads."""
+
+    name = CleanPolicyName.KEEP_LATEST_BY_HOURS
+
+    def earliest_commit_to_retain(self, meta: TableMetadata, *, now: datetime) -> Instant | None:
+        completed = [i for i in meta.timeline.writes_and_compactions if i.is_completed]
+        cutoff = hours_cutoff(now, self.retained, meta.config.timezone)
+        return next((i for i in completed if i.time >= cutoff), None)
+
+    def summary(self) -> str:
+        return f"keep {self.retained} h of history"
+
+    def nothing_yet(self, meta: TableMetadata, ectr: Instant | None) -> str | None:
+        if ectr is not None:
+            return None
+        return f"no commit inside the {self.retained} h window yet, so every version may still be read"
+
+
+class KeepLatestFileVersions(PolicyPlanner):
+    """Keep the newest `file_versions_retained` slices of every file group (no ECTR)."""
+
+    name = CleanPolicyName.KEEP_LATEST_FILE_VERSIONS
+
+    def earliest_commit_to_retain(self, meta: TableMetadata, *, now: datetime) -> Instant | None:
+        return None
+
+    def full_listing_reason(self) -> str:
+        return f"{self.name} always lists every partition"
+
+    def partition_deletions(
+        self, state: TableState, groups: Sequence[FileGroup], ectr: Instant | None, protected: Protection,
+        *, has_pending_files: bool,
+    ) -> tuple[list[FileSlice], bool]:
+        replaced = state.metadata.replaced
+        active = [g for g in groups if g.key not in replaced and g.slices]
+        replaced_groups = [g for g in groups if g.key in replaced]
+        deleted = _replaced_slices(replaced_groups, protected, before=None, replaced=replaced)
+        for group in active:
+            deleted.extend(_old_versions(group, self.retained, protected))
+        return deleted, not active and not has_pending_files
+
+    def bare_deletions(
+        self, state: TableState, groups: Iterable[FileGroup], ectr: Instant | None,
+    ) -> Iterator[tuple[FileSlice, str]]:
+        for group in groups:
+            replaced_at = state.metadata.replaced.get(group.key)
+            if replaced_at is not None:
+                reason = f"replaced by {_replacer(state, replaced_at)} {replaced_at}"
+                yield from ((s, reason) for s in group.slices)
+                continue
+            for number, s in enumerate(group.slices, start=1):
+                if number > self.retained:
+                    yield s, f"version {number} of {self.retained} retained"
+
+    def summary(self) -> str:
+        return f"keep {self.retained} versions of every file group"
+
+    def nothing_yet(self, meta: TableMetadata, ectr: Instant | None) -> str | None:
+        return None
+
+    def nothing_to_delete(self, ectr: Instant | None) -> str:
+        return f"no file group has more than {_count(self.retained, 'version')}"
+
+
+PLANNERS: Mapping[CleanPolicyName, type[PolicyPlanner]] = {
+    planner.name: planner for planner in (KeepLatestCommits, KeepLatestFileVersions, KeepLatestByHours)
+}
+
+
+def planner_for(clean: CleanPolicy) -> PolicyPlanner:
+    """The planner of the declared policy, bound to its declared values."""
+    return PLANNERS[clean.policy](clean)
+
+
+def hours_cutoff(now: datetime, hours: int, table_timezone: str) -> InstantTime:
+    """`now - hours`, rendered as an instant time in the table's timeline timezone (UTC or LOCAL)."""
+    aware = now if now.tzinfo else now.replace(tzinfo=UTC)
+    zone = UTC if table_timezone.upper() == "UTC" else None
+    local = (aware - timedelta(hours=hours)).astimezone(zone)
+    return InstantTime.from_datetime(local.replace(tzinfo=None))
+
+
+def _replaced_slices(
+    groups: Iterable[FileGroup],
+    protected: Protection,
+    *,
+    before: InstantTime | None,
+    replaced: Mapping[tuple[str, str], InstantTime],
+) -> list[FileSlice]:
+    """Every slice of groups replaced before `before` (all replaced groups when None), bar savepoints."""
+    return [
+        s
+        for g in groups
+        if before is None or replaced[g.key] < before
+        for s in g.slices
+        if not protected.savepointed_slice(s)
+    ]
+
+
+def _slices_before_ectr(group: FileGroup, ectr: InstantTime, protected: Protection) -> list[FileSlice]:
+    """Old slices of an active group that are neither savepointed nor needed by a compaction."""
+    return [
+        s
+        for s in _older_than_ectr(group, ectr)
+        if not protected.savepointed_slice(s) and not protected.needed_for_compaction(group, s)
+    ]
+
+
+def _older_than_ectr(group: FileGroup, ectr: InstantTime) -> list[FileSlice]:
+    """Hudi keeps the latest slice and the newest slice before the ECTR (a query at the ECTR reads it)."""
+    latest = group.slices[0].base_instant
+    before = next((s.base_instant for s in group.slices if s.base_instant < ectr), None)
+    return [s for s in group.slices if s.base_instant < ectr and s.base_instant not in (latest, before)]
+
+
+def _old_versions(group: FileGroup, versions: int, protected: Protection) -> list[FileSlice]:
+    """KEEP_LATEST_FILE_VERSIONS: the slices protected for compaction count as one kept version."""
+    candidates = [s for s in group.slices if not protected.needed_for_compaction(group, s)]
+    keep = versions - (1 if protected.in_pending_compaction(group) else 0)
+    return [s for s in candidates[max(keep, 0):] if not protected.savepointed_slice(s)]
+
+
+def _replacer(state: TableState, time: InstantTime) -> str:
+    commit = state.metadata.commits.get(time)
+    operation = (commit.operation_type or "") if commit is not None else ""
+    if operation.upper() == "CLUSTER":
+        return "clustering"
+    return operation.lower() or "replacecommit"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"

@@ -1,0 +1,132 @@
+"""One record-key footer for the writer and resize, its key range in Java's `String.compareTo` order."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runner.execute.resize_job import GroupRewrite, rewrite_group
+from runner.hudi import footer
+from runner.storage.local import LocalStorage
+from runner.writer.files import CreateHandle, FileContext
+from runner.writer.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY
+from tests.conftest import FIXTURES
+
+EMOJI, LAST_BMP = "\U0001F600", "\uFFFF"  # Java: "\U0001F600" < "\uFFFF"; code point order: the reverse
+KEYS = ["k-b", f"k-{EMOJI}", "k-a", f"k-{LAST_BMP}", "k-\uE000", "k-z"]
+INSTANT = "20240101000000000"
+
+
+def java_units(text: str) -> list[int]:
+    """The UTF-16 code units Java stores, computed by hand (surrogate pairs above U+FFFF)."""
+    units = []
+    for char in text:
+        point = ord(char)
+        if point < 0x10000:
+            units.append(point)
+        else:
+            units += [0xD800 + ((point - 0x10000) >> 10), 0xDC00 + ((point - 0x10000) & 0x3FF)]
+    return units
+
+
+def java_range(keys: list[str]) -> tuple[str, str]:
+    return min(keys, key=java_units), max(keys, key=java_units)
+
+
+def write_with_the_writer(root: Path, keys: list[str], partition: str = "p") -> pq.ParquetFile:
+    """One base file written by the writer's create handle, the code a Spark write task runs."""
+    schema = pa.schema([pa.field(name, pa.string()) for name in META_COLUMNS] + [pa.field("v", pa.int64())])
+    ctx = FileContext(LocalStorage(str(root)), INSTANT, "0-1-2", 0, schema, "{}", 1 << 30, 100)
+    handle = CreateHandle(ctx, partition, "aaaaaaaa-0000-0000-0000-000000000000-0")
+    half = len(keys) // 2  # two writes, so the range spans row groups as a real write's does
+    for part in (keys[:half], keys[half:]):
+        handle.write(pa.table({RECORD_KEY: part, PARTITION_PATH: [partition] * len(part), "v": range(len(part))}))
+    (written,) = handle.close()
+    return pq.ParquetFile(root / partition / written.name)
+
+
+def resize(root: Path, inputs: list[str]) -> pq.ParquetFile:
+    done = rewrite_group(LocalStorage(str(root)), GroupRewrite("p", "bbbbbbbb-0000-0000-0000-000000000000-0",
+                                                                tuple(inputs)), "20240102000000000", "0-0-0")
+    return pq.ParquetFile(root / done.path)
+
+
+def key_footer(file: pq.ParquetFile) -> dict[bytes, bytes]:
+    meta = file.metadata.metadata or {}
+    return {k: v for k, v in meta.items() if k.startswith((b"hoodie_", b"org.apache.hudi"))}
+
+
+def test_java_order_puts_supplementary_characters_before_the_end_of_the_bmp() -> None:
+    assert footer.key_range(pa.array([LAST_BMP, EMOJI])) == (EMOJI, LAST_BMP)
+    assert footer.key_range(pa.array(KEYS)) == java_range(KEYS) == ("k-a", f"k-{LAST_BMP}")
+    assert footer.merged_range([("k-a", f"k-{EMOJI}"), ("k-\uE000", "k-\uE001")]) == ("k-a", "k-\uE001")
+
+
+def test_no_keys_gives_no_range_but_still_a_bloom_filter() -> None:
+    entries = footer.record_key_footer(pa.array([], pa.string()))
+    assert footer.key_range(pa.array([None], pa.string())) is None
+    assert set(entries) == {footer.BLOOM_FILTER, footer.BLOOM_FILTER_TYPE_CODE}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(min_size=0, max_size=4), min_size=1, max_size=12))
+def test_key_range_is_javas_string_order(keys: list[str]) -> None:
+    keys = [k for k in keys if not any(0xD800 <= ord(c) <= 0xDFFF for c in k)] or ["x"]
+    assert footer.key_range(pa.array(keys)) == java_range(keys)
+
+
+def test_the_writer_records_the_java_range(tmp_path: Path) -> None:
+    written = key_footer(write_with_the_writer(tmp_path, KEYS))
+    low, high = java_range(KEYS)
+    assert (written[b"hoodie_min_record_key"].decode(), written[b"hoodie_max_record_key"].decode()) == (low, high)
+
+
+def test_resize_and_the_writer_build_the_same_footer(tmp_path: Path) -> None:
+    written = write_with_the_writer(tmp_path, KEYS)
+    resized = resize(tmp_path, [f"p/{name}" for name in _names(tmp_path / "p")])
+    assert key_footer(resized) == key_footer(written)
+
+
+def test_resize_of_files_without_a_range_takes_the_java_range_of_their_keys(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    for index, part in enumerate((KEYS[:3], KEYS[3:])):  # as Spark's own Parquet writer leaves them
+        pq.write_table(pa.table({RECORD_KEY: part, "_hoodie_file_name": ["x"] * len(part)}),
+                       tmp_path / f"p/f{index}-0_0-1-1_2024010100000000{index}.parquet")
+    resized = key_footer(resize(tmp_path, [f"p/{name}" for name in _names(tmp_path / "p")]))
+    assert (resized[b"hoodie_min_record_key"].decode(), resized[b"hoodie_max_record_key"].decode()) == java_range(KEYS)
+
+
+def test_resize_without_key_column_merges_the_inputs_ranges_in_java_order(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    for index, (low, high) in enumerate((("a", f"k-{EMOJI}"), ("b", f"k-{LAST_BMP}"))):
+        table = pa.table({"v": [index]}).replace_schema_metadata(
+            {footer.MIN_RECORD_KEY: low, footer.MAX_RECORD_KEY: high})
+        pq.write_table(table, tmp_path / f"p/f{index}-0_0-1-1_2024010100000000{index}.parquet")
+    resized = key_footer(resize(tmp_path, [f"p/{name}" for name in _names(tmp_path / "p")]))
+    assert resized == {b"hoodie_min_record_key": b"a", b"hoodie_max_record_key": f"k-{LAST_BMP}".encode()}
+
+
+FIXTURE_ZIPS = ["sample_table/cow/v6_simplekeygen_nonhivestyle.zip", "sample_table/cow/v6_nonpartitioned.zip"]
+
+
+@pytest.mark.parametrize("zip_name", FIXTURE_ZIPS)
+def test_the_footer_equals_the_one_hudi_wrote(zip_name: str) -> None:
+    with zipfile.ZipFile(FIXTURES / zip_name) as archive:
+        members = [m for m in archive.namelist() if m.endswith(".parquet") and "__MACOSX" not in m]
+        assert members
+        for member in members:
+            parquet = pq.ParquetFile(io.BytesIO(archive.read(member)))
+            keys = parquet.read(columns=[RECORD_KEY]).column(0)
+            ours = {k.encode(): v.encode() for k, v in footer.record_key_footer(keys).items()}
+            assert ours == key_footer(parquet), member
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.suffix == ".parquet")

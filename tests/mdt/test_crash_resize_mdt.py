@@ -1,0 +1,113 @@
+"""Kill `runner apply` at every step of a resize that updates the metadata table.
+
+The next apply must finish the resize with the same end state as an uninterrupted run (the new
+files get new names, so the state is compared by shape and content), record it in the MDT exactly
+once, and in the crashed state readers must still see the same rows: an MDT deltacommit whose
+replacecommit never completed is ignored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.failpoints import EXIT_CODE
+from runner.hudi.instant import Action
+from runner.hudi.mdt.check import check_metadata_table
+from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
+from runner.hudi.state import read_table_metadata, read_table_state
+from runner.storage import storage_for
+from tests.conftest import FIXTURES
+from tests.crash import apply_process, crash_project
+from tests.mdt.test_resize_mdt import rows
+
+FIXTURE = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
+# Resize only: the clean keeps everything, so every MDT step of the run belongs to the resize.
+RESIZE_YAML = """\
+name: t
+path: table
+clean:
+  policy: KEEP_LATEST_COMMITS
+  commits_retained: 1000
+file_sizing:
+  small_file_limit: 100MiB
+  max_file_size: 128MiB
+"""
+POINTS = [
+    "after_replace_requested",
+    "after_rewrite",
+    "after_mdt_requested",
+    "after_mdt_inflight",
+    "after_mdt_logs",
+    "after_resize_metadata_table_commit",
+]
+
+
+def resize_project(root: Path) -> Path:
+    project = crash_project(root, FIXTURE)
+    (project / "tables" / "t.yml").write_text(RESIZE_YAML)
+    return project
+
+
+def end_state(table: Path) -> dict[str, object]:
+    """The table's shape after the resize, independent of the new files' random ids."""
+    storage = storage_for(str(table))
+    meta = read_table_metadata(storage)
+    (resize,) = meta.timeline.completed(Action.REPLACE_COMMIT)[-1:]
+    mdt = read_metadata_table(storage)
+    listing = read_files_listing(storage, meta, mdt)
+    new = sorted(str(p.relative_to(table).parent) for p in table.rglob(f"*_{resize.time}.parquet"))
+    mdt_logs = (table / ".hoodie/metadata").rglob(f".*_{resize.time}.log.*")
+    return {
+        "data timeline": sorted(f"{i.action}.{i.state}" for i in meta.timeline.instants if i.time == resize.time),
+        "mdt timeline": sorted(f"{i.action}.{i.state}" for i in mdt.timeline.instants if i.time == resize.time),
+        "pending": [i.file_name for i in meta.timeline.instants if not i.is_completed],
+        "new files per partition": new,
+        "listed files": sorted(len(names) for names in listing.files.values()),
+        "mdt logs of the resize": sorted(p.parent.name for p in mdt_logs),
+    }
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory):
+    project = resize_project(tmp_path_factory.mktemp("ref") / "p")
+    before = rows(project / "table")
+    done = apply_process(project)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert rows(project / "table") == before
+    return end_state(project / "table"), before
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("point", POINTS)
+def test_killed_resize_is_finished_by_the_next_apply(point: str, tmp_path: Path, reference) -> None:
+    state, before = reference
+    project = resize_project(tmp_path / "p")
+    table = project / "table"
+    crashed = apply_process(project, point)
+    assert crashed.returncode == EXIT_CODE, crashed.stderr + crashed.stdout
+    assert rows(table) == before  # readers are fine in the crashed state
+
+    recovered = apply_process(project)
+
+    assert recovered.returncode == 0, recovered.stderr + recovered.stdout
+    assert end_state(table) == state
+    storage = storage_for(str(table))
+    health = check_metadata_table(storage, read_table_state(storage))
+    assert health.ok, health.to_json()
+    assert rows(table) == before
+
+
+@pytest.mark.spark
+def test_a_deltacommit_whose_resize_never_completed_is_ignored_by_readers(tmp_path: Path) -> None:
+    project = resize_project(tmp_path / "p")
+    table = project / "table"
+    storage = storage_for(str(table))
+    listed_before = read_files_listing(storage, read_table_metadata(storage)).files
+    assert apply_process(project, "after_resize_metadata_table_commit").returncode == EXIT_CODE
+    meta = read_table_metadata(storage)
+    (pending,) = meta.runner_pending_clustering
+    assert any(i.time == pending and i.is_completed for i in read_metadata_table(storage).timeline.instants)
+    # The resize's MDT block is invalid until the replacecommit completes: the listing is unchanged.
+    assert read_files_listing(storage, meta).files == listed_before
