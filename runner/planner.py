@@ -12,10 +12,10 @@ from datetime import datetime
 from runner.declarations.model import MetadataTableMode, TableDeclaration
 from runner.hudi.mdt.maintain import refusal_reasons
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
-from runner.storage import Storage
 from runner.plan.build import metadata_table_mode, plan_table
 from runner.plan.clean import clean_scope
 from runner.plan.model import TablePlan
+from runner.storage import Storage
 
 
 def plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,

@@ -26,10 +26,10 @@ import sys
 from pathlib import Path
 
 from runner.commands._common import human_bytes, parse_now, selected
+from runner.commands.progress import TableProgress
 from runner.commands.render import count, plan_table_view, render_plan
 from runner.commands.report import render_report
 from runner.commands.result import CommandResult, ExitCode
-from runner.commands.progress import TableProgress
 from runner.commands.terminal import Activity, emit
 from runner.declarations.model import Project, TableDeclaration
 from runner.errors import PlanError, RunnerError

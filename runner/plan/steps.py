@@ -261,7 +261,9 @@ def _resize_from(d: dict[str, Any]) -> Resize:
         max_file_size=int(d["max_file_size"]),
         small_file_limit=int(d["small_file_limit"]),
         groups=tuple(
-            RewriteGroup(g["partition"], tuple(FileToRewrite(f["file_id"], f["path"], int(f["size"])) for f in g["files"]))
+            RewriteGroup(
+                g["partition"], tuple(FileToRewrite(f["file_id"], f["path"], int(f["size"])) for f in g["files"])
+            )
             for g in d["groups"]
         ),
     )

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -107,7 +107,7 @@ def apply_tables(
     chosen = project.tables if tables is None else tuple(tables)
     session = size_session(project.spark, chosen)  # one session for all: sized for the largest table
     project = replace(project, spark=session.settings)
-    when = _plan_time(plan.now) if plan is not None else now or datetime.now(timezone.utc)
+    when = _plan_time(plan.now) if plan is not None else now or datetime.now(UTC)
     shown = _Shared(progress or Silent())
     work = [(decl, _planned_for(plan, decl)) for decl in chosen]
     work = [(decl, planned) for decl, planned in work if plan is None or planned is not None]
@@ -138,7 +138,7 @@ def _plan_time(text: str) -> datetime:
     """A plan's `now` (a local instant time) as an aware datetime."""
     from runner.hudi.instant import InstantTime
 
-    return InstantTime(text).to_datetime().astimezone().astimezone(timezone.utc)
+    return InstantTime(text).to_datetime().astimezone().astimezone(UTC)
 
 
 def check_provenance(plan: Plan, project: Project) -> None:

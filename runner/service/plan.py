@@ -6,7 +6,7 @@ import functools
 import json
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,10 @@ from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
 from runner.declarations.schema import SCHEMA_DIR
 from runner.errors import PlanError, RunnerError
-from runner.storage import storage_for
 from runner.plan.model import FORMAT_VERSION, Plan, TablePlan, TableStatus
 from runner.planner import plan_one
 from runner.service.locations import guarded_location, instant_text, plan_project
+from runner.storage import storage_for
 
 PLAN_SCHEMA = SCHEMA_DIR / "plan.schema.json"
 
@@ -33,10 +33,10 @@ def plan_tables(project: Project, tables: Sequence[TableDeclaration] | None = No
     made in and a fingerprint of each table's declaration, so that apply refuses it anywhere
     else, or after a declaration changed.
     """
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     chosen = project.tables if tables is None else tuple(tables)
     return Plan(
-        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         now=instant_text(now),
         tables=tuple(_plan_or_error(project, decl, now) for decl in chosen),
         project=plan_project(project),

@@ -23,8 +23,8 @@ from runner.cli import main
 from runner.hudi.instant import Action
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.storage import storage_for
-from tests.writer.writer_helpers import oracle_rows, table_yaml
 from tests.plan_json import step
+from tests.writer.writer_helpers import oracle_rows, table_yaml
 
 SCHEMA = "id long, region string, name string, ts long"
 COLUMNS = ("id", "region", "name", "ts")

@@ -10,8 +10,8 @@ import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.execute.apply import apply_table
-from runner.planner import plan_one
 from runner.execute.deleter import THREADS_UP_TO, Deleter, choose_engine, is_local_master
+from runner.planner import plan_one
 from runner.storage import DeleteResult, LocalStorage, storage_for
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot

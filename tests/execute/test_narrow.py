@@ -93,7 +93,7 @@ def test_a_file_listed_twice_in_any_spelling_is_refused(spelling):
     assert fresh.clean is not None
     first = fresh.clean.files_to_delete[0]
     twice = replace(first, path=spelling.format(p=first.path, n=first.path.split("/")[1]))
-    saved = fresh.with_steps(replace(fresh.clean, files_to_delete=fresh.clean.files_to_delete + (twice,)))
+    saved = fresh.with_steps(replace(fresh.clean, files_to_delete=(*fresh.clean.files_to_delete, twice)))
     with pytest.raises(RefusedError, match="twice"):
         narrow(saved, fresh, exists=_exists)
 
@@ -127,7 +127,7 @@ def test_a_resize_input_listed_in_two_groups_is_refused():
 def test_an_empty_resize_group_is_refused():
     fresh = _fresh()
     assert fresh.sizing is not None
-    saved = fresh.with_steps(replace(fresh.sizing, groups=fresh.sizing.groups + (RewriteGroup("p", ()),)))
+    saved = fresh.with_steps(replace(fresh.sizing, groups=(*fresh.sizing.groups, RewriteGroup("p", ()))))
     with pytest.raises(RefusedError, match="empty"):
         narrow(saved, fresh, exists=_exists)
 
@@ -146,7 +146,7 @@ def test_a_file_the_fresh_plan_would_not_rewrite_is_refused():
     assert fresh.sizing is not None
     extra = FileToRewrite("z", "p/z_0-1-2_20240101000003000.parquet", 1)
     g0 = fresh.sizing.groups[0]
-    saved = fresh.with_steps(replace(fresh.sizing, groups=(replace(g0, files=g0.files + (extra,)),)))
+    saved = fresh.with_steps(replace(fresh.sizing, groups=(replace(g0, files=(*g0.files, extra)),)))
     with pytest.raises(RefusedError, match="would not rewrite"):
         narrow(saved, fresh, exists=_exists)
     with pytest.raises(RefusedError, match="would not rewrite"):
@@ -165,7 +165,7 @@ def test_files_already_gone_are_dropped_not_refused():
     fresh = _fresh()
     assert fresh.clean is not None
     done = FileToDelete("p", "p/old_0-1-2_20240101000000000.parquet", 5)
-    saved = fresh.with_steps(replace(fresh.clean, files_to_delete=fresh.clean.files_to_delete + (done,)))
+    saved = fresh.with_steps(replace(fresh.clean, files_to_delete=(*fresh.clean.files_to_delete, done)))
     assert narrow(saved, fresh, exists=_gone).clean == fresh.clean
 
 

@@ -16,7 +16,6 @@ import pytest
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.errors import CorruptMetadataError
 from runner.execute.apply import apply_table
-from runner.planner import plan_one
 from runner.hudi import avro
 from runner.hudi.metadata import (
     CleanMetadata,
@@ -28,6 +27,7 @@ from runner.hudi.metadata import (
 )
 from runner.hudi.state import read_table_metadata
 from runner.hudi.timeline_metadata import DECODED
+from runner.planner import plan_one
 from runner.storage import DeleteResult, LocalStorage
 from runner.testing import TableBuilder
 

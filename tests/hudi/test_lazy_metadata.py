@@ -12,11 +12,11 @@ import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.execute.apply import apply_table
-from runner.planner import plan_one
 from runner.hudi.instant import Action
 from runner.hudi.metadata import decode_commit_metadata
 from runner.hudi.state import read_table_metadata
 from runner.hudi.timeline_metadata import DECODED
+from runner.planner import plan_one
 from runner.storage import DeleteResult, FileInfo, LocalStorage
 from runner.testing import TableBuilder
 from tests.conftest import extract_fixture, fixture_id, fixture_zips

@@ -42,7 +42,7 @@ def test_a_consistent_metadata_table_is_kept(tmp_path, capsys):
 def test_a_metadata_table_behind_the_data_table_is_refused_with_the_reason(tmp_path, capsys):
     root = _project(tmp_path)
     next((root / "table/.hoodie/metadata/.hoodie/timeline").glob("20260307162454799_*.deltacommit")).unlink()
-    code, table = _plan(root, capsys)
+    _code, table = _plan(root, capsys)
     reasons = "; ".join(step(table, "update_metadata_table")["refusals"])
     assert "behind the data table" in reasons and "20260307162454799" in reasons
     assert main(["plan", "--project-dir", str(root)]) == 2

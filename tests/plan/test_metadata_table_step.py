@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, MetadataTableMode, TableDeclaration
 from runner.hudi.state import TableState
@@ -13,7 +13,7 @@ from runner.plan.model import TableStatus
 from runner.plan.steps import DisableMetadataTable, StepKind, UpdateMetadataTable
 from runner.testing import StateBuilder
 
-NOW = datetime(2024, 1, 2, tzinfo=timezone.utc)
+NOW = datetime(2024, 1, 2, tzinfo=UTC)
 KEEP_ONE = CleanPolicy(policy=CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
 
 
