@@ -23,6 +23,7 @@ from runner.cli import main
 from runner.hudi.instant import Action
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.storage import storage_for
+from tests.plan_json import step
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 
 SCHEMA = "id long, region string, name string, ts long"
@@ -124,7 +125,7 @@ def test_a_pending_write_of_unknown_reach_blocks_every_resize(table, capsys):
     code = main(["plan", "--project-dir", str(root), "--format", "json"])
     data = json.loads(capsys.readouterr().out)["tables"][0]
     assert code == 0 and data["status"] == "in_sync"
-    assert data["sizing"]["groups"] == []
+    assert step(data, "resize")["groups"] == []
     assert any(n.startswith("no resize this run: the pending commit") for n in data["notes"])
 
 
