@@ -71,13 +71,13 @@ from runner.declarations.model import (
     SparkSettings,
     TableDeclaration,
 )
-from runner.execute.apply import TableResult, apply_table, plan_one
-from runner.execute.clean import DeleteOutcome
+from runner.execute.apply import TableResult, apply_table
 from runner.execute.deleter import Deleter  # `runner apply` adds only a progress bar around its choice
 from runner.execute.spark import delete_files, get_spark
 from runner.hudi.state import read_table_metadata
 from runner.hudi.timeline_metadata import DECODED
 from runner.plan.model import TablePlan
+from runner.planner import plan_one
 from runner.storage import DeleteResult, Storage, storage_for
 from runner.testing import TableBuilder
 
@@ -176,10 +176,10 @@ def unlink_threads(paths: list[str], threads: int) -> None:
 
 def runner_in_process(decl: TableDeclaration, project: Project, job_seconds: list[float]) -> TableResult:
     """`apply_table` as `runner apply` calls it, with its deletes timed on their own."""
-    def factory() -> Callable[[Storage, list[str]], list[DeleteOutcome]]:
+    def factory() -> Callable[[Storage, list[str]], list[DeleteResult]]:
         deleter = Deleter(project.spark)
 
-        def delete(storage: Storage, paths: list[str]) -> list[DeleteOutcome]:
+        def delete(storage: Storage, paths: list[str]) -> list[DeleteResult]:
             seconds, outcomes = timed(lambda: deleter(storage, paths))
             job_seconds.append(seconds)
             engines.update(note.split(":")[0] for note in deleter.notes)
@@ -290,10 +290,9 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
 
 # -------------------------------------------------------------------------- measurement 2: plan
 
-
-def local_deleter() -> Callable[[Storage, list[str]], list[DeleteOutcome]]:
+def local_deleter() -> Callable[[Storage, list[str]], list[DeleteResult]]:
     """A plain deleter for the set-up clean (not timed), so that measurement 2 needs no Spark."""
-    return lambda storage, paths: [DeleteOutcome(r.path, r.deleted, r.error) for r in storage.delete_many(paths)]
+    return lambda storage, paths: storage.delete_many(paths)
 
 
 def cold(action: Callable[[], object]) -> Callable[[], object]:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from runner import __version__
 from runner.commands.result import CommandResult, ExitCode
-from runner.errors import RunnerError
+from runner.errors import InternalError, Interrupted, RunnerError, StorageError
 
 # subcommand → (module in runner.commands, help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -146,22 +146,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunnerError as error:
         if debug:
             traceback.print_exc()
-        _print_error(error.kind, str(error), as_json)
+        _print_error(error, as_json)
         return int(ExitCode.FAILURE)
     except OSError as error:  # the user's file system said no (a path they gave, a full disk)
         if debug:
             traceback.print_exc()
         where = f"{error.filename}: " if error.filename else ""
-        _print_error("StorageError", f"{where}{error.strerror or error}", as_json)
+        _print_error(StorageError(f"{where}{error.strerror or error}"), as_json)
         return int(ExitCode.FAILURE)
     except KeyboardInterrupt:
-        _print_error("Interrupted", "interrupted; the next run resumes where this one stopped", as_json)
+        _print_error(Interrupted("interrupted; the next run resumes where this one stopped"), as_json)
         return int(ExitCode.FAILURE)
     except Exception as error:  # a bug: say so, and show the traceback only on request
         if debug:
             traceback.print_exc()
         hint = "" if debug else " (run again with --debug for the traceback)"
-        _print_error("InternalError", f"internal error: {type(error).__name__}: {error}{hint}", as_json)
+        _print_error(InternalError(f"{InternalError.wrapping(error).message}{hint}"), as_json)
         return int(ExitCode.FAILURE)
     if as_json:
         print(json.dumps(result.data, indent=2, sort_keys=False))
@@ -179,10 +179,10 @@ def _wants_json(argv: Sequence[str]) -> bool:
     )
 
 
-def _print_error(kind: str, message: str, as_json: bool) -> None:
+def _print_error(error: RunnerError, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"error": {"type": kind, "message": message}}, indent=2))
+        print(json.dumps({"error": error.to_json()}, indent=2))
     else:
         from runner.commands.terminal import emit
 
-        emit(f"error: {message}", stream=sys.stderr)
+        emit(f"error: {error}", stream=sys.stderr)

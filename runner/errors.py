@@ -35,6 +35,10 @@ class RunnerError(Exception):
         """Stable, machine-readable error type used in JSON output (`error.type`)."""
         return type(self).__name__
 
+    def to_json(self) -> dict[str, str]:
+        """The `error` object of every JSON output (plan tables, run report, `--format json`)."""
+        return {"type": self.kind, "message": str(self)}
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -124,3 +128,16 @@ class LockError(RunnerError):
 
 class StepFailed(RunnerError):
     """A Spark job or a timeline write failed while applying a plan."""
+
+
+class InternalError(RunnerError):
+    """An unexpected exception (a bug), reported like any other error so that one table's bug
+    never stops the other tables; the CLI shows its traceback only with `--debug`."""
+
+    @classmethod
+    def wrapping(cls, error: BaseException) -> InternalError:
+        return cls(f"internal error: {type(error).__name__}: {error}")
+
+
+class Interrupted(RunnerError):
+    """The user stopped the run (Ctrl-C); the next run resumes where this one stopped."""

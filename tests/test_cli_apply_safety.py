@@ -22,6 +22,7 @@ import pytest
 from runner.cli import main
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot
+from tests.plan_json import step
 
 REPO = Path(__file__).resolve().parents[1]
 OVERWRITE = FIXTURES / "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable.zip"
@@ -242,10 +243,10 @@ def test_plan_never_treats_a_nested_table_as_a_partition(tmp_path: Path, capsys)
     root = nested_project(tmp_path / "p", sizing="file_sizing: {}\n")
     data = saved_plan(root, capsys, tmp_path / "plan.json")
     table = data["tables"][0]
-    touched = [f["path"] for f in table["clean"]["files_to_delete"]]
-    touched += [f["path"] for g in table["sizing"]["groups"] for f in g["files"]]
+    touched = [f["path"] for f in step(table, "clean")["files_to_delete"]]
+    touched += [f["path"] for g in step(table, "resize")["groups"] for f in g["files"]]
     assert touched and not [p for p in touched if p.startswith("legacy")]
-    assert "legacy" not in table["clean"]["partitions_to_delete"]
+    assert "legacy" not in step(table, "clean")["partitions_to_delete"]
 
 
 def test_incremental_listing_skips_a_partition_inside_a_nested_table(tmp_path: Path) -> None:

@@ -47,6 +47,11 @@ RULES = (
     Rule("runner.writer", "runner.execute", "the writer is a library beside apply, not on top of it"),
     Rule("runner.writer", "runner.commands", "the writer knows nothing of the CLI"),
     Rule("runner.storage", "runner.hudi", "storage knows files, not Hudi's formats"),
+    *(Rule(lower, upper, "the service layer sits below the commands; the executor below the service")
+      for lower in ("runner.service", "runner.execute", "runner.planner")
+      for upper in ("runner.commands", "runner.cli")),
+    Rule("runner.execute", "runner.service", "the executor runs steps; the service runs the executor"),
+    Rule("runner.planner", "runner.service", "plan_one is below the service layer"),
     Rule("runner", "runner.testing", "only demo, bench and tests use the test builders",
          exempt=("runner.demo", "runner.testing")),
     *(Rule(lower, upper, "lower layers never reach up")

@@ -9,6 +9,7 @@ import jsonschema
 
 from runner.cli import main
 from tests.docs.conftest import demo_project  # noqa: F401 - a fixture
+from tests.plan_json import step
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "plan.schema.json").read_text())
 NOW = "20260106000000"
@@ -18,11 +19,11 @@ def test_every_planned_file_has_a_reason_in_json(demo_project, capsys):  # noqa:
     assert main(["plan", "--project-dir", str(demo_project), "--now", NOW, "--format", "json"]) == 2
     data = json.loads(capsys.readouterr().out)
     jsonschema.validate(data, SCHEMA)
-    files = [f for t in data["tables"] for f in t["clean"]["files_to_delete"]]
+    files = [f for t in data["tables"] for f in step(t, "clean")["files_to_delete"]]
     assert files and all(f["reason"] for f in files)
     orders = next(t for t in data["tables"] if t["name"] == "orders")
-    assert {f["reason"] for f in orders["clean"]["kept"]} == {"kept for savepoint 20260105090000000"}
-    assert all(t["clean"]["why"] for t in data["tables"])
+    assert {f["reason"] for f in step(orders, "clean")["kept"]} == {"kept for savepoint 20260105090000000"}
+    assert all(step(t, "clean")["why"] for t in data["tables"])
 
 
 def test_text_shows_reasons_kept_files_and_why_in_sync(demo_project, capsys):  # noqa: F811
@@ -58,7 +59,7 @@ def test_lance_base_files_get_a_note_that_they_cannot_be_resized(tmp_path, capsy
     (root / "tables" / "t.yml").write_text("name: t\npath: table\nmetadata_table: disable\nfile_sizing: {}\n")
     main(["plan", "--project-dir", str(root), "--format", "json"])
     table = json.loads(capsys.readouterr().out)["tables"][0]
-    assert table["sizing"]["groups"] == []
+    assert step(table, "resize")["groups"] == []
     notes = [n for n in table["notes"] if "lance" in n]
     assert len(notes) == 1 and notes[0].endswith("small lance base files cannot be resized: "
                                                  "the runner rewrites parquet base files only")

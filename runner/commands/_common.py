@@ -1,4 +1,7 @@
-"""Shared by the commands: load and select the declarations, guard table paths, parse `--now`."""
+"""Shared by the commands: load and select the declarations, parse `--now`, show sizes.
+
+`guarded_location`, `plan_project` and `instant_text` live in `runner.service.locations`.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +13,12 @@ from datetime import UTC, datetime
 
 from runner.declarations.loader import load_project
 from runner.declarations.model import Project, TableDeclaration
-from runner.declarations.paths import real_location
-from runner.declarations.rules import roots_refusal
-from runner.errors import DeclarationError, RefusedError, RunnerError
+from runner.errors import DeclarationError, RunnerError
 from runner.hudi.instant import InstantTime
-from runner.plan.model import PlanProject
 from runner.selection import select_tables
+from runner.service.locations import guarded_location, instant_text, plan_project
+
+__all__ = ["guarded_location", "human_bytes", "instant_text", "parse_now", "plan_project", "selected"]
 
 
 def outside_project(args: argparse.Namespace) -> bool:
@@ -52,25 +55,6 @@ def _absolute(project: Project, decl: TableDeclaration) -> TableDeclaration:
     return replace(decl, source_file=os.path.join(project.directory, decl.source_file))
 
 
-def guarded_location(project: Project, decl: TableDeclaration) -> str:
-    """The table's location with symbolic links followed, once it is known to lie inside
-    `allowed_roots`. Validation checked this too, but links can change between validating and
-    acting, so plan and apply check again and then work on the real path only.
-
-    Raises:
-        RefusedError: the table's path, or where its links lead, is outside every allowed root.
-    """
-    refusal = roots_refusal(decl.path, project.allowed_roots)
-    if refusal is not None:
-        raise RefusedError(f"table {decl.name} ({decl.source_file}): path {refusal}; nothing was read or written")
-    return real_location(decl.path)
-
-
-def plan_project(project: Project) -> PlanProject:
-    """How a plan names the project it was made in (directory with links followed)."""
-    return PlanProject(project.name, real_location(project.directory))
-
-
 def parse_now(text: str | None) -> datetime:
     """`--now`: an instant time (read in the machine's local zone, as Hudi's LOCAL timeline
     timezone does) or ISO-8601 (local unless it carries an offset). Default: the current time."""
@@ -85,11 +69,6 @@ def parse_now(text: str | None) -> datetime:
             f"--now: expected an instant time (yyyyMMddHHmmss[SSS]) or ISO-8601, got {text!r}"
         ) from None
     return (value if value.tzinfo else value.astimezone()).astimezone(UTC)
-
-
-def instant_text(now: datetime) -> str:
-    """`now` as a local instant time, for plan.json."""
-    return str(InstantTime.from_datetime(now.astimezone().replace(tzinfo=None)))
 
 
 def human_bytes(size: int) -> str:

@@ -1,11 +1,21 @@
-"""Text views of plans and run results, rendered from the same objects the JSON comes from."""
+"""Text views of plans, rendered from the same objects the JSON comes from: one renderer per step kind."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from runner.commands._common import human_bytes
-from runner.plan.model import CleanStep, Plan, TablePlan, TableStatus
+from runner.plan.model import Plan, TablePlan, TableStatus
+from runner.plan.steps import (
+    Clean,
+    DisableMetadataTable,
+    FinishPendingClean,
+    FinishPendingResize,
+    Resize,
+    StepKind,
+    UpdateMetadataTable,
+)
 
 MAX_FILES_SHOWN = 10
 
@@ -44,35 +54,77 @@ def _table_lines(t: TablePlan, verbose: bool) -> list[str]:
         return [head, *(f"    {line}" for line in (t.error or {}).get("message", "").splitlines())]
     if t.status is TableStatus.IN_SYNC:
         return [head + ": in sync" + (f"; {t.clean.why}" if t.clean and t.clean.why else ""),
-                *(f"    note: {n}" for n in t.notes), *_kept_lines(t, verbose)]
+                *(f"    note: {n}" for n in t.notes), *_kept_lines(t.clean, verbose)]
     if t.status is TableStatus.DRIFT:
         return [head + ": nothing to apply, but the table differs from its declaration's `table:` block "
                 "(apply cannot change a table's type or keys: fix the declaration or the table)",
-                *(f"    drift: {d}" for d in t.drift), *_kept_lines(t, verbose)]
+                *(f"    drift: {d}" for d in t.drift), *_kept_lines(t.clean, verbose)]
     lines = [head]
     lines.extend(f"    note: {n}" for n in t.notes)
     lines.extend(f"    drift: {d}" for d in t.drift)
-    if t.clean and not t.clean.is_empty:
-        c = t.clean
+    for step in t.steps:
+        lines += STEP_RENDERERS[step.kind](step, verbose)
+    return lines
+
+
+def _disable_lines(step: DisableMetadataTable, verbose: bool) -> list[str]:
+    lost = f"; indexes lost: {', '.join(step.partitions)}" if step.partitions else ""
+    return ["    metadata table: apply will first disable the metadata table (remove .hoodie/metadata and clear "
+            f"hoodie.table.metadata.partitions), as Hudi does when hoodie.metadata.enable=false{lost}"]
+
+
+def _update_lines(step: UpdateMetadataTable, verbose: bool) -> list[str]:
+    if step.refusals:
+        return ["    metadata table: apply will refuse, because the metadata table (.hoodie/metadata) cannot be "
+                "kept in step (let Hudi settle it with its next write, or set `metadata_table: disable` to "
+                "remove it): " + "; ".join(step.refusals)]
+    return [f"    metadata table: apply records each {' and '.join(step.actions)} in it (partitions "
+            f"{', '.join(step.partitions) or 'none'}) as Hudi does: one deltacommit with the instant time "
+            "of the data action, completed before it"]
+
+
+def _pending_clean_lines(step: FinishPendingClean, verbose: bool) -> list[str]:
+    return [f"    finish pending clean {t} first (its own plan, checked against the table now)" for t in step.instants]
+
+
+def _clean_lines(c: Clean, verbose: bool) -> list[str]:
+    lines: list[str] = []
+    if not c.is_empty:
         lines.append(f"    clean ({c.policy}): {c.why or 'earliest commit to retain ' + _ectr(c)}; {c.scope}")
         lines += _listed([f"      - {f.path}  ({human_bytes(f.size)})" + (f"  {f.reason}" if f.reason else "")
                           for f in c.files_to_delete], "      - ", "file", verbose)
         lines.extend(f"      - partition {p}/  (no file group left)" for p in c.partitions_to_delete)
         lines.append(f"      = {count(len(c.files_to_delete), 'file')}, {human_bytes(c.bytes_to_reclaim)} reclaimed")
-    lines += _kept_lines(t, verbose)
-    if t.sizing and not t.sizing.is_empty:
-        s = t.sizing
-        small = sum(len(g.files) for g in s.groups)
-        total = sum(g.total_bytes for g in s.groups)
-        lines.append(f"    resize: {count(small, 'small file')} ({human_bytes(total)}) rewritten into "
-                     f"{count(len(s.groups), 'file')} of at most {human_bytes(s.max_file_size)}")
-        lines += _listed([f"      ~ {g.partition or '(table)'}: {count(len(g.files), 'file')} rewritten into 1 "
-                          f"({human_bytes(g.total_bytes)})" for g in s.groups], "      ~ ", "group", verbose)
-    return lines
+    return lines + _kept_lines(c, verbose)
 
 
-def _kept_lines(t: TablePlan, verbose: bool) -> list[str]:
-    kept = t.clean.kept if t.clean else ()
+def _pending_resize_lines(step: FinishPendingResize, verbose: bool) -> list[str]:
+    return [f"    finish the interrupted resize (clustering {t})" for t in step.instants]
+
+
+def _resize_lines(s: Resize, verbose: bool) -> list[str]:
+    if s.is_empty:
+        return []
+    small = sum(len(g.files) for g in s.groups)
+    lines = [f"    resize: {count(small, 'small file')} ({human_bytes(s.bytes_to_rewrite)}) rewritten into "
+             f"{count(len(s.groups), 'file')} of at most {human_bytes(s.max_file_size)}"]
+    return lines + _listed([f"      ~ {g.partition or '(table)'}: {count(len(g.files), 'file')} rewritten into 1 "
+                            f"({human_bytes(g.total_bytes)})" for g in s.groups], "      ~ ", "group", verbose)
+
+
+# One text renderer per step kind (the JSON form is `runner.plan.steps.step_to_json`).
+STEP_RENDERERS: dict[StepKind, Callable[[Any, bool], list[str]]] = {
+    StepKind.DISABLE_METADATA_TABLE: _disable_lines,
+    StepKind.UPDATE_METADATA_TABLE: _update_lines,
+    StepKind.FINISH_PENDING_CLEAN: _pending_clean_lines,
+    StepKind.CLEAN: _clean_lines,
+    StepKind.FINISH_PENDING_RESIZE: _pending_resize_lines,
+    StepKind.RESIZE: _resize_lines,
+}
+
+
+def _kept_lines(clean: Clean | None, verbose: bool) -> list[str]:
+    kept = clean.kept if clean else ()
     return _listed([f"      keep {f.path}  ({human_bytes(f.size)})  {f.reason}" for f in kept],
                    "      keep ", "file", verbose)
 
@@ -84,7 +136,7 @@ def _listed(lines: list[str], prefix: str, noun: str, verbose: bool) -> list[str
     return [*lines[:MAX_FILES_SHOWN], f"{prefix}... and {count(rest, 'more ' + noun)} (--verbose lists them all)"]
 
 
-def _ectr(c: CleanStep) -> str:
+def _ectr(c: Clean) -> str:
     return str(c.earliest_commit_to_retain.time) if c.earliest_commit_to_retain else "none"
 
 

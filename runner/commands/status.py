@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> CommandResult:
                 row["metadata_table_check"] = check_metadata_table(storage, state).to_json()
             rows.append(row)
         except RunnerError as error:
-            rows.append({"name": decl.name, "path": decl.path, "error": {"type": error.kind, "message": str(error)}})
+            rows.append({"name": decl.name, "path": decl.path, "error": error.to_json()})
     failed = any("error" in r for r in rows)
     return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, _text(rows), {"tables": rows},
                          pretty=(lambda: _table(rows)) if rows else None)

@@ -13,9 +13,12 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import IO, Any, Self
+
+from runner.service.jvm_output import jvm_output_to
+
+__all__ = ["Activity", "emit", "jvm_output_to", "summary_table"]
 
 # Line prefixes of the plan and report views, Terraform-style: `-` delete, `~` change or rewrite,
 # `=` in sync, `!` failed or drifted.
@@ -200,31 +203,6 @@ class Activity:
         elif self._bytes:
             counted += f", {human_bytes(self._bytes)}"
         return f"{self._label} ({counted})"
-
-
-@contextmanager
-def jvm_output_to(log_path: str | None) -> Iterator[None]:
-    """Send the output of a JVM started inside this block to `log_path` (None: leave it alone).
-
-    The Spark driver JVM inherits this process's stderr when it starts and keeps it for its whole
-    life, so pointing file descriptor 2 at a log file just for the start-up moves all of Spark's
-    WARN and log4j lines there, while Python's own stderr is restored straight after.
-    """
-    if log_path is None:
-        yield
-        return
-    os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
-    sys.stderr.flush()
-    saved = os.dup(2)
-    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.dup2(log, 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(log)
 
 
 def summary_table(title: str, columns: list[str], rows: list[list[str]], *, styles: list[str] | None = None) -> Any:

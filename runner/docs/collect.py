@@ -73,7 +73,7 @@ def _table(project: Project, decl: TableDeclaration, *, now: datetime,
         planned = plan_table(replace(decl, path=real), state, clean_scope(decl.clean, meta, now=now))
         plan = replace(planned, path=decl.path, declaration_fingerprint=declaration_fingerprint(decl))
     except RunnerError as error:
-        entry["error"] = {"type": error.kind, "message": str(error)}
+        entry["error"] = error.to_json()
         return entry
     sizing = decl.file_sizing
     entry.update(

@@ -1,5 +1,3 @@
-"""Side effects, driven only by a plan: timeline writes (clean, clustering, metadata-table
-disabling), deletes and rewrites (on a thread pool or as Spark jobs), each re-checked under the
-table lock. Hudi's formats come from `runner.hudi`, storage and the lock from `runner.storage`; the
-run report is rendered by `runner.commands`.
-"""
+"""Side effects, driven only by a plan's steps: one handler per step kind (`apply.HANDLERS`),
+timeline writes, deletes and Spark jobs. The per-table loop and the run report are the service
+layer's (`runner.service`)."""

@@ -1,15 +1,16 @@
-"""Apply one table's plan: lock, re-check, finish pending cleans, clean, resize, record.
+"""Apply one table's plan: lock, re-plan, re-check, then run each step's handler in order.
 
-Safety rules enforced here, whatever plan.json says:
-- the table's timeline must be the one the plan was computed from (else fail, or re-plan when
-  planning and applying in one run);
+Each step kind of the plan (`runner.plan.steps`) has one handler here (`HANDLERS`). Safety rules
+enforced here, whatever plan.json says:
+- the table's timeline must be the one the plan was computed from (else fail);
 - a saved plan only narrows a fresh plan computed under the lock with the real clock: it selects
   which of the fresh plan's files, partitions and rewrite groups to act on, and everything written
   to the timeline or the run report (policy, earliest commit to retain, savepoints, sizes, file
-  ids) comes from the fresh plan (`runner.execute.narrow`);
+  ids, the metadata-table step) comes from the fresh plan (`runner.execute.narrow`);
 - `now` may not lie in the future;
-- a table with a metadata table gets every clean recorded in it (`metadata_table: keep`, the
-  default), checked first and refused with the reasons when that is not safe; `disable` removes it.
+- the metadata-table decision is the fresh plan's step: `update_metadata_table` records every clean
+  in it (refused with the planner's reasons when that is not safe), `disable_metadata_table`
+  removes it first. Handlers trust the step rather than deciding again.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runner.declarations.model import MetadataTableMode, SparkSettings, TableDeclaration
+from runner.declarations.model import SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
-from runner.execute.clean import CleanOutcome, CleanRunner, DeleteOutcome, files_of
+from runner.execute.clean import CleanOutcome, CleanRunner, Deleter, files_of
 from runner.execute.metadata_table import disable_metadata_table
 from runner.execute.narrow import narrow
 from runner.execute.paths import partition_path
@@ -31,26 +32,42 @@ from runner.failpoints import failpoint
 from runner.hudi.files import relative_path
 from runner.hudi.instant import InstantTime
 from runner.hudi.mdt.maintain import CleanMaintenance, prepare_clean_maintenance
-from runner.hudi.mdt.maintain import refusal_reasons as metadata_table_refusals
 from runner.hudi.metadata import CleanPlan
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
-from runner.plan.build import plan_table, timeline_fingerprint
-from runner.plan.clean import clean_scope
-from runner.plan.model import SizingStep, TablePlan, TableStatus
+from runner.plan.build import timeline_fingerprint
+from runner.plan.model import TablePlan, TableStatus
 from runner.plan.sizing import plan_sizing
+from runner.plan.steps import (
+    Clean,
+    DisableMetadataTable,
+    FinishPendingClean,
+    FinishPendingResize,
+    Resize,
+    StepKind,
+    UpdateMetadataTable,
+)
+from runner.planner import plan_one
 from runner.spark_jobs import executors_seen
 from runner.storage import Storage, storage_for
 from runner.storage.lock import TableLock
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["HANDLERS", "TableResult", "apply_table"]
+
 
 @dataclass
 class TableResult:
-    """What apply did to one table; serialised into target/run_results.json."""
+    """What apply did to one table; serialised into target/run_results.json.
+
+    `status` is the plan's status enum: in_sync, success or error.
+    """
 
     name: str
     path: str
-    status: str = "in_sync"  # in_sync | success | error
+    status: TableStatus = TableStatus.IN_SYNC
     instants_written: list[str] = field(default_factory=list)
     files_deleted: int = 0
     bytes_deleted: int = 0
@@ -63,23 +80,12 @@ class TableResult:
     executors: list[str] = field(default_factory=list)
     duration_s: float = 0.0
 
+    @classmethod
+    def failed(cls, name: str, path: str, error: RunnerError) -> TableResult:
+        return cls(name, path, status=TableStatus.ERROR, error=error.to_json())
+
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
-             metadata: TableMetadata | None = None, explain: bool = True) -> TablePlan:
-    """Read what the declaration needs and plan it (incremental listing when sizing is off);
-    `explain=False` leaves out the per-file reasons, which only people read (see `plan_table`)."""
-    meta = metadata or read_table_metadata(storage)
-    scope = clean_scope(decl.clean, meta, now=now)
-    needs_full = decl.file_sizing.small_file_limit > 0 or scope.partitions is None
-    state = read_table_state(storage, partitions=None if needs_full else scope.partitions, metadata=meta)
-    refusals: tuple[str, ...] = ()
-    if meta.has_metadata_table and decl.metadata_table is MetadataTableMode.KEEP:
-        resuming = frozenset(str(i.time) for i, p in meta.pending_cleans if p is not None)
-        refusals = tuple(metadata_table_refusals(storage, meta, resuming=resuming))
-    return plan_table(decl, state, scope, refusals, explain=explain)
+        return {**self.__dict__, "status": TableStatus(self.status).value}
 
 
 def apply_table(
@@ -88,20 +94,62 @@ def apply_table(
     *,
     now: datetime,
     spark_settings: SparkSettings,
-    deleter_factory: Callable[[], Callable[[Storage, list[str]], list[DeleteOutcome]]],
+    deleter_factory: Callable[[], Deleter],
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    spark: Callable[[], SparkSession] | None = None,
 ) -> TableResult:
     """Apply `planned` (from plan.json) or, when None, plan and apply in one go under the lock.
 
     `now` is the plan's or `--now`'s time. It may lie in the past (a KEEP_LATEST_BY_HOURS window
     measured from then keeps more), never in the future (it would delete files inside the window).
     A saved plan is re-planned under the lock with the real clock and only narrows that plan.
+    `spark` returns the session for rewrites (default: `get_spark(spark_settings)`).
     """
     with executors_seen() as seen:
         result = _apply_table(decl, planned, now=now, spark_settings=spark_settings,
-                              deleter_factory=deleter_factory, clock=clock)
+                              deleter_factory=deleter_factory, clock=clock, spark=spark)
     result.executors = sorted(seen)
     return result
+
+
+@dataclass
+class _Run:
+    """One table's apply in progress: what the handlers share."""
+
+    decl: TableDeclaration
+    storage: Storage
+    meta: TableMetadata
+    result: TableResult
+    deleter_factory: Callable[[], Deleter]
+    clock: Callable[[], datetime]
+    plan_now: datetime
+    spark_settings: SparkSettings
+    spark_factory: Callable[[], SparkSession] | None
+    maintenance: CleanMaintenance | None = None
+    finished_cleans: bool = False
+    finished_resize: bool = False
+    _deleter: Deleter | None = None
+    _cleaner: CleanRunner | None = None
+
+    def deleter(self) -> Deleter:
+        """The table's deleter, made on first call (making it may start Spark)."""
+        if self._deleter is None:
+            self._deleter = self.deleter_factory()
+        return self._deleter
+
+    @property
+    def cleaner(self) -> CleanRunner:
+        # Built on first use, after the metadata-table step decided how cleans are recorded.
+        if self._cleaner is None:
+            self._cleaner = _runner(self.storage, self.meta, self.deleter(), self.clock, self.maintenance)
+        return self._cleaner
+
+    def spark(self) -> SparkSession:
+        if self.spark_factory is not None:
+            return self.spark_factory()
+        from runner.execute.spark import get_spark
+
+        return get_spark(self.spark_settings)
 
 
 def _apply_table(
@@ -110,8 +158,9 @@ def _apply_table(
     *,
     now: datetime,
     spark_settings: SparkSettings,
-    deleter_factory: Callable[[], Callable[[Storage, list[str]], list[DeleteOutcome]]],
+    deleter_factory: Callable[[], Deleter],
     clock: Callable[[], datetime],
+    spark: Callable[[], SparkSession] | None,
 ) -> TableResult:
     real_now = clock()
     _refuse_future(decl.name, now, real_now)
@@ -124,29 +173,23 @@ def _apply_table(
         meta = read_table_metadata(storage)
         fresh = plan_one(decl, storage, now=plan_now, metadata=meta, explain=False)
         plan = _checked(planned, fresh, meta, storage) if planned is not None else fresh
-        if plan.status in (TableStatus.IN_SYNC, TableStatus.DRIFT):  # drift is for a person, not apply
+        if not plan.has_work:  # in sync, or drift, which is for a person, not apply
             result.duration_s = round(time.monotonic() - started, 3)
             return result
-        maintenance = _handle_metadata_table(decl, storage, meta, result)
-        deleter = deleter_factory()
-        runner = _runner(storage, meta, deleter, clock, maintenance)
-        finished = [p for _, p in meta.pending_cleans if p is not None]
-        for instant, pending_plan in meta.pending_cleans:
-            if pending_plan is not None:
-                _refuse_needed_files(storage, meta, str(instant.time), pending_plan)
-                _record(result, runner.finish(instant, pending_plan))
-        failpoint("after_pending_finished")
-        if finished:  # what the pending cleans removed is no longer ours to delete
-            plan = _narrowed(plan, plan_one(decl, storage, now=plan_now, explain=False))
-        if plan.clean is not None and not plan.clean.is_empty:
-            _, timeline, _ = read_timeline(storage)
-            start = new_instant_time(timeline, clock=clock(), table_timezone=meta.config.timezone)
-            inflight, clean_plan = runner.start(start, plan.clean)
-            sizes = {f.path: f.size for f in plan.clean.files_to_delete}
-            _record(result, runner.finish(inflight, clean_plan, sizes=sizes), started=str(start))
-        result.notes.extend(getattr(deleter, "notes", ()))  # which engine deleted (threads or Spark)
-        _resize(decl, storage, plan, result, spark_settings, clock)
-        result.status = "success"
+        run = _Run(decl, storage, meta, result, deleter_factory, clock, plan_now, spark_settings, spark)
+        for kind, handler in HANDLERS.items():
+            step = plan.step(kind)
+            if step is not None and not step.is_empty:
+                handler(step, run)
+            if kind is StepKind.UPDATE_METADATA_TABLE:
+                # Once the metadata table is settled (a refusal must not wait for Spark to start),
+                # whatever steps follow: `runner apply` shows its progress from here.
+                run.deleter()
+            elif kind is StepKind.FINISH_PENDING_CLEAN:
+                failpoint("after_pending_finished")
+            elif kind is StepKind.CLEAN:  # which engine deleted (threads or Spark)
+                result.notes.extend(getattr(run.deleter(), "notes", ()))
+        result.status = TableStatus.SUCCESS
         # The plan's notes about what apply "will" do are replaced by what it did (see above).
         result.notes.extend(n for n in plan.notes if not n.startswith("apply will"))
     result.duration_s = round(time.monotonic() - started, 3)
@@ -178,9 +221,82 @@ def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata, storage:
             hint="run `runner plan` again and apply the new plan.",
         )
     plan = narrow(planned, fresh, exists=lambda path: storage.stat(path) is not None)
-    pending_now = {str(i.time) for i, p in meta.pending_cleans if p is not None}
-    status = TableStatus.CHANGES if (pending_now or _has_work(plan)) else TableStatus.IN_SYNC
-    return replace(plan, status=status)
+    return replace(plan, status=TableStatus.CHANGES if plan.has_work else TableStatus.IN_SYNC)
+
+
+def _disable_metadata_table(step: DisableMetadataTable, run: _Run) -> None:
+    disable_metadata_table(run.storage, run.meta)
+    run.result.notes.append("disabled the metadata table before cleaning")
+
+
+def _update_metadata_table(step: UpdateMetadataTable, run: _Run) -> None:
+    """Check the metadata table and install the hook that records each clean in it."""
+    if step.refusals:
+        raise RefusedError(
+            f"{run.storage.uri}: the runner will not clean this table while keeping its metadata table, because "
+            + "; ".join(step.refusals),
+            hint="run a Hudi write or `hudi-cli metadata` to let Hudi settle its metadata table, or set "
+            "`metadata_table: disable` to remove it (readers then list files; indexes are lost).",
+        )
+    resuming = frozenset(str(i.time) for i, p in run.meta.pending_cleans if p is not None)
+    run.maintenance = prepare_clean_maintenance(run.storage, run.meta, resuming=resuming, step=failpoint)
+
+
+def _finish_pending_cleans(step: FinishPendingClean, run: _Run) -> None:
+    pending = {str(instant.time): (instant, plan) for instant, plan in run.meta.pending_cleans if plan is not None}
+    for time_ in step.instants:
+        instant, pending_plan = pending[time_]
+        _refuse_needed_files(run.storage, run.meta, time_, pending_plan)
+        _record(run.result, run.cleaner.finish(instant, pending_plan))
+    run.finished_cleans = True
+
+
+def _clean(step: Clean, run: _Run) -> None:
+    if run.finished_cleans:  # what the pending cleans removed is no longer ours to delete
+        narrowed = _narrowed(step, plan_one(run.decl, run.storage, now=run.plan_now, explain=False))
+        if narrowed is None:
+            return
+        step = narrowed
+    _, timeline, _ = read_timeline(run.storage)
+    start = new_instant_time(timeline, clock=run.clock(), table_timezone=run.meta.config.timezone)
+    inflight, clean_plan = run.cleaner.start(start, step)
+    sizes = {f.path: f.size for f in step.files_to_delete}
+    _record(run.result, run.cleaner.finish(inflight, clean_plan, sizes=sizes), started=str(start))
+
+
+def _finish_pending_resizes(step: FinishPendingResize, run: _Run) -> None:
+    """Finish (or roll back) the resizes a crash interrupted."""
+    from runner.execute.resize import finish_pending_resize
+
+    finished = finish_pending_resize(run.storage, read_table_metadata(run.storage), spark=run.spark(),
+                                     clock=run.clock, max_tasks=run.decl.spark.resize_partitions)
+    if finished is not None:
+        _record_resize(run.result, finished)
+        run.finished_resize = True
+
+
+def _resize(step: Resize, run: _Run) -> None:
+    """Rewrite the plan's small files as a clustering."""
+    from runner.execute.resize import run_resize
+
+    meta = read_table_metadata(run.storage)
+    if run.finished_resize:  # the finished resize may have taken some of these files
+        step = _still_rewritable(step, plan_sizing(run.decl.file_sizing, read_table_state(run.storage, metadata=meta)))
+    tasks = run.decl.spark.resize_partitions  # the table's own bound on the rewrite job's tasks
+    _record_resize(run.result, run_resize(run.storage, meta, step, spark=run.spark(), clock=run.clock, max_tasks=tasks))
+
+
+Handler = Callable[[Any, _Run], None]
+
+# One handler per step kind, in the order apply runs them (`runner.plan.steps.STEP_ORDER`).
+HANDLERS: dict[StepKind, Handler] = {
+    StepKind.DISABLE_METADATA_TABLE: _disable_metadata_table,
+    StepKind.UPDATE_METADATA_TABLE: _update_metadata_table,
+    StepKind.FINISH_PENDING_CLEAN: _finish_pending_cleans,
+    StepKind.CLEAN: _clean,
+    StepKind.FINISH_PENDING_RESIZE: _finish_pending_resizes,
+    StepKind.RESIZE: _resize,
+}
 
 
 def _refuse_needed_files(storage: Storage, meta: TableMetadata, instant: str, plan: CleanPlan) -> None:
@@ -206,42 +322,14 @@ def _refuse_needed_files(storage: Storage, meta: TableMetadata, instant: str, pl
         )
 
 
-def _narrowed(plan: TablePlan, fresh: TablePlan) -> TablePlan:
-    """The plan minus what is already done, after pending cleans ran (values from `fresh`)."""
-    if plan.clean is None:
-        return plan
-    narrowed = narrow(replace(plan, sizing=None), fresh, exists=lambda _: False)
-    return replace(narrowed, sizing=plan.sizing, notes=plan.notes)
+def _narrowed(step: Clean, fresh: TablePlan) -> Clean | None:
+    """The clean minus what is already done, after pending cleans ran (values from `fresh`)."""
+    narrowed = narrow(TablePlan(fresh.name, fresh.path, TableStatus.CHANGES, steps=(step,)),
+                      fresh.with_steps(without=(StepKind.RESIZE,)), exists=lambda _: False)
+    return narrowed.clean
 
 
-def _has_work(plan: TablePlan) -> bool:
-    return bool((plan.clean and not plan.clean.is_empty) or (plan.sizing and not plan.sizing.is_empty))
-
-
-def _resize(decl: TableDeclaration, storage: Storage, plan: TablePlan, result: TableResult,
-            spark_settings: SparkSettings, clock: Callable[[], datetime]) -> None:
-    """Finish a resize a crash interrupted, then rewrite the plan's small files as a clustering."""
-    meta = read_table_metadata(storage)
-    wanted = plan.sizing is not None and not plan.sizing.is_empty
-    if not (wanted or meta.runner_pending_clustering):
-        return
-    from runner.execute.resize import finish_pending_resize, run_resize
-    from runner.execute.spark import get_spark
-
-    spark = get_spark(spark_settings)
-    tasks = decl.spark.resize_partitions  # the table's own bound on the rewrite job's tasks
-    finished = finish_pending_resize(storage, meta, spark=spark, clock=clock, max_tasks=tasks)
-    if finished is not None:
-        _record_resize(result, finished)
-        meta = read_table_metadata(storage)
-    if wanted and plan.sizing is not None:
-        step = plan.sizing
-        if finished is not None:  # the finished resize may have taken some of these files
-            step = _still_rewritable(step, plan_sizing(decl.file_sizing, read_table_state(storage, metadata=meta)))
-        _record_resize(result, run_resize(storage, meta, step, spark=spark, clock=clock, max_tasks=tasks))
-
-
-def _still_rewritable(step: SizingStep, fresh: SizingStep | None) -> SizingStep:
+def _still_rewritable(step: Resize, fresh: Resize | None) -> Resize:
     """The groups of `step` whose every input a fresh plan would still rewrite (never more)."""
     candidates = {f.path for g in (fresh.groups if fresh else ()) for f in g.files}
     return replace(step, groups=tuple(g for g in step.groups if all(f.path in candidates for f in g.files)))
@@ -252,19 +340,6 @@ def _record_resize(result: TableResult, outcome: Any) -> None:
     result.instants_written.extend(outcome.instants_written)
     result.files_rewritten += outcome.files_rewritten
     result.bytes_rewritten += outcome.bytes_rewritten
-
-
-def _handle_metadata_table(decl: TableDeclaration, storage: Storage, meta: TableMetadata,
-                           result: TableResult) -> CleanMaintenance | None:
-    """`keep`: check the metadata table and return the hook that records each clean in it."""
-    if not meta.has_metadata_table:
-        return None
-    if decl.metadata_table is not MetadataTableMode.DISABLE:
-        resuming = frozenset(str(i.time) for i, p in meta.pending_cleans if p is not None)
-        return prepare_clean_maintenance(storage, meta, resuming=resuming, step=failpoint)
-    disable_metadata_table(storage, meta)
-    result.notes.append("disabled the metadata table before cleaning")
-    return None
 
 
 def _runner(storage: Storage, meta: TableMetadata, deleter: Any, clock: Callable[[], datetime],

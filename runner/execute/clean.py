@@ -31,14 +31,10 @@ from runner.plan.clean import SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
 from runner.storage import DeleteResult, Storage
 
-Deleter = Callable[[Storage, Sequence[str]], "list[DeleteOutcome]"]
+# Storage's own per-path result is what every deleter returns (threads, Spark, tests).
+Deleter = Callable[[Storage, Sequence[str]], list[DeleteResult]]
 # (clean instant, its HoodieCleanMetadata, completion-time source) -> files written
 BeforeComplete = Callable[[InstantTime, CleanMetadata, Callable[[], InstantTime]], list[str]]
-
-
-# What happened to one file: the storage's own per-path result (path, deleted, error), passed
-# through unchanged, since copying it into another type cost a second per 100,000 files.
-DeleteOutcome = DeleteResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +90,7 @@ def files_of(plan: CleanPlan, base_uri: str) -> dict[str, list[str]]:
         for info in infos:
             if info.is_bootstrap_base_file:
                 continue
-            path = relativize(base_uri, info.file_path, folder=folder)
+            path = relativize(base_uri, info.file_path)
             if path.rpartition("/")[0] != folder:
                 raise RefusedError(
                     f"clean plan lists {info.file_path!r} under partition {partition!r}, but the file lies in "
@@ -186,7 +182,7 @@ class CleanRunner:
         return True
 
     def _metadata(self, pending: Instant, plan: CleanPlan, files: dict[str, list[str]],
-                  outcomes: dict[str, DeleteOutcome], deleted: tuple[str, ...], started: float) -> CleanMetadata:
+                  outcomes: dict[str, DeleteResult], deleted: tuple[str, ...], started: float) -> CleanMetadata:
         partitions = {}
         for partition in sorted(set(files) | set(plan.partitions_to_delete)):
             names = [p.rsplit("/", 1)[-1] for p in files.get(partition, [])]
@@ -194,12 +190,11 @@ class CleanRunner:
             # gone after a crash) is a failed delete, not a successful one.
             failed = [p.rsplit("/", 1)[-1] for p in files.get(partition, [])
                       if outcomes[p].error or not outcomes[p].deleted]
-            failed_names = set(failed)
             partitions[partition] = CleanPartitionMetadata(
                 partition_path=partition,
                 policy=plan.policy,
                 delete_path_patterns=tuple(names),
-                success_delete_files=tuple(n for n in names if n not in failed_names),
+                success_delete_files=tuple(n for n in names if n not in failed),
                 failed_delete_files=tuple(failed),
                 is_partition_deleted=partition in deleted,
             )

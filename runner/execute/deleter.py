@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from runner.declarations.model import SparkSettings
-from runner.execute.clean import DeleteOutcome
 from runner.storage import DEFAULT_DELETE_THREADS, DeleteResult, Storage
 
 if TYPE_CHECKING:
@@ -85,7 +84,7 @@ class Deleter:
         self._threads_up_to = threads_up_to
         self.notes: list[str] = []
 
-    def __call__(self, storage: Storage, paths: Sequence[str]) -> list[DeleteOutcome]:
+    def __call__(self, storage: Storage, paths: Sequence[str]) -> list[DeleteResult]:
         if not paths:
             return []
         choice = choose_engine(len(paths), self._settings.master, threads_up_to=self._threads_up_to)

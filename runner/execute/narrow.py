@@ -2,11 +2,13 @@
 
 `runner apply plan.json` must do no more than the reviewed plan and no more than the declaration
 allows now. So the saved plan is read as a *selection*: which of the fresh plan's files, emptied
-partitions and rewrite groups to act on, matched by identity (canonical path). Everything else a
-saved plan carries — policy, earliest commit to retain, savepoints, last completed commit, sizes,
-file ids, partitions of entries, sizing limits — is ignored and taken from the fresh plan, which
-is computed from storage, the timeline and the real clock. A selection that names anything the
-fresh plan would not do, names it twice, or holds an empty group is refused as a whole.
+partitions and rewrite groups to act on (its `clean` and `resize` steps), matched by identity
+(canonical path). Everything else a saved plan carries — policy, earliest commit to retain,
+savepoints, last completed commit, sizes, file ids, partitions of entries, sizing limits — is
+ignored and taken from the fresh plan, which is computed from storage, the timeline and the real
+clock. The fresh plan's other steps (pending cleans and resizes to finish, the metadata-table
+decision) are kept as they are. A selection that names anything the fresh plan would not do,
+names it twice, or holds an empty group is refused as a whole.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from dataclasses import replace
 
 from runner.errors import RefusedError
 from runner.execute.paths import partition_path, table_relative
-from runner.plan.model import CleanStep, RewriteGroup, SizingStep, TablePlan
+from runner.plan.model import TablePlan
+from runner.plan.steps import Clean, Resize, RewriteGroup, StepKind
 
 _HINT = "re-create the plan with `runner plan` rather than editing it."
 
@@ -42,11 +45,14 @@ def narrow(saved: TablePlan, fresh: TablePlan, *, exists: Callable[[str], bool])
     clean, clean_note = _narrow_clean(saved.name, saved.clean, fresh.clean, exists)
     sizing = _narrow_sizing(saved.name, saved.sizing, fresh.sizing)
     notes = fresh.notes + ((clean_note,) if clean_note else ())
-    return replace(fresh, clean=clean, sizing=sizing, notes=notes)
+    # Every other step (pending work, the metadata-table decision) is the fresh plan's own.
+    kept = tuple(step for step in (clean, sizing) if step is not None)
+    dropped = tuple(kind for kind, step in ((StepKind.CLEAN, clean), (StepKind.RESIZE, sizing)) if step is None)
+    return replace(fresh.with_steps(*kept, without=dropped), notes=notes)
 
 
-def _narrow_clean(name: str, saved: CleanStep | None, fresh: CleanStep | None,
-                  exists: Callable[[str], bool]) -> tuple[CleanStep | None, str | None]:
+def _narrow_clean(name: str, saved: Clean | None, fresh: Clean | None,
+                  exists: Callable[[str], bool]) -> tuple[Clean | None, str | None]:
     if saved is None or (not saved.files_to_delete and not saved.partitions_to_delete):
         return None, None
     files = _unique(name, (f.path for f in saved.files_to_delete), "file", table_relative)
@@ -75,7 +81,7 @@ def _narrow_clean(name: str, saved: CleanStep | None, fresh: CleanStep | None,
     return step, NARROWED_NOTE
 
 
-def _narrow_sizing(name: str, saved: SizingStep | None, fresh: SizingStep | None) -> SizingStep | None:
+def _narrow_sizing(name: str, saved: Resize | None, fresh: Resize | None) -> Resize | None:
     if saved is None or not saved.groups:
         return None
     for index, group in enumerate(saved.groups):

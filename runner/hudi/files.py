@@ -19,12 +19,12 @@ from runner.hudi.instant import InstantTime
 BASE_FORMATS = ("parquet", "orc", "hfile", "lance")
 
 _BASE_RE = re.compile(
-    r"(?P<file_id>[^_/]+)_(?P<token>\d+-\d+-\d+)_(?P<time>\d{14}|\d{17})\.(?P<ext>"
+    r"(?P<file_id>[^_/]+)_(?P<token>\d+-\d+-\d+)_(?P<time>\d{14}|\d{17,})\.(?P<ext>"
     + "|".join(BASE_FORMATS)
     + r")"
 )
 _LOG_RE = re.compile(
-    r"\.(?P<file_id>[^_/]+)_(?P<time>\d{14}|\d{17})\.(?P<ext>log|archive)\.(?P<version>\d+)"
+    r"\.(?P<file_id>[^_/]+)_(?P<time>\d{14}|\d{17,})\.(?P<ext>log|archive)\.(?P<version>\d+)"
     r"(?:_(?P<token>\d+-\d+-\d+))?(?P<cdc>\.cdc)?"
 )
 

@@ -1,19 +1,57 @@
-"""Assemble one table's plan from its declaration and state (pure)."""
+"""Assemble one table's plan from its declaration and state (pure): one planner per step kind.
+
+Planners run in `PLANNERS` order, each seeing the steps planned before it, and the plan lists the
+steps in the order apply runs them (`runner.plan.steps.STEP_ORDER`). The metadata-table decision
+is made here and only here (`metadata_table_step`); apply trusts the step it finds.
+"""
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from runner.declarations.model import MetadataTableMode, TableDeclaration
 from runner.hudi.instant import Action
+from runner.hudi.mdt.actions import BLOOM_FILTERS, COLUMN_STATS, FILES
 from runner.hudi.mdt.clustering import resize_refusals
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.clean import CleanScope, plan_clean
-from runner.plan.model import Requirements, TablePlan, TableStatus
+from runner.plan.model import Requirements, TablePlan, TableStatus, ordered
 from runner.plan.reasons import explain_clean
 from runner.plan.sizing import plan_sizing, resize_blocked_notes, small_files_note
+from runner.plan.steps import (
+    ACCOMPANYING,
+    DisableMetadataTable,
+    FinishPendingClean,
+    FinishPendingResize,
+    Step,
+    StepKind,
+    UpdateMetadataTable,
+)
 from runner.summary import declaration_drift
+
+CLEAN_UPDATES = (FILES, COLUMN_STATS, BLOOM_FILTERS)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanningInput:
+    """Everything a planner may look at: values only, read by the caller.
+
+    Args:
+        mdt_refusals: why the table's metadata table cannot be kept in step now (read by the
+            caller only when `metadata_table_mode` says `keep`).
+    """
+
+    decl: TableDeclaration
+    state: TableState
+    scope: CleanScope
+    mdt_refusals: tuple[str, ...] = ()
+    # Give every planned file its reason and list the files protections keep, for people reading
+    # the plan. Apply's own plans under the lock skip it: it re-derives every slice (about as
+    # costly as planning itself) and nothing apply writes uses it.
+    explain: bool = True
 
 
 def timeline_fingerprint(meta: TableMetadata) -> str:
@@ -24,57 +62,101 @@ def timeline_fingerprint(meta: TableMetadata) -> str:
 
 
 def requirements(meta: TableMetadata) -> Requirements:
-    return Requirements(
-        timeline_fingerprint=timeline_fingerprint(meta),
-        pending_cleans=tuple(str(i.time) for i, p in meta.pending_cleans if p is not None),
-    )
+    return Requirements(timeline_fingerprint=timeline_fingerprint(meta))
+
+
+def metadata_table_mode(decl: TableDeclaration, meta: TableMetadata) -> MetadataTableMode | None:
+    """What the declaration asks for this table's metadata table; None when it has none.
+
+    The one test of "has a metadata table" for planning and apply alike.
+    """
+    return decl.metadata_table if meta.has_metadata_table else None
+
+
+def plan_pending_cleans(inp: PlanningInput, _: tuple[Step, ...]) -> Step | None:
+    pending = tuple(str(i.time) for i, p in inp.state.metadata.pending_cleans if p is not None)
+    return FinishPendingClean(pending) if pending else None
+
+
+def plan_new_clean(inp: PlanningInput, _: tuple[Step, ...]) -> Step:
+    policy = inp.decl.clean
+    clean = plan_clean(policy, inp.state, inp.scope)
+    return explain_clean(policy, inp.state, inp.scope, clean) if inp.explain else clean
+
+
+def plan_pending_resizes(inp: PlanningInput, _: tuple[Step, ...]) -> Step | None:
+    resumes = tuple(str(t) for t in inp.state.metadata.runner_pending_clustering)
+    return FinishPendingResize(resumes) if resumes else None
+
+
+def plan_resize(inp: PlanningInput, _: tuple[Step, ...]) -> Step | None:
+    # Rewriting data is never implied: only a declared `file_sizing` block asks for it.
+    if not inp.decl.file_sizing_declared:
+        return None
+    return plan_sizing(inp.decl.file_sizing, inp.state)
+
+
+def metadata_table_step(inp: PlanningInput, planned: tuple[Step, ...]) -> Step | None:
+    """Keep (record every clean in it), refuse (it cannot be kept in step now) or disable it;
+    nothing when the table has none or apply has nothing else to do."""
+    mode = metadata_table_mode(inp.decl, inp.state.metadata)
+    if mode is None or all(s.is_empty for s in planned):
+        return None
+    partitions = inp.state.metadata.config.metadata_partitions
+    if mode is MetadataTableMode.DISABLE:
+        return DisableMetadataTable(partitions)
+    # The partitions Hudi's metadata writer updates for a clean; the others map keys or
+    # partitions, not files (and one the runner cannot update is among the refusals).
+    updated = tuple(p for p in partitions if p in CLEAN_UPDATES)
+    return UpdateMetadataTable(updated, refusals=inp.mdt_refusals)
+
+
+Planner = Callable[[PlanningInput, tuple[Step, ...]], Step | None]
+
+# Data steps first: the metadata-table planner needs to know whether there is any work.
+PLANNERS: dict[StepKind, Planner] = {
+    StepKind.FINISH_PENDING_CLEAN: plan_pending_cleans,
+    StepKind.CLEAN: plan_new_clean,
+    StepKind.FINISH_PENDING_RESIZE: plan_pending_resizes,
+    StepKind.RESIZE: plan_resize,
+    StepKind.UPDATE_METADATA_TABLE: metadata_table_step,  # decides DISABLE_METADATA_TABLE too
+}
+
+
+def plan_steps(inp: PlanningInput) -> tuple[Step, ...]:
+    steps: list[Step] = []
+    for planner in PLANNERS.values():
+        step = planner(inp, tuple(steps))
+        if step is not None:
+            steps.append(step)
+    return ordered(steps)
 
 
 def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope,
                mdt_refusals: tuple[str, ...] = (), *, explain: bool = True) -> TablePlan:
-    """The clean and sizing steps for one table, with the requirements apply will re-check.
+    """The steps for one table, with the notes and the requirements apply will re-check.
 
-    `mdt_refusals`: why the table's metadata table cannot be maintained now (read by the caller).
-    `explain`: give every planned file its reason and list the files protections keep, for people
-    reading the plan; apply's own plans under the lock skip it (it re-derives every slice, about as
-    costly as planning itself, and nothing apply writes uses it).
+    `explain=False` leaves out the per-file reasons (see `PlanningInput.explain`).
     """
-    meta = state.metadata
-    clean = plan_clean(decl.clean, state, scope)
-    if explain:
-        clean = explain_clean(decl.clean, state, scope, clean)
-    # Rewriting data is never implied: only a declared `file_sizing` block asks for it.
-    declared = decl.file_sizing_declared
-    sizing = plan_sizing(decl.file_sizing, state) if declared else None
-    pending = tuple(str(i.time) for i, p in meta.pending_cleans if p is not None)
-    resumes = tuple(str(t) for t in meta.runner_pending_clustering)
+    steps = plan_steps(PlanningInput(decl, state, scope, mdt_refusals, explain))
     drift = declaration_drift(decl, state)
-    changes = bool(pending or resumes) or not clean.is_empty or (sizing is not None and not sizing.is_empty)
-    notes = [f"finish pending clean {t} first" for t in pending]
-    if declared:
+    changes = any(not s.is_empty and s.kind not in ACCOMPANYING for s in steps)
+    resize = next((s for s in steps if s.kind is StepKind.RESIZE), None)
+    notes: list[str] = []
+    if decl.file_sizing_declared:
         notes += unresizable_notes(decl, state)
-        notes += resize_blocked_notes(state) if sizing is not None else []
+        notes += resize_blocked_notes(state) if resize is not None else []
     elif info := small_files_note(decl.file_sizing, state):
         notes.append(info)
-    notes += [f"finish the interrupted resize (clustering {t})" for t in resumes]
-    mdt = None
-    if meta.has_metadata_table:
-        if decl.metadata_table is MetadataTableMode.DISABLE:
-            mdt = "disable"
-        else:
-            mdt = "refuse" if mdt_refusals else "keep"
-        if changes:
-            notes.append(_MDT_NOTES[mdt] + ("; ".join(mdt_refusals) if mdt == "refuse" else ""))
-        if mdt != "disable" and sizing is not None and not sizing.is_empty:
-            notes.append(_resize_mdt_note(resize_refusals(meta.config)))
+    mdt = metadata_table_mode(decl, state.metadata)
+    if mdt is MetadataTableMode.KEEP and resize is not None and not resize.is_empty:
+        notes.append(_resize_mdt_note(resize_refusals(state.metadata.config)))
     return TablePlan(
         name=decl.name,
         path=decl.path,
         status=TableStatus.CHANGES if changes else TableStatus.DRIFT if drift else TableStatus.IN_SYNC,
-        requirements=requirements(meta),
-        clean=clean,
-        sizing=sizing,
-        metadata_table=mdt,
+        requirements=requirements(state.metadata),
+        steps=steps,
         notes=tuple(notes),
         drift=tuple(drift),
     )
@@ -102,13 +184,3 @@ def _resize_mdt_note(refusals: list[str]) -> str:
                 "index's new locations), completed before the replacecommit")
     return ("apply will refuse the resize, because " + "; ".join(refusals)
             + " (run Hudi's clustering for this table, or set `metadata_table: disable` to remove the metadata table)")
-
-
-_MDT_NOTES = {
-    "keep": "apply records each clean in the metadata table (.hoodie/metadata) as Hudi does: one "
-    "deltacommit with the clean's instant time, completed before the clean",
-    "refuse": "apply will refuse, because the metadata table (.hoodie/metadata) cannot be kept in step "
-    "(let Hudi settle it with its next write, or set `metadata_table: disable` to remove it): ",
-    "disable": "apply will first disable the metadata table (remove .hoodie/metadata and clear "
-    "hoodie.table.metadata.partitions), as Hudi does when hoodie.metadata.enable=false",
-}

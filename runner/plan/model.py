@@ -1,105 +1,57 @@
 """A plan is data: what apply will do to each table, serialisable and versioned.
 
-`runner plan` renders a `Plan`; `runner apply plan.json` executes exactly that `Plan`, after checking
-each table's `requirements` (the timeline it was computed from) just before the first write.
-The JSON form is described by `schemas/plan.schema.json`.
+`runner plan` renders a `Plan`; `runner apply plan.json` re-plans each table under its lock and
+lets the saved plan only narrow that fresh plan (`runner.execute.narrow`), after checking its
+`requirements` (the timeline it was computed from). Each table's work is a tuple of typed steps
+(`runner.plan.steps`). The JSON form is described by `schemas/plan.schema.json`; the service layer
+validates a saved plan against it before `Plan.from_json` reads it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from runner.declarations.model import CleanPolicyName
 from runner.errors import PlanError
-from runner.hudi.instant import Action, Instant, InstantTime, State
+from runner.plan.steps import (
+    ACCOMPANYING,
+    STEP_ORDER,
+    Clean,
+    FileKept,
+    FileToDelete,
+    FileToRewrite,
+    Resize,
+    RewriteGroup,
+    Step,
+    StepKind,
+    step_from_json,
+    step_to_json,
+)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+
+# The names the steps had before they were typed: kept so that callers outside this package that
+# build plans keep working.
+CleanStep = Clean
+SizingStep = Resize
+
+__all__ = [
+    "FORMAT_VERSION", "Clean", "CleanStep", "FileKept", "FileToDelete", "FileToRewrite", "Plan", "PlanProject",
+    "Requirements", "Resize", "RewriteGroup", "SizingStep", "Step", "StepKind", "TablePlan", "TableStatus",
+]
 
 
 class TableStatus(StrEnum):
+    """One table's status, in a plan and in the run report alike."""
+
     IN_SYNC = "in_sync"
-    CHANGES = "changes"
+    CHANGES = "changes"  # plan: apply has work to do
     ERROR = "error"
     # Nothing for apply to do, but hoodie.properties differs from the declaration's `table:` block;
     # apply cannot change a table's type or keys, so this needs a person.
     DRIFT = "drift"
-
-
-@dataclass(frozen=True, slots=True)
-class FileToDelete:
-    """A data file, by its path relative to the table's base path, and why the cleaner takes it."""
-
-    partition: str
-    path: str
-    size: int
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class FileKept:
-    """A file the policy alone would delete, kept because a savepoint or a pending compaction needs it."""
-
-    partition: str
-    path: str
-    size: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class CleanStep:
-    """One Hudi clean: the files and partitions it deletes and what it records on the timeline."""
-
-    policy: CleanPolicyName
-    earliest_commit_to_retain: Instant | None
-    last_completed_commit: str
-    files_to_delete: tuple[FileToDelete, ...]
-    partitions_to_delete: tuple[str, ...]
-    savepointed_timestamps: tuple[str, ...] = ()
-    scope: str = ""
-    kept: tuple[FileKept, ...] = ()
-    why: str = ""
-
-    @property
-    def bytes_to_reclaim(self) -> int:
-        return sum(f.size for f in self.files_to_delete)
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.files_to_delete and not self.partitions_to_delete
-
-
-@dataclass(frozen=True, slots=True)
-class FileToRewrite:
-    file_id: str
-    path: str
-    size: int
-
-
-@dataclass(frozen=True, slots=True)
-class RewriteGroup:
-    """Small base files of one partition rewritten together into files of at most max_file_size."""
-
-    partition: str
-    files: tuple[FileToRewrite, ...]
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(f.size for f in self.files)
-
-
-@dataclass(frozen=True, slots=True)
-class SizingStep:
-    """A clustering replacecommit that bin-packs small files up to the declared size."""
-
-    max_file_size: int
-    small_file_limit: int
-    groups: tuple[RewriteGroup, ...]
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.groups
+    SUCCESS = "success"  # run report: apply did the table's work
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,18 +61,21 @@ class Requirements:
     Args:
         timeline_fingerprint: digest of every non-clean instant file name (any state), so a new
             commit, a new pending write, compaction, clustering or savepoint invalidates the plan.
-        pending_cleans: the clean instants that were pending when planning.
+            Cleans are left out: pending ones are finished by apply whatever the saved plan says
+            (its `finish_pending_clean` steps are information, each pending plan being checked
+            against the table first), and completed ones are apply's own work.
     """
 
     timeline_fingerprint: str
-    pending_cleans: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class TablePlan:
-    """One table's plan.
+    """One table's plan: its steps in the order apply runs them.
 
     Args:
+        error: `RunnerError.to_json()` of why the table could not be planned (status `error`).
+        steps: in `STEP_ORDER`; at most one step of each kind.
         declaration_fingerprint: digest of the declaration the plan was made from; apply refuses
             the plan when the declaration has changed since (None in plans made without one).
     """
@@ -130,12 +85,39 @@ class TablePlan:
     status: TableStatus
     error: dict[str, str] | None = None
     requirements: Requirements | None = None
-    clean: CleanStep | None = None
-    sizing: SizingStep | None = None
-    metadata_table: str | None = None
+    steps: tuple[Step, ...] = ()
     notes: tuple[str, ...] = ()
     drift: tuple[str, ...] = ()
     declaration_fingerprint: str | None = None
+
+    def step(self, kind: StepKind) -> Step | None:
+        return next((s for s in self.steps if s.kind is kind), None)
+
+    @property
+    def clean(self) -> Clean | None:
+        step = self.step(StepKind.CLEAN)
+        return step if isinstance(step, Clean) else None
+
+    @property
+    def sizing(self) -> Resize | None:
+        step = self.step(StepKind.RESIZE)
+        return step if isinstance(step, Resize) else None
+
+    @property
+    def has_work(self) -> bool:
+        """Whether apply has anything to do: a step that is not empty and not only accompanying."""
+        return any(not s.is_empty and s.kind not in ACCOMPANYING for s in self.steps)
+
+    def with_steps(self, *changed: Step, without: tuple[StepKind, ...] = ()) -> TablePlan:
+        """This plan with `changed` in place of its steps of the same kinds, minus `without`."""
+        kinds = {s.kind for s in changed} | set(without)
+        kept = [s for s in self.steps if s.kind not in kinds]
+        return replace(self, steps=ordered((*kept, *(s for s in changed if s.kind not in without))))
+
+
+def ordered(steps: tuple[Step, ...] | list[Step]) -> tuple[Step, ...]:
+    """Steps in the order apply runs them."""
+    return tuple(sorted(steps, key=lambda s: STEP_ORDER.index(s.kind)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +160,11 @@ class Plan:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Plan:
-        """Read a plan written by `to_json`; raises PlanError on an unknown version or bad shape."""
+        """Read a plan written by `to_json`; raises PlanError on an unknown version or bad shape.
+
+        The shape is checked against the schema by whoever reads the file (`runner.service.load_plan`),
+        which can name the file; this is the decoder's own last line of defence.
+        """
         version = data.get("format_version") if isinstance(data, dict) else None
         if version != FORMAT_VERSION:
             raise PlanError(f"plan format_version: expected {FORMAT_VERSION}, found {version!r}")
@@ -206,96 +192,27 @@ def _table_json(t: TablePlan) -> dict[str, Any]:
         "error": t.error,
         "requirements": None if t.requirements is None else {
             "timeline_fingerprint": t.requirements.timeline_fingerprint,
-            "pending_cleans": list(t.requirements.pending_cleans),
         },
-        "metadata_table": t.metadata_table,
         "notes": list(t.notes),
         "drift": list(t.drift),
-        "clean": None if t.clean is None else _clean_json(t.clean),
-        "sizing": None if t.sizing is None else _sizing_json(t.sizing),
-    }
-
-
-def _clean_json(c: CleanStep) -> dict[str, Any]:
-    ectr = c.earliest_commit_to_retain
-    return {
-        "policy": c.policy.value,
-        "earliest_commit_to_retain": None if ectr is None else str(ectr.time),
-        "earliest_commit_to_retain_action": None if ectr is None else ectr.action.value,
-        "last_completed_commit": c.last_completed_commit,
-        "scope": c.scope,
-        "savepointed_timestamps": list(c.savepointed_timestamps),
-        "partitions_to_delete": list(c.partitions_to_delete),
-        "files_to_delete": [
-            {"partition": f.partition, "path": f.path, "size": f.size, "reason": f.reason} for f in c.files_to_delete
-        ],
-        "bytes_to_reclaim": c.bytes_to_reclaim,
-        "kept": [{"partition": f.partition, "path": f.path, "size": f.size, "reason": f.reason} for f in c.kept],
-        "why": c.why,
-    }
-
-
-def _sizing_json(s: SizingStep) -> dict[str, Any]:
-    return {
-        "max_file_size": s.max_file_size,
-        "small_file_limit": s.small_file_limit,
-        "groups": [
-            {
-                "partition": g.partition,
-                "total_bytes": g.total_bytes,
-                "files": [{"file_id": f.file_id, "path": f.path, "size": f.size} for f in g.files],
-            }
-            for g in s.groups
-        ],
-        "bytes_to_rewrite": sum(g.total_bytes for g in s.groups),
+        "steps": [step_to_json(s) for s in t.steps],
     }
 
 
 def _table_from(d: dict[str, Any]) -> TablePlan:
     req = d.get("requirements")
+    steps = [step_from_json(s) for s in d.get("steps", ())]
+    kinds = [s.kind for s in steps]
+    if len(set(kinds)) != len(kinds):
+        raise ValueError(f"table {d.get('name')!r} lists a step kind twice: {[k.value for k in kinds]}")
     return TablePlan(
         name=d["name"],
         path=d["path"],
         declaration_fingerprint=d.get("declaration_fingerprint"),
         status=TableStatus(d["status"]),
         error=d.get("error"),
-        requirements=None if req is None else Requirements(
-            req["timeline_fingerprint"], tuple(req.get("pending_cleans", ())),
-        ),
-        metadata_table=d.get("metadata_table"),
+        requirements=None if req is None else Requirements(req["timeline_fingerprint"]),
+        steps=ordered(steps),
         notes=tuple(d.get("notes", ())),
         drift=tuple(d.get("drift", ())),
-        clean=None if d.get("clean") is None else _clean_from(d["clean"]),
-        sizing=None if d.get("sizing") is None else _sizing_from(d["sizing"]),
-    )
-
-
-def _clean_from(d: dict[str, Any]) -> CleanStep:
-    ectr = d.get("earliest_commit_to_retain")
-    action = d.get("earliest_commit_to_retain_action") or "commit"
-    return CleanStep(
-        policy=CleanPolicyName(d["policy"]),
-        earliest_commit_to_retain=None if ectr is None else Instant(InstantTime(ectr), Action(action), State.COMPLETED),
-        last_completed_commit=d.get("last_completed_commit", ""),
-        files_to_delete=tuple(
-            FileToDelete(f["partition"], f["path"], int(f["size"]), f.get("reason", "")) for f in d["files_to_delete"]
-        ),
-        partitions_to_delete=tuple(d["partitions_to_delete"]),
-        savepointed_timestamps=tuple(d.get("savepointed_timestamps", ())),
-        scope=d.get("scope", ""),
-        kept=tuple(FileKept(f["partition"], f["path"], int(f["size"]), f["reason"]) for f in d.get("kept", ())),
-        why=d.get("why", ""),
-    )
-
-
-def _sizing_from(d: dict[str, Any]) -> SizingStep:
-    return SizingStep(
-        max_file_size=int(d["max_file_size"]),
-        small_file_limit=int(d["small_file_limit"]),
-        groups=tuple(
-            RewriteGroup(
-                g["partition"], tuple(FileToRewrite(f["file_id"], f["path"], int(f["size"])) for f in g["files"])
-            )
-            for g in d["groups"]
-        ),
     )

@@ -5,7 +5,7 @@ package, is used as the oracle in tests) and for the runner:
 
 * `.hoodie/hoodie.properties` of table version 6 (timeline layout 1: instants directly in
   `.hoodie/`, JSON commit metadata) or 8 (layout 2: `.hoodie/timeline/`, completed instants named
-  `<requested>_<completion>.<action>`, Avro commit metadata); no metadata table.
+  `<requested>_<completion>.<action>`, Avro commit metadata); no metadata table unless asked for (below).
 * For every write, the requested, inflight and completed instant files, the completed one carrying
   full write stats; Parquet base files `<fileId>_<token>_<instant>.parquet` with Hudi's meta columns;
   `.hoodie_partition_metadata` in every partition.
@@ -22,9 +22,13 @@ timeline, fast. Every base file is the same zero-row Parquet file (padded with a
 count `rows_per_file` records per file. Such tables read as empty: they are not row-readable, and
 `expected_rows` refuses them.
 
+With `metadata_table=True` the table also gets a metadata table holding its `files` partition
+(runner.testing.metadata_table).
+
 Not modelled: Hudi's bloom filter footer (Hudi's BLOOM index cannot upsert into these tables),
-the metadata table, archival, rollbacks and cleans (the runner writes those), updates to groups
-inside a pending compaction or clustering plan, and merge-on-read failed writes with log files.
+the metadata table's index partitions, archival, rollbacks and cleans (the runner writes those),
+updates to groups inside a pending compaction or clustering plan, and merge-on-read failed writes
+with log files.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from runner.hudi.metadata import (
 from runner.testing import data, layout
 from runner.testing.expected import ExpectedSlice, Group, SyntheticFile, expected_rows, expected_slices
 from runner.testing.folder import TableFiles
+from runner.testing.metadata_table import SyntheticMetadataTable
 from runner.testing.writes import WriteSet, clustering_slice, compaction_operation, workload
 from runner.vocabulary import TableType
 
@@ -80,6 +85,8 @@ class TableBuilder:
         file_bytes: rough size of each new base file (padding rows with a `note` string); in tiny
             mode the exact size.
         tiny: write identical zero-row files (see the module docstring).
+        metadata_table: give the table a metadata table with a `files` partition, initialized
+            on the first write and updated by every completed write (runner.testing.metadata_table).
     """
 
     def __init__(
@@ -99,6 +106,7 @@ class TableBuilder:
         rows_per_file: int = 3,
         file_bytes: int | None = None,
         tiny: bool = False,
+        metadata_table: bool = False,
     ) -> None:
         if version not in (6, 8):
             raise ValueError(f"version must be 6 or 8, got {version}")
@@ -116,11 +124,18 @@ class TableBuilder:
         self._next_record, self._next_group = 1, 0
         self._completed: set[InstantTime] = set()
         self._failed: list[SyntheticFile] = []
-        self.files.create(layout.table_properties(
+        properties = layout.table_properties(
             name=name, table_type=self.table_type, version=version, record_key=record_key,
             partition_field=field, ordering_field=precombine, hive_style=layout.is_hive_style(partitions),
             create_schema=self.schema.avro_json(with_meta=False),
-        ))
+        )
+        self.metadata_table = (
+            SyntheticMetadataTable(self.path, table_name=name, version=version, step=step) if metadata_table else None
+        )
+        if self.metadata_table is not None:
+            properties["hoodie.table.metadata.partitions"] = "files"
+        self.files.create(properties)
+        self._mdt_created = False
 
     # ----------------------------------------------------------------------------------- writes
 
@@ -350,6 +365,9 @@ class TableBuilder:
     ) -> tuple[InstantTime, WriteSet]:
         """Start a write: requested and inflight instant files, then every data file."""
         t = self.files.tick(at)
+        if self.metadata_table is not None and not self._mdt_created:
+            self.metadata_table.create(t)  # Hudi creates the metadata table as the first write starts
+            self._mdt_created = True
         per_file = rows or self.rows_per_file
         self.files.instant(t, action, State.REQUESTED, requested)
         profile = self._workload(workload(inserts, targets, per_file), operation)
@@ -381,6 +399,11 @@ class TableBuilder:
             compacted=compacted,
             is_replace=action is Action.REPLACE_COMMIT,
         )
+        if self.metadata_table is not None:
+            if not self._mdt_created:
+                self.metadata_table.create(t)
+                self._mdt_created = True
+            self.metadata_table.record_write(t, meta.partition_to_write_stats)
         self.files.instant(t, action, State.COMPLETED, encode_commit_metadata(meta, layout=self.files.layout))
         self._completed.add(t)
         batch.commit()

@@ -12,12 +12,11 @@ import pytest
 @pytest.fixture
 def spark_deleter(spark: Any):
     """Factory returning the same Spark delete job `runner apply` uses, on the shared session."""
-    from runner.execute.clean import DeleteOutcome
     from runner.execute.spark import delete_files
 
     def factory():
         def delete(storage, paths):
-            return [DeleteOutcome(r.path, r.deleted, r.error) for r in delete_files(spark, storage, paths)]
+            return delete_files(spark, storage, paths)
 
         return delete
 

@@ -14,10 +14,11 @@ import fastavro
 import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
-from runner.execute.apply import apply_table, plan_one
+from runner.execute.apply import apply_table
 from runner.hudi.metadata import decode_clean_metadata, decode_clean_plan
 from runner.hudi.state import read_table_metadata
 from runner.plan.model import TableStatus
+from runner.planner import plan_one
 from runner.storage import storage_for
 from tests.conftest import FIXTURES, extract_fixture, fixture_id, fixture_zips
 from tests.execute.conftest import oracle_snapshot

@@ -14,6 +14,7 @@ from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot
+from tests.plan_json import step
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 OVERWRITE = FIXTURES / "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable.zip"
@@ -53,9 +54,9 @@ def test_plan_changes_nothing_and_reports_changes(tmp_path, capsys):
     jsonschema.validate(data, json.loads((SCHEMAS / "plan.schema.json").read_text()))
     table = data["tables"][0]
     assert table["status"] == "changes"
-    paths = [f["path"] for f in table["clean"]["files_to_delete"]]
+    paths = [f["path"] for f in step(table, "clean")["files_to_delete"]]
     assert paths == sorted(paths) and len(paths) == 4
-    assert table["clean"]["partitions_to_delete"] == ["10", "20"]
+    assert step(table, "clean")["partitions_to_delete"] == ["10", "20"]
     assert tree_digest(root) == before  # no timeline file, no lock, nothing
     assert json.loads((tmp_path / "plan.json").read_text()) == data
 
@@ -105,7 +106,7 @@ def test_apply_refuses_a_plan_made_before_the_timeline_changed(tmp_path, capsys)
 
 def _edit_plan(plan_file: Path, mutate) -> None:
     data = json.loads(plan_file.read_text())
-    mutate(data["tables"][0]["clean"])
+    mutate(step(data["tables"][0], "clean"))
     plan_file.write_text(json.dumps(data))
 
 
@@ -142,8 +143,9 @@ def test_apply_refuses_a_table_whose_metadata_table_has_a_failed_write(tmp_path,
     (root / "table/.hoodie/metadata/.hoodie/timeline/20260307170000000.deltacommit.requested").write_bytes(b"")
     before = tree_digest(root / "table")
     code, plan = run_json(capsys, "plan", "--project-dir", str(root))
-    assert code == 2 and plan["tables"][0]["metadata_table"] == "refuse"
-    assert any("20260307170000000.deltacommit.requested" in n for n in plan["tables"][0]["notes"])
+    assert code == 2 and step(plan["tables"][0], "update_metadata_table")["refusals"]
+    refusals = step(plan["tables"][0], "update_metadata_table")["refusals"]
+    assert any("20260307170000000.deltacommit.requested" in n for n in refusals)
     code, report = run_json(capsys, "apply", "--auto-approve", "--project-dir", str(root))
     assert code == 1
     error = report["tables"][0]["error"]

@@ -23,6 +23,7 @@ from runner.cli import main
 from runner.hudi.instant import Action
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.storage import storage_for
+from tests.plan_json import step
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 
 SCHEMA = "id long, region string, name string, ts long"
@@ -50,7 +51,7 @@ def _as_hudi_writer(monkeypatch: pytest.MonkeyPatch, pause: dict[str, Callable[[
     write_module = importlib.import_module("runner.writer.write")  # the package re-exports `write`
 
     monkeypatch.setattr(write_module, "TableLock", lambda *a, **k: contextlib.nullcontext())
-    monkeypatch.setattr(write_module, "_failpoint", lambda name: pause.get(name, lambda: None)())
+    monkeypatch.setattr(write_module, "failpoint", lambda name: pause.get(name, lambda: None)())
     if allow_updates_to_clustering:  # Hudi's SparkAllowUpdateStrategy instead of the reject default
         monkeypatch.setattr(write_module, "_refuse_updates_to", lambda groups, table: None)
 
@@ -124,7 +125,7 @@ def test_a_pending_write_of_unknown_reach_blocks_every_resize(table, capsys):
     code = main(["plan", "--project-dir", str(root), "--format", "json"])
     data = json.loads(capsys.readouterr().out)["tables"][0]
     assert code == 0 and data["status"] == "in_sync"
-    assert data["sizing"]["groups"] == []
+    assert step(data, "resize")["groups"] == []
     assert any(n.startswith("no resize this run: the pending commit") for n in data["notes"])
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
-from runner.execute.apply import apply_table, plan_one
-from runner.execute.clean import DeleteOutcome
+from runner.execute.apply import apply_table
 from runner.execute.deleter import THREADS_UP_TO, Deleter, choose_engine, is_local_master
-from runner.storage import LocalStorage, storage_for
+from runner.planner import plan_one
+from runner.storage import DeleteResult, LocalStorage, storage_for
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot
 from tests.s3 import S3Server
@@ -57,7 +57,7 @@ def test_a_local_master_deletes_on_threads_without_starting_spark(tmp_path: Path
     deleter = Deleter(SparkSettings(master="local[2]"), no_spark)
     outcomes = deleter(LocalStorage(str(tmp_path)), [*names[:30], "p=9/gone.parquet"])
 
-    assert outcomes == [DeleteOutcome(n, True) for n in names[:30]] + [DeleteOutcome("p=9/gone.parquet", False)]
+    assert outcomes == [DeleteResult(n, True) for n in names[:30]] + [DeleteResult("p=9/gone.parquet", False)]
     assert not started
     assert len(list(tmp_path.rglob("*.parquet"))) == 20
     assert deleter.notes == [deleter.notes[0]] and "31 files on 8 threads in-process" in deleter.notes[0]
@@ -69,7 +69,7 @@ def test_past_the_bound_a_local_master_uses_the_spark_job(tmp_path: Path, spark:
     deleter = Deleter(SparkSettings(master="local[2]"), lambda: spark, threads_up_to=10)
     outcomes = deleter(LocalStorage(str(tmp_path)), names[:25])
 
-    assert sorted(outcomes, key=lambda o: o.path) == [DeleteOutcome(n, True) for n in sorted(names[:25])]
+    assert sorted(outcomes, key=lambda o: o.path) == [DeleteResult(n, True) for n in sorted(names[:25])]
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.parquet")) == sorted(names[25:])
     assert "a Spark job" in deleter.notes[0] and "more than 10 files" in deleter.notes[0]
 

@@ -19,6 +19,7 @@ from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from tests.execute.conftest import oracle_snapshot
 from tests.execute.test_cli_plan_apply import project, run_json, tree_digest
+from tests.plan_json import step
 
 
 def _plan(root: Path, tmp_path: Path, capsys) -> Path:
@@ -45,7 +46,7 @@ def test_a_file_listed_twice_is_refused_and_nothing_is_deleted(tmp_path, capsys)
     plan_file = _plan(root, tmp_path, capsys)
 
     def twice(data):
-        files = data["tables"][0]["clean"]["files_to_delete"]
+        files = step(data["tables"][0], "clean")["files_to_delete"]
         files.append(dict(files[0], path="./" + files[0]["path"]))
 
     _edit(plan_file, twice)
@@ -60,11 +61,11 @@ def test_a_file_listed_twice_is_refused_and_nothing_is_deleted(tmp_path, capsys)
 def test_forged_policy_ectr_savepoints_and_sizes_never_reach_the_timeline(tmp_path, capsys, spark):
     root = project(tmp_path / "p")
     plan_file = _plan(root, tmp_path, capsys)
-    honest = json.loads(plan_file.read_text())["tables"][0]["clean"]
+    honest = step(json.loads(plan_file.read_text())["tables"][0], "clean")
     real_bytes = sum(f["size"] for f in honest["files_to_delete"])
 
     def forge(data):
-        clean = data["tables"][0]["clean"]
+        clean = step(data["tables"][0], "clean")
         clean["policy"] = "KEEP_LATEST_COMMITS"
         clean["earliest_commit_to_retain"] = "20991231235959000"
         clean["earliest_commit_to_retain_action"] = "commit"
@@ -154,7 +155,7 @@ def test_a_file_already_gone_is_recorded_as_a_failed_delete_as_hudi_does(tmp_pat
     root = project(tmp_path / "p")
     table = root / "table"
     plan_file = _plan(root, tmp_path, capsys)
-    files = [f["path"] for f in json.loads(plan_file.read_text())["tables"][0]["clean"]["files_to_delete"]
+    files = [f["path"] for f in step(json.loads(plan_file.read_text())["tables"][0], "clean")["files_to_delete"]
              if f["partition"] == "10"]
     assert len(files) >= 2
     _pending_clean(table, [f"file:{table}/{f}" for f in files[:2]])

@@ -23,6 +23,7 @@ from runner.plan.model import (
     TablePlan,
     TableStatus,
 )
+from runner.plan.steps import StepKind
 
 ECTR = Instant(InstantTime("20240101000005000"), Action.COMMIT, State.COMPLETED)
 
@@ -43,7 +44,7 @@ def _fresh() -> TablePlan:
         RewriteGroup("p", (FileToRewrite("e", "p/e_0-1-2_20240101000003000.parquet", 30),
                            FileToRewrite("f", "p/f_0-1-2_20240101000003000.parquet", 40))),
     ))
-    return TablePlan("t", "/t", TableStatus.CHANGES, clean=clean, sizing=sizing)
+    return TablePlan("t", "/t", TableStatus.CHANGES, steps=(clean, sizing))
 
 
 def _gone(_: str) -> bool:
@@ -73,7 +74,7 @@ def test_forged_recorded_values_are_replaced_by_the_fresh_ones():
     forged_sizing = replace(fresh.sizing, max_file_size=10**15, small_file_limit=10**14, groups=tuple(
         RewriteGroup("elsewhere", tuple(replace(f, size=1, file_id="forged") for f in g.files))
         for g in fresh.sizing.groups))
-    result = narrow(replace(fresh, clean=forged_clean, sizing=forged_sizing), fresh, exists=_exists)
+    result = narrow(fresh.with_steps(forged_clean, forged_sizing), fresh, exists=_exists)
     assert result.clean == fresh.clean
     assert result.sizing == fresh.sizing
 
@@ -82,7 +83,7 @@ def test_spellings_of_the_same_path_are_normalised_before_matching():
     fresh = _fresh()
     assert fresh.clean is not None
     spelled = tuple(replace(f, path="./" + f.path.replace("/", "//")) for f in fresh.clean.files_to_delete)
-    result = narrow(replace(fresh, clean=replace(fresh.clean, files_to_delete=spelled)), fresh, exists=_exists)
+    result = narrow(fresh.with_steps(replace(fresh.clean, files_to_delete=spelled)), fresh, exists=_exists)
     assert result.clean == fresh.clean
 
 
@@ -92,7 +93,7 @@ def test_a_file_listed_twice_in_any_spelling_is_refused(spelling):
     assert fresh.clean is not None
     first = fresh.clean.files_to_delete[0]
     twice = replace(first, path=spelling.format(p=first.path, n=first.path.split("/")[1]))
-    saved = replace(fresh, clean=replace(fresh.clean, files_to_delete=(*fresh.clean.files_to_delete, twice)))
+    saved = fresh.with_steps(replace(fresh.clean, files_to_delete=(*fresh.clean.files_to_delete, twice)))
     with pytest.raises(RefusedError, match="twice"):
         narrow(saved, fresh, exists=_exists)
 
@@ -100,7 +101,7 @@ def test_a_file_listed_twice_in_any_spelling_is_refused(spelling):
 def test_a_partition_listed_twice_is_refused():
     fresh = _fresh()
     assert fresh.clean is not None
-    saved = replace(fresh, clean=replace(fresh.clean, partitions_to_delete=("q", "./q")))
+    saved = fresh.with_steps(replace(fresh.clean, partitions_to_delete=("q", "./q")))
     with pytest.raises(RefusedError, match="twice"):
         narrow(saved, fresh, exists=_exists)
 
@@ -109,7 +110,7 @@ def test_a_resize_input_listed_twice_in_one_group_is_refused():
     fresh = _fresh()
     assert fresh.sizing is not None
     g = fresh.sizing.groups[0]
-    saved = replace(fresh, sizing=replace(fresh.sizing, groups=(replace(g, files=g.files + g.files[:1]),)))
+    saved = fresh.with_steps(replace(fresh.sizing, groups=(replace(g, files=g.files + g.files[:1]),)))
     with pytest.raises(RefusedError, match="twice"):
         narrow(saved, fresh, exists=_exists)
 
@@ -118,7 +119,7 @@ def test_a_resize_input_listed_in_two_groups_is_refused():
     fresh = _fresh()
     assert fresh.sizing is not None
     g0, g1 = fresh.sizing.groups
-    saved = replace(fresh, sizing=replace(fresh.sizing, groups=(g0, replace(g1, files=g1.files + g0.files[:1]))))
+    saved = fresh.with_steps(replace(fresh.sizing, groups=(g0, replace(g1, files=g1.files + g0.files[:1]))))
     with pytest.raises(RefusedError, match="twice"):
         narrow(saved, fresh, exists=_exists)
 
@@ -126,7 +127,7 @@ def test_a_resize_input_listed_in_two_groups_is_refused():
 def test_an_empty_resize_group_is_refused():
     fresh = _fresh()
     assert fresh.sizing is not None
-    saved = replace(fresh, sizing=replace(fresh.sizing, groups=(*fresh.sizing.groups, RewriteGroup("p", ()))))
+    saved = fresh.with_steps(replace(fresh.sizing, groups=(*fresh.sizing.groups, RewriteGroup("p", ()))))
     with pytest.raises(RefusedError, match="empty"):
         narrow(saved, fresh, exists=_exists)
 
@@ -135,7 +136,7 @@ def test_regrouping_files_the_fresh_plan_packs_apart_is_refused():
     fresh = _fresh()
     assert fresh.sizing is not None
     g0, g1 = fresh.sizing.groups
-    saved = replace(fresh, sizing=replace(fresh.sizing, groups=(RewriteGroup("p", g0.files + g1.files),)))
+    saved = fresh.with_steps(replace(fresh.sizing, groups=(RewriteGroup("p", g0.files + g1.files),)))
     with pytest.raises(RefusedError, match="different"):
         narrow(saved, fresh, exists=_exists)
 
@@ -145,17 +146,17 @@ def test_a_file_the_fresh_plan_would_not_rewrite_is_refused():
     assert fresh.sizing is not None
     extra = FileToRewrite("z", "p/z_0-1-2_20240101000003000.parquet", 1)
     g0 = fresh.sizing.groups[0]
-    saved = replace(fresh, sizing=replace(fresh.sizing, groups=(replace(g0, files=(*g0.files, extra)),)))
+    saved = fresh.with_steps(replace(fresh.sizing, groups=(replace(g0, files=(*g0.files, extra)),)))
     with pytest.raises(RefusedError, match="would not rewrite"):
         narrow(saved, fresh, exists=_exists)
     with pytest.raises(RefusedError, match="would not rewrite"):
-        narrow(fresh, replace(fresh, sizing=None), exists=_exists)
+        narrow(fresh, fresh.with_steps(without=(StepKind.RESIZE,)), exists=_exists)
 
 
 def test_a_partition_the_fresh_plan_keeps_is_refused():
     fresh = _fresh()
     assert fresh.clean is not None
-    saved = replace(fresh, clean=replace(fresh.clean, partitions_to_delete=("q", "p")))
+    saved = fresh.with_steps(replace(fresh.clean, partitions_to_delete=("q", "p")))
     with pytest.raises(RefusedError, match="p/"):
         narrow(saved, fresh, exists=_exists)
 
@@ -164,15 +165,15 @@ def test_files_already_gone_are_dropped_not_refused():
     fresh = _fresh()
     assert fresh.clean is not None
     done = FileToDelete("p", "p/old_0-1-2_20240101000000000.parquet", 5)
-    saved = replace(fresh, clean=replace(fresh.clean, files_to_delete=(*fresh.clean.files_to_delete, done)))
+    saved = fresh.with_steps(replace(fresh.clean, files_to_delete=(*fresh.clean.files_to_delete, done)))
     assert narrow(saved, fresh, exists=_gone).clean == fresh.clean
 
 
 def test_a_narrower_selection_records_no_earliest_commit_to_retain():
     fresh = _fresh()
     assert fresh.clean is not None and fresh.sizing is not None
-    saved = replace(fresh, clean=replace(fresh.clean, files_to_delete=fresh.clean.files_to_delete[:1]),
-                    sizing=replace(fresh.sizing, groups=fresh.sizing.groups[:1]))
+    saved = fresh.with_steps(replace(fresh.clean, files_to_delete=fresh.clean.files_to_delete[:1]),
+                    replace(fresh.sizing, groups=fresh.sizing.groups[:1]))
     result = narrow(saved, fresh, exists=_exists)
     assert result.clean is not None and result.sizing is not None
     assert result.clean.files_to_delete == fresh.clean.files_to_delete[:1]
@@ -192,6 +193,6 @@ def test_a_narrower_selection_records_no_earliest_commit_to_retain():
 def test_paths_are_normalised_then_checked(path):
     fresh = _fresh()
     assert fresh.clean is not None
-    saved = replace(fresh, clean=replace(fresh.clean, files_to_delete=(FileToDelete("p", path, 1),)))
+    saved = fresh.with_steps(replace(fresh.clean, files_to_delete=(FileToDelete("p", path, 1),)))
     with pytest.raises(RefusedError):
         narrow(saved, fresh, exists=_exists)

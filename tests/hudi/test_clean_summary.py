@@ -15,8 +15,7 @@ import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.errors import CorruptMetadataError
-from runner.execute.apply import apply_table, plan_one
-from runner.execute.clean import DeleteOutcome
+from runner.execute.apply import apply_table
 from runner.hudi import avro
 from runner.hudi.metadata import (
     CleanMetadata,
@@ -28,7 +27,8 @@ from runner.hudi.metadata import (
 )
 from runner.hudi.state import read_table_metadata
 from runner.hudi.timeline_metadata import DECODED
-from runner.storage import LocalStorage
+from runner.planner import plan_one
+from runner.storage import DeleteResult, LocalStorage
 from runner.testing import TableBuilder
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
@@ -155,7 +155,7 @@ def _cleaned_table(path: Path) -> tuple[TableBuilder, TableDeclaration]:
     decl = TableDeclaration(name="t", path=str(path), source_file="tables/t.yml", clean=keep_one,
                             file_sizing=FileSizing(small_file_limit=0))
     done = apply_table(decl, None, now=NOW, spark_settings=SparkSettings(),
-                       deleter_factory=lambda: lambda s, ps: [DeleteOutcome(p, s.delete(p)) for p in ps])
+                       deleter_factory=lambda: lambda s, ps: [DeleteResult(p, s.delete(p)) for p in ps])
     assert done.status == "success" and done.files_deleted > 0, done
     return builder, decl
 

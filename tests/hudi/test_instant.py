@@ -100,6 +100,8 @@ def test_timeline_refuses_an_unknown_instant_like_file():
     "a079bdb3-731c-4894-b855-abfcd6921007-0_0-203-274_20240418173551906.parquet",
     "6e1d5cc4-1f3a-4a5f-9a0b-8c3b1b2d0e11-0_0-1112-3190_20251220210129235.lance",
     "f1-0_1-0-1_20240101000000.orc",
+    # Hudi 0.14/0.15 metadata tables: compaction base files at `<deltacommit>001`
+    "files-0000-0_0-44-70_20240101000000000001.hfile",
 ])
 def test_base_file_names_round_trip(name):
     parsed = BaseFile.parse(name)
@@ -110,6 +112,9 @@ def test_base_file_names_round_trip(name):
     ".8aa68f7e-7f8b-4d6e-9d7c-2a1b3c4d5e6f-0_20251220210130911.log.1_0-1139-3316",
     ".abc-0_20240101000000123.log.12_1-2-3.cdc",
     ".abc-0_20240101000000.log.1",
+    # ... and the log versions appended over them, or over an initialization at `<instant>010`
+    ".files-0000-0_20240101000000000001.log.3_0-1-0",
+    ".files-0000-0_20240101000000000010.log.1_0-0-0",
 ])
 def test_log_file_names_round_trip(name):
     parsed = LogFile.parse(name)

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
-from runner.execute.apply import apply_table, plan_one
-from runner.execute.clean import DeleteOutcome
+from runner.execute.apply import apply_table
 from runner.hudi.instant import Action
 from runner.hudi.metadata import decode_commit_metadata
 from runner.hudi.state import read_table_metadata
 from runner.hudi.timeline_metadata import DECODED
-from runner.storage import FileInfo, LocalStorage
+from runner.planner import plan_one
+from runner.storage import DeleteResult, FileInfo, LocalStorage
 from runner.testing import TableBuilder
 from tests.conftest import extract_fixture, fixture_id, fixture_zips
 
@@ -95,7 +95,7 @@ def test_an_incremental_plan_decodes_only_its_window(tmp_path: Path) -> None:
     decl = TableDeclaration(name="t", path=str(tmp_path / "t"), source_file="tables/t.yml", clean=keep_one,
                             file_sizing=FileSizing(small_file_limit=0))
     done = apply_table(decl, None, now=NOW, spark_settings=SparkSettings(),
-                       deleter_factory=lambda: lambda s, ps: [DeleteOutcome(p, s.delete(p)) for p in ps])
+                       deleter_factory=lambda: lambda s, ps: [DeleteResult(p, s.delete(p)) for p in ps])
     assert done.status == "success" and done.files_deleted > 0, done
     latest = read_table_metadata(LocalStorage(str(tmp_path / "t"))).timeline.latest_time
     assert latest is not None

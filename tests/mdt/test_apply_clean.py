@@ -16,7 +16,7 @@ import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.errors import RefusedError
-from runner.execute.apply import apply_table, plan_one
+from runner.execute.apply import apply_table
 from runner.hudi.instant import Action
 from runner.hudi.mdt import records as rec
 from runner.hudi.mdt.check import check_metadata_table
@@ -24,6 +24,7 @@ from runner.hudi.mdt.keys import column_stats_key
 from runner.hudi.mdt.reader import read_metadata_table, read_partition
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.plan.model import TableStatus
+from runner.planner import plan_one
 from runner.storage import storage_for
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot

@@ -76,6 +76,45 @@ def test_hudi_1_1_log_blocks_reencode_byte_identically(mdt_tables: dict[str, Pat
         assert compared > 0
 
 
+def test_hudi_1_0_log_blocks_reencode_byte_identically_in_hbase_layout(mdt_tables: dict[str, Path]) -> None:
+    """Hudi 1.0 wrote log blocks with HBase's HFile writer, as Hudi 0.14/0.15 (table version 6)
+    did; `hbase=True` reproduces them exactly, so 0.x's HBase reader reads what the runner writes."""
+    compared = 0
+    for path in _log_files(mdt_tables["quickstart_trips_table/mor/avro/v8_trips_8i3u1d"]):
+        for block in read_log_blocks(path.read_bytes(), where=str(path)):
+            if block.block_type is not BlockType.HFILE_DATA:
+                continue
+            hfile = read_hfile(block.content, where=str(path))
+            assert hfile.checksum_type == CHECKSUM_CRC32C
+            info = [(b"schema", hfile.file_info[b"schema"]), *standard_file_info(hfile.cells, created_ms=0, hbase=True)]
+            assert write_hfile(hfile.cells, info, checksum_type=CHECKSUM_CRC32C, hbase=True) == block.content, path
+            compared += 1
+    assert compared == 35
+
+
+@pytest.mark.parametrize("hbase", [False, True])
+def test_hbase_layout_round_trips_across_many_blocks(hbase: bool) -> None:
+    cells = [(f"key-{i:06d}".encode(), bytes([i % 251]) * (i % 300)) for i in range(3000)]
+    info = [(b"schema", b"{}"), *standard_file_info(cells, created_ms=0, hbase=hbase)]
+    data = write_hfile(cells, info, checksum_type=CHECKSUM_CRC32C, block_size=4096, hbase=hbase)
+    hfile = read_hfile(data, where="mem")
+    assert list(hfile.cells) == cells
+    # HBase's comparator parses index keys and LASTKEY as whole KeyValue keys: row, family, ts, type
+    whole_key = b"\x00" + b"\x7f" + b"\xff" * 7 + b"\x04" if hbase else b""
+    assert hfile.file_info[b"hfile.LASTKEY"] == b"\x00\x0a" + cells[-1][0] + whole_key
+
+
+def test_hbase_layout_takes_long_first_keys_as_hadoop_vints() -> None:
+    # HBase writes index key lengths with Hadoop's writeVInt (0x8f 0xc8 for 200), which its reader
+    # and hudi-io's read; long partition paths make such keys.
+    cells = [(("p" * 300 + f"/{i:04d}").encode(), b"v" * 200) for i in range(400)]
+    info = [(b"schema", b"{}"), *standard_file_info(cells, created_ms=0, hbase=True)]
+    data = write_hfile(cells, info, checksum_type=CHECKSUM_CRC32C, block_size=4096, hbase=True)
+    assert list(read_hfile(data, where="mem").cells) == cells
+    with pytest.raises(ValueError, match="too long"):
+        write_hfile(cells, info, block_size=4096)
+
+
 @pytest.mark.parametrize("checksum", [CHECKSUM_NULL, CHECKSUM_CRC32C])
 def test_write_then_read_round_trips_across_many_blocks(checksum: int) -> None:
     cells = [(f"key-{i:06d}".encode(), bytes([i % 251]) * (i % 300)) for i in range(3000)]

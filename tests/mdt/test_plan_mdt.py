@@ -9,6 +9,7 @@ import jsonschema
 
 from runner.cli import main
 from tests.conftest import FIXTURES, extract_fixture
+from tests.plan_json import step
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 F9 = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
@@ -33,23 +34,26 @@ def _plan(root: Path, capsys) -> tuple[int, dict]:
 
 def test_a_consistent_metadata_table_is_kept(tmp_path, capsys):
     code, table = _plan(_project(tmp_path), capsys)
-    assert code == 2 and table["metadata_table"] == "keep"
-    assert any("records each clean in the metadata table" in n for n in table["notes"])
+    update = step(table, "update_metadata_table")
+    assert code == 2 and update["refusals"] == [] and "files" in update["partitions"]
+    assert update["actions"] == ["clean"] and step(table, "disable_metadata_table") is None
 
 
 def test_a_metadata_table_behind_the_data_table_is_refused_with_the_reason(tmp_path, capsys):
     root = _project(tmp_path)
     next((root / "table/.hoodie/metadata/.hoodie/timeline").glob("20260307162454799_*.deltacommit")).unlink()
     _code, table = _plan(root, capsys)
-    assert table["metadata_table"] == "refuse"
-    note = next(n for n in table["notes"] if n.startswith("apply will refuse"))
-    assert "behind the data table" in note and "20260307162454799" in note and "metadata_table: disable" in note
+    reasons = "; ".join(step(table, "update_metadata_table")["refusals"])
+    assert "behind the data table" in reasons and "20260307162454799" in reasons
+    assert main(["plan", "--project-dir", str(root)]) == 2
+    text = capsys.readouterr().out
+    assert "metadata table: apply will refuse" in text and "metadata_table: disable" in text
 
 
 def test_a_resize_on_a_table_with_a_metadata_table_is_announced_as_recorded(tmp_path, capsys):
     root = _project(tmp_path, sizing="file_sizing:\n  small_file_limit: 1MiB\n  max_file_size: 2MiB\n")
     _code, table = _plan(root, capsys)
-    assert table["sizing"]["groups"]  # F9's ~430 KiB files are small at a 1 MiB limit
+    assert step(table, "resize")["groups"]  # F9's ~430 KiB files are small at a 1 MiB limit
     assert any("apply records the resize in the metadata table" in n for n in table["notes"])
     assert not any("apply will refuse" in n for n in table["notes"])
 
@@ -65,7 +69,9 @@ def test_a_resize_whose_index_cannot_be_kept_is_announced_as_refused_with_the_fi
     assert "bloom_filters" in note and "metadata_table: disable" in note
 
 
-def test_a_version_6_table_with_a_metadata_folder_is_refused_with_the_reason(tmp_path, capsys):
+def test_a_version_6_metadata_folder_that_readers_do_not_use_is_refused_with_the_reason(tmp_path, capsys):
+    # Version 6 metadata tables are maintained (tests/mdt/test_apply_synthetic.py); this one is
+    # a bare folder that hoodie.properties does not enable, so the runner will not write to it.
     root = tmp_path / "p6"
     (root / "tables").mkdir(parents=True)
     (root / "project.yml").write_text("name: s\n")
@@ -76,7 +82,6 @@ def test_a_version_6_table_with_a_metadata_folder_is_refused_with_the_reason(tmp
     extract_fixture(fixture, root / "unzip").rename(root / "table")
     (root / "table/.hoodie/metadata/.hoodie").mkdir(parents=True)
     code, table = _plan(root, capsys)
-    assert code == 2 and table["metadata_table"] == "refuse"
-    assert any("version 6" in n for n in table["notes"])
+    assert code == 2 and any("does not list `files`" in r for r in step(table, "update_metadata_table")["refusals"])
     assert main(["apply", "--auto-approve", "--project-dir", str(root)]) == 1
-    assert "version 6" in capsys.readouterr().out
+    assert "does not list `files`" in capsys.readouterr().out

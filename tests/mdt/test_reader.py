@@ -132,6 +132,22 @@ def test_validity_follows_hudi_rules() -> None:
     assert "20240104000000000" not in valid  # MDT inflight
 
 
+def test_validity_on_version_6_follows_hudi_0_14_rules() -> None:
+    # 0.14/0.15 (`isValidInstant`) accept MDT-only deltacommits only with an MDT suffix: a plain
+    # instant without its data instant is not valid there, though 1.x accepts it.
+    data = Timeline.from_file_names(["20240101000000000.commit", "20240102000000000.commit.requested"], folder="t")
+    mdt = Timeline.from_file_names(
+        ["00000000000000010.deltacommit", "20240101000000000.deltacommit", "20240102000000000.deltacommit",
+         "20231230000000000.deltacommit", "20231230000000000004.deltacommit", "20231230000000000011.deltacommit",
+         "20231231000000000007.deltacommit", "20240103000000000004.deltacommit.inflight"],
+        folder="m",
+    )
+    valid = valid_instants(data, mdt, (), table_version=6)
+    assert {"20240101000000000", "00000000000000010", "20231230000000000004", "20231230000000000011"} <= valid
+    assert not {"20240102000000000", "20231230000000000", "20231231000000000007", "20240103000000000004"} & valid
+    assert "20231230000000000" in valid_instants(data, mdt, (), table_version=8)
+
+
 def test_read_metadata_table_reads_the_mdt_config(mdt_tables: dict[str, Path]) -> None:
     mdt = read_metadata_table(storage_for(str(mdt_tables[F9])))
     assert mdt.config.base_file_format == "HFILE"
@@ -161,3 +177,27 @@ def test_a_data_instant_without_its_mdt_deltacommit_is_reported_as_behind(
     problems = consistency_problems(read_table_metadata(storage), read_metadata_table(storage))
     assert any("behind the data table" in p and newest.name.split("_")[0] in p for p in problems)
     assert any("pending or failed write" in p for p in problems)
+
+
+def test_version_6_slices_by_the_base_instant_in_log_names() -> None:
+    from runner.hudi.mdt.view import latest_slices
+
+    mdt = Timeline.from_file_names(
+        ["00000000000000010.deltacommit", "20240101000000000.deltacommit", "20240101000000000001.commit"], folder="m")
+    names = [
+        "files-0000-0_0-0-0_00000000000000010.hfile", ".files-0000-0_00000000000000010.log.1_0-0-0",
+        ".files-0000-0_00000000000000010.log.2_1-2-3",
+        # MDT compaction (0.14: `<deltacommit>001`) opened a new slice; later logs carry its instant
+        "files-0000-0_4-5-6_20240101000000000001.hfile", ".files-0000-0_20240101000000000001.log.1_7-8-9",
+        # a log-only group: its latest base instant's logs
+        ".col-stats-0000-0_00000000000000010.log.1_0-0-0", ".col-stats-0000-0_20240101000000000001.log.1_0-0-0",
+        ".col-stats-0000-0_20240101000000000001.log.2_0-1-0",
+    ]
+    slices = {s.file_id: s for s in latest_slices([(n, 1) for n in names], mdt, table_version=6)}
+    files = slices["files-0000-0"]
+    assert files.base_file is not None and files.base_file.instant_time == "20240101000000000001"
+    assert [log.name for log in files.log_files] == [".files-0000-0_20240101000000000001.log.1_7-8-9"]
+    stats = slices["col-stats-0000-0"]
+    assert stats.base_file is None
+    assert [log.version for log in stats.log_files] == [1, 2]
+    assert {log.instant_time for log in stats.log_files} == {"20240101000000000001"}

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from runner.execute.clean import CleanRunner, DeleteOutcome
+from runner.execute.clean import CleanRunner
 from runner.hudi.instant import Action, InstantTime
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.maintain import prepare_clean_maintenance
 from runner.hudi.metadata import CleanFileInfo, CleanPlan, encode_clean_plan
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.hudi.timeline_writer import TimelineWriter
-from runner.storage import storage_for
+from runner.storage import DeleteResult, storage_for
 from tests.conftest import FIXTURES, extract_fixture
 from tests.s3 import S3Server, upload_tree
 
@@ -34,7 +34,7 @@ def test_clean_recorded_in_the_mdt_on_s3(tmp_path: Path, s3_server: S3Server, s3
     times = iter(["20990101000000001", "20990101000000002"])
     runner = CleanRunner(
         storage, TimelineWriter(storage, meta.timeline_folder, 2),
-        lambda s, paths: [DeleteOutcome(p, s.delete(p)) for p in paths],
+        lambda s, paths: [DeleteResult(p, s.delete(p)) for p in paths],
         completion_time=lambda: InstantTime(next(times)), before_complete=maintenance,
     )
     plan = CleanPlan(

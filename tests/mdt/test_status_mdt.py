@@ -62,3 +62,21 @@ def test_status_reports_a_pending_mdt_write(
         "metadata table: the metadata table has a pending or failed write: 20991231000000000.deltacommit.requested"
         in capsys.readouterr().out
     )
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_status_on_a_version_6_metadata_table_names_drift(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], partitioned: bool
+) -> None:
+    from tests.mdt.synthetic import build_with_mdt
+
+    b = build_with_mdt(tmp_path / "t", 6, "MERGE_ON_READ", partitioned)
+    root = _project(tmp_path, Path(b.path))
+    assert main(["status", "--project-dir", str(root), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tables"][0]["metadata_table_check"]["ok"] is True
+    victim = next(s for s in b.latest_slices() if s.base_file)
+    relative = f"{victim.partition}/{victim.base_file}".lstrip("/")
+    Path(b.path, relative).unlink()
+    assert main(["status", "--project-dir", str(root), "--format", "json"]) == 0
+    check = json.loads(capsys.readouterr().out)["tables"][0]["metadata_table_check"]
+    assert check["ok"] is False and check["drift"]["listed_but_absent"] == [relative]

@@ -97,7 +97,7 @@ def test_reasons_and_kept_files_survive_the_json_round_trip():
     b = history(5)
     b.savepoint(1, {"p": [b.name(1, "a")]})
     step = explained(commits(2), b)
-    plan = Plan("g", "n", (TablePlan("t", "/t", TableStatus.CHANGES, clean=step),))
+    plan = Plan("g", "n", (TablePlan("t", "/t", TableStatus.CHANGES, steps=(step,)),))
     again = Plan.from_json(plan.to_json())
     assert again.tables[0].clean == step
     assert again.to_json() == plan.to_json()

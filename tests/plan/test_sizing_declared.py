@@ -9,6 +9,7 @@ import pytest
 from runner.cli import main
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.test_cli_plan_apply import run_json, tree_digest
+from tests.plan_json import step
 
 FIXTURE = FIXTURES / "sample_table/cow/v9_txns_simple_nometa.zip"
 CLEAN = "clean:\n  policy: KEEP_LATEST_COMMITS\n  commits_retained: 50\n"
@@ -28,7 +29,7 @@ def test_without_a_file_sizing_block_small_files_are_information_only(tmp_path, 
     code, data = run_json(capsys, "plan", "--project-dir", str(root))
     table = data["tables"][0]
     assert code == 0 and table["status"] == "in_sync"
-    assert table["sizing"] is None
+    assert step(table, "resize") is None
     assert any(n.startswith("information: ") and "small base files" in n for n in table["notes"])
     assert main(["plan", "--project-dir", str(root)]) == 0
     assert "small base files" in capsys.readouterr().out
@@ -53,5 +54,5 @@ def test_a_declared_file_sizing_block_plans_a_resize(where, tmp_path, capsys):
     code, data = run_json(capsys, "plan", "--project-dir", str(root))
     table = data["tables"][0]
     assert code == 2, data
-    assert table["sizing"] is not None and table["sizing"]["groups"]
+    assert step(table, "resize") is not None and step(table, "resize")["groups"]
     assert not any(n.startswith("information: ") for n in table["notes"])

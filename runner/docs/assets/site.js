@@ -161,7 +161,8 @@ function settingsTable(decl, byteSettings) {
 
 function planSummary(p) {
   const box = el("div");
-  const clean = p.clean, sizing = p.sizing;
+  const step = (kind) => (p.steps || []).find((s) => s.kind === kind);
+  const clean = step("clean"), sizing = step("resize");
   const files = clean ? clean.files_to_delete.length : 0;
   box.append(el("div", {}, `clean (${clean ? clean.policy : "none"}): ${plural(files, "file")} to delete, `
     + `${bytes(clean ? clean.bytes_to_reclaim : 0)} reclaimable; ${clean ? clean.scope : ""}`));

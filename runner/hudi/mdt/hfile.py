@@ -47,7 +47,7 @@ DEFAULT_BLOCK_SIZE = 64 * 1024
 # two encodings agree only below 128, so longer first keys would be misread by Hudi.
 MAX_INDEX_KEY = 125
 
-EXPECTED = "an HFile v3 (trailer magic TRABLK\"$, major version 3)"
+EXPECTED = 'an HFile v3 (trailer magic TRABLK"$, major version 3)'
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +62,7 @@ class HFile:
 
 @dataclass(frozen=True, slots=True)
 class _Trailer:
+    minor_version: int
     file_info_offset: int
     load_on_open_offset: int
     data_index_count: int
@@ -86,7 +87,12 @@ def _read_hfile(data: bytes, where: str) -> HFile:
     index_payload, checksum_type = _read_block(
         data, trailer.load_on_open_offset, ROOT_INDEX_MAGIC, trailer.codec, where
     )
-    data_offsets = [offset for offset, _ in _parse_root_index(index_payload, trailer.data_index_count, where)]
+    # HBase (minor version 3) writes index key lengths as Hadoop vints, hudi-io (minor 0) as
+    # protobuf varints; the two agree below 128.
+    hadoop = trailer.minor_version != 0
+    data_offsets = [
+        offset for offset, _ in _parse_root_index(index_payload, trailer.data_index_count, where, hadoop=hadoop)
+    ]
     info_payload, _ = _read_block(data, trailer.file_info_offset, FILE_INFO_MAGIC, trailer.codec, where)
     cells: list[tuple[bytes, bytes]] = []
     for offset in data_offsets:
@@ -107,6 +113,7 @@ def _read_trailer(data: bytes, where: str) -> _Trailer:
     length, pos = _read_varint(body, 0, where)
     fields = _parse_proto(body[pos : pos + length], where)
     return _Trailer(
+        minor_version=version >> 24,
         file_info_offset=_int_field(fields, 1),
         load_on_open_offset=_int_field(fields, 2),
         data_index_count=_int_field(fields, 5),
@@ -141,12 +148,12 @@ def _decompress(raw: bytes, codec: int, where: str) -> bytes:
         raise _corrupt(where, "a gzip-compressed block", str(error)) from error
 
 
-def _parse_root_index(payload: bytes, count: int, where: str) -> list[tuple[int, int]]:
+def _parse_root_index(payload: bytes, count: int, where: str, *, hadoop: bool = False) -> list[tuple[int, int]]:
     entries: list[tuple[int, int]] = []
     pos = 0
     for _ in range(count):
         offset, size = struct.unpack_from(">qI", payload, pos)
-        key_len, pos = _read_varint(payload, pos + 12, where)
+        key_len, pos = _read_hadoop_vint(payload, pos + 12) if hadoop else _read_varint(payload, pos + 12, where)
         pos += key_len
         entries.append((offset, size))
     return entries
@@ -193,32 +200,51 @@ def write_hfile(
     *,
     checksum_type: int = CHECKSUM_NULL,
     block_size: int = DEFAULT_BLOCK_SIZE,
+    hbase: bool = False,
 ) -> bytes:
     """Encode sorted, unique cells as a GZ-compressed HFile, laid out as hudi-io's writer does.
 
     `file_info` comes after the entries hudi-io always writes (last key, average lengths, key-value
     version, memstore ts are derived here; `hfile.CREATE_TIME_TS` is the caller's, to keep this pure).
+
+    `hbase=True` lays the file out as HBase's `HFileWriterImpl` (Hudi 0.x and 1.0) does, which is
+    what HBase's reader in Hudi 0.14/0.15 needs: whole KeyValue keys in the root index and in
+    `hfile.LASTKEY` (HBase's comparator reads family, qualifier and type from index keys), file
+    info sorted by key, each block's offset of the previous block of its type, and HBase's trailer
+    statistics. Pass `standard_file_info(..., hbase=True)` and checksum type CRC32C with it.
     """
     _check_sorted(cells)
     out = bytearray()
     index: list[tuple[int, int, bytes]] = []
     data_size = 0
+    previous = -1
     for first, _last, payload in _data_blocks(cells, block_size):
         start = len(out)
-        out += _block(DATA_MAGIC, payload, checksum_type)
-        index.append((start, len(out) - start, cells[first][0]))
+        out += _block(DATA_MAGIC, payload, checksum_type, previous if hbase else -1)
+        index.append((start, len(out) - start, _index_key(cells[first][0], hbase=hbase)))
         data_size += len(payload)
+        previous = start
     last_data_offset = index[-1][0] if index else 0
     index_offset = len(out)
-    out += _block(ROOT_INDEX_MAGIC, b"".join(_index_entry(*entry) for entry in index), checksum_type)
-    out += _block(ROOT_INDEX_MAGIC, b"", checksum_type)  # meta index: present even when empty
+    index_payload = b"".join(_index_entry(*entry, hbase=hbase) for entry in index)
+    out += _block(ROOT_INDEX_MAGIC, index_payload, checksum_type)
+    # meta index: present even when empty
+    out += _block(ROOT_INDEX_MAGIC, b"", checksum_type, index_offset if hbase else -1)
     info_offset = len(out)
-    out += _block(FILE_INFO_MAGIC, _file_info_payload(file_info), checksum_type)
+    info_payload = _file_info_payload(sorted(file_info) if hbase else file_info)
+    out += _block(FILE_INFO_MAGIC, info_payload, checksum_type)
+    if hbase:
+        # HBase sums the uncompressed size with header of the data blocks, the meta index and the
+        # file info (not the data index), plus the trailer; field 3 is the data index's size.
+        total = data_size + HEADER_SIZE * len(index) + HEADER_SIZE + HEADER_SIZE + len(info_payload) + TRAILER_SIZE
+        statistics = [(3, len(index_payload)), (4, total)]
+    else:
+        statistics = [(3, data_size)]
     trailer = _proto(
         [
             (1, info_offset),
             (2, index_offset),
-            (3, data_size),
+            *statistics,
             (5, len(index)),
             (6, 0),
             (7, len(cells)),
@@ -230,18 +256,29 @@ def write_hfile(
         ]
     )
     body = TRAILER_MAGIC + _varint(len(trailer)) + trailer
-    out += body + b"\x00" * (TRAILER_SIZE - 4 - len(body)) + struct.pack(">I", 3)
+    # major version 3 in the low bytes; HBase also writes its minor version 3 in the top byte
+    version = (3 << 24 | 3) if hbase else 3
+    out += body + b"\x00" * (TRAILER_SIZE - 4 - len(body)) + struct.pack(">I", version)
     return bytes(out)
 
 
-def standard_file_info(cells: Sequence[tuple[bytes, bytes]], *, created_ms: int) -> list[tuple[bytes, bytes]]:
-    """The file-info entries hudi-io's writer adds to every HFile, in the order it writes them."""
+def standard_file_info(
+    cells: Sequence[tuple[bytes, bytes]], *, created_ms: int, hbase: bool = False
+) -> list[tuple[bytes, bytes]]:
+    """The file-info entries hudi-io's writer adds to every HFile, in the order it writes them.
+
+    With `hbase`, as HBase's writer has them: LASTKEY is the whole KeyValue key (absent when
+    empty) and AVG_KEY_LEN averages whole key lengths.
+    """
     count = max(len(cells), 1)
     last = cells[-1][0] if cells else b""
+    last_key = struct.pack(">H", len(last)) + last + (_KEY_SUFFIX if hbase else b"")
+    # HBase averages whole KeyValue key lengths (row length, row, family, timestamp, type)
+    key_extra = (2 + len(_KEY_SUFFIX)) * len(cells) if hbase else 0
     return [
-        (b"hfile.LASTKEY", struct.pack(">H", len(last)) + last),
+        *([] if hbase and not cells else [(b"hfile.LASTKEY", last_key)]),
         (b"hfile.AVG_VALUE_LEN", struct.pack(">i", sum(map(len, map(itemgetter(1), cells))) // count)),
-        (b"hfile.AVG_KEY_LEN", struct.pack(">i", sum(map(len, map(itemgetter(0), cells))) // count)),
+        (b"hfile.AVG_KEY_LEN", struct.pack(">i", (sum(map(len, map(itemgetter(0), cells))) + key_extra) // count)),
         (b"KEY_VALUE_VERSION", struct.pack(">i", 1)),
         (b"MAX_MEMSTORE_TS_KEY", struct.pack(">q", 0)),
         (b"hfile.CREATE_TIME_TS", struct.pack(">q", created_ms)),
@@ -288,11 +325,17 @@ def _data_blocks(cells: Sequence[tuple[bytes, bytes]], block_size: int) -> Itera
         yield start, len(cells), b"".join(pieces)
 
 
-def _index_entry(offset: int, size: int, first_row: bytes) -> bytes:
-    key = struct.pack(">H", len(first_row)) + first_row
-    if len(key) > MAX_INDEX_KEY:
-        raise ValueError(f"HFile block key of {len(first_row)} bytes is too long for Hudi's root index reader")
-    return struct.pack(">qI", offset, size) + _varint(len(key)) + key
+def _index_key(row: bytes, *, hbase: bool) -> bytes:
+    """A block's key in the root index: its first row (hudi-io), or that row's whole KeyValue key (HBase)."""
+    key = struct.pack(">H", len(row)) + row + (_KEY_SUFFIX if hbase else b"")
+    if not hbase and len(key) > MAX_INDEX_KEY:
+        raise ValueError(f"HFile block key of {len(row)} bytes is too long for Hudi's root index reader")
+    return key
+
+
+def _index_entry(offset: int, size: int, key: bytes, *, hbase: bool = False) -> bytes:
+    length = _hadoop_vint(len(key)) if hbase else _varint(len(key))
+    return struct.pack(">qI", offset, size) + length + key
 
 
 def _file_info_payload(entries: Sequence[tuple[bytes, bytes]]) -> bytes:
@@ -300,12 +343,18 @@ def _file_info_payload(entries: Sequence[tuple[bytes, bytes]]) -> bytes:
     return b"PBUF" + _varint(len(pairs)) + pairs
 
 
-def _block(magic: bytes, payload: bytes, checksum_type: int) -> bytes:
+def _block(magic: bytes, payload: bytes, checksum_type: int, previous: int = -1) -> bytes:
     compressed = gzip_member(payload)
     with_header_len = HEADER_SIZE + len(compressed)
     checksum_len = 4 * -(-with_header_len // BYTES_PER_CHECKSUM)
     header = magic + struct.pack(
-        ">IIqBII", len(compressed) + checksum_len, len(payload), -1, checksum_type, BYTES_PER_CHECKSUM, with_header_len
+        ">IIqBII",
+        len(compressed) + checksum_len,
+        len(payload),
+        previous,
+        checksum_type,
+        BYTES_PER_CHECKSUM,
+        with_header_len,
     )
     block = header + compressed
     if checksum_type == CHECKSUM_CRC32C:
@@ -344,6 +393,23 @@ def _varint(value: int) -> bytes:
         else:
             out.append(bits)
             return bytes(out)
+
+
+def _hadoop_vint(value: int) -> bytes:
+    """Hadoop's `WritableUtils.writeVInt` of a non-negative value (HBase's `Bytes.writeByteArray`)."""
+    if value <= 127:
+        return bytes([value])
+    body = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    return bytes([(-112 - len(body)) & 0xFF]) + body
+
+
+def _read_hadoop_vint(data: bytes, pos: int) -> tuple[int, int]:
+    first = struct.unpack_from(">b", data, pos)[0]
+    if first >= -112:
+        return first, pos + 1
+    size = -(first + 120) if first < -120 else -(first + 112)
+    value = int.from_bytes(data[pos + 1 : pos + 1 + size], "big")
+    return (~value if first < -120 else value), pos + 1 + size
 
 
 def _read_varint(data: bytes, pos: int, where: str) -> tuple[int, int]:

@@ -30,13 +30,14 @@ from runner.hudi.mdt.clustering import (
     resize_refusals,
 )
 from runner.hudi.mdt.reader import MetadataTable, read_files_listing, read_metadata_table, read_partition
-from runner.hudi.mdt.writer import _remove_logs_of, write_mdt_commit
+from runner.hudi.mdt.writer import SUPPORTED_VERSIONS, _remove_logs_of, write_mdt_commit
 from runner.hudi.metadata import CleanMetadata
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
 from runner.storage import Storage
 
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 DEFAULT_INDEX_DEFS = ".hoodie/.index_defs/index.json"
+
 
 @dataclass(frozen=True, slots=True)
 class CleanMaintenance:
@@ -77,10 +78,12 @@ def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozense
     """
     # The runner's own interrupted resizes are finished (or rolled back) by this apply, MDT part included.
     resuming = resuming | {str(t) for t in data.runner_pending_clustering}
-    if data.config.version < 8:
+    if data.config.version not in SUPPORTED_VERSIONS:
         return [
-            f"the table has version {data.config.version}; the runner maintains metadata tables "
-            "only for table versions 8 and 9"
+            (
+                f"the table has version {data.config.version}; the runner maintains metadata tables "
+                "only for table versions 6, 8 and 9"
+            )
         ]
     if "files" not in data.config.metadata_partitions:
         return [

@@ -81,7 +81,9 @@ def read_partition(
 
     `with_names`: decode union values of several record types as (name, record) (`records.decode_record`).
     """
-    valid = valid_instants(data.timeline, mdt.timeline, rolled_back_instants(storage, data))
+    valid = valid_instants(
+        data.timeline, mdt.timeline, rolled_back_instants(storage, data), table_version=mdt.config.version
+    )
     folder = f"{METADATA_TABLE}/{partition}"
     listing = [(f.path.rsplit("/", 1)[-1], f.size) for f in storage.list_dir(folder) if not f.is_dir]
     merged: dict[str, rec.MetadataRecord] = {}

@@ -1,11 +1,17 @@
-"""Writing one MDT deltacommit the way `HoodieBackedTableMetadataWriter` does (table version 8+).
+"""Writing one MDT deltacommit the way `HoodieBackedTableMetadataWriter` does (table versions 6, 8, 9).
 
 Order, for data instant T (whose requested and inflight files already exist):
-1. `<mdt>/.hoodie/timeline/T.deltacommit.requested` (empty), `T.deltacommit.inflight` (Avro
-   HoodieCommitMetadata, no stats, operation UPSERT_PREPPED);
-2. per touched MDT file group, a new log file `.{fileId}_T.log.1_{token}` holding one HFILE_DATA
-   block (headers SCHEMA, INSTANT_TIME=T) with that group's records sorted by key;
-3. `T_{completion}.deltacommit` with one write stat per log file;
+1. `T.deltacommit.requested` (empty), `T.deltacommit.inflight` (HoodieCommitMetadata, no stats,
+   operation UPSERT_PREPPED) in the MDT's timeline folder;
+2. per touched MDT file group, a new log file holding one HFILE_DATA block (headers SCHEMA,
+   INSTANT_TIME=T) with that group's records sorted by key:
+   - version 8+: `.{fileId}_T.log.1_{token}`, one file per deltacommit;
+   - version 6 (Hudi 0.14/0.15, `HoodieAppendHandle` + `HoodieLogFormatWriter`): the next log
+     version of the group's latest slice, `.{fileId}_{baseInstant}.log.{N+1}_{token}`; 0.14+
+     never appends to an existing log file, it rolls over to a new version. The HFile is laid out
+     as HBase's writer (which 0.x used, and which 0.x readers parse) does;
+3. the completed `T[_{completion}].deltacommit` with one write stat per log file (Avro on 8+,
+   JSON on 6, whose layout-1 timeline has no completion times);
 then the caller completes the data instant (its completion time is taken after ours).
 
 Crash safety: until step 3 the MDT instant is pending and readers ignore its logs; until the data
@@ -19,14 +25,15 @@ import json
 import re
 from collections.abc import Callable, Mapping
 
-from runner.errors import RefusedError
+from runner.errors import RefusedError, RunnerError
 from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt import keys
 from runner.hudi.mdt.actions import MdtCommit
 from runner.hudi.mdt.hfile import CHECKSUM_CRC32C, CHECKSUM_NULL, standard_file_info, write_hfile
-from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, encode_log_block
-from runner.hudi.mdt.reader import MetadataTable
+from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, encode_log_block, read_log_blocks
+from runner.hudi.mdt.reader import MetadataTable, read_metadata_table
+from runner.hudi.mdt.view import MdtSlice, latest_slices
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from runner.hudi.state import METADATA_TABLE
 from runner.hudi.timeline_writer import TimelineWriter
@@ -36,22 +43,29 @@ OPERATION = "UPSERT_PREPPED"
 # Any unique `{task}-{stage}-{attempt}` triple will do; Hudi's own initial logs use 0-0-0.
 WRITE_TOKEN = "0-1-0"
 _GROUP_INDEX = re.compile(r"-(\d{4})-\d+$")
+SUPPORTED_VERSIONS = frozenset({6, 8, 9})
 
 
 def write_mdt_commit(
-    storage: Storage, mdt: MetadataTable, commit: MdtCommit, *, schema: str,
-    completion_time: Callable[[], InstantTime], created_ms: int, step: Callable[[str], None] = lambda _: None,
+    storage: Storage,
+    mdt: MetadataTable,
+    commit: MdtCommit,
+    *,
+    schema: str,
+    completion_time: Callable[[], InstantTime],
+    created_ms: int,
+    step: Callable[[str], None] = lambda _: None,
 ) -> list[str]:
     """Write (or finish) MDT deltacommit `commit.instant`; returns the MDT files written.
 
     `step(name)` is called after each durable step (`after_mdt_requested`, `after_mdt_inflight`,
     `after_mdt_logs`), so crash tests can stop the process there.
     """
-    if mdt.config.version < 8:
+    if mdt.config.version not in SUPPORTED_VERSIONS:
         raise RefusedError(
             f"{storage.uri}: the metadata table has table version {mdt.config.version}; the runner writes "
-            "metadata-table deltacommits only for table versions 8 and 9",
-            hint="upgrade the table with Hudi 1.x, or set `metadata_table: disable` for this table.",
+            "metadata-table deltacommits only for table versions 6, 8 and 9",
+            hint="set `metadata_table: disable` for this table.",
         )
     time = InstantTime(commit.instant)
     existing = {(i.action, i.state) for i in mdt.timeline.files if i.time == time}
@@ -66,35 +80,38 @@ def write_mdt_commit(
     if existing:
         # An interrupted attempt (ours or Hudi's) may have left logs of this instant in any MDT
         # partition, possibly half-written; they would count once the instant completes.
-        _remove_logs_of(storage, time)
+        _remove_logs_of(storage, time, mdt.config.version)
+    layout = mdt.config.timeline_layout_version
     if (Action.DELTA_COMMIT, State.INFLIGHT) not in existing:
-        timeline.inflight(time, Action.DELTA_COMMIT, _commit_metadata({}))
+        timeline.inflight(time, Action.DELTA_COMMIT, _commit_metadata({}, layout=layout))
         written.append(timeline.path(inflight))
         step("after_mdt_inflight")
     stats: dict[str, tuple[WriteStat, ...]] = {}
     for partition, records in sorted(commit.records.items()):
-        stats[partition] = tuple(
-            _write_partition(storage, partition, records, time, schema, created_ms, mdt.config.version)
-        )
+        stats[partition] = tuple(_write_partition(storage, mdt, partition, records, time, schema, created_ms))
         written.extend(f"{METADATA_TABLE}/{s.path}" for s in stats[partition])
     step("after_mdt_logs")
-    done = timeline.complete(inflight, _commit_metadata(stats, schema=schema), completion=completion_time())
+    done = timeline.complete(
+        inflight, _commit_metadata(stats, layout=layout, schema=schema), completion=completion_time()
+    )
     written.append(timeline.path(done))
     return written
 
 
 def _write_partition(
     storage: Storage,
+    mdt: MetadataTable,
     partition: str,
     records: Mapping[str, bytes],
     time: InstantTime,
     schema: str,
     created_ms: int,
-    version: int,
 ) -> list[WriteStat]:
     folder = f"{METADATA_TABLE}/{partition}"
-    names = [f.path.rsplit("/", 1)[-1] for f in storage.list_dir(folder) if not f.is_dir]
+    listing = [(f.path.rsplit("/", 1)[-1], f.size) for f in storage.list_dir(folder) if not f.is_dir]
+    names = [name for name, _ in listing]
     groups = _file_groups(names, folder)
+    version = mdt.config.version
     # Sorted once here, each group's cells stay in order. Python orders str by code point, which
     # is the order of their UTF-8 bytes, the order HFile cells need.
     ordered = sorted(records)
@@ -107,25 +124,88 @@ def _write_partition(
         appends = [c.append for c in cells_of]
         for cell, group in zip(cells, keys.shards(ordered, len(groups)), strict=True):
             appends[group](cell)
+    slices = {s.file_id: s for s in latest_slices(listing, mdt.timeline, table_version=version)} if version < 8 else {}
     stats = []
     for file_id, cells in sorted((g, c) for g, c in by_group.items() if c):
-        name = LogFile(file_id, time, 1, WRITE_TOKEN).name
         data = _log_file(cells, time, schema, created_ms, version)
-        storage.write_new(f"{folder}/{name}", data)
-        stats.append(_write_stat(partition, file_id, name, time, len(cells), len(data)))
+        if version < 8:
+            if file_id not in slices:
+                raise RefusedError(
+                    f"{folder}: file group {file_id} has no committed file slice to append a log version to",
+                    hint="let Hudi finish or roll back its metadata-table writes, or set `metadata_table: disable`.",
+                )
+            stat = _append_to_slice(partition, slices[file_id], names, len(cells), len(data))
+        else:
+            name = LogFile(file_id, time, 1, WRITE_TOKEN).name
+            stat = _write_stat(partition, file_id, name, time, len(cells), len(data))
+        storage.write_new(f"{METADATA_TABLE}/{stat.path}", data)
+        stats.append(stat)
     return stats
 
 
-def _remove_logs_of(storage: Storage, time: InstantTime) -> list[str]:
-    """Delete every MDT log file written for `time` (v8+ names logs after their deltacommit)."""
+def _append_to_slice(partition: str, mdt_slice: MdtSlice, names: list[str], count: int, size: int) -> WriteStat:
+    """Version 6: the next log version over the slice's base instant, and the write stat Hudi 0.x
+    records for it (`prevCommit` = that base instant, the slice's base file and logs)."""
+    base = mdt_slice.base_file
+    base_instant = base.instant_time if base else max(log.instant_time for log in mdt_slice.log_files)
+    taken = [
+        log.version
+        for name in names
+        if (log := LogFile.parse(name)) is not None
+        and log.file_id == mdt_slice.file_id
+        and log.instant_time == base_instant
+    ]
+    log = LogFile(mdt_slice.file_id, base_instant, max(taken, default=0) + 1, WRITE_TOKEN)
+    return WriteStat(
+        partition_path=partition,
+        file_id=mdt_slice.file_id,
+        path=f"{partition}/{log.name}",
+        prev_commit=base_instant,
+        num_writes=count,
+        num_update_writes=count,
+        total_write_bytes=size,
+        file_size_in_bytes=size,
+        log_version=log.version,
+        log_offset=0,
+        base_file=base.name if base else "",
+        log_files=(*(existing.name for existing in mdt_slice.log_files), log.name),
+    )
+
+
+def _remove_logs_of(storage: Storage, time: InstantTime, version: int | None = None) -> list[str]:
+    """Delete every MDT log file written for `time` (`version`: the MDT's table version, read when None).
+
+    Version 8+ names logs after their deltacommit. Version 6 names them after their slice, so
+    the runner's own logs (its write token) are read, and removed when their blocks are all of `time`.
+    """
+    if version is None:
+        version = read_metadata_table(storage).config.version
     removed = []
     for folder in (f.path for f in storage.list_dir(METADATA_TABLE) if f.is_dir and not f.path.endswith("/.hoodie")):
         for info in storage.list_dir(folder):
             log = LogFile.parse(info.path.rsplit("/", 1)[-1])
-            if log is not None and log.instant_time == time:
+            if log is None:
+                continue
+            ours = (
+                log.instant_time == time
+                if version >= 8
+                else log.write_token == WRITE_TOKEN and _only_blocks_of(storage, info.path, time)
+            )
+            if ours:
                 storage.delete(info.path)
                 removed.append(info.path)
     return removed
+
+
+def _only_blocks_of(storage: Storage, path: str, time: InstantTime) -> bool:
+    """Whether every block of a log file is for `time`. Log files are written whole (write_new),
+    so one that does not parse is not a half-written attempt of ours: it stays, and the reader
+    reports it."""
+    try:
+        blocks = read_log_blocks(storage.read(path), where=path)
+    except RunnerError:
+        return False
+    return bool(blocks) and all(block.instant_time == time for block in blocks)
 
 
 def _file_groups(names: list[str], folder: str) -> list[str]:
@@ -145,8 +225,14 @@ def _file_groups(names: list[str], folder: str) -> list[str]:
 
 
 def _log_file(cells: list[tuple[bytes, bytes]], time: str, schema: str, created_ms: int, version: int) -> bytes:
-    info = [(b"schema", schema.encode("utf-8")), *standard_file_info(cells, created_ms=created_ms)]
     header = {HeaderKey.SCHEMA: schema, HeaderKey.INSTANT_TIME: time}
+    if version < 8:
+        # Hudi 0.14/0.15 read HFiles with HBase's reader, which needs HBase's layout (see hfile.py);
+        # HBase leaves the creation time 0 unless told.
+        info = [(b"schema", schema.encode("utf-8")), *standard_file_info(cells, created_ms=0, hbase=True)]
+        content = write_hfile(cells, info, checksum_type=CHECKSUM_CRC32C, hbase=True)
+        return encode_log_block(LogBlock(BlockType.HFILE_DATA, header, content))
+    info = [(b"schema", schema.encode("utf-8")), *standard_file_info(cells, created_ms=created_ms)]
     # Hudi 1.1 (table version 9) writes no checksums; Hudi 1.0 (version 8) wrote HFiles with HBase's
     # writer and CRC32C checksums, which every reader accepts, so version 8 tables get those.
     checksum = CHECKSUM_NULL if version >= 9 else CHECKSUM_CRC32C
@@ -170,10 +256,11 @@ def _write_stat(partition: str, file_id: str, name: str, time: str, count: int, 
     )
 
 
-def _commit_metadata(stats: Mapping[str, tuple[WriteStat, ...]], *, schema: str | None = None) -> bytes:
+def _commit_metadata(stats: Mapping[str, tuple[WriteStat, ...]], *, layout: int, schema: str | None = None) -> bytes:
+    """Avro on layout 2; Hudi 0.x's JSON on layout 1."""
     extra = {"schema": _without_meta_fields(schema)} if schema else {}
     meta = CommitMetadata(operation_type=OPERATION, partition_to_write_stats=stats, extra_metadata=extra)
-    return encode_commit_metadata(meta, layout=2)
+    return encode_commit_metadata(meta, layout=layout)
 
 
 def _without_meta_fields(schema: str) -> str:

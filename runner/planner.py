@@ -1,0 +1,33 @@
+"""Plan one table from storage: read what its declaration needs, then plan it (pure).
+
+The one place that turns a table on storage into a `TablePlan`: `runner plan` (through the
+service layer) and apply, under the table's lock, both call `plan_one`, so a saved plan and the
+fresh plan it narrows are made the same way.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from runner.declarations.model import MetadataTableMode, TableDeclaration
+from runner.hudi.mdt.maintain import refusal_reasons
+from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
+from runner.plan.build import metadata_table_mode, plan_table
+from runner.plan.clean import clean_scope
+from runner.plan.model import TablePlan
+from runner.storage import Storage
+
+
+def plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
+             metadata: TableMetadata | None = None, explain: bool = True) -> TablePlan:
+    """Read what the declaration needs and plan it (incremental listing when sizing is off);
+    `explain=False` leaves out the per-file reasons, which only people read (see `plan_table`)."""
+    meta = metadata or read_table_metadata(storage)
+    scope = clean_scope(decl.clean, meta, now=now)
+    needs_full = decl.file_sizing.small_file_limit > 0 or scope.partitions is None
+    state = read_table_state(storage, partitions=None if needs_full else scope.partitions, metadata=meta)
+    refusals: tuple[str, ...] = ()
+    if metadata_table_mode(decl, meta) is MetadataTableMode.KEEP:
+        resuming = frozenset(str(i.time) for i, p in meta.pending_cleans if p is not None)
+        refusals = tuple(refusal_reasons(storage, meta, resuming=resuming))
+    return plan_table(decl, state, scope, refusals, explain=explain)

@@ -1,0 +1,97 @@
+"""`plan_tables`: plan every selected table; `load_plan`: read a saved plan, checked on load."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from runner.declarations.fingerprint import declaration_fingerprint
+from runner.declarations.model import Project, TableDeclaration
+from runner.declarations.schema import SCHEMA_DIR
+from runner.errors import PlanError, RunnerError
+from runner.plan.model import FORMAT_VERSION, Plan, TablePlan, TableStatus
+from runner.planner import plan_one
+from runner.service.locations import guarded_location, instant_text, plan_project
+from runner.storage import storage_for
+
+PLAN_SCHEMA = SCHEMA_DIR / "plan.schema.json"
+
+
+def plan_tables(project: Project, tables: Sequence[TableDeclaration] | None = None, *,
+                now: datetime | None = None) -> Plan:
+    """Plan `tables` (default: every table of the project) as of `now` (default: the current time).
+
+    Reads storage, never writes. A table that cannot be read becomes an `error` entry rather than
+    an exception, so one bad table never hides the others. The plan records the project it was
+    made in and a fingerprint of each table's declaration, so that apply refuses it anywhere
+    else, or after a declaration changed.
+    """
+    now = now or datetime.now(UTC)
+    chosen = project.tables if tables is None else tuple(tables)
+    return Plan(
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        now=instant_text(now),
+        tables=tuple(_plan_or_error(project, decl, now) for decl in chosen),
+        project=plan_project(project),
+    )
+
+
+def _plan_or_error(project: Project, decl: TableDeclaration, now: datetime) -> TablePlan:
+    fingerprint = declaration_fingerprint(decl)
+    try:
+        real = guarded_location(project, decl)
+        planned = plan_one(replace(decl, path=real), storage_for(real), now=now)
+        return replace(planned, path=decl.path, declaration_fingerprint=fingerprint)
+    except RunnerError as error:
+        return TablePlan(decl.name, decl.path, TableStatus.ERROR, error=error.to_json(),
+                         declaration_fingerprint=fingerprint)
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read a plan file written by `runner plan --out`, checked against `schemas/plan.schema.json`.
+
+    Raises:
+        PlanError: the file cannot be read, is not JSON, was made by another format version, or
+            does not match the schema (naming the file and the JSON path at fault).
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise PlanError(f"cannot read plan file {path}: {error}") from None
+    version = data.get("format_version") if isinstance(data, dict) else None
+    if isinstance(version, int) and version < FORMAT_VERSION:
+        raise PlanError(
+            f"plan file {path} has format_version {version}: it was made by an older runner, and this runner "
+            f"reads format_version {FORMAT_VERSION}; nothing was applied",
+            hint="run `runner plan` again (with --out) and apply the new plan.",
+        )
+    if isinstance(version, int) and version > FORMAT_VERSION:
+        raise PlanError(
+            f"plan file {path} has format_version {version}: it was made by a newer runner, and this runner "
+            f"reads format_version {FORMAT_VERSION}; nothing was applied",
+            hint="apply it with the runner version that made it, or make a new plan with this one.",
+        )
+    problems = sorted(_plan_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
+    if problems:
+        first = problems[0]
+        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first.absolute_path)
+        more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
+        raise PlanError(
+            f"plan file {path} does not match schemas/plan.schema.json at {where}: {first.message}{more}; "
+            "nothing was applied",
+            hint="re-create the plan with `runner plan --out` rather than editing it.",
+        )
+    return Plan.from_json(data)
+
+
+@functools.cache
+def _plan_validator() -> Draft202012Validator:
+    schema: dict[str, Any] = json.loads(PLAN_SCHEMA.read_text())
+    return Draft202012Validator(schema)
