@@ -70,7 +70,7 @@ def metadata_table_mode(decl: TableDeclaration, meta: TableMetadata) -> Metadata
 
     The one test of "has a metadata table" for planning and apply alike.
     """
-    return decl.metadata_table if meta.has_metadata_table else None
+    return decl.metadata_table if meta.metadata_table_enabled else None
 
 
 def plan_pending_cleans(inp: PlanningInput, _: tuple[Step, ...]) -> Step | None:

@@ -85,3 +85,32 @@ def test_a_version_6_metadata_folder_that_readers_do_not_use_is_refused_with_the
     assert code == 2 and any("does not list `files`" in r for r in step(table, "update_metadata_table")["refusals"])
     assert main(["apply", "--auto-approve", "--project-dir", str(root)]) == 1
     assert "does not list `files`" in capsys.readouterr().out
+
+
+def _files(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.stat().st_size for p in folder.rglob("*") if p.is_file()}
+
+
+def test_metadata_partitions_listed_without_a_metadata_folder_are_one_decision(tmp_path, capsys):
+    # hoodie.properties enables the metadata table but .hoodie/metadata is gone: readers may expect
+    # it, so `keep` refuses before anything is deleted, and `disable` is planned as its own step.
+    root = _project(tmp_path)
+    import shutil
+
+    shutil.rmtree(root / "table/.hoodie/metadata")
+    code, table = _plan(root, capsys)
+    reasons = "; ".join(step(table, "update_metadata_table")["refusals"])
+    assert code == 2 and ".hoodie/metadata is missing" in reasons
+    before = _files(root / "table")
+    assert main(["apply", "--auto-approve", "--project-dir", str(root)]) == 1
+    assert ".hoodie/metadata is missing" in capsys.readouterr().out
+    assert {k: v for k, v in _files(root / "table").items() if "/.aux/" not in k} == {
+        k: v for k, v in before.items() if "/.aux/" not in k}
+
+    decl = root / "tables/t.yml"
+    decl.write_text(decl.read_text() + "metadata_table: disable\n")
+    _code, table = _plan(root, capsys)
+    assert step(table, "disable_metadata_table") is not None and step(table, "update_metadata_table") is None
+    assert main(["apply", "--auto-approve", "--project-dir", str(root)]) == 0
+    props = (root / "table/.hoodie/hoodie.properties").read_text()
+    assert "hoodie.table.metadata.partitions=\n" in props or "hoodie.table.metadata.partitions=" not in props

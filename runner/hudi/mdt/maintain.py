@@ -85,6 +85,13 @@ def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozense
                 "only for table versions 6, 8 and 9"
             )
         ]
+    if not data.has_metadata_table:
+        return [
+            (
+                f"hoodie.table.metadata.partitions lists {', '.join(data.config.metadata_partitions)} but "
+                ".hoodie/metadata is missing, so readers may expect a metadata table that is not there"
+            )
+        ]
     if "files" not in data.config.metadata_partitions:
         return [
             "hoodie.table.metadata.partitions does not list `files`, so readers do not use this "
