@@ -34,6 +34,17 @@ def test_a_problem_names_its_file_by_absolute_path(elsewhere: Path, capsys: pyte
     assert " tables/t.yml" not in out + err
 
 
+def test_files_named_inside_a_problem_are_absolute_too(elsewhere: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A duplicate name is reported in each file, naming the other one inside the message.
+    first, second = elsewhere / "tables" / "t.yml", elsewhere / "tables" / "u.yml"
+    second.write_text(first.read_text())
+    assert main(["validate", "--project-dir", str(elsewhere)]) == 1
+    out, err = capsys.readouterr()
+    assert f"{first}:1:1: name: duplicate table name \"t\", also declared in {second}" in out + err
+    assert f"same location as \"t\" ({first})" in out + err
+    assert "tables/u.yml;" not in (out + err).replace(str(second), "")
+
+
 def test_validate_lists_declarations_by_absolute_path(elsewhere: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "--project-dir", str(elsewhere)]) == 0
     assert f"  t  {elsewhere / 'tables' / 't.yml'}\n" in capsys.readouterr().out

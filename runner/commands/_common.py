@@ -35,9 +35,23 @@ def load(args: argparse.Namespace) -> Project:
         if not outside_project(args):
             raise
         root = os.path.abspath(args.project_dir)
-        raise DeclarationError([replace(p, file=os.path.join(root, p.file)) if p.file else p
+        raise DeclarationError([replace(p, file=os.path.join(root, p.file) if p.file else p.file,
+                                        message=_absolute_files_in(p.message, root))
                                 for p in error.problems]) from None
     return project
+
+
+# A project file named inside a message ("also declared in tables/b.yml", "(project.yml line 4)").
+_FILE_IN_TEXT = re.compile(r"(?<![\w/.-])([\w-][\w./-]*\.ya?ml)(?![\w/-])")
+
+
+def _absolute_files_in(message: str, root: str) -> str:
+    """`message` with the project's own files (those that exist under `root`) named absolutely."""
+    def absolute(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return os.path.join(root, name) if os.path.isfile(os.path.join(root, name)) else name
+
+    return _FILE_IN_TEXT.sub(absolute, message)
 
 
 def selected(args: argparse.Namespace) -> tuple[Project, tuple[TableDeclaration, ...]]:
