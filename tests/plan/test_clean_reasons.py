@@ -123,4 +123,4 @@ def test_apply_s_unexplained_plan_deletes_exactly_what_the_explained_plan_delete
             [(f.path, f.size) for f in explained_plan.clean.files_to_delete]
         assert all(f.reason for f in explained_plan.clean.files_to_delete)
         assert explained_plan.clean.kept and not bare.clean.kept  # the savepoint's file, only explained
-        assert dataclasses.replace(explained_plan, clean=bare.clean) == bare
+        assert explained_plan.with_steps(bare.clean) == bare

@@ -22,7 +22,9 @@ def _state(*, versions: int, has_mdt: bool = True) -> TableState:
     for n in range(1, versions + 1):
         b.commit(n, {"p": ["a"]})
     state = b.state()
-    config = dataclasses.replace(state.metadata.config, metadata_partitions=("files", "column_stats", "record_index"))
+    # A table without a metadata table has neither the folder nor partitions in hoodie.properties.
+    partitions = ("files", "column_stats", "record_index") if has_mdt else ()
+    config = dataclasses.replace(state.metadata.config, metadata_partitions=partitions)
     meta = dataclasses.replace(state.metadata, has_metadata_table=has_mdt, config=config)
     return dataclasses.replace(state, metadata=meta)
 
