@@ -41,3 +41,25 @@ def apply_process(project: Path, failpoint: str | None = None) -> subprocess.Com
         [sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(project)],
         capture_output=True, text=True, env=env, timeout=300,
     )
+
+
+# A resize only: the clean keeps everything, so every step a kill test meets belongs to the resize.
+RESIZE_YAML = """\
+name: t
+path: table
+clean:
+  policy: KEEP_LATEST_COMMITS
+  commits_retained: 1000
+file_sizing:
+  small_file_limit: 100MiB
+  max_file_size: 128MiB
+"""
+# Every crash point of a resize on a table with a metadata table, in the order apply meets them.
+RESIZE_POINTS = [
+    "after_replace_requested",
+    "after_rewrite",
+    "after_mdt_requested",
+    "after_mdt_inflight",
+    "after_mdt_logs",
+    "after_resize_metadata_table_commit",
+]

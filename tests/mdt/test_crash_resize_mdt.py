@@ -19,29 +19,11 @@ from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.storage import storage_for
 from tests.conftest import FIXTURES
-from tests.crash import apply_process, crash_project
+from tests.crash import RESIZE_POINTS, RESIZE_YAML, apply_process, crash_project
 from tests.mdt.test_resize_mdt import rows
 
 FIXTURE = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
-# Resize only: the clean keeps everything, so every MDT step of the run belongs to the resize.
-RESIZE_YAML = """\
-name: t
-path: table
-clean:
-  policy: KEEP_LATEST_COMMITS
-  commits_retained: 1000
-file_sizing:
-  small_file_limit: 100MiB
-  max_file_size: 128MiB
-"""
-POINTS = [
-    "after_replace_requested",
-    "after_rewrite",
-    "after_mdt_requested",
-    "after_mdt_inflight",
-    "after_mdt_logs",
-    "after_resize_metadata_table_commit",
-]
+POINTS = RESIZE_POINTS
 
 
 def resize_project(root: Path) -> Path:

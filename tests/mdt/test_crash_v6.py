@@ -19,7 +19,7 @@ from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.storage import storage_for
 from runner.testing import COPY_ON_WRITE
-from tests.crash import TABLE_YAML, apply_process
+from tests.crash import RESIZE_POINTS, RESIZE_YAML, TABLE_YAML, apply_process
 from tests.execute.conftest import oracle_snapshot
 from tests.mdt.synthetic import build_with_mdt
 
@@ -90,25 +90,6 @@ def test_killed_v6_apply_is_finished_by_the_next_one(point: str, tmp_path: Path,
 
 
 # -- the same for a resize on a version-6 table: every step from the plan to the MDT deltacommit --
-
-RESIZE_YAML = """\
-name: t
-path: table
-clean:
-  policy: KEEP_LATEST_COMMITS
-  commits_retained: 1000
-file_sizing:
-  small_file_limit: 100MiB
-  max_file_size: 128MiB
-"""
-RESIZE_POINTS = [
-    "after_replace_requested",
-    "after_rewrite",
-    "after_mdt_requested",
-    "after_mdt_inflight",
-    "after_mdt_logs",
-    "after_resize_metadata_table_commit",
-]
 
 
 def _resize_project(root: Path) -> Path:
