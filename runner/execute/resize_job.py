@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -54,11 +54,13 @@ class GroupRewrite:
         file_id: the new file group's id (`<uuid>-0`); chosen by the driver, so a retried task
             attempt writes the same file group and the driver can tell its leftovers apart.
         inputs: the input base files, relative to the base path.
+        binary_copy: copy the inputs' row groups when they qualify (`runner.execute.resize_copy`).
     """
 
     partition: str
     file_id: str
     inputs: tuple[str, ...]
+    binary_copy: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,8 @@ class RewrittenFile:
         size: the file's size in bytes (`totalWriteBytes` and `fileSizeInBytes`).
         input_files, input_bytes: what was read.
         create_ms: time spent (Hudi's `runtimeStats.totalCreateTime`).
+        strategy: `rewrite` or `binary_copy`: how the file was made.
+        fallback: why a group asked to be binary-copied was rewritten instead.
     """
 
     partition: str
@@ -81,6 +85,8 @@ class RewrittenFile:
     input_files: int
     input_bytes: int
     create_ms: int
+    strategy: str = "rewrite"
+    fallback: str | None = None
 
 
 def spark_write_token() -> str:
@@ -113,7 +119,17 @@ class RewriteTask:
 
     def __call__(self, groups: Iterable[GroupRewrite]) -> Iterator[RewrittenFile]:
         for group in groups:
-            yield rewrite_group(self.storage, group, self.instant, self.write_token())
+            token = self.write_token()
+            if group.binary_copy:
+                from runner.execute.resize_copy import copy_group
+
+                copied = copy_group(self.storage, group, self.instant, token)
+                if not isinstance(copied, str):
+                    yield copied
+                    continue
+                yield replace(rewrite_group(self.storage, group, self.instant, token), fallback=copied)
+                continue
+            yield rewrite_group(self.storage, group, self.instant, token)
 
 
 def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: str) -> RewrittenFile:
