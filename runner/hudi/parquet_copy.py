@@ -201,8 +201,22 @@ def _check_alike(files: Sequence[_Input]) -> Struct:
 
 
 def _encoded(meta: Struct, field_id: int) -> bytes | None:
-    return encode_struct(Struct([(1, kind, value) for fid, kind, value in meta.fields if fid == field_id])) \
-        if meta.has(field_id) else None
+    """A footer field's bytes, for comparing; the schema's root name is left out (Hudi's Avro writer
+    names it after the record, Spark's row writer `spark_schema`; no reader looks at it)."""
+    if not meta.has(field_id):
+        return None
+    value = meta.get(field_id)
+    if field_id == _F_SCHEMA and isinstance(value, ThriftList) and value.values:
+        root = value.values[0]
+        assert isinstance(root, Struct)
+        value = ThriftList(value.element_type, [Struct([f for f in root.fields if f[0] != _S_NAME]),
+                                                *value.values[1:]])
+    assert value is not None
+    return encode_struct(Struct([(1, _kind(meta, field_id), value)]))
+
+
+def _kind(meta: Struct, field_id: int) -> int:
+    return next(kind for fid, kind, _ in meta.fields if fid == field_id)
 
 
 def _single_codec(files: Sequence[_Input]) -> int:
@@ -378,7 +392,8 @@ def hudi_footer(inputs: Sequence[tuple[str, bytes]]) -> dict[str, str]:
     if all(RECORD_KEY_COLUMN in f.schema_arrow.names for f in files):
         keys = pa.chunked_array([c for f in files for c in f.read(columns=[RECORD_KEY_COLUMN]).column(0).chunks],
                                 type=files[0].schema_arrow.field(RECORD_KEY_COLUMN).type)
-        if len(keys):
+        # Hudi leaves the key column null when `hoodie.populate.meta.fields` is false.
+        if len(keys) > keys.null_count:
             return footer.record_key_footer(keys)
     ranges = [footer.range_of(f.metadata.metadata) for f in files]
     known = [r for r in ranges if r is not None]
