@@ -9,6 +9,8 @@ hard-linked copies of the same files:
   `pq.write_table` one file (snappy), one group after the other in this process;
 - **runner**: `run_resize` on the Hudi table (requested/inflight plan, one Spark task per group on
   `local[2]`, meta-column rewrite, footer keys, replacecommit); the session is started before timing;
+- **runner, binary copy**: the same with `file_sizing.strategy: binary_copy` (row groups copied
+  without decoding, only `_hoodie_file_name` written again, the same record-key footer);
 - **delta-rs**: `DeltaTable.optimize.compact(target_size=max file size)` on a Delta table made of the
   same files (`convert_to_deltalake`, not timed), with snappy so that all three write the same codec.
 
@@ -36,6 +38,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -45,7 +48,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from _common import PeakRss
 
-from runner.declarations.model import FileSizing, SparkSettings
+from runner.declarations.model import FileSizing, ResizeStrategy, SparkSettings
 from runner.execute.resize import run_resize
 from runner.execute.spark import get_spark
 from runner.hudi import bloom, footer
@@ -232,7 +235,8 @@ def report(root: Path, args: argparse.Namespace) -> None:
     plan_s = time.perf_counter() - plan_started
     assert step is not None and not step.is_empty
     spark = get_spark(SparkSettings(master="local[2]", conf=(("spark.ui.enabled", "false"),)))
-    times: dict[str, list[float]] = {"pyarrow": [], "runner": [], "delta-rs": []}
+    copy_step = replace(step, strategy=ResizeStrategy.BINARY_COPY)
+    times: dict[str, list[float]] = {"pyarrow": [], "runner": [], "runner, binary copy": [], "delta-rs": []}
     peaks: dict[str, list[PeakRss]] = {name: [] for name in times}
     footers: list[tuple[float, float]] = []
     keys = group_keys(source, step)
@@ -241,10 +245,12 @@ def report(root: Path, args: argparse.Namespace) -> None:
         work = root / f"run{run}"
         work.mkdir()
         hudi = linked_copy(source, work / "hudi")
+        hudi_copy = linked_copy(source, work / "hudi_copy")
         delta = prepare_delta(source, work / "delta")
         actions: list[tuple[str, Callable[[], list[int]]]] = [
             ("pyarrow", partial(run_pyarrow, source, step, work / "pyarrow")),
             ("runner", partial(run_runner, hudi, step, spark)),
+            ("runner, binary copy", partial(run_runner, hudi_copy, copy_step, spark)),
             ("delta-rs", partial(run_delta, delta, limit)),
         ]
         for name, action in actions:
@@ -253,7 +259,7 @@ def report(root: Path, args: argparse.Namespace) -> None:
             times[name].append(seconds)
             peaks[name].append(memory)
             outputs[name] = sizes
-            print(f"run {run + 1}: {name:9s} {seconds:7.2f} s, {len(sizes)} files written, "
+            print(f"run {run + 1}: {name:19s} {seconds:7.2f} s, {len(sizes)} files written, "
                   f"peak RSS {memory.peak / MIB:.0f} MiB (+{memory.added / MIB:.0f} MiB)")
         footers.append(time_footers(keys))
         print(f"run {run + 1}: footers   {footers[-1][0]:7.2f} s (bloom filter alone {footers[-1][1]:.2f} s)")
@@ -295,6 +301,11 @@ def print_table(
     print("\nraw seconds: " + json.dumps({k: [round(v, 2) for v in vs] for k, vs in times.items()}))
     print("raw peak RSS MiB (added): " + json.dumps(
         {k: [f"{m.peak / MIB:.0f} (+{m.added / MIB:.0f})" for m in ms] for k, ms in peaks.items()}))
+    delta = statistics.median(times["delta-rs"])
+    for name in ("runner", "runner, binary copy"):
+        per_run = statistics.median(v / d for v, d in zip(times[name], times["delta-rs"], strict=True))
+        print(f"{name} vs delta-rs: {statistics.median(times[name]) / delta:.2f}x (ratio of medians), "
+              f"{per_run:.2f}x (median of per-run ratios)")
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
