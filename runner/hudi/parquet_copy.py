@@ -112,6 +112,7 @@ def binary_copy(inputs: Sequence[tuple[str, bytes]], *, file_name: str) -> Copie
     schema = _check_alike(parsed)
     codec = _single_codec(parsed)
     column = _file_name_column(schema)
+    _check_column_order(parsed, column[0] if column else None)
     names = None
     if column is not None:
         counts = [_int(rg, _R_NUM_ROWS) for f in parsed for rg, _ in f.row_groups]
@@ -246,6 +247,21 @@ def _file_name_column(meta: Struct) -> tuple[int, bool] | None:
             found = (leaf, top.get_int(_S_REPETITION) != 0)
         leaf += leaves
     return found
+
+
+def _check_column_order(files: Sequence[_Input], name_leaf: int | None) -> None:
+    """Every row group has one chunk per leaf column, in schema order (the spec's rule, relied on
+    to find the `_hoodie_file_name` chunk by its position)."""
+    leaves = _leaves(files[0].meta.get_list(_F_SCHEMA), 0)[0]
+    for f in files:
+        for _, chunks in f.row_groups:
+            if len(chunks) != leaves:
+                raise NotCopyable(f"{f.path}: a row group has {len(chunks)} column chunks for {leaves} columns")
+            if name_leaf is not None:
+                meta = chunks[name_leaf].meta.get_struct(_C_META)
+                path = meta.get_list(_M_PATH) if meta is not None else []
+                if path != [FILE_NAME_COLUMN.encode()]:
+                    raise NotCopyable(f"{f.path}: column chunks are not in schema order")
 
 
 def _leaves(elements: Sequence[object], i: int) -> tuple[int, int]:
