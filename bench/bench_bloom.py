@@ -14,6 +14,7 @@ and the ratio previous / current of the medians.
 
     .venv/bin/python bench/bench_bloom.py [--keys 1000000] [--runs 3]
     .venv/bin/python bench/bench_bloom.py --quick        # 100,000 keys, 1 run
+    .venv/bin/python bench/bench_bloom.py --resize-footer --runs 3   # bench_resize.py's footers
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from _common import markdown_table
 
-from runner.hudi import bloom
+from runner.hudi import bloom, footer
 from runner.hudi.bloom import ENTRIES, MAX_ENTRIES, MURMUR, NUM_HASHES, VECTOR_SIZE
 
 _M = 0x5BD1E995
@@ -66,7 +67,13 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="100,000 keys, 1 run")
+    parser.add_argument("--resize-footer", action="store_true",
+                        help="instead: the record-key footers of bench_resize.py's 512 MiB run (9,556,000 keys "
+                             "`str(id)` in 4 groups)")
     args = parser.parse_args()
+    if args.resize_footer:
+        resize_footers(args.runs)
+        return
     count, runs = (100_000, 1) if args.quick else (args.keys, args.runs)
     sets = key_sets(count)
     print(f"{count:,} keys per set, median of {runs} runs; Python {platform.python_version()}, "
@@ -92,6 +99,24 @@ def main() -> None:
     print(markdown_table(["keys", "implementation", "median", "ns/key (wall)", "ns/key (CPU)", "speed-up"], rows,
                          "llrrrr"))
     print("Raw wall seconds: " + "; ".join(raw) + ". Outputs identical in every run.")
+
+
+def resize_footers(runs: int, total: int = 9_556_000, groups: int = 4) -> None:
+    """The footers `bench_resize.py --total-mb 512 --files 500 --max-file-mb 128` has the runner
+    build: record keys `str(id)` for ids 0..9,555,999, in 4 groups of consecutive ids."""
+    keys = pc.cast(pa.array(range(total), pa.int64()), pa.string())
+    size = -(-total // groups)
+    chunks = [keys.slice(i, size) for i in range(0, total, size)]
+    seconds: dict[str, list[float]] = {"footer": [], "bloom": [], "previous bloom": []}
+    for _ in range(runs):
+        seconds["previous bloom"].append(timed(lambda: "".join(previous_serialize(c) for c in chunks))[0])
+        seconds["footer"].append(timed(lambda: str([footer.record_key_footer(c) for c in chunks]))[0])
+        seconds["bloom"].append(timed(lambda: "".join(bloom.serialize(c) for c in chunks))[0])
+    print(f"record-key footers of {total:,} keys in {groups} groups, serially, median of {runs} runs: "
+          f"whole footer {statistics.median(seconds['footer']):.2f} s, of which bloom filter "
+          f"{statistics.median(seconds['bloom']):.2f} s; previous bloom filter "
+          f"{statistics.median(seconds['previous bloom']):.2f} s")
+    print("raw seconds: " + "; ".join(f"{k} " + ", ".join(f"{v:.2f}" for v in vs) for k, vs in seconds.items()))
 
 
 # ---- The previous implementation (pyarrow compute), for the side-by-side only. ----------------

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from runner.errors import RefusedError
 from runner.execute.resize_job import GroupRewrite, rewrite_group
 from runner.hudi import footer
 from runner.storage.local import LocalStorage
@@ -73,6 +74,12 @@ def test_no_keys_gives_no_range_but_still_a_bloom_filter() -> None:
     entries = footer.record_key_footer(pa.array([], pa.string()))
     assert footer.key_range(pa.array([None], pa.string())) is None
     assert set(entries) == {footer.BLOOM_FILTER, footer.BLOOM_FILTER_TYPE_CODE}
+
+
+def test_an_empty_record_key_gets_no_footer_hudi_could_not_have_built() -> None:
+    # Hudi's HashFunction rejects an empty key, so the footer is refused rather than invented.
+    with pytest.raises(RefusedError, match="_hoodie_record_key: row 1 of 2 is an empty string"):
+        footer.record_key_footer(pa.chunked_array([["k-a"], [""]]))
 
 
 @settings(max_examples=300, deadline=None)
