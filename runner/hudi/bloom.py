@@ -19,10 +19,11 @@ Keys are the UTF-8 bytes of `_hoodie_record_key`, in file order.
 
 How it is computed fast without native code: 30 chained hashes per key are ~1,000 integer
 operations, so the work is numpy uint32 arithmetic (it wraps as Java's `int` does) in place, over
-blocks of a few thousand keys of one byte length that stay in the CPU cache through all 30 hashes.
-A key's 32-bit words and tail bytes do not depend on the seed, so they are read and pre-mixed once
-per block rather than once per hash; each hash's bit positions are set in a boolean vector per row
-(one byte per bit: random single-byte stores, no read-modify-write), packed to bits at the end.
+blocks of 16,384 keys that stay in the CPU cache through all 30 hashes. A key's 32-bit words and
+tail bytes do not depend on the seed, so they are read and pre-mixed once per block rather than
+once per hash; keys of different lengths share a block, longest first, so the keys that have a
+given word are a prefix of it. Each hash's bit positions are set in a boolean vector per row (one
+byte per bit: random single-byte stores, no read-modify-write), packed to bits at the end.
 """
 
 from __future__ import annotations
