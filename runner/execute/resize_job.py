@@ -53,12 +53,16 @@ RECORD_KEY_COLUMN = "_hoodie_record_key"
 ROW_GROUP_BYTES = 120 * 1024 * 1024
 # Rows decoded at a time from an input (pyarrow's own default batch size).
 BATCH_ROWS = 64 * 1024
-# Decoded (Arrow) bytes held before they are encoded as one row group: with the batch being
-# decoded, the record keys and one input's footer, this is what a task holds, however large its
-# group. The trade-off: row groups of this many decoded bytes (about 20-30 MiB compressed for
-# typical rows) instead of Hudi's 120 MiB; readers read them as well, and the file is within about
-# 1 % of the size one large row group gives (bench/README.md, "resize: streaming").
-ROW_GROUP_BUFFER_BYTES = 64 * 1024 * 1024
+# Decoded (Arrow) bytes held before they are encoded as one row group. With the batch being
+# decoded, one input's footer and the group's record keys, this is what a task holds, however large
+# its group. The trade-off, measured on a 128 MiB group (bench/README.md, "resize: streaming"):
+# row groups of about 40 MiB compressed instead of up to Hudi's 120 MiB, files about 1 % larger
+# (each row group restarts its dictionaries) for about half the memory of unbounded row groups;
+# 64 MiB would cost 4-5 % in size, 32 MiB 10 %.
+ROW_GROUP_BUFFER_BYTES = 128 * 1024 * 1024
+# Decode on the task's own thread: Spark already runs one task per core, and pyarrow's pool would
+# put a second decoding thread on each core (bench/README.md, "resize: streaming").
+DECODE_WITH_THREADS = False
 
 _CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4", "LZ4_RAW": "lz4",
            "BROTLI": "brotli", "UNCOMPRESSED": "none"}
@@ -201,7 +205,7 @@ def _read_source(storage: Storage, path: str) -> _Source:
 def _batches(storage: Storage, path: str, schema: pa.Schema, name: str, batch_rows: int) -> Iterator[pa.Table]:
     """The rows of one input, `batch_rows` at a time, in the output's schema and with its file name."""
     with storage.open_input(path) as f:
-        for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, use_threads=False):
+        for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, use_threads=DECODE_WITH_THREADS):
             part = pa.Table.from_batches([batch]).replace_schema_metadata(None)
             if not part.schema.equals(schema):
                 part = _conform(part, schema)
