@@ -17,7 +17,8 @@ peak memory: the high-water mark of this process tree's resident memory (Spark's
 workers included) sampled every 20 ms during the step, and how much that is above the RSS on entry.
 It also runs the groups once more as bare Spark tasks (one per group, as `run_resize` does) and
 reports how many cores were busy on average (the tasks' summed time over the time from the first
-start to the last end), with pyarrow's decoding threads off (the runner's setting) and on. In the
+start to the last end), with pyarrow's decoding threads off (the runner's setting) and on, in the
+first `--probe-runs` runs. In the
 same run it times the record-key footer alone (`footer.record_key_footer`: Hudi's bloom filter plus
 the key range) on the keys of every group, serially in this process, as a share of the runner's
 time. All inputs fit in the page cache, so every system reads warm files. Needs
@@ -249,6 +250,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="64 MiB in 100 files, 1 run")
     parser.add_argument("--work-dir", type=Path, default=None)
+    parser.add_argument("--probe-runs", type=int, default=1, help="runs that also probe the tasks' overlap")
     args = parser.parse_args()
     if args.quick:
         args.total_mb, args.files, args.runs = 64, 100, 1
@@ -300,7 +302,7 @@ def report(root: Path, args: argparse.Namespace) -> None:
                   f"peak RSS {memory.peak / MIB:.0f} MiB (+{memory.added / MIB:.0f} MiB)")
         footers.append(time_footers(keys))
         print(f"run {run + 1}: footers   {footers[-1][0]:7.2f} s (bloom filter alone {footers[-1][1]:.2f} s)")
-        for threads in (False, True):
+        for threads in (False, True) if run < args.probe_runs else ():
             os.sync()
             probe = probe_tasks(source, step, spark, work / f"probe-{threads}", threads)
             probes[threads].append(probe)
@@ -363,6 +365,8 @@ def print_footers(keys: list[pa.ChunkedArray], runner: list[float], footers: lis
 
 def print_probes(groups: int, probes: dict[bool, list[dict[str, float]]]) -> None:
     for threads, runs in probes.items():
+        if not runs:
+            continue
         median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         print(
             f"\n{groups} groups as Spark tasks on local[2], pyarrow decode threads {'on' if threads else 'off'}: "
