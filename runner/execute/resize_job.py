@@ -158,7 +158,8 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
     input_bytes = sum(s.size for s in sources)
     total_rows = sum(s.metadata.num_rows for s in sources)
     # Hudi's block size caps a row group's rows (estimated from the inputs' bytes per row); the
-    # decoded buffer caps it too, and on wide or poorly compressed rows that is the tighter bound.
+    # decoded buffer caps it too, and for typical rows (about 3 decoded bytes per stored byte) it is
+    # the tighter bound.
     max_rows = max(1, ROW_GROUP_BYTES // max(1, input_bytes // max(1, total_rows)))
     keys: list[pa.ChunkedArray] = []
     with storage.create_new(path) as out:
