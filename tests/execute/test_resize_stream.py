@@ -165,3 +165,17 @@ def test_a_crash_mid_stream_leaves_only_a_temporary_file_which_the_next_apply_re
     assert not list(v6_small.rglob("*.tmp"))
     assert snapshot(v6_small) == before
     assert not read_table_metadata(storage).timeline.pending()
+
+
+def test_spark_reads_a_file_of_several_row_groups_as_written(tmp_path, spark):
+    inputs = write_inputs(tmp_path)
+    done = rewrite_group(LocalStorage(str(tmp_path)), GroupRewrite("p", "new-0", inputs), INSTANT, "0-0-0",
+                         batch_rows=500, buffer_bytes=64 * 1024)
+    assert pq.ParquetFile(tmp_path / done.path).metadata.num_row_groups > 3
+
+    frame = spark.read.parquet(str(tmp_path / done.path))
+    read = [(r["_hoodie_record_key"], r["_hoodie_file_name"], r["tags"]) for r in frame.collect()]
+
+    expected = [(r["_hoodie_record_key"], r["_hoodie_file_name"], r["tags"])
+                for r in expected_rows(tmp_path, inputs, done.path.rsplit("/", 1)[-1])]
+    assert sorted(read) == sorted(expected) and len(read) == 9000
