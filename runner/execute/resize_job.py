@@ -321,10 +321,10 @@ def _footer(keys: Sequence[pa.ChunkedArray], schema: pa.Schema, sources: Sequenc
 
     A Hudi writer using the BLOOM index reads the filter of every candidate file without a null
     check, so a rewritten file must carry one. A table without meta columns
-    (`hoodie.populate.meta.fields=false`) has no key column: the new range then covers the inputs'
-    ranges when every input records one.
+    (`hoodie.populate.meta.fields=false`) has no key column, or one that Hudi left null, and no
+    key footer: the new range then covers the inputs' ranges when every input records one.
     """
-    if RECORD_KEY_COLUMN in schema.names and any(len(k) for k in keys):
+    if RECORD_KEY_COLUMN in schema.names and any(len(k) > k.null_count for k in keys):
         field = schema.field(RECORD_KEY_COLUMN)
         return footer.record_key_footer(pa.chunked_array([c for k in keys for c in k.chunks], field.type))
     ranges = [footer.range_of(s.metadata.metadata) for s in sources]

@@ -3,6 +3,7 @@ overwritten target, and a crash mid-stream that leaves only a temporary file the
 
 from __future__ import annotations
 
+import glob
 import os
 import random
 import re
@@ -18,7 +19,7 @@ import pytest
 from runner.execute.resize import ResizeRunner, finish_pending_resize
 from runner.execute.resize_job import GroupRewrite, rewrite_group
 from runner.failpoints import EXIT_CODE
-from runner.hudi import bloom
+from runner.hudi import bloom, footer
 from runner.hudi.files import BaseFile
 from runner.hudi.state import read_table_metadata
 from runner.storage import AlreadyExists, LocalStorage, storage_for
@@ -179,3 +180,17 @@ def test_spark_reads_a_file_of_several_row_groups_as_written(tmp_path, spark):
     expected = [(r["_hoodie_record_key"], r["_hoodie_file_name"], r["tags"])
                 for r in expected_rows(tmp_path, inputs, done.path.rsplit("/", 1)[-1])]
     assert sorted(read) == sorted(expected) and len(read) == 9000
+
+
+def test_a_hudi_file_without_meta_fields_is_rewritten_without_a_key_footer(hudi_fixture, tmp_path):
+    """`hoodie.populate.meta.fields=false`: Hudi writes the meta columns null and no key footer, so
+    the rewrite writes none either (a bloom filter of null keys is not something Hudi can build)."""
+    base = hudi_fixture("sample_table/cow/v6_simplekeygen_hivestyle_no_metafields")
+    (path,) = glob.glob(f"{base}/byteField=10/*.parquet")
+    relative = f"byteField=10/{Path(path).name}"
+    written = rewrite_group(LocalStorage(str(base)), GroupRewrite("byteField=10", "n-0", (relative,)),
+                            "20990101000000000", "0-0-0")
+    out = pq.ParquetFile(base / written.path)
+    assert out.read().drop_columns(["_hoodie_file_name"]).to_pylist() == \
+        pq.read_table(path).drop_columns(["_hoodie_file_name"]).to_pylist()
+    assert not {footer.BLOOM_FILTER.encode(), footer.MIN_RECORD_KEY.encode()} & set(out.metadata.metadata or {})
