@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from runner.declarations import rules, schema, targets
 from runner.declarations.merge import SIZE_FIELDS, build_table, effective_settings, lookup
 from runner.declarations.model import Project, Source, SparkSettings, TableDeclaration
-from runner.declarations.paths import PathError, resolve_path
+from runner.declarations.paths import PathError, RealLocations, resolve_path
 from runner.declarations.schema import show
 from runner.declarations.yaml_io import Loaded, load_yaml
 from runner.errors import DeclarationError, Problem
@@ -59,15 +59,16 @@ def load_project(project_dir: str | os.PathLike[str], *, target: str | None = No
         problems += found
     located: list[rules.Located] = []
     tables: list[TableDeclaration] = []
+    real_of = RealLocations()
     for relative in _table_files(root, project, problems):
-        table, entry, found = _load_table(root, relative, project)
+        table, entry, found = _load_table(root, relative, project, real_of)
         located.append(entry)
         problems += found
         if table is not None:
             tables.append(table)
     problems += rules.duplicate_problems(located)
     for entry in located:
-        problems += rules.root_problems(entry, project.roots)
+        problems += rules.root_problems(entry, project.roots, real_of)
     if problems:
         raise DeclarationError(_sorted(problems))
     return _project(root, project, tables, run)
@@ -180,7 +181,7 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem]) -> I
 
 
 def _load_table(
-    root: str, relative: str, project: _ProjectFile
+    root: str, relative: str, project: _ProjectFile, real_of: RealLocations
 ) -> tuple[TableDeclaration | None, rules.Located, list[Problem]]:
     doc = read_yaml(root, relative)
     problems = list(doc.problems)
@@ -191,7 +192,7 @@ def _load_table(
     location, path_problems = _location(checked, root)
     problems += shape + path_problems
     name = _valid_name(doc, shape)
-    entry = rules.Located(doc, name, location)
+    entry = rules.Located(doc, name, location, None if location is None else real_of(location))
     # The rules run on what the schema accepted, so a schema error never hides a broken rule.
     settings = effective_settings(checked, project.defaults)
     # With project.yml unreadable, what a table inherits is unknown: judge only its own choices.

@@ -123,3 +123,32 @@ def real_location(resolved: str) -> str:
     as written, so the answer is the same before and after the table is created.
     """
     return os.path.realpath(resolved) if is_local(resolved) else resolved
+
+
+class RealLocations:
+    """`real_location` for the many tables of one load, following each folder's links only once.
+
+    A table's real location is its folder's real location joined with its own name, unless that
+    name is itself a link (then it is resolved in full, as `real_location` does). Tables side by
+    side in one folder so cost one `lstat` each instead of one per part of their path, and the
+    allowed roots are resolved once instead of once per table. Answers are kept for the object's
+    life, one `load_project`: a link changed later is judged again by plan and apply.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+
+    def __call__(self, resolved: str) -> str:
+        if not is_local(resolved):
+            return resolved
+        known = self._known.get(resolved)
+        if known is None:
+            known = self._known[resolved] = self._follow(resolved)
+        return known
+
+    def _follow(self, resolved: str) -> str:
+        folder, name = posixpath.split(resolved)
+        if name in ("", ".", ".."):
+            return os.path.realpath(resolved)
+        joined = posixpath.join(self(folder), name)
+        return os.path.realpath(resolved) if os.path.islink(joined) else joined
