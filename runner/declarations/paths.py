@@ -16,6 +16,7 @@ import posixpath
 import re
 from urllib.parse import unquote
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _URI = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(.*)", re.DOTALL)
 # Hadoop's S3 connectors are one store under three names.
 _SAME_SCHEME = {"s3a": "s3", "s3n": "s3"}
@@ -56,10 +57,10 @@ def resolve_path(declared: str, project_dir: str) -> str:
 def _refuse_control_characters(declared: str) -> None:
     # No file system or object store takes a NUL in a name, and a newline or escape in a path is a
     # copy-paste accident that would also garble every message that prints the path.
-    for index, char in enumerate(declared):
-        if ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0:
-            raise PathError(f"expected a path without control characters, got {declared!r} "
-                            f"(character {index + 1} is {_control_name(char)}); remove it")
+    found = _CONTROL.search(declared)
+    if found is not None:
+        raise PathError(f"expected a path without control characters, got {declared!r} "
+                        f"(character {found.start() + 1} is {_control_name(found.group())}); remove it")
 
 
 def _control_name(char: str) -> str:
