@@ -56,6 +56,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -96,6 +97,7 @@ STORAGE_DELETE = "LocalStorage.delete_many alone (thread pool, one check per fol
 SPARK_JOB = "Spark delete job alone (delete_files, warm session)"
 PLAN_ONLY = "plan_one alone (what `runner plan` computes), in-process"
 METADATA_ONLY = "read_table_metadata alone (timeline and commit metadata)"
+CLI = "runner CLI (`runner apply`; deletes on threads, no JVM)"
 
 
 @dataclass
@@ -223,8 +225,10 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
     absolute = [os.path.join(copy, p) for p in paths]
     print(f"  plan: delete {len(paths):,} of {total:,} data files", flush=True)
 
-    spark_start, _ = timed(lambda: get_spark(settings).sparkContext.parallelize(range(8), 2).map(abs).count())
-    print(f"  Spark session and Python workers started in {spark_start:.1f} s (not in the in-process runs)")
+    spark_start = None
+    if not args.no_spark:
+        spark_start, _ = timed(lambda: get_spark(settings).sparkContext.parallelize(range(8), 2).map(abs).count())
+        print(f"  Spark session and Python workers started in {spark_start:.1f} s (not in the in-process runs)")
 
     def check(result: TableResult | dict[str, object] | list[DeleteResult] | None) -> None:
         if isinstance(result, list):
@@ -242,16 +246,24 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
         STORAGE_DELETE: lambda: copy_storage.delete_many(paths, threads=args.threads),
         SPARK_JOB: lambda: delete_files(get_spark(settings), copy_storage, paths),
         RUNNER: lambda: runner_in_process(decl, project, job_seconds),
-        "runner CLI (`runner apply`, incl. JVM start-up)": lambda: runner_cli(project_dir),
+        CLI: lambda: runner_cli(project_dir),
     }
+    if args.no_spark:
+        del variants[SPARK_JOB]
+    if args.cli_runs == 0:
+        del variants[CLI]
+    runner_cpu: list[float] = []
     runs = Runs()
     for run in range(args.runs):
         order = list(variants)[run % len(variants) :] + list(variants)[: run % len(variants)]
         for label in order:
-            if label.startswith("runner CLI") and run >= args.cli_runs:
+            if label == CLI and run >= args.cli_runs:
                 continue
             fresh_copy(master, copy, hardlink=args.hardlink)
+            cpu = time.process_time()
             seconds, result = timed(variants[label])
+            if label == RUNNER:  # this process's CPU, the delete threads' included
+                runner_cpu.append(time.process_time() - cpu)
             check(result if isinstance(result, (TableResult, dict, list)) else None)
             runs.add(label, seconds)
             print(f"  run {run + 1}: {label}: {seconds:.2f} s", flush=True)
@@ -267,6 +279,10 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
     runs.seconds["of which: the deletes"] = job_seconds
     labels.insert(labels.index(RUNNER) + 1, "of which: the deletes")
     print(f"  the runner's deleter chose: {'; '.join(sorted(engines))}")
+    ratios = [r / f for r, f in zip(runs.seconds[RUNNER], runs.seconds[FLOOR], strict=True)]
+    print("  in-process apply / floor, per run: " + ", ".join(f"{r:.2f}" for r in ratios)
+          + f"; median {median(ratios):.2f}")
+    print("  in-process apply, CPU seconds per run: " + ", ".join(f"{c:.2f}" for c in runner_cpu))
     labels += [PLAN_ONLY, METADATA_ONLY]
 
     floor = runs.median(FLOOR)
@@ -276,15 +292,16 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
         seconds = median(values)
         rate = "–" if label in (PLAN_ONLY, METADATA_ONLY) else f"{len(paths) / seconds:,.0f}"
         rows.append([label, f"{seconds:.2f} s", spread(values), rate, f"{seconds / floor:.2f}×"])
-    rows.append(
-        [
-            "Spark session + workers start-up, once (in the CLI row)",
-            f"{spark_start:.2f} s",
-            "1 run",
-            "–",
-            f"{spark_start / floor:.2f}×",
-        ]
-    )
+    if spark_start is not None:
+        rows.append(
+            [
+                "Spark session + workers start-up, once (not in the in-process rows)",
+                f"{spark_start:.2f} s",
+                "1 run",
+                "–",
+                f"{spark_start / floor:.2f}×",
+            ]
+        )
     return rows
 
 
@@ -385,6 +402,8 @@ def main() -> None:
         help="hard-linked instead of real copies per run: faster set-up, cheaper unlinks",
     )
     parser.add_argument("--only", choices=("apply", "plan"), help="run one measurement")
+    parser.add_argument("--no-spark", action="store_true",
+                        help="leave out the Spark delete job row (and the session it starts)")
     parser.add_argument("--workdir", help="parent folder of the temporary data (default: system temp)")
     args = parser.parse_args()
     files = args.partitions * args.groups * args.versions

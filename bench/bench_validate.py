@@ -6,8 +6,10 @@ Writes N table files (default 1,000) into a temporary project, then times, in on
 - `load_project` in-process (YAML with marks, JSON Schema, merging, every rule);
 - `python -m runner validate` as a subprocess (adds interpreter start-up and imports).
 
-Each figure is the median of `--runs` runs; ratios are against the baseline median, so they hold
-across machines better than the seconds do. Usage:
+Each figure is the median of `--runs` runs, of wall time and of CPU time (this process's for the
+in-process rows, the child's for the subprocess rows: on a machine shared with other jobs the CPU
+time is the steadier measure); ratios are against the baseline median, so they hold across
+machines better than the seconds do. Usage:
 
     .venv/bin/python bench/bench_validate.py [--tables 1000] [--runs 7]
 """
@@ -15,6 +17,8 @@ across machines better than the seconds do. Usage:
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -76,15 +80,23 @@ def write_project(root: Path, tables: int) -> list[Path]:
     return files
 
 
-def medians(actions: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
-    """Median seconds per action; runs are interleaved so that load changes hit every action alike."""
-    timings: dict[str, list[float]] = {label: [] for label in actions}
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (user + system)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def medians(actions: dict[str, Callable[[], object]], runs: int) -> dict[str, tuple[float, float]]:
+    """Median (wall, CPU) seconds per action; runs are interleaved so that load changes hit every
+    action alike."""
+    timings: dict[str, list[tuple[float, float]]] = {label: [] for label in actions}
     for _ in range(runs):
         for label, action in actions.items():
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), cpu_seconds()
             action()
-            timings[label].append(time.perf_counter() - started)
-    return {label: statistics.median(values) for label, values in timings.items()}
+            timings[label].append((time.perf_counter() - started, cpu_seconds() - cpu))
+    return {label: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+            for label, values in timings.items()}
 
 
 def safe_load_all(files: list[Path], loader: type) -> None:
@@ -105,9 +117,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         files = write_project(root, options.tables)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), cpu_seconds()
         assert len(load_project(root).tables) == options.tables  # the first call also compiles the schemas
-        cold = time.perf_counter() - started
+        cold = (time.perf_counter() - started, cpu_seconds() - cpu)
         timed = medians({
             BASELINE: lambda: safe_load_all(files, yaml.SafeLoader),
             "yaml.load with CSafeLoader (libyaml)": lambda: safe_load_all(files, yaml.CSafeLoader),
@@ -116,14 +128,15 @@ def main() -> None:
             "python -m runner validate (CLI)": lambda: cli(root, "-m", "runner", "validate"),
         }, options.runs)
     rows = [*timed.items(), ("load_project, first call in a process (single run)", cold)]
-    baseline = timed[BASELINE]
+    baseline = timed[BASELINE][0]
     print(f"{options.tables} table files, median of {options.runs} runs, Python {sys.version.split()[0]}, "
-          f"libyaml {'yes' if yaml.__with_libyaml__ else 'no'}\n")
-    print("| what | median | per file | vs baseline |")
-    print("|---|---:|---:|---:|")
-    for label, seconds in rows:
-        print(f"| {label} | {seconds * 1000:.0f} ms | {seconds / options.tables * 1e6:.0f} µs | "
-              f"{seconds / baseline:.2f}× |")
+          f"libyaml {'yes' if yaml.__with_libyaml__ else 'no'}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f} at the end\n")
+    print("| what | wall, median | CPU, median | wall per file | wall vs baseline |")
+    print("|---|---:|---:|---:|---:|")
+    for label, (wall, cpu) in rows:
+        print(f"| {label} | {wall * 1000:.0f} ms | {cpu * 1000:.0f} ms | {wall / options.tables * 1e6:.0f} µs | "
+              f"{wall / baseline:.2f}× |")
 
 
 if __name__ == "__main__":

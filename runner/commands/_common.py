@@ -1,6 +1,8 @@
 """Shared by the commands: load and select the declarations, parse `--now`, show sizes.
 
-`guarded_location`, `plan_project` and `instant_text` live in `runner.service.locations`.
+`guarded_location`, `plan_project` and `instant_text` live in `runner.service.locations`, which is
+not imported here: the service layer loads pyarrow and the executor, and `runner validate` and
+`runner ls` need neither.
 """
 
 from __future__ import annotations
@@ -16,9 +18,8 @@ from runner.declarations.model import Project, TableDeclaration
 from runner.errors import DeclarationError, RunnerError
 from runner.hudi.instant import InstantTime
 from runner.selection import select_tables
-from runner.service.locations import guarded_location, instant_text, plan_project
 
-__all__ = ["guarded_location", "human_bytes", "instant_text", "parse_now", "plan_project", "selected"]
+__all__ = ["human_bytes", "load", "outside_project", "parse_now", "selected"]
 
 
 def outside_project(args: argparse.Namespace) -> bool:

@@ -13,9 +13,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from runner.declarations import rules, schema, targets
-from runner.declarations.merge import SIZE_FIELDS, build_table, effective_settings, lookup
+from runner.declarations.merge import SIZE_FIELDS, Setting, build_table, effective_settings, lookup
 from runner.declarations.model import Project, Source, SparkSettings, TableDeclaration
-from runner.declarations.paths import PathError, resolve_path
+from runner.declarations.paths import PathError, RealLocations, resolve_path
 from runner.declarations.schema import show
 from runner.declarations.yaml_io import Loaded, load_yaml
 from runner.errors import DeclarationError, Problem
@@ -32,6 +32,7 @@ class _ProjectFile:
     tables_dir: str
     roots: tuple[str, ...]
     found: bool = True  # False: project.yml or its tables_dir is unusable, already reported
+    inherited: Mapping[str, Setting] | None = None  # effective_settings(None, defaults), shared by every table
 
 
 def load_project(project_dir: str | os.PathLike[str], *, target: str | None = None,
@@ -59,15 +60,16 @@ def load_project(project_dir: str | os.PathLike[str], *, target: str | None = No
         problems += found
     located: list[rules.Located] = []
     tables: list[TableDeclaration] = []
+    real_of = RealLocations()
     for relative in _table_files(root, project, problems):
-        table, entry, found = _load_table(root, relative, project)
+        table, entry, found = _load_table(root, relative, project, real_of)
         located.append(entry)
         problems += found
         if table is not None:
             tables.append(table)
     problems += rules.duplicate_problems(located)
     for entry in located:
-        problems += rules.root_problems(entry, project.roots)
+        problems += rules.root_problems(entry, project.roots, real_of)
     if problems:
         raise DeclarationError(_sorted(problems))
     return _project(root, project, tables, run)
@@ -131,8 +133,8 @@ def _load_project_file(root: str) -> tuple[_ProjectFile, list[Problem]]:
     problems += rules.spark_problems(project_settings, Source.PROJECT_DEFAULT)
     if lookup(defaults.data, ("tables_dir",)) != tables_dir and tables_dir != DEFAULT_TABLES_DIR:
         # The schema refused tables_dir and said why; look in the default folder, quietly.
-        return _ProjectFile(doc, defaults, DEFAULT_TABLES_DIR, roots, found=False), problems
-    return _ProjectFile(doc, defaults, tables_dir, roots), problems
+        return _ProjectFile(doc, defaults, DEFAULT_TABLES_DIR, roots, False, project_settings), problems
+    return _ProjectFile(doc, defaults, tables_dir, roots, True, project_settings), problems
 
 
 def _roots(doc: Loaded, root: str, problems: list[Problem]) -> tuple[str, ...]:
@@ -180,7 +182,7 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem]) -> I
 
 
 def _load_table(
-    root: str, relative: str, project: _ProjectFile
+    root: str, relative: str, project: _ProjectFile, real_of: RealLocations
 ) -> tuple[TableDeclaration | None, rules.Located, list[Problem]]:
     doc = read_yaml(root, relative)
     problems = list(doc.problems)
@@ -191,9 +193,9 @@ def _load_table(
     location, path_problems = _location(checked, root)
     problems += shape + path_problems
     name = _valid_name(doc, shape)
-    entry = rules.Located(doc, name, location)
+    entry = rules.Located(doc, name, location, None if location is None else real_of(location))
     # The rules run on what the schema accepted, so a schema error never hides a broken rule.
-    settings = effective_settings(checked, project.defaults)
+    settings = effective_settings(checked, project.defaults, project.inherited)
     # With project.yml unreadable, what a table inherits is unknown: judge only its own choices.
     known = project.defaults is not None
     if known or settings["clean.policy"].source is Source.TABLE:

@@ -88,35 +88,46 @@ def is_missing(value: object) -> bool:
     return value is _MISSING
 
 
-def effective_settings(table: Loaded | None, project: Loaded | None) -> dict[str, Setting]:
+def effective_settings(table: Loaded | None, project: Loaded | None,
+                       inherited: Mapping[str, Setting] | None = None) -> dict[str, Setting]:
     """Merge one schema-valid table with the project's (schema-valid) defaults and Hudi's.
 
     Args:
         table: the table file, whose own values win; None for the project defaults alone.
         project: project.yml, or None when it is invalid (then only Hudi's defaults apply).
+        inherited: `effective_settings(None, project)` when the caller has it already, so that
+            project.yml's defaults are not looked up and parsed again for every table.
 
     Returns:
         `clean.policy`, `clean.commits_retained`, ... → `Setting`, in `SETTINGS` order.
     """
+    if inherited is None:
+        inherited = _inherited(project)
+    data = table.data if table is not None else None
+    if not isinstance(data, Mapping):
+        return dict(inherited)
     merged: dict[str, Setting] = {}
-    for block, key, hudi_default in SETTINGS:
-        candidates: list[tuple[Loaded, FieldPath, Source]] = []
-        if table is not None:
-            candidates.append((table, (block, key), Source.TABLE))
-        if project is not None:
-            candidates.append((project, ("defaults", block, key), Source.PROJECT_DEFAULT))
-        runners = block in _RUNNER_BLOCKS or f"{block}.{key}" in _RUNNER_FIELDS
-        fallback = Source.RUNNER_DEFAULT if runners else Source.HUDI_DEFAULT
-        merged[f"{block}.{key}"] = _first_set(candidates, key) or Setting(hudi_default, fallback)
+    for block, key, _ in SETTINGS:
+        name = f"{block}.{key}"
+        section = data.get(block)
+        if isinstance(section, Mapping) and key in section:
+            merged[name] = Setting(_typed(key, section[key]), Source.TABLE, table, (block, key))
+        else:
+            merged[name] = inherited[name]
     return merged
 
 
-def _first_set(candidates: list[tuple[Loaded, FieldPath, Source]], key: str) -> Setting | None:
-    for doc, path, source in candidates:
-        value = lookup(doc.data, path)
-        if not is_missing(value):
-            return Setting(_typed(key, value), source, doc, path)
-    return None
+def _inherited(project: Loaded | None) -> dict[str, Setting]:
+    """What a table that sets nothing gets: the project's defaults, else Hudi's (or the runner's)."""
+    merged: dict[str, Setting] = {}
+    for block, key, hudi_default in SETTINGS:
+        path = ("defaults", block, key)
+        value = lookup(project.data, path) if project is not None else _MISSING
+        runners = block in _RUNNER_BLOCKS or f"{block}.{key}" in _RUNNER_FIELDS
+        fallback = Source.RUNNER_DEFAULT if runners else Source.HUDI_DEFAULT
+        merged[f"{block}.{key}"] = (Setting(hudi_default, fallback) if is_missing(value)
+                                    else Setting(_typed(key, value), Source.PROJECT_DEFAULT, project, path))
+    return merged
 
 
 def _typed(key: str, value: object) -> object:

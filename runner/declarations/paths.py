@@ -16,6 +16,7 @@ import posixpath
 import re
 from urllib.parse import unquote
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _URI = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(.*)", re.DOTALL)
 # Hadoop's S3 connectors are one store under three names.
 _SAME_SCHEME = {"s3a": "s3", "s3n": "s3"}
@@ -56,10 +57,10 @@ def resolve_path(declared: str, project_dir: str) -> str:
 def _refuse_control_characters(declared: str) -> None:
     # No file system or object store takes a NUL in a name, and a newline or escape in a path is a
     # copy-paste accident that would also garble every message that prints the path.
-    for index, char in enumerate(declared):
-        if ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0:
-            raise PathError(f"expected a path without control characters, got {declared!r} "
-                            f"(character {index + 1} is {_control_name(char)}); remove it")
+    found = _CONTROL.search(declared)
+    if found is not None:
+        raise PathError(f"expected a path without control characters, got {declared!r} "
+                        f"(character {found.start() + 1} is {_control_name(found.group())}); remove it")
 
 
 def _control_name(char: str) -> str:
@@ -123,3 +124,32 @@ def real_location(resolved: str) -> str:
     as written, so the answer is the same before and after the table is created.
     """
     return os.path.realpath(resolved) if is_local(resolved) else resolved
+
+
+class RealLocations:
+    """`real_location` for the many tables of one load, following each folder's links only once.
+
+    A table's real location is its folder's real location joined with its own name, unless that
+    name is itself a link (then it is resolved in full, as `real_location` does). Tables side by
+    side in one folder so cost one `lstat` each instead of one per part of their path, and the
+    allowed roots are resolved once instead of once per table. Answers are kept for the object's
+    life, one `load_project`: a link changed later is judged again by plan and apply.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+
+    def __call__(self, resolved: str) -> str:
+        if not is_local(resolved):
+            return resolved
+        known = self._known.get(resolved)
+        if known is None:
+            known = self._known[resolved] = self._follow(resolved)
+        return known
+
+    def _follow(self, resolved: str) -> str:
+        folder, name = posixpath.split(resolved)
+        if name in ("", ".", ".."):
+            return os.path.realpath(resolved)
+        joined = posixpath.join(self(folder), name)
+        return os.path.realpath(resolved) if os.path.islink(joined) else joined

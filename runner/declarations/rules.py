@@ -30,11 +30,16 @@ from runner.errors import Problem
 
 @dataclass(frozen=True, slots=True)
 class Located:
-    """A table file with the name and resolved location it declares (either may be unknown)."""
+    """A table file with the name and resolved location it declares (either may be unknown).
+
+    `real` is the location with its symbolic links followed (`paths.real_location`); when left
+    out it is worked out from `location`.
+    """
 
     doc: Loaded
     name: str | None
     location: str | None
+    real: str | None = None
 
 
 def policy_problems(doc: Loaded, settings: Mapping[str, Setting]) -> list[Problem]:
@@ -105,7 +110,9 @@ def duplicate_problems(tables: Sequence[Located]) -> list[Problem]:
 
 
 def _compared(table: Located) -> str | None:
-    return location_key(real_location(table.location)) if table.location else None
+    if table.location is None:
+        return None
+    return location_key(table.real if table.real is not None else real_location(table.location))
 
 
 def _described(table: Located) -> str:
@@ -147,15 +154,20 @@ def _ancestors(key: str) -> list[str]:
     return [prefix + "/".join(parts[:end]) for end in range(first, len(parts))]
 
 
-def root_problems(table: Located, roots: Sequence[str]) -> list[Problem]:
-    """The table's location if it lies outside every allowed root (no roots: anything goes)."""
+def root_problems(table: Located, roots: Sequence[str],
+                  real_of: Callable[[str], str] = real_location) -> list[Problem]:
+    """The table's location if it lies outside every allowed root (no roots: anything goes).
+
+    `real_of` follows links (`paths.RealLocations` shares that work between the tables of a load).
+    """
     if not roots or table.location is None:
         return []
-    outside = roots_refusal(table.location, roots)
+    outside = roots_refusal(table.location, roots, real_of)
     return [] if outside is None else [table.doc.problem(("path",), outside)]
 
 
-def roots_refusal(location: str, roots: Sequence[str]) -> str | None:
+def roots_refusal(location: str, roots: Sequence[str],
+                  real_of: Callable[[str], str] = real_location) -> str | None:
     """Why `location` is outside every allowed root, as written or once its links are followed;
     None when it is inside one (or no roots are set)."""
     if not roots:
@@ -164,8 +176,8 @@ def roots_refusal(location: str, roots: Sequence[str]) -> str | None:
     fix = "fix the path, or add its root to allowed_roots in project.yml"
     if not any(is_under(location, root) for root in roots):
         return f"resolves to {location}, outside the allowed roots ({listed}); {fix}"
-    real = real_location(location)
-    if not any(is_under(real, real_location(root)) for root in roots):
+    real = real_of(location)
+    if not any(is_under(real, real_of(root)) for root in roots):
         return (f"resolves to {location}, whose symbolic links lead to {real}, outside the allowed roots "
                 f"({listed}); {fix}")
     return None

@@ -4,6 +4,14 @@ The schemas in `schemas/` are the contract for the shape of declarations; editor
 files through the `# yaml-language-server: $schema=...` line. Validation collects every error
 (`iter_errors`) and words each one as expected-vs-found, with the fix where there is an obvious one.
 Rules that need more than one file or the merged defaults live in `rules.py`, not here.
+
+Two validators judge the same schema. Most files are valid, and for them only a yes matters: a
+validator compiled to Python code (`fastjsonschema`) answers that several times faster than
+`jsonschema`, which walks the schema keyword by keyword for every file. Only when the compiled one
+says no does `jsonschema` run, to collect and explain every error; it is imported only then, so
+`runner validate` on a valid project never loads it. The two must accept exactly the same
+documents (`tests/declarations/test_fast_schema.py`); `_compiled` adapts the few places where
+fastjsonschema reads a schema differently.
 """
 
 from __future__ import annotations
@@ -12,15 +20,19 @@ import copy
 import difflib
 import functools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
+import fastjsonschema
 
 from runner.declarations.sizes import parse_size
 from runner.declarations.yaml_io import FieldPath, Loaded, Trap
 from runner.errors import Problem
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, ValidationError
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 TABLE_SCHEMA = "table.schema.json"
@@ -57,7 +69,14 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _validator(name: str) -> Draft202012Validator:
+def explainer(name: str) -> Draft202012Validator:
+    """The `jsonschema` validator of one schema: every error of a document, each with its place.
+
+    The reference: `is_valid` must say yes exactly when this finds no error.
+    """
+    # Imported here: only an invalid file needs it, and it is most of `runner validate`'s imports.
+    from jsonschema import Draft202012Validator, FormatChecker, validators
+
     # JSON Schema counts 10.0 as an integer; a retention of "10.0" commits is a typo, not a count.
     strict_integers = Draft202012Validator.TYPE_CHECKER.redefine(
         "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
@@ -67,6 +86,78 @@ def _validator(name: str) -> Draft202012Validator:
     formats.checks(SIZE_FORMAT, raises=ValueError)(_is_size)
     formats.checks(POSITIVE_SIZE_FORMAT, raises=ValueError)(_is_positive_size)
     return cls(inline_refs(load_schema(name), name), format_checker=formats)  # type: ignore[no-any-return]
+
+
+def is_valid(data: object, name: str) -> bool:
+    """Whether `data` has no schema error at all (the compiled validator: no explanation, fast).
+
+    fastjsonschema follows JSON Schema since draft 6, where 10.0 is an integer, and offers no way
+    to say otherwise; `explainer` refuses it. So a document holding any float is left to
+    `explainer` (declarations rarely hold one: only `spark.conf` values may be numbers).
+    """
+    if _has_float(data):
+        return False
+    try:
+        _compiled(name)(data)
+    except fastjsonschema.JsonSchemaValueException:
+        return False
+    return True
+
+
+def _has_float(data: object) -> bool:
+    # Exact types suffice: the YAML loader builds plain dicts, lists and floats only.
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is dict:
+            pending.extend(cast(dict[str, object], item).values())
+        elif kind is list:
+            pending.extend(cast(list[object], item))
+        elif kind is float:
+            return True
+    return False
+
+
+@functools.cache
+def _compiled(name: str) -> Callable[[object], object]:
+    """The schema compiled to Python code, made to read it exactly as `explainer` does.
+
+    - fastjsonschema does not implement draft 2020-12; our schemas use no keyword whose meaning
+      changed since draft 7 (`items` is always one schema, never a list), so draft 7 reads them alike.
+    - It counts 10.0 as an integer, as JSON Schema does; `is_valid` keeps floats away from it.
+    - It turns every `$` of a pattern into `\\Z` (end of text only), where `jsonschema` uses
+      Python's `$`, which also matches before a final newline: `(?=\\n?\\Z)` is that `$`.
+    - Our formats report a bad size by raising; it wants a yes or no.
+    """
+    schema = _python_dollars(inline_refs(load_schema(name), name))
+    schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+    formats = {SIZE_FORMAT: _conforms(_is_size), POSITIVE_SIZE_FORMAT: _conforms(_is_positive_size)}
+    # use_default=False: by default it writes the schema's defaults into the data it checks.
+    return fastjsonschema.compile(schema, formats=formats, use_default=False, detailed_exceptions=False)
+
+
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def _python_dollars(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_python_dollars(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _python_dollars(value) for key, value in node.items()}
+    if isinstance(node.get("pattern"), str):
+        out["pattern"] = _DOLLAR.sub(lambda _: r"(?=\n?\Z)", node["pattern"])
+    return out
+
+
+def _conforms(check: Callable[[object], bool]) -> Callable[[object], bool]:
+    def conforms(value: object) -> bool:
+        try:
+            return check(value)
+        except ValueError:
+            return False
+    return conforms
 
 
 def inline_refs(node: Any, base: str) -> Any:
@@ -123,9 +214,11 @@ def check_and_prune(doc: Loaded, schema_name: str) -> tuple[list[Problem], Loade
     The pruned document lets the semantic rules run on everything that is well-formed, so a
     schema error in one field never hides a rule broken by another field of the same file.
     """
+    if is_valid(doc.data, schema_name):
+        return [], doc
     problems: list[Problem] = []
     rejected: list[FieldPath] = []
-    for error in _validator(schema_name).iter_errors(doc.data):
+    for error in explainer(schema_name).iter_errors(doc.data):
         rejected += _rejected_paths(error)
         for path, message in _describe(error):
             problems.append(doc.problem(path, message))

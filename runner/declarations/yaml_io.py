@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import yaml
 
@@ -26,6 +26,7 @@ from runner.errors import Problem
 FieldPath = tuple[str | int, ...]
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
+_STR, _SEQ, _MAP = _TAG + "str", _TAG + "seq", _TAG + "map"
 _TRAP_TAG = "tag:runner,2024:trap-"
 _MAX_NODES = 20_000  # aliases can expand a small file into billions of values ("billion laughs")
 _MAX_DEPTH = 64
@@ -94,9 +95,8 @@ def _sexagesimal(text: str) -> int | float:
     return -total if text.startswith("-") else total
 
 
-@dataclass(frozen=True, slots=True)
-class Mark:
-    """A 1-based line and column in a YAML file."""
+class Mark(NamedTuple):
+    """A 1-based line and column in a YAML file (a tuple: one is made for every key of every file)."""
 
     line: int
     column: int
@@ -151,6 +151,20 @@ class _Resolver(_BaseLoader):  # type: ignore[misc,valid-type]
 
     # PyYAML looks resolvers up on the class; this class's own table replaces the inherited one.
     yaml_implicit_resolvers: ClassVar[dict[str | None, list[tuple[str, re.Pattern[str]]]]] = {}
+
+    def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
+        """The tag of a node, as PyYAML's own `resolve` finds it with this class's table.
+
+        Called for every key and value of every file, so it skips what PyYAML's generic version
+        checks each time and this loader never has: wildcard and path resolvers.
+        """
+        if kind is yaml.ScalarNode:
+            if implicit[0]:
+                for tag, pattern in self.yaml_implicit_resolvers.get(value[:1], ()):
+                    if pattern.match(value):
+                        return tag
+            return _STR
+        return _SEQ if kind is yaml.SequenceNode else _MAP
 
 
 _DIGITS = list("-+0123456789")
@@ -259,6 +273,8 @@ class _Builder:
                 self._add(node, path[:4], "too large or too deeply nested to be a declaration")
             self.too_big = True
             return None
+        if isinstance(node, yaml.ScalarNode):  # most nodes; a scalar cannot contain itself
+            return self._scalar(node, path)
         if id(node) in self.active:
             self._add(node, path, "an alias refers to its own anchor (a recursive structure)")
             return None
@@ -266,15 +282,13 @@ class _Builder:
         try:
             if isinstance(node, yaml.MappingNode):
                 return self._mapping(node, path, depth)
-            if isinstance(node, yaml.SequenceNode):
-                return self._sequence(node, path, depth)
-            assert isinstance(node, yaml.ScalarNode)
-            return self._scalar(node, path)
+            assert isinstance(node, yaml.SequenceNode)
+            return self._sequence(node, path, depth)
         finally:
             self.active.discard(id(node))
 
     def _mapping(self, node: yaml.MappingNode, path: FieldPath, depth: int) -> object:
-        if node.tag != _TAG + "map":
+        if node.tag != _MAP:
             self._unsupported(node, path)
             return None
         out: dict[str, object] = {}
@@ -282,13 +296,14 @@ class _Builder:
             key = self._key(key_node, path)
             if key is None:
                 continue
+            where = (*path, key)
             if key in out:
-                first = self.marks[(*path, key)]
-                self._add(key_node, (*path, key), f"duplicate key (first defined at line {first.line}); "
+                first = self.marks[where]
+                self._add(key_node, where, f"duplicate key (first defined at line {first.line}); "
                           "YAML readers silently keep one of the two values, so remove one")
                 continue
-            self.marks[(*path, key)] = _mark(key_node)
-            out[key] = self.build(value_node, (*path, key), depth + 1)
+            self.marks[where] = _mark(key_node)
+            out[key] = self.build(value_node, where, depth + 1)
         return out
 
     def _key(self, node: yaml.Node, path: FieldPath) -> str | None:
@@ -302,7 +317,7 @@ class _Builder:
         return str(node.value)
 
     def _sequence(self, node: yaml.SequenceNode, path: FieldPath, depth: int) -> object:
-        if node.tag != _TAG + "seq":
+        if node.tag != _SEQ:
             self._unsupported(node, path)
             return None
         out: list[object] = []
@@ -313,13 +328,13 @@ class _Builder:
 
     def _scalar(self, node: yaml.ScalarNode, path: FieldPath) -> object:
         tag, text = node.tag, node.value
+        if tag == _STR:
+            return text
         if len(text) > _MAX_NUMBER and (tag.startswith(_TRAP_TAG) or tag in (_TAG + "int", _TAG + "float")):
             self._add(node, path, "number too long to be a setting")
             return None
         if tag.startswith(_TRAP_TAG):
             return Trap(text, TrapKind(tag.removeprefix(_TRAP_TAG)))
-        if tag == _TAG + "str":
-            return text
         if tag == _TAG + "null" and text in ("~", "null", "Null", "NULL", ""):
             return None
         if tag == _TAG + "bool" and text.lower() in ("true", "false"):

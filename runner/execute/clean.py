@@ -53,9 +53,10 @@ class CleanOutcome:
 def to_plan(step: CleanStep, base_uri: str) -> CleanPlan:
     """The HoodieCleanerPlan (version 2) for a clean step; file paths are fully qualified."""
     ectr = step.earliest_commit_to_retain
+    root = qualify(base_uri, "")  # once, not once per file: a clean may list 400,000
     by_partition: dict[str, list[CleanFileInfo]] = {}
     for f in step.files_to_delete:
-        by_partition.setdefault(f.partition, []).append(CleanFileInfo(qualify(base_uri, f.path), False))
+        by_partition.setdefault(f.partition, []).append(CleanFileInfo(root + f.path, False))
     extra = {SAVEPOINTED_TIMESTAMPS: ",".join(step.savepointed_timestamps)} if step.savepointed_timestamps else {}
     return CleanPlan(
         earliest_instant_to_retain=(
@@ -90,7 +91,9 @@ def files_of(plan: CleanPlan, base_uri: str) -> dict[str, list[str]]:
         for info in infos:
             if info.is_bootstrap_base_file:
                 continue
-            path = relativize(base_uri, info.file_path)
+            # The expected folder lets a plain `<folder>/<data file>` skip the full normalisation;
+            # anything else still takes it, and is refused just below if it lies elsewhere.
+            path = relativize(base_uri, info.file_path, folder=folder)
             if path.rpartition("/")[0] != folder:
                 raise RefusedError(
                     f"clean plan lists {info.file_path!r} under partition {partition!r}, but the file lies in "
@@ -185,17 +188,17 @@ class CleanRunner:
                   outcomes: dict[str, DeleteResult], deleted: tuple[str, ...], started: float) -> CleanMetadata:
         partitions = {}
         for partition in sorted(set(files) | set(plan.partitions_to_delete)):
-            names = [p.rsplit("/", 1)[-1] for p in files.get(partition, [])]
+            paths = files.get(partition, [])
+            names = [p.rsplit("/", 1)[-1] for p in paths]
             # As Hudi's CleanActionExecutor: a file whose delete did not happen (an error, or already
             # gone after a crash) is a failed delete, not a successful one.
-            failed = [p.rsplit("/", 1)[-1] for p in files.get(partition, [])
-                      if outcomes[p].error or not outcomes[p].deleted]
+            done = [outcomes[p].error is None and outcomes[p].deleted for p in paths]
             partitions[partition] = CleanPartitionMetadata(
                 partition_path=partition,
                 policy=plan.policy,
                 delete_path_patterns=tuple(names),
-                success_delete_files=tuple(n for n in names if n not in failed),
-                failed_delete_files=tuple(failed),
+                success_delete_files=tuple(n for n, ok in zip(names, done, strict=True) if ok),
+                failed_delete_files=tuple(n for n, ok in zip(names, done, strict=True) if not ok),
                 is_partition_deleted=partition in deleted,
             )
         ectr = plan.earliest_instant_to_retain

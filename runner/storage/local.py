@@ -286,8 +286,8 @@ class LocalStorage:
     def _unlink_at(
         self, fd: int, folder: str, real_root: str, index: int, name: str, is_link: bool
     ) -> tuple[int, bool, str | None]:
-        target = os.path.join(folder, name)
         if is_link:
+            target = os.path.join(folder, name)
             real = os.path.realpath(target)
             if os.path.commonpath([real, real_root]) != real_root:
                 return (index, False, f"Refusing to delete {target}: it is a symlink to {real}, "
@@ -296,8 +296,8 @@ class LocalStorage:
             os.unlink(name, dir_fd=fd)  # removes a symlink itself, never its target
         except FileNotFoundError:
             return (index, False, None)
-        except OSError as e:
-            return (index, False, _os_error("delete", target, e).message)
+        except OSError as e:  # the full path only now: it is needed for the message alone
+            return (index, False, _os_error("delete", os.path.join(folder, name), e).message)
         return (index, True, None)
 
     def delete_tree(self, path: str) -> int:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from runner.commands._common import guarded_location
 from runner.declarations.loader import load_project
 from runner.declarations.model import Project, TableDeclaration
+from runner.declarations.paths import RealLocations
 from runner.errors import DeclarationError, RefusedError
+from runner.service.locations import guarded_location
 
 from .conftest import WriteProject
 
@@ -83,3 +85,34 @@ def test_plan_and_apply_check_the_roots_again_on_the_real_path(tmp_path: Path) -
     (tmp_path / "warehouse" / "b").mkdir()
     (tmp_path / "warehouse" / "a").symlink_to(tmp_path / "warehouse" / "b")
     assert guarded_location(project, decl) == f"{tmp_path}/warehouse/b"
+
+
+def test_real_locations_follow_links_exactly_as_realpath_does(tmp_path: Path) -> None:
+    # `load_project` follows each folder's links once for all its tables (`RealLocations`); every
+    # kind of link must come out as `os.path.realpath` has it, for paths that exist and that do not.
+    (tmp_path / "disk" / "lake" / "t").mkdir(parents=True)
+    (tmp_path / "disk" / "file").write_text("x")
+    links = {
+        "lake": "disk/lake",  # relative, to a folder
+        "rel": "../p/disk/lake/t",  # relative, through `..`
+        "abs": str(tmp_path / "disk"),
+        "dangling": "nowhere/at/all",
+        "loop_a": "loop_b", "loop_b": "loop_a",
+        "self": "self",
+        "chain": "lake",
+        "to_file": "disk/file",
+        "up": "..",
+    }
+    (tmp_path / "p").symlink_to(tmp_path)
+    for name, target in links.items():
+        (tmp_path / name).symlink_to(target)
+    (tmp_path / "disk" / "lake" / "inner").symlink_to("t")
+    names = [*links, "disk", "disk/lake", "disk/lake/t", "disk/lake/inner", "missing", "p"]
+    tails = ["", "/t", "/inner", "/x/y", "/t/z", "/inner/z"]
+    candidates = [str(tmp_path / name) + tail for name in names for tail in tails]
+    candidates += ["/", str(tmp_path)]
+    shared = RealLocations()
+    for path in candidates * 2:  # the second round answers from what the first one learnt
+        assert shared(path) == os.path.realpath(path), path
+        assert RealLocations()(path) == os.path.realpath(path), path
+    assert shared("s3://bucket/lake/t") == "s3://bucket/lake/t"
