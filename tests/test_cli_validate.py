@@ -53,6 +53,22 @@ def test_breaking_an_example_exits_1_with_file_line_column(demo: Path, capsys: p
                    "1 problem in 1 file; the declarations are invalid\n")
 
 
+@pytest.mark.parametrize(("field", "value"), [("name", "orders"), ("path", "warehouse/orders")])
+def test_a_value_ending_in_a_newline_is_refused(demo: Path, capsys: pytest.CaptureFixture[str],
+                                              field: str, value: str) -> None:
+    # Python's `$` matches before a final newline; JSON Schema's (ECMA-262) does not, and a table
+    # path ending in a newline is not the folder its owner reviewed.
+    orders = demo / "tables" / "orders.yml"
+    lines = orders.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines, 1) if line.startswith(f"{field}:"))
+    lines[number - 1] = f'{field}: "{value}\\n"'
+    orders.write_text("\n".join(lines) + "\n")
+    code, out, _ = validate(capsys, "--project-dir", str(demo))
+    assert code == 1
+    assert out.startswith(f"tables/orders.yml:{number}:1: {field}: expected ")
+    assert out.endswith(f'got "{value}\\n"\n1 problem in 1 file; the declarations are invalid\n')
+
+
 def test_every_problem_is_listed_one_per_line(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (demo / "tables" / "extra.yml").write_text("name: orders\npath: warehouse/orders/\nowner: 2024-01-01\n")
     code, out, _ = validate(capsys, "--project-dir", str(demo))

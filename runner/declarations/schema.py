@@ -81,7 +81,9 @@ def explainer(name: str) -> Draft202012Validator:
     strict_integers = Draft202012Validator.TYPE_CHECKER.redefine(
         "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
     )
-    cls = validators.extend(Draft202012Validator, type_checker=strict_integers)  # type: ignore[no-untyped-call]
+    cls = validators.extend(  # type: ignore[no-untyped-call]
+        Draft202012Validator, {"pattern": _end_anchored_pattern}, type_checker=strict_integers
+    )
     formats = FormatChecker(formats=())
     formats.checks(SIZE_FORMAT, raises=ValueError)(_is_size)
     formats.checks(POSITIVE_SIZE_FORMAT, raises=ValueError)(_is_positive_size)
@@ -126,11 +128,11 @@ def _compiled(name: str) -> Callable[[object], object]:
     - fastjsonschema does not implement draft 2020-12; our schemas use no keyword whose meaning
       changed since draft 7 (`items` is always one schema, never a list), so draft 7 reads them alike.
     - It counts 10.0 as an integer, as JSON Schema does; `is_valid` keeps floats away from it.
-    - It turns every `$` of a pattern into `\\Z` (end of text only), where `jsonschema` uses
-      Python's `$`, which also matches before a final newline: `(?=\\n?\\Z)` is that `$`.
+    - It turns every `$` of a pattern into `\\Z` (end of text only, as in JSON Schema's ECMA-262
+      patterns); `explainer` reads `$` the same way (`_end_anchored_pattern`).
     - Our formats report a bad size by raising; it wants a yes or no.
     """
-    schema = _python_dollars(inline_refs(load_schema(name), name))
+    schema = inline_refs(load_schema(name), name)
     schema["$schema"] = "http://json-schema.org/draft-07/schema#"
     formats = {SIZE_FORMAT: _conforms(_is_size), POSITIVE_SIZE_FORMAT: _conforms(_is_positive_size)}
     # use_default=False: by default it writes the schema's defaults into the data it checks.
@@ -140,15 +142,21 @@ def _compiled(name: str) -> Callable[[object], object]:
 _DOLLAR = re.compile(r"(?<!\\)\$")
 
 
-def _python_dollars(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_python_dollars(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {key: _python_dollars(value) for key, value in node.items()}
-    if isinstance(node.get("pattern"), str):
-        out["pattern"] = _DOLLAR.sub(lambda _: r"(?=\n?\Z)", node["pattern"])
-    return out
+@functools.cache
+def _end_anchored(pattern: str) -> re.Pattern[str]:
+    return re.compile(_DOLLAR.sub(lambda _: r"\Z", pattern))
+
+
+def _end_anchored_pattern(validator: Any, pattern: str, instance: object, schema: Any) -> Iterator[Any]:
+    """jsonschema's `pattern` keyword with `$` meaning the end of the text, as in ECMA-262.
+
+    Python's `$` also matches before a final newline, so with jsonschema's own keyword a table
+    named "orders\\n" or a path ending in a newline passed every "no control characters" pattern.
+    """
+    from jsonschema import ValidationError
+
+    if isinstance(instance, str) and not _end_anchored(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
 def _conforms(check: Callable[[object], bool]) -> Callable[[object], bool]:

@@ -133,7 +133,7 @@ def test_both_validators_accept_the_same_projects(doc: dict[str, Any]) -> None:
 def test_the_places_where_the_two_libraries_read_a_schema_differently_agree() -> None:
     # Each of these, handed to fastjsonschema as is, gets the other answer than jsonschema's.
     cases = [
-        {**TABLE, "name": "orders\n"},  # Python's `$` matches before a final newline; fastjsonschema's \Z not
+        {**TABLE, "name": "orders\n"},  # a final newline: refused by both (`$` is the end of the text)
         {**TABLE, "clean": {"commits_retained": 10.0}},  # JSON Schema's integer; ours refuses it
         {**TABLE, "file_sizing": {"max_file_size": "0MiB"}},  # our formats raise instead of saying no
         {**TABLE, "tags": []},  # its defaults must not be written into the data it checks
