@@ -3,13 +3,8 @@
 Like Hudi's SIMPLE index, it reads the `_hoodie_record_key` column of the latest base file of every
 file group in the partitions the write touches, and the writer joins the incoming records against
 it on (partition path, record key). The index is partition-scoped (not global): the same key in
-another partition is another record, as with Hudi's default non-global indexes.
-
-Where the keys are read depends on how much there is to read: up to `DRIVER_INDEX_BYTES` of base
-files the driver reads them itself and the index is broadcast, so tagging is a map-side join in the
-same pass that counts the records (no job to read the index, no shuffle of the input against it);
-beyond that a Spark job reads them, one task per few files, and the join shuffles both sides. Both
-read through the table's `Storage`, each file once.
+another partition is another record, as with Hudi's default non-global indexes. Reading runs as a
+Spark job, one task per few files, through the table's `Storage`.
 """
 
 from __future__ import annotations
@@ -28,11 +23,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 INDEX_SCHEMA = "_w_ipath string, _w_ikey string, _w_ifid string"
-INDEX_COLUMNS = ("_w_ipath", "_w_ikey", "_w_ifid")
 MAX_INDEX_TASKS = 64
-# Base-file bytes up to which the driver reads the keys and broadcasts them: a key column is a
-# small part of a file, so the broadcast stays within a few times Spark's own 10 MB broadcast limit.
-DRIVER_INDEX_BYTES = 64 * 1024 * 1024
 
 
 def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str, BaseFile]]) -> DataFrame | None:
@@ -44,35 +35,15 @@ def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str
         files: `(partition, latest base file)` of each file group to index.
 
     Returns:
-        The index as a DataFrame (marked for broadcast when the driver read it), or None when there
-        is nothing to index.
+        The index as a DataFrame, or None when there is nothing to index.
     """
     if not files:
         return None
     rows = [(partition, base.name, base.file_id) for partition, base in files]
-    sizes = [base.size for _, base in files]
-    if min(sizes) >= 0 and sum(sizes) <= DRIVER_INDEX_BYTES:
-        return _driver_index(spark, storage, rows)
     listing = spark.createDataFrame(rows, "partition string, name string, file_id string")
     # A fixed cap rather than the cluster's parallelism, which Spark Connect does not expose.
     tasks = max(1, min(len(rows), MAX_INDEX_TASKS))
     return map_in_arrow(listing.repartition(tasks), KeyReader(storage), INDEX_SCHEMA)
-
-
-def _driver_index(spark: SparkSession, storage: Storage, rows: list[tuple[str, str, str]]) -> DataFrame:
-    import pyarrow as pa
-    from pyspark.sql import functions as F
-
-    listing = pa.RecordBatch.from_arrays([pa.array(c, pa.string()) for c in zip(*rows, strict=True)],
-                                         names=["partition", "name", "file_id"])
-    table = pa.Table.from_batches(list(KeyReader(storage)(iter([listing]))), schema=_index_schema())
-    return F.broadcast(spark.createDataFrame(table))
-
-
-def _index_schema() -> pa.Schema:
-    import pyarrow as pa
-
-    return pa.schema([(name, pa.string()) for name in INDEX_COLUMNS])
 
 
 @dataclass(frozen=True)
@@ -93,5 +64,5 @@ class KeyReader:
                 n = len(keys)
                 yield pa.RecordBatch.from_arrays(
                     [pa.repeat(pa.scalar(partition), n), keys.cast(pa.string()), pa.repeat(pa.scalar(file_id), n)],
-                    names=list(INDEX_COLUMNS),
+                    names=["_w_ipath", "_w_ikey", "_w_ifid"],
                 )

@@ -1,5 +1,5 @@
-"""How an upsert finds and routes its records on real local Spark: the index read in the driver or
-in a Spark job, insert routing with and without numbering, one task per target file group."""
+"""How an upsert finds and routes its records on real local Spark: the partition-scoped index,
+insert routing with and without numbering, one task per target file group."""
 
 from __future__ import annotations
 
@@ -8,11 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import runner
 from runner.sizing import assign_inserts
-from runner.writer import index
 from runner.writer.spark_hash import hash_int, partition_keys
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 
@@ -35,11 +32,7 @@ def test_spark_hash_and_partition_keys_agree_with_spark(spark: Any) -> None:
         assert sorted(placed) == sorted(enumerate(keys))  # each key alone in the partition it was picked for
 
 
-@pytest.mark.parametrize("driver_limit", [index.DRIVER_INDEX_BYTES, 0], ids=["driver-index", "spark-index"])
-def test_the_index_read_in_the_driver_or_in_spark_finds_the_same_records(
-    spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, driver_limit: int
-) -> None:
-    monkeypatch.setattr(index, "DRIVER_INDEX_BYTES", driver_limit)
+def test_the_index_finds_updates_per_partition(spark: Any, project: Callable[..., Path]) -> None:
     root = project(t=table_yaml("t"))
     base = root / "warehouse" / "t"
     first = [(i, ("eu", "us", "ap")[i % 3], f"v1-{i}", 1) for i in range(60)]
