@@ -111,12 +111,19 @@ def delta_rows(path: Path) -> int:
     return DeltaTable(str(path)).to_pyarrow_dataset().count_rows()  # type: ignore[no-any-return]
 
 
-def profile_upsert(df: object, work: Path, top: int) -> None:
+def spark_jobs(spark: object) -> int:
+    """Spark jobs run so far outside any job group (adaptive execution runs each shuffle stage as one)."""
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))  # type: ignore[attr-defined]
+
+
+def profile_upsert(spark: object, df: object, work: Path, top: int) -> None:
     """One more upsert under cProfile (the driver's side: Spark jobs show as the calls that wait)."""
     profiler = cProfile.Profile()
+    jobs = spark_jobs(spark)
     profiler.enable()
     runner.write(df, "bench", project_dir=work)
     profiler.disable()
+    print(f"\nSpark jobs run by this upsert: {spark_jobs(spark) - jobs}")
     print("\ncProfile of one upsert (driver), the runner's own functions by cumulative time:")
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats("runner/", top)
 
@@ -200,7 +207,7 @@ def main() -> None:
     )
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.profile:
-        profile_upsert(rows(spark, (args.runs + 1) * half, args.rows, args.runs + 1), work, args.profile)
+        profile_upsert(spark, rows(spark, (args.runs + 1) * half, args.rows, args.runs + 1), work, args.profile)
     spark.stop()
 
 

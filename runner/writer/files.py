@@ -25,7 +25,7 @@ file is written there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -95,10 +95,13 @@ class FileContext:
 
 def stamp(ctx: FileContext, rows: pa.Table, file_name: str, first_seq: int) -> pa.Table:
     """New records in file layout: meta columns for this instant and file, data cast to the schema."""
+    import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     n = rows.num_rows
-    seq = pa.array([f"{ctx.instant}_{ctx.partition_id}_{i}" for i in range(first_seq, first_seq + n)], pa.string())
+    numbers = pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)).cast(pa.string())
+    seq = pc.binary_join_element_wise(f"{ctx.instant}_{ctx.partition_id}", numbers, "_")
     columns = [
         pa.repeat(pa.scalar(ctx.instant), n),
         seq,
@@ -163,49 +166,113 @@ class CreateHandle:
 
 
 def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table) -> WrittenFile:
-    """Rewrite `base` with `incoming` applied: the next version of its file group (see module doc)."""
+    """Rewrite `base` with `incoming` applied: the next version of its file group (see module doc).
+
+    The old file is decoded a batch at a time: each batch's updated records are replaced in place,
+    and the output is written in row groups of at most `ROW_GROUP_ROWS` rows, so decoded memory is
+    bounded by a row group rather than the whole old and new file. A file of up to `ROW_GROUP_ROWS`
+    rows is one row group, as before streaming.
+    """
+    import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    old = _read_base(ctx, partition, base)
-    latest: dict[str, int] = {key: i for i, key in enumerate(incoming.column(RECORD_KEY).to_pylist())}
-    old_keys = old.column(RECORD_KEY).to_pylist()
-    old_set = set(old_keys)
-    updated = [latest[k] for k in old_keys if k in latest]
-    inserted = [i for k, i in latest.items() if k not in old_set]
-    order = updated + sorted(inserted)
+    newest = _newest_per_key(incoming)
+    new_keys = newest.column(RECORD_KEY).combine_chunks().cast(pa.string())
+    replaced = np.zeros(newest.num_rows, dtype=bool)
     out = _OpenFile(ctx, partition, base.file_id, prev_commit=str(base.instant_time), io_type="MERGE")
-    fresh = stamp(ctx, incoming.take(pa.array(order, pa.int64())), out.name, 0)
-    old = old.set_column(old.schema.get_field_index(FILE_NAME), FILE_NAME, pa.repeat(pa.scalar(out.name), old.num_rows))
-    positions, next_update = [], old.num_rows
-    for key in old_keys:
-        if key in latest:
-            positions.append(next_update)
-            next_update += 1
-        else:
-            positions.append(len(positions))
-    positions.extend(range(old.num_rows + len(updated), old.num_rows + len(order)))
-    out.write(pa.concat_tables([old, fresh]).take(pa.array(positions, pa.int64())))
-    return out.close(num_inserts=len(inserted), num_updates=len(updated))
+    rows = _RowGroups(out)
+    file_name = pa.scalar(out.name)
+    updates = 0
+    for old in _read_base(ctx, partition, base):
+        found = pc.index_in(old.column(RECORD_KEY), value_set=new_keys)
+        hit = found.is_valid().to_numpy(zero_copy_only=False)
+        old = old.set_column(old.schema.get_field_index(FILE_NAME), FILE_NAME, pa.repeat(file_name, old.num_rows))
+        if not hit.any():
+            rows.add(old)
+            continue
+        taken = found.drop_null().to_numpy()
+        replaced[taken] = True
+        fresh = stamp(ctx, newest.take(pa.array(taken, pa.int64())), out.name, updates)
+        updates += len(taken)
+        # Old rows keep their position; an updated row's slot takes its new record instead.
+        positions = np.arange(old.num_rows, dtype=np.int64)
+        positions[hit] = old.num_rows + np.arange(len(taken), dtype=np.int64)
+        rows.add(pa.concat_tables([old, fresh]).take(pa.array(positions)))
+    inserts = newest.filter(pa.array(~replaced))
+    rows.add(stamp(ctx, inserts, out.name, updates))
+    rows.flush_all()
+    return out.close(num_inserts=inserts.num_rows, num_updates=updates)
 
 
-def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> pa.Table:
+def _newest_per_key(incoming: pa.Table) -> pa.Table:
+    """One record per key, the last one given (Hudi's merge handle collapses new records of a key
+    first), in the order of those last records."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keys = incoming.column(RECORD_KEY)
+    if pc.count_distinct(keys, mode="all").as_py() == incoming.num_rows:
+        return incoming  # already unique: upsert input is de-duplicated before routing
+    positions = pa.table({"key": keys, "pos": pa.array(np.arange(incoming.num_rows, dtype=np.int64))})
+    last = positions.group_by("key", use_threads=False).aggregate([("pos", "max")]).column("pos_max")
+    return incoming.take(pa.array(np.sort(last.to_numpy()), pa.int64()))
+
+
+class _RowGroups:
+    """Buffers output rows and writes them in row groups of exactly `ROW_GROUP_ROWS` (the last one
+    shorter), so the layout does not depend on how the input was batched."""
+
+    def __init__(self, out: _OpenFile) -> None:
+        self._out = out
+        self._pending: list[pa.Table] = []
+        self._rows = 0
+
+    def add(self, rows: pa.Table) -> None:
+        import pyarrow as pa
+
+        if rows.num_rows == 0:
+            return
+        self._pending.append(rows)
+        self._rows += rows.num_rows
+        while self._rows >= ROW_GROUP_ROWS:
+            buffered = pa.concat_tables(self._pending)
+            self._out.write(buffered.slice(0, ROW_GROUP_ROWS).combine_chunks())
+            rest = buffered.slice(ROW_GROUP_ROWS)
+            self._pending, self._rows = [rest], rest.num_rows
+
+    def flush_all(self) -> None:
+        import pyarrow as pa
+
+        if self._rows:
+            self._out.write(pa.concat_tables(self._pending).combine_chunks())
+        self._pending, self._rows = [], 0
+
+
+def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> Iterator[pa.Table]:
+    """The base file's records a batch at a time, in the written column order and types."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = relative_path(partition, base.name)
-    table = pq.read_table(pa.BufferReader(ctx.storage.read(path)))
+    parquet = pq.ParquetFile(pa.BufferReader(ctx.storage.read(path)))
+    found = parquet.schema_arrow.names
     names = [f.name for f in ctx.schema]
-    if sorted(table.schema.names) != sorted(names):
+    if sorted(found) != sorted(names):
         raise RefusedError(
-            f"Cannot merge into {path}: its columns {table.schema.names} differ from the written "
+            f"Cannot merge into {path}: its columns {found} differ from the written "
             f"columns {names}; schema evolution is not supported by the writer.",
             hint="write the same columns as the table already has.",
         )
-    try:
-        return table.select(names).cast(ctx.schema)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-        raise RefusedError(f"Cannot merge into {path}: its column types differ from the written ones ({error}).",
-                           hint="cast the DataFrame's columns to the table's types.") from error
+    for batch in parquet.iter_batches(batch_size=ROW_GROUP_ROWS, columns=names):
+        try:
+            yield pa.Table.from_batches([batch]).select(names).cast(ctx.schema)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+            raise RefusedError(
+                f"Cannot merge into {path}: its column types differ from the written ones ({error}).",
+                hint="cast the DataFrame's columns to the table's types.",
+            ) from error
 
 
 class _OpenFile:

@@ -23,6 +23,7 @@ from runner.writer.create import KeyLayout
 from runner.writer.keys import partition_path_column, record_key_column
 from runner.writer.route import InsertRange
 from runner.writer.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, field_types
+from runner.writer.spark_hash import partition_keys
 from runner.writer.tasks import TARGET
 
 if TYPE_CHECKING:
@@ -83,20 +84,43 @@ def tag(df: DataFrame, index: DataFrame | None) -> DataFrame:
 def route_inserts(tagged: DataFrame, ranges: Sequence[InsertRange]) -> DataFrame:
     """Give every insert (null `_w_fid`) the file id whose planned range holds its number.
 
-    Inserts are numbered per partition in input order, from 0.
+    Inserts are numbered per partition in input order, from 0. A partition whose inserts all go to
+    one file group (the usual case: one small file or one new group) needs no numbering: its
+    inserts take that file id directly, without the shuffle and sort the numbering costs.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     updates = tagged.filter(F.col(TARGET).isNotNull())
     if not ranges:
         return updates
     spark = tagged.sparkSession
-    table = spark.createDataFrame(
+    per_partition: dict[str, list[InsertRange]] = {}
+    for r in ranges:
+        per_partition.setdefault(r.partition, []).append(r)
+    whole = [(p, rs[0].file_id) for p, rs in per_partition.items() if len(rs) == 1]
+    split = [r for rs in per_partition.values() if len(rs) > 1 for r in rs]
+    inserts = tagged.filter(F.col(TARGET).isNull())
+    routed = updates
+    if whole:
+        table = spark.createDataFrame(whole, "_w_rpath string, _w_rfid string")
+        joined = inserts.join(F.broadcast(table), inserts[PARTITION_PATH] == table["_w_rpath"], "inner")
+        routed = routed.unionByName(joined.withColumn(TARGET, F.col("_w_rfid")).drop("_w_rpath", "_w_rfid"))
+    if split:
+        routed = routed.unionByName(_numbered_inserts(inserts, split))
+    return routed
+
+
+def _numbered_inserts(inserts: DataFrame, ranges: Sequence[InsertRange]) -> DataFrame:
+    """The inserts of the partitions `ranges` split over several file groups, numbered and routed."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    table = inserts.sparkSession.createDataFrame(
         [(r.partition, r.start, r.end, r.file_id) for r in ranges],
         "_w_rpath string, _w_start long, _w_end long, _w_rfid string",
     )
-    numbered = tagged.filter(F.col(TARGET).isNull()).withColumn(
+    partitions = sorted({r.partition for r in ranges})
+    numbered = inserts.filter(F.col(PARTITION_PATH).isin(partitions)).withColumn(
         RANK, F.row_number().over(Window.partitionBy(PARTITION_PATH).orderBy(SEQ)) - 1
     )
     condition = (
@@ -104,12 +128,11 @@ def route_inserts(tagged: DataFrame, ranges: Sequence[InsertRange]) -> DataFrame
         & (numbered[RANK] >= table["_w_start"])
         & (numbered[RANK] < table["_w_end"])
     )
-    inserts = (
+    return (
         numbered.join(F.broadcast(table), condition, "inner")
         .withColumn(TARGET, F.col("_w_rfid"))
         .drop(RANK, "_w_rpath", "_w_start", "_w_end", "_w_rfid")
     )
-    return updates.unionByName(inserts)
 
 
 def one_task_per_target(routed: DataFrame, targets: Sequence[str]) -> DataFrame:
@@ -117,27 +140,14 @@ def one_task_per_target(routed: DataFrame, targets: Sequence[str]) -> DataFrame:
 
     Hudi's partitioner maps buckets to tasks one to one; hashing file ids would put several buckets
     on one task and leave others idle. Each target gets an integer that Spark's own hash
-    partitioning (`pmod(hash(key), n)`, the rule `repartition` uses) sends to a distinct partition.
+    partitioning (`pmod(hash(key), n)`, the rule `repartition` uses) sends to a distinct partition,
+    found on the driver (`runner.writer.spark_hash`) rather than by a probe job.
     """
     from pyspark.sql import functions as F
 
     spark = routed.sparkSession
     n = max(1, len(targets))
-    keys = _partition_keys(spark, n)
+    keys = partition_keys(n)
     table = spark.createDataFrame([(t, keys[i]) for i, t in enumerate(targets)], "_w_tfid string, _w_part int")
     joined = routed.join(F.broadcast(table), routed[TARGET] == table["_w_tfid"]).drop("_w_tfid")
     return joined.repartition(n, "_w_part").sortWithinPartitions(TARGET, SEQ).drop("_w_part")
-
-
-def _partition_keys(spark: object, n: int) -> list[int]:
-    """`keys[i]` is an int that Spark's hash partitioning into `n` partitions puts in partition `i`."""
-    found: dict[int, int] = {}
-    limit = 8 * n
-    while len(found) < n:
-        probe = spark.range(0, limit).selectExpr(  # type: ignore[attr-defined]
-            "cast(id as int) as k", f"pmod(hash(cast(id as int)), {n}) as p"
-        )
-        for key, part in probe.collect():
-            found.setdefault(part, key)
-        limit *= 4
-    return [found[i] for i in range(n)]
