@@ -17,12 +17,17 @@ and the fixture tables (see README.md in this package).
 from __future__ import annotations
 
 import operator
+import os
 import struct
 import zlib
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice, pairwise
 from operator import itemgetter
+
+import numpy as np
+import numpy.typing as npt
 
 from runner.errors import CorruptMetadataError
 
@@ -195,7 +200,7 @@ def _parse_file_info(payload: bytes, where: str) -> dict[bytes, bytes]:
 
 
 def write_hfile(
-    cells: Sequence[tuple[bytes, bytes]],
+    cells: Sequence[tuple[bytes, bytes]] | CellRun,
     file_info: Sequence[tuple[bytes, bytes]],
     *,
     checksum_type: int = CHECKSUM_NULL,
@@ -204,8 +209,10 @@ def write_hfile(
 ) -> bytes:
     """Encode sorted, unique cells as a GZ-compressed HFile, laid out as hudi-io's writer does.
 
-    `file_info` comes after the entries hudi-io always writes (last key, average lengths, key-value
-    version, memstore ts are derived here; `hfile.CREATE_TIME_TS` is the caller's, to keep this pure).
+    `cells`: (row, value) pairs, or a `CellRun` already laid out (a clean's millions of index
+    tombstones, built as whole arrays). `file_info` comes after the entries hudi-io always writes
+    (last key, average lengths, key-value version, memstore ts are derived here;
+    `hfile.CREATE_TIME_TS` is the caller's, to keep this pure).
 
     `hbase=True` lays the file out as HBase's `HFileWriterImpl` (Hudi 0.x and 1.0) does, which is
     what HBase's reader in Hudi 0.14/0.15 needs: whole KeyValue keys in the root index and in
@@ -213,24 +220,28 @@ def write_hfile(
     info sorted by key, each block's offset of the previous block of its type, and HBase's trailer
     statistics. Pass `standard_file_info(..., hbase=True)` and checksum type CRC32C with it.
     """
-    _check_sorted(cells)
-    out = bytearray()
+    run = cells if isinstance(cells, CellRun) else CellRun.from_pairs(cells)
+    bounds = run.block_bounds(block_size)
+    payloads = [run.payload(first, end) for first, end in bounds]
+    parts: list[bytes] = []
+    offset = 0
     index: list[tuple[int, int, bytes]] = []
-    data_size = 0
     previous = -1
-    for first, _last, payload in _data_blocks(cells, block_size):
-        start = len(out)
-        out += _block(DATA_MAGIC, payload, checksum_type, previous if hbase else -1)
-        index.append((start, len(out) - start, _index_key(cells[first][0], hbase=hbase)))
-        data_size += len(payload)
-        previous = start
+    for (first, _end), payload, packed in zip(bounds, payloads, _gzip_all(payloads), strict=True):
+        block = _frame(DATA_MAGIC, packed, len(payload), checksum_type, previous if hbase else -1)
+        parts.append(block)
+        index.append((offset, len(block), _index_key(run.row(first), hbase=hbase)))
+        previous = offset
+        offset += len(block)
+    data_size = sum(map(len, payloads))
+    out = bytearray()
     last_data_offset = index[-1][0] if index else 0
-    index_offset = len(out)
+    index_offset = offset
     index_payload = b"".join(_index_entry(*entry, hbase=hbase) for entry in index)
     out += _block(ROOT_INDEX_MAGIC, index_payload, checksum_type)
     # meta index: present even when empty
     out += _block(ROOT_INDEX_MAGIC, b"", checksum_type, index_offset if hbase else -1)
-    info_offset = len(out)
+    info_offset = offset + len(out)
     info_payload = _file_info_payload(sorted(file_info) if hbase else file_info)
     out += _block(FILE_INFO_MAGIC, info_payload, checksum_type)
     if hbase:
@@ -247,7 +258,7 @@ def write_hfile(
             *statistics,
             (5, len(index)),
             (6, 0),
-            (7, len(cells)),
+            (7, len(run)),
             (8, 1),
             (9, 0),
             (10, last_data_offset),
@@ -259,26 +270,32 @@ def write_hfile(
     # major version 3 in the low bytes; HBase also writes its minor version 3 in the top byte
     version = (3 << 24 | 3) if hbase else 3
     out += body + b"\x00" * (TRAILER_SIZE - 4 - len(body)) + struct.pack(">I", version)
-    return bytes(out)
+    parts.append(bytes(out))
+    return b"".join(parts)
 
 
 def standard_file_info(
-    cells: Sequence[tuple[bytes, bytes]], *, created_ms: int, hbase: bool = False
+    cells: Sequence[tuple[bytes, bytes]] | CellRun, *, created_ms: int, hbase: bool = False
 ) -> list[tuple[bytes, bytes]]:
     """The file-info entries hudi-io's writer adds to every HFile, in the order it writes them.
 
     With `hbase`, as HBase's writer has them: LASTKEY is the whole KeyValue key (absent when
     empty) and AVG_KEY_LEN averages whole key lengths.
     """
-    count = max(len(cells), 1)
-    last = cells[-1][0] if cells else b""
-    last_key = struct.pack(">H", len(last)) + last + (_KEY_SUFFIX if hbase else b"")
+    if isinstance(cells, CellRun):
+        count, last = len(cells), cells.row(len(cells) - 1) if len(cells) else b""
+        row_bytes, value_bytes = cells.row_and_value_bytes()
+    else:
+        count, last = len(cells), cells[-1][0] if cells else b""
+        row_bytes = sum(map(len, map(itemgetter(0), cells)))
+        value_bytes = sum(map(len, map(itemgetter(1), cells)))
+    last_key = struct.pack(">H", len(last)) + last + (KEY_SUFFIX if hbase else b"")
     # HBase averages whole KeyValue key lengths (row length, row, family, timestamp, type)
-    key_extra = (2 + len(_KEY_SUFFIX)) * len(cells) if hbase else 0
+    key_extra = (2 + len(KEY_SUFFIX)) * count if hbase else 0
     return [
-        *([] if hbase and not cells else [(b"hfile.LASTKEY", last_key)]),
-        (b"hfile.AVG_VALUE_LEN", struct.pack(">i", sum(map(len, map(itemgetter(1), cells))) // count)),
-        (b"hfile.AVG_KEY_LEN", struct.pack(">i", (sum(map(len, map(itemgetter(0), cells))) + key_extra) // count)),
+        *([] if hbase and not count else [(b"hfile.LASTKEY", last_key)]),
+        (b"hfile.AVG_VALUE_LEN", struct.pack(">i", value_bytes // max(count, 1))),
+        (b"hfile.AVG_KEY_LEN", struct.pack(">i", (row_bytes + key_extra) // max(count, 1))),
         (b"KEY_VALUE_VERSION", struct.pack(">i", 1)),
         (b"MAX_MEMSTORE_TS_KEY", struct.pack(">q", 0)),
         (b"hfile.CREATE_TIME_TS", struct.pack(">q", created_ms)),
@@ -296,38 +313,91 @@ def _check_sorted(cells: Sequence[tuple[bytes, bytes]]) -> None:
 
 
 # family length 0, LATEST_TIMESTAMP, key type Put: the same for every cell
-_KEY_SUFFIX = b"\x00" + struct.pack(">QB", LATEST_TIMESTAMP, KEY_TYPE_PUT)
+KEY_SUFFIX = b"\x00" + struct.pack(">QB", LATEST_TIMESTAMP, KEY_TYPE_PUT)
 # u32 keyLen, u32 valueLen, u16 rowLen + row + family/timestamp/type + value + MVCC 0
-_CELL_OVERHEAD = 4 + 4 + 2 + len(_KEY_SUFFIX) + 1
+CELL_PREFIX = 4 + 4 + 2
+CELL_OVERHEAD = CELL_PREFIX + len(KEY_SUFFIX) + 1
 _CELL_LENGTHS = struct.Struct(">IIH")
 
 
-def _data_blocks(cells: Sequence[tuple[bytes, bytes]], block_size: int) -> Iterable[tuple[int, int, bytes]]:
-    """(first, last, payload) of each data block: a block ends once it holds `block_size` bytes.
+@dataclass(frozen=True, slots=True)
+class CellRun:
+    """Sorted, unique cells laid out back to back exactly as data blocks hold them
+    (`u32 keyLen, u32 valueLen, u16 rowLen, row, KEY_SUFFIX, value, u8 0` each), with the end offset
+    of every cell: data blocks are then slices of `data`, cut at cumulative offsets.
 
-    A clean writes millions of cells, so a block's payload is one join over its pieces, and the
-    length prefix of each cell comes from a cache (keys and values mostly share their lengths).
+    Whoever builds a run vouches for its order; `from_pairs` checks it.
     """
-    prefixes: dict[tuple[int, int], bytes] = {}
-    pieces: list[bytes] = []
-    start, size = 0, 0
-    for i, (row, value) in enumerate(cells):
-        if size >= block_size and i > start:
-            yield start, i, b"".join(pieces)
-            pieces, start, size = [], i, 0
-        lengths = (len(row), len(value))
-        prefix = prefixes.get(lengths)
-        if prefix is None:
-            prefix = prefixes[lengths] = _CELL_LENGTHS.pack(lengths[0] + 12, lengths[1], lengths[0])
-        pieces += (prefix, row, _KEY_SUFFIX, value, b"\x00")
-        size += _CELL_OVERHEAD + lengths[0] + lengths[1]
-    if start < len(cells):
-        yield start, len(cells), b"".join(pieces)
+
+    data: bytes | bytearray | memoryview
+    ends: npt.NDArray[np.int64]
+
+    @classmethod
+    def from_pairs(cls, cells: Sequence[tuple[bytes, bytes]]) -> CellRun:
+        _check_sorted(cells)
+        prefixes: dict[tuple[int, int], bytes] = {}  # keys and values mostly share their lengths
+        pieces: list[bytes] = []
+        for row, value in cells:
+            lengths = (len(row), len(value))
+            prefix = prefixes.get(lengths)
+            if prefix is None:
+                prefix = prefixes[lengths] = _CELL_LENGTHS.pack(lengths[0] + 12, lengths[1], lengths[0])
+            pieces += (prefix, row, KEY_SUFFIX, value, b"\x00")
+        sizes = np.fromiter((CELL_OVERHEAD + len(r) + len(v) for r, v in cells), np.int64, len(cells))
+        return cls(b"".join(pieces), np.cumsum(sizes))
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def start(self, i: int) -> int:
+        return int(self.ends[i - 1]) if i else 0
+
+    def row(self, i: int) -> bytes:
+        start = self.start(i)
+        (length,) = struct.unpack_from(">H", self.data, start + 8)
+        return bytes(self.data[start + CELL_PREFIX : start + CELL_PREFIX + length])
+
+    def payload(self, first: int, end: int) -> memoryview:
+        """The bytes of cells `first` up to (not including) `end`."""
+        return memoryview(self.data)[self.start(first) : self.start(end)]
+
+    def block_bounds(self, block_size: int) -> list[tuple[int, int]]:
+        """(first, end) cell indexes of each data block: like hudi-io, a block ends with the cell
+        that brings it to `block_size` bytes or more."""
+        bounds = []
+        first, base, count = 0, 0, len(self.ends)
+        while first < count:
+            end = min(int(np.searchsorted(self.ends, base + block_size, side="left")) + 1, count)
+            bounds.append((first, end))
+            first, base = end, int(self.ends[end - 1])
+        return bounds
+
+    def row_and_value_bytes(self) -> tuple[int, int]:
+        """Total row and value lengths, read from every cell's length prefix."""
+        if not len(self.ends):
+            return 0, 0
+        starts = np.concatenate(([0], self.ends[:-1]))
+        raw = np.frombuffer(self.data, np.uint8)
+        rows = raw[starts + 8].astype(np.int64) << 8 | raw[starts + 9]
+        return int(rows.sum()), int((self.ends - starts - CELL_OVERHEAD - rows).sum())
+
+
+def _gzip_all(payloads: Sequence[bytes | memoryview]) -> list[bytes]:
+    """`gzip_member` of each payload; large runs on a thread per core (zlib releases the GIL)."""
+    workers = min(os.cpu_count() or 1, len(payloads))
+    if workers < 2 or sum(map(len, payloads)) < _PARALLEL_GZIP_BYTES:
+        return [gzip_member(p) for p in payloads]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(gzip_member, payloads))
+
+
+# Below this many bytes (a few blocks) threads cost more than they save.
+_PARALLEL_GZIP_BYTES = 1 << 20
 
 
 def _index_key(row: bytes, *, hbase: bool) -> bytes:
     """A block's key in the root index: its first row (hudi-io), or that row's whole KeyValue key (HBase)."""
-    key = struct.pack(">H", len(row)) + row + (_KEY_SUFFIX if hbase else b"")
+    key = struct.pack(">H", len(row)) + row + (KEY_SUFFIX if hbase else b"")
     if not hbase and len(key) > MAX_INDEX_KEY:
         raise ValueError(f"HFile block key of {len(row)} bytes is too long for Hudi's root index reader")
     return key
@@ -344,13 +414,17 @@ def _file_info_payload(entries: Sequence[tuple[bytes, bytes]]) -> bytes:
 
 
 def _block(magic: bytes, payload: bytes, checksum_type: int, previous: int = -1) -> bytes:
-    compressed = gzip_member(payload)
+    return _frame(magic, gzip_member(payload), len(payload), checksum_type, previous)
+
+
+def _frame(magic: bytes, compressed: bytes, uncompressed: int, checksum_type: int, previous: int) -> bytes:
+    """Header + compressed payload + checksums of one block."""
     with_header_len = HEADER_SIZE + len(compressed)
     checksum_len = 4 * -(-with_header_len // BYTES_PER_CHECKSUM)
     header = magic + struct.pack(
         ">IIqBII",
         len(compressed) + checksum_len,
-        len(payload),
+        uncompressed,
         previous,
         checksum_type,
         BYTES_PER_CHECKSUM,
@@ -369,7 +443,7 @@ def _block(magic: bytes, payload: bytes, checksum_type: int, previous: int = -1)
     return block + sums
 
 
-def gzip_member(payload: bytes) -> bytes:
+def gzip_member(payload: bytes | memoryview) -> bytes:
     """One gzip member with the header Java's GZIPOutputStream writes (mtime 0, OS 0)."""
     deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
     body = deflate.compress(payload) + deflate.flush()
