@@ -16,12 +16,14 @@ and the fixture tables (see README.md in this package).
 
 from __future__ import annotations
 
+import abc
 import operator
 import os
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice, pairwise
 from operator import itemgetter
@@ -200,7 +202,7 @@ def _parse_file_info(payload: bytes, where: str) -> dict[bytes, bytes]:
 
 
 def write_hfile(
-    cells: Sequence[tuple[bytes, bytes]] | CellRun,
+    cells: Sequence[tuple[bytes, bytes]] | Cells,
     file_info: Sequence[tuple[bytes, bytes]],
     *,
     checksum_type: int = CHECKSUM_NULL,
@@ -209,7 +211,7 @@ def write_hfile(
 ) -> bytes:
     """Encode sorted, unique cells as a GZ-compressed HFile, laid out as hudi-io's writer does.
 
-    `cells`: (row, value) pairs, or a `CellRun` already laid out (a clean's millions of index
+    `cells`: (row, value) pairs, or `Cells` that lay themselves out (a clean's millions of index
     tombstones, built as whole arrays). `file_info` comes after the entries hudi-io always writes
     (last key, average lengths, key-value version, memstore ts are derived here;
     `hfile.CREATE_TIME_TS` is the caller's, to keep this pure).
@@ -220,20 +222,19 @@ def write_hfile(
     info sorted by key, each block's offset of the previous block of its type, and HBase's trailer
     statistics. Pass `standard_file_info(..., hbase=True)` and checksum type CRC32C with it.
     """
-    run = cells if isinstance(cells, CellRun) else CellRun.from_pairs(cells)
-    bounds = run.block_bounds(block_size)
-    payloads = [run.payload(first, end) for first, end in bounds]
+    run = cells if isinstance(cells, Cells) else CellRun.from_pairs(cells)
     parts: list[bytes] = []
     offset = 0
     index: list[tuple[int, int, bytes]] = []
     previous = -1
-    for (first, _end), payload, packed in zip(bounds, payloads, _gzip_all(payloads), strict=True):
-        block = _frame(DATA_MAGIC, packed, len(payload), checksum_type, previous if hbase else -1)
+    data_size = 0
+    for first, size, packed in _compressed_blocks(run, block_size):
+        block = _frame(DATA_MAGIC, packed, size, checksum_type, previous if hbase else -1)
         parts.append(block)
         index.append((offset, len(block), _index_key(run.row(first), hbase=hbase)))
         previous = offset
         offset += len(block)
-    data_size = sum(map(len, payloads))
+        data_size += size
     out = bytearray()
     last_data_offset = index[-1][0] if index else 0
     index_offset = offset
@@ -275,14 +276,14 @@ def write_hfile(
 
 
 def standard_file_info(
-    cells: Sequence[tuple[bytes, bytes]] | CellRun, *, created_ms: int, hbase: bool = False
+    cells: Sequence[tuple[bytes, bytes]] | Cells, *, created_ms: int, hbase: bool = False
 ) -> list[tuple[bytes, bytes]]:
     """The file-info entries hudi-io's writer adds to every HFile, in the order it writes them.
 
     With `hbase`, as HBase's writer has them: LASTKEY is the whole KeyValue key (absent when
     empty) and AVG_KEY_LEN averages whole key lengths.
     """
-    if isinstance(cells, CellRun):
+    if isinstance(cells, Cells):
         count, last = len(cells), cells.row(len(cells) - 1) if len(cells) else b""
         row_bytes, value_bytes = cells.row_and_value_bytes()
     else:
@@ -320,17 +321,53 @@ CELL_OVERHEAD = CELL_PREFIX + len(KEY_SUFFIX) + 1
 _CELL_LENGTHS = struct.Struct(">IIH")
 
 
-@dataclass(frozen=True, slots=True)
-class CellRun:
-    """Sorted, unique cells laid out back to back exactly as data blocks hold them
-    (`u32 keyLen, u32 valueLen, u16 rowLen, row, KEY_SUFFIX, value, u8 0` each), with the end offset
-    of every cell: data blocks are then slices of `data`, cut at cumulative offsets.
+class Cells(abc.ABC):
+    """Sorted, unique cells that the HFile writer asks to lay out range by range, each cell as
+    data blocks hold it: `u32 keyLen, u32 valueLen, u16 rowLen, row, KEY_SUFFIX, value, u8 0`.
 
-    Whoever builds a run vouches for its order; `from_pairs` checks it.
+    `ends[i]` is the end offset of cell i in that layout, so blocks are cut at cumulative offsets
+    before anything is laid out. Whoever builds cells vouches for their order
+    (`CellRun.from_pairs` checks it).
     """
 
-    data: bytes | bytearray | memoryview
     ends: npt.NDArray[np.int64]
+
+    @abc.abstractmethod
+    def row(self, i: int) -> bytes:
+        """The row (key) of cell i."""
+
+    @abc.abstractmethod
+    def lay_out(self, first: int, end: int) -> bytes | memoryview:
+        """Cells `first` up to (not including) `end`, back to back."""
+
+    @abc.abstractmethod
+    def row_and_value_bytes(self) -> tuple[int, int]:
+        """Total row and value lengths, for the file info's averages."""
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def start(self, i: int) -> int:
+        return int(self.ends[i - 1]) if i else 0
+
+    def block_bounds(self, block_size: int) -> list[tuple[int, int]]:
+        """(first, end) cell indexes of each data block: like hudi-io, a block ends with the cell
+        that brings it to `block_size` bytes or more."""
+        bounds = []
+        first, base, count = 0, 0, len(self.ends)
+        while first < count:
+            end = min(int(np.searchsorted(self.ends, base + block_size, side="left")) + 1, count)
+            bounds.append((first, end))
+            first, base = end, int(self.ends[end - 1])
+        return bounds
+
+
+class CellRun(Cells):
+    """Cells already laid out in one buffer."""
+
+    def __init__(self, data: bytes | memoryview, ends: npt.NDArray[np.int64]) -> None:
+        self.data = data
+        self.ends = ends
 
     @classmethod
     def from_pairs(cls, cells: Sequence[tuple[bytes, bytes]]) -> CellRun:
@@ -346,34 +383,15 @@ class CellRun:
         sizes = np.fromiter((CELL_OVERHEAD + len(r) + len(v) for r, v in cells), np.int64, len(cells))
         return cls(b"".join(pieces), np.cumsum(sizes))
 
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    def start(self, i: int) -> int:
-        return int(self.ends[i - 1]) if i else 0
-
     def row(self, i: int) -> bytes:
         start = self.start(i)
         (length,) = struct.unpack_from(">H", self.data, start + 8)
         return bytes(self.data[start + CELL_PREFIX : start + CELL_PREFIX + length])
 
-    def payload(self, first: int, end: int) -> memoryview:
-        """The bytes of cells `first` up to (not including) `end`."""
+    def lay_out(self, first: int, end: int) -> memoryview:
         return memoryview(self.data)[self.start(first) : self.start(end)]
 
-    def block_bounds(self, block_size: int) -> list[tuple[int, int]]:
-        """(first, end) cell indexes of each data block: like hudi-io, a block ends with the cell
-        that brings it to `block_size` bytes or more."""
-        bounds = []
-        first, base, count = 0, 0, len(self.ends)
-        while first < count:
-            end = min(int(np.searchsorted(self.ends, base + block_size, side="left")) + 1, count)
-            bounds.append((first, end))
-            first, base = end, int(self.ends[end - 1])
-        return bounds
-
     def row_and_value_bytes(self) -> tuple[int, int]:
-        """Total row and value lengths, read from every cell's length prefix."""
         if not len(self.ends):
             return 0, 0
         starts = np.concatenate(([0], self.ends[:-1]))
@@ -382,17 +400,50 @@ class CellRun:
         return int(rows.sum()), int((self.ends - starts - CELL_OVERHEAD - rows).sum())
 
 
-def _gzip_all(payloads: Sequence[bytes | memoryview]) -> list[bytes]:
-    """`gzip_member` of each payload; large runs on a thread per core (zlib releases the GIL)."""
-    workers = min(os.cpu_count() or 1, len(payloads))
-    if workers < 2 or sum(map(len, payloads)) < _PARALLEL_GZIP_BYTES:
-        return [gzip_member(p) for p in payloads]
+def _compressed_blocks(cells: Cells, block_size: int) -> Iterator[tuple[int, int, bytes]]:
+    """(first cell, uncompressed size, gzip member) of each data block, in order.
+
+    Blocks are laid out and compressed a few megabytes at a time: memory stays bounded, buffers are
+    reused while hot, and large files compress on a thread per core (zlib and numpy's copies
+    release the GIL) while this thread frames the blocks already done.
+    """
+    bounds = cells.block_bounds(block_size)
+    chunks: list[list[tuple[int, int]]] = [[]]
+    chunk_start = 0
+    for first, end in bounds:
+        if cells.start(first) - chunk_start >= _CHUNK_BYTES:
+            chunks.append([])
+            chunk_start = cells.start(first)
+        chunks[-1].append((first, end))
+    workers = min(os.cpu_count() or 1, len(chunks))
+    if workers < 2:
+        for chunk in chunks:
+            yield from _compress_chunk(cells, chunk)
+        return
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(gzip_member, payloads))
+        pending: deque[Future[list[tuple[int, int, bytes]]]] = deque()
+        for chunk in chunks:
+            pending.append(pool.submit(_compress_chunk, cells, chunk))
+            if len(pending) > 2 * workers:  # enough queued to keep every thread busy
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
 
 
-# Below this many bytes (a few blocks) threads cost more than they save.
-_PARALLEL_GZIP_BYTES = 1 << 20
+def _compress_chunk(cells: Cells, chunk: list[tuple[int, int]]) -> list[tuple[int, int, bytes]]:
+    if not chunk:
+        return []
+    base = cells.start(chunk[0][0])
+    data = memoryview(cells.lay_out(chunk[0][0], chunk[-1][1]))
+    out = []
+    for first, end in chunk:
+        payload = data[cells.start(first) - base : cells.start(end) - base]
+        out.append((first, len(payload), gzip_member(payload)))
+    return out
+
+
+# A few megabytes of cells per task: large enough that threads pay off, small enough to stay in cache.
+_CHUNK_BYTES = 4 << 20
 
 
 def _index_key(row: bytes, *, hbase: bool) -> bytes:
