@@ -184,9 +184,10 @@ class _ShardCells(Cells):
                 break
             c, rows = self._segments[s]
             part = rows[max(first - self._firsts[s], 0) : end - self._firsts[s]]
-            size = int(self._t.cell_sizes(c, part).sum())
-            self._t.lay_out(out[pos : pos + size], c, part)
-            pos += size
+            if len(part):
+                size = int(self._t.cell_sizes(c, part).sum())
+                self._t.lay_out(out[pos : pos + size], c, part)
+                pos += size
         return out.data
 
 
