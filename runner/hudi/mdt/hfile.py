@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from runner.errors import CorruptMetadataError
+from runner.hudi.mdt.crc32c import chunk_checksums
 
 TRAILER_SIZE = 4096
 TRAILER_MAGIC = b'TRABLK"$'
@@ -223,18 +224,20 @@ def write_hfile(
     statistics. Pass `standard_file_info(..., hbase=True)` and checksum type CRC32C with it.
     """
     run = cells if isinstance(cells, Cells) else CellRun.from_pairs(cells)
-    parts: list[bytes] = []
+    bodies: list[bytes] = []
     offset = 0
     index: list[tuple[int, int, bytes]] = []
     previous = -1
     data_size = 0
     for first, size, packed in _compressed_blocks(run, block_size):
-        block = _frame(DATA_MAGIC, packed, size, checksum_type, previous if hbase else -1)
-        parts.append(block)
-        index.append((offset, len(block), _index_key(run.row(first), hbase=hbase)))
+        body = _unchecked(DATA_MAGIC, packed, size, checksum_type, previous if hbase else -1)
+        bodies.append(body)
+        length = len(body) + _checksum_length(len(body))
+        index.append((offset, length, _index_key(run.row(first), hbase=hbase)))
         previous = offset
-        offset += len(block)
+        offset += length
         data_size += size
+    parts = [piece for pair in zip(bodies, _checksums(bodies, checksum_type), strict=True) for piece in pair]
     out = bytearray()
     last_data_offset = index[-1][0] if index else 0
     index_offset = offset
@@ -470,28 +473,34 @@ def _block(magic: bytes, payload: bytes, checksum_type: int, previous: int = -1)
 
 def _frame(magic: bytes, compressed: bytes, uncompressed: int, checksum_type: int, previous: int) -> bytes:
     """Header + compressed payload + checksums of one block."""
+    body = _unchecked(magic, compressed, uncompressed, checksum_type, previous)
+    return body + _checksums([body], checksum_type)[0]
+
+
+def _unchecked(magic: bytes, compressed: bytes, uncompressed: int, checksum_type: int, previous: int) -> bytes:
+    """Header + compressed payload of one block; its checksums follow it."""
     with_header_len = HEADER_SIZE + len(compressed)
-    checksum_len = 4 * -(-with_header_len // BYTES_PER_CHECKSUM)
     header = magic + struct.pack(
         ">IIqBII",
-        len(compressed) + checksum_len,
+        len(compressed) + _checksum_length(with_header_len),
         uncompressed,
         previous,
         checksum_type,
         BYTES_PER_CHECKSUM,
         with_header_len,
     )
-    block = header + compressed
-    if checksum_type == CHECKSUM_CRC32C:
-        from runner.hudi.mdt.crc32c import crc32c
+    return header + compressed
 
-        sums = b"".join(
-            struct.pack(">I", crc32c(block[i : i + BYTES_PER_CHECKSUM]))
-            for i in range(0, len(block), BYTES_PER_CHECKSUM)
-        )
-    else:
-        sums = b"\x00" * checksum_len
-    return block + sums
+
+def _checksum_length(with_header_len: int) -> int:
+    return 4 * -(-with_header_len // BYTES_PER_CHECKSUM)
+
+
+def _checksums(bodies: Sequence[bytes], checksum_type: int) -> list[bytes]:
+    """The checksum bytes of each block (header + payload): a CRC32C per 16 KiB, or zeros."""
+    if checksum_type == CHECKSUM_CRC32C:
+        return chunk_checksums(bodies, BYTES_PER_CHECKSUM)
+    return [b"\x00" * _checksum_length(len(body)) for body in bodies]
 
 
 def gzip_member(payload: bytes | memoryview) -> bytes:
