@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.commands._common import human_bytes
+from runner.declarations.model import ResizeStrategy
 from runner.plan.model import Plan, TablePlan, TableStatus
 from runner.plan.steps import (
     Clean,
@@ -108,6 +109,9 @@ def _resize_lines(s: Resize, verbose: bool) -> list[str]:
     small = sum(len(g.files) for g in s.groups)
     lines = [f"    resize: {count(small, 'small file')} ({human_bytes(s.bytes_to_rewrite)}) rewritten into "
              f"{count(len(s.groups), 'file')} of at most {human_bytes(s.max_file_size)}"]
+    if s.strategy is ResizeStrategy.BINARY_COPY:
+        lines.append("      strategy: binary copy (row groups copied as they are; groups that do not "
+                     "qualify are rewritten)")
     return lines + _listed([f"      ~ {g.partition or '(table)'}: {count(len(g.files), 'file')} rewritten into 1 "
                             f"({human_bytes(g.total_bytes)})" for g in s.groups], "      ~ ", "group", verbose)
 

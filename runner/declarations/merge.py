@@ -18,6 +18,7 @@ from runner.declarations.model import (
     CleanPolicyName,
     FileSizing,
     MetadataTableMode,
+    ResizeStrategy,
     Source,
     TableDeclaration,
     TableSpark,
@@ -37,11 +38,14 @@ SETTINGS: tuple[tuple[str, str, object], ...] = (
     ("file_sizing", "max_file_size", model.DEFAULT_MAX_FILE_SIZE),
     ("file_sizing", "small_file_limit", model.DEFAULT_SMALL_FILE_LIMIT),
     ("file_sizing", "insert_split_size", model.DEFAULT_INSERT_SPLIT_SIZE),
+    ("file_sizing", "strategy", model.DEFAULT_RESIZE_STRATEGY),
     ("spark", "executor_memory", None),  # None: whatever the session was started with
     ("spark", "resize_partitions", None),  # None: one task per rewrite group, up to MAX_TASKS
 )
 # Blocks whose defaults are the runner's rather than Hudi's (Hudi has no per-table Spark settings).
 _RUNNER_BLOCKS = frozenset({"spark"})
+# Settings Hudi has no counterpart of, in blocks that otherwise mirror Hudi's.
+_RUNNER_FIELDS = frozenset({"file_sizing.strategy"})
 SIZE_FIELDS = frozenset({"max_file_size", "small_file_limit"})
 _MISSING = object()
 
@@ -101,7 +105,8 @@ def effective_settings(table: Loaded | None, project: Loaded | None) -> dict[str
             candidates.append((table, (block, key), Source.TABLE))
         if project is not None:
             candidates.append((project, ("defaults", block, key), Source.PROJECT_DEFAULT))
-        fallback = Source.RUNNER_DEFAULT if block in _RUNNER_BLOCKS else Source.HUDI_DEFAULT
+        runners = block in _RUNNER_BLOCKS or f"{block}.{key}" in _RUNNER_FIELDS
+        fallback = Source.RUNNER_DEFAULT if runners else Source.HUDI_DEFAULT
         merged[f"{block}.{key}"] = _first_set(candidates, key) or Setting(hudi_default, fallback)
     return merged
 
@@ -142,6 +147,7 @@ def build_table(doc: Loaded, settings: Mapping[str, Setting], location: str,
         max_file_size=_int(value["file_sizing.max_file_size"]),
         small_file_limit=_int(value["file_sizing.small_file_limit"]),
         insert_split_size=_int(value["file_sizing.insert_split_size"]),
+        strategy=ResizeStrategy(str(value["file_sizing.strategy"])),
     )
     memory, tasks = value["spark.executor_memory"], value["spark.resize_partitions"]
     return TableDeclaration(

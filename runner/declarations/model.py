@@ -40,6 +40,22 @@ DEFAULT_SMALL_FILE_LIMIT = 100 * 1024 * 1024
 DEFAULT_INSERT_SPLIT_SIZE = 500_000
 
 
+class ResizeStrategy(StrEnum):
+    """How a resize writes a group's new file.
+
+    REWRITE decodes the inputs and encodes them again in row groups of about 120 MiB. BINARY_COPY
+    copies the inputs' row groups without decoding (Hudi 1.1's binary-copy clustering): much
+    faster, but the new file keeps the inputs' small row groups and their compression, so readers
+    scan more row groups. Groups whose inputs do not qualify are rewritten.
+    """
+
+    REWRITE = "rewrite"
+    BINARY_COPY = "binary_copy"
+
+
+DEFAULT_RESIZE_STRATEGY = ResizeStrategy.REWRITE
+
+
 @dataclass(frozen=True, slots=True)
 class CleanPolicy:
     """How many old file versions a table keeps.
@@ -72,11 +88,13 @@ class FileSizing:
             off (`hoodie.parquet.small.file.limit`).
         insert_split_size: records per new file group when inserts overflow the small files
             (`hoodie.copyonwrite.insert.split.size`).
+        strategy: how a resize writes the new files (the runner's choice; see `ResizeStrategy`).
     """
 
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     small_file_limit: int = DEFAULT_SMALL_FILE_LIMIT
     insert_split_size: int = DEFAULT_INSERT_SPLIT_SIZE
+    strategy: ResizeStrategy = DEFAULT_RESIZE_STRATEGY
 
 
 @dataclass(frozen=True, slots=True)

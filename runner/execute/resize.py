@@ -40,8 +40,16 @@ from typing import TYPE_CHECKING
 
 import runner.progress as progress
 from runner.errors import RefusedError, StepFailed
+from runner.execute.resize_copy import BINARY_COPY, REWRITE
 from runner.execute.resize_job import GroupRewrite, RewriteTask, RewrittenFile
-from runner.execute.resize_plan import PlannedGroup, decode_plan, encode_plan, groups_of_step, is_runner_plan
+from runner.execute.resize_plan import (
+    PlannedGroup,
+    decode_plan,
+    encode_plan,
+    groups_of_step,
+    is_runner_plan,
+    strategy_of_plan,
+)
 from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
@@ -53,6 +61,7 @@ from runner.plan.model import SizingStep
 from runner.plan.sizing import busy_groups
 from runner.spark_jobs import MAX_TASKS, run_tasks
 from runner.storage import Storage
+from runner.vocabulary import TableType
 
 # A rewrite job larger than the task bound runs in about this many rounds, so its progress moves.
 REWRITE_ROUNDS = 10
@@ -127,7 +136,7 @@ def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
     runner.check(step)
     pending, written = runner.schedule(step)
     with progress.known_sizes({f.path: f.size for g in step.groups for f in g.files}):
-        return runner.execute(pending, groups_of_step(step), written=written)
+        return runner.execute(pending, groups_of_step(step), written=written, strategy=str(step.strategy))
 
 
 def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: SparkSession, clock: Clock,
@@ -142,7 +151,7 @@ def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: Spark
     for instant, groups in runner.pending_own():
         conflict = runner.conflict(groups, own=instant.time) or runner.metadata_table_problem(groups)
         if conflict is None:
-            outcomes.append(runner.execute(instant, groups))
+            outcomes.append(runner.execute(instant, groups, strategy=runner.strategy_of(instant)))
             continue
         # The table moved on while the resize was interrupted: finishing it would lose that write.
         runner.roll_back(instant.time, sorted({g.partition for g in groups}))
@@ -252,15 +261,28 @@ class ResizeRunner:
                 own.append((instant, decode_plan(data, path=path)))
         return own
 
+    def strategy_of(self, instant: Instant) -> str:
+        """The strategy the runner's pending plan for `instant` asked for (`rewrite` by default)."""
+        requested = self.meta.timeline.file_for(instant.time, instant.action, State.REQUESTED)
+        if requested is None:
+            return REWRITE
+        path = f"{self.meta.timeline_folder}/{requested.file_name}"
+        return strategy_of_plan(self.storage.read(path), path=path)
+
     def execute(self, pending: Instant, groups: Sequence[PlannedGroup], *,
-                written: tuple[str, ...] = ()) -> ResizeOutcome:
-        """Rewrite the groups of a pending instant and complete it (writing its inflight if missing)."""
+                written: tuple[str, ...] = (), strategy: str = REWRITE) -> ResizeOutcome:
+        """Rewrite the groups of a pending instant and complete it (writing its inflight if missing).
+
+        Args:
+            strategy: `binary_copy` copies each group's row groups when its inputs qualify.
+        """
         if pending.state is State.REQUESTED:
             pending = self.writer.inflight(pending.time, pending.action)
             written += (pending.file_name,)
         partitions = sorted({g.partition for g in groups})
         removed = self._delete_instant_files(pending.time, partitions, keep=frozenset())
-        tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs) for g in groups]
+        copy, strategy_notes = self._binary_copy(strategy)
+        tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs, binary_copy=copy) for g in groups]
         results = self._rewrite(pending.time, tasks)
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))
         failpoint("after_rewrite")
@@ -290,8 +312,17 @@ class ResizeRunner:
             bytes_written=sum(r.size for r in results),
             records_written=sum(r.records for r in results),
             partial_files_deleted=removed,
-            notes=self._tasks_note(groups, results),
+            notes=self._tasks_note(groups, results) + strategy_notes + (_strategy_notes(results) if copy else ()),
         )
+
+    def _binary_copy(self, strategy: str) -> tuple[bool, tuple[str, ...]]:
+        """Whether groups may be binary-copied, and why not when the table rules it out."""
+        if strategy != BINARY_COPY:
+            return False, ()
+        if self.meta.config.table_type is not TableType.COPY_ON_WRITE:
+            # Hudi's binary-copy clustering runs on copy-on-write tables only; so does this.
+            return False, ("binary copy applies to copy-on-write tables only: every group was rewritten",)
+        return True, ()
 
     def _tasks_note(self, groups: Sequence[PlannedGroup], results: Sequence[RewrittenFile]) -> tuple[str, ...]:
         """With `spark.resize_partitions` declared, the most tasks one rewrite job really ran,
@@ -390,6 +421,15 @@ class ResizeRunner:
             value = InstantTime(self._completions[-1].normalized[:17]).plus_millis(1)
         self._completions.append(value)
         return value
+
+
+def _strategy_notes(results: Sequence[RewrittenFile]) -> tuple[str, ...]:
+    """Which groups were binary-copied, and why the others were rewritten."""
+    copied = [r for r in results if r.strategy == BINARY_COPY]
+    notes = [f"binary copy: {len(copied)} of {len(results)} group{'' if len(results) == 1 else 's'} copied "
+             "row group by row group"]
+    notes += [f"rewrote {r.path} instead of copying: {r.fallback}" for r in results if r.fallback]
+    return tuple(notes)
 
 
 def _metadata_table_maintenance(storage: Storage, meta: TableMetadata) -> ResizeMaintenance | None:

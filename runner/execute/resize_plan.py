@@ -35,6 +35,9 @@ from runner.plan.model import RewriteGroup, SizingStep
 STRATEGY_CLASS = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
 MARKER_KEY = "runner"
 MARKER_VALUE = "hudi-runner"
+# The runner's strategy (`file_sizing.strategy`), kept so a crashed resize finishes the same way.
+# The plan's execution strategy stays Hudi's default, which every Hudi version can run.
+STRATEGY_KEY = "runner.strategy"
 _MB = 1024 * 1024
 
 
@@ -73,8 +76,18 @@ def encode_plan(step: SizingStep, *, base_uri: str) -> bytes:
         MARKER_KEY: MARKER_VALUE,
         "runner.max_file_size": str(step.max_file_size),
         "runner.small_file_limit": str(step.small_file_limit),
+        STRATEGY_KEY: str(step.strategy),
     }
     return write_container("HoodieRequestedReplaceMetadata", record)
+
+
+def strategy_of_plan(data: bytes, *, path: str) -> str:
+    """How a runner plan asked its groups to be written: `rewrite` (also for plans that predate the
+    choice) or `binary_copy`."""
+    plan = read_container(data, path=path).get("clusteringPlan")
+    extra = plan.get("extraMetadata") if isinstance(plan, dict) else None
+    value = extra.get(STRATEGY_KEY) if isinstance(extra, Mapping) else None
+    return value if isinstance(value, str) else "rewrite"
 
 
 def _clustering_group(group: RewriteGroup, max_file_size: int) -> ClusteringGroup:

@@ -86,4 +86,4 @@ def plan_sizing(sizing: FileSizing, state: TableState) -> SizingStep | None:
             small_file_limit=sizing.small_file_limit,
         )
         groups.extend(RewriteGroup(partition, tuple(files[fid] for fid in b.file_ids)) for b in bins)
-    return SizingStep(sizing.max_file_size, sizing.small_file_limit, tuple(groups))
+    return SizingStep(sizing.max_file_size, sizing.small_file_limit, tuple(groups), sizing.strategy)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from runner.declarations.model import CleanPolicyName
+from runner.declarations.model import CleanPolicyName, ResizeStrategy
 from runner.hudi.instant import Action, Instant, InstantTime, State
 
 
@@ -178,6 +178,7 @@ class Resize:
     max_file_size: int
     small_file_limit: int
     groups: tuple[RewriteGroup, ...]
+    strategy: ResizeStrategy = ResizeStrategy.REWRITE
     kind: ClassVar[StepKind] = StepKind.RESIZE
 
     @property
@@ -244,6 +245,7 @@ def _resize_json(s: Any) -> dict[str, Any]:
     return {
         "max_file_size": s.max_file_size,
         "small_file_limit": s.small_file_limit,
+        "strategy": s.strategy.value,
         "groups": [
             {
                 "partition": g.partition,
@@ -266,6 +268,7 @@ def _resize_from(d: dict[str, Any]) -> Resize:
             )
             for g in d["groups"]
         ),
+        strategy=ResizeStrategy(d.get("strategy", ResizeStrategy.REWRITE)),  # absent in older plans
     )
 
 

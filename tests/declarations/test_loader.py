@@ -49,8 +49,9 @@ def test_a_table_with_nothing_but_name_and_path_gets_every_default(write_project
     assert table.table is None and table.metadata_table is MetadataTableMode.KEEP
     assert table.tags == () and table.owner is None and table.description is None
     assert table.spark == TableSpark()  # the session's own settings
-    assert {source for name, source in table.provenance if not name.startswith("spark.")} == {Source.HUDI_DEFAULT}
-    assert {source for name, source in table.provenance if name.startswith("spark.")} == {Source.RUNNER_DEFAULT}
+    runners = ("spark.", "file_sizing.strategy")  # the runner's own settings; Hudi has no counterpart
+    assert {source for name, source in table.provenance if not name.startswith(runners)} == {Source.HUDI_DEFAULT}
+    assert {source for name, source in table.provenance if name.startswith(runners)} == {Source.RUNNER_DEFAULT}
 
 
 def test_project_defaults_merge_field_by_field_and_the_table_wins(write_project: WriteProject) -> None:
@@ -68,6 +69,7 @@ def test_project_defaults_merge_field_by_field_and_the_table_wins(write_project:
         "file_sizing.max_file_size": Source.HUDI_DEFAULT,
         "file_sizing.small_file_limit": Source.PROJECT_DEFAULT,
         "file_sizing.insert_split_size": Source.HUDI_DEFAULT,
+        "file_sizing.strategy": Source.RUNNER_DEFAULT,
         "spark.executor_memory": Source.RUNNER_DEFAULT,
         "spark.resize_partitions": Source.RUNNER_DEFAULT,
     }

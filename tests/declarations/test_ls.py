@@ -49,6 +49,7 @@ def test_text_shows_each_setting_with_its_source(
         "  file_sizing.max_file_size      256MiB (268,435,456 bytes)  project default",
         "  file_sizing.small_file_limit   100MiB (104,857,600 bytes)  hudi default",
         "  file_sizing.insert_split_size  500,000                     hudi default",
+        "  file_sizing.strategy           rewrite                     runner default",
     ]
 
 
@@ -78,6 +79,7 @@ def test_json_lists_every_setting_and_source(write_project: WriteProject, capsys
         "file_sizing.max_file_size": {"value": 268435456, "source": "project default"},
         "file_sizing.small_file_limit": {"value": 104857600, "source": "hudi default"},
         "file_sizing.insert_split_size": {"value": 500000, "source": "hudi default"},
+        "file_sizing.strategy": {"value": "rewrite", "source": "runner default"},
         "spark.executor_memory": {"value": None, "source": "runner default"},
         "spark.resize_partitions": {"value": None, "source": "runner default"},
     }

@@ -142,6 +142,10 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
             '(did you mean "KEEP_LATEST_COMMITS"?)'
         ],
     ),
+    "unknown resize strategy": (
+        {"tables/t.yml": T + "file_sizing:\n  strategy: copy\n"},
+        ['tables/t.yml:4:3: file_sizing.strategy: expected one of rewrite, binary_copy, got "copy"'],
+    ),
     "metadata_table as a boolean": (
         {"tables/t.yml": T + "metadata_table: false\n"},
         ["tables/t.yml:3:1: metadata_table: expected one of keep, disable, got false"],

@@ -70,6 +70,7 @@ def test_table_schema_defaults_are_the_models_defaults() -> None:
     assert parse_size(sizing["max_file_size"]["default"]) == model.DEFAULT_MAX_FILE_SIZE
     assert parse_size(sizing["small_file_limit"]["default"]) == model.DEFAULT_SMALL_FILE_LIMIT
     assert sizing["insert_split_size"]["default"] == model.DEFAULT_INSERT_SPLIT_SIZE
+    assert sizing["strategy"]["default"] == model.DEFAULT_RESIZE_STRATEGY
     table = load_schema(TABLE_SCHEMA)["properties"]
     assert table["metadata_table"]["default"] == model.MetadataTableMode.KEEP
     assert defs["table"]["properties"]["type"]["default"] == model.TableType.COPY_ON_WRITE
@@ -79,6 +80,7 @@ def test_enums_in_the_schema_are_the_models_enums() -> None:
     defs = load_schema(TABLE_SCHEMA)["$defs"]
     assert defs["clean"]["properties"]["policy"]["enum"] == list(model.CleanPolicyName)
     assert defs["table"]["properties"]["type"]["enum"] == list(model.TableType)
+    assert defs["file_sizing"]["properties"]["strategy"]["enum"] == list(model.ResizeStrategy)
     assert load_schema(TABLE_SCHEMA)["properties"]["metadata_table"]["enum"] == list(model.MetadataTableMode)
 
 

@@ -1,0 +1,416 @@
+"""Binary-copy resize: one Parquet file made of other files' row groups, copied without decoding.
+
+Hudi 1.1's `SparkBinaryCopyClusteringExecutionStrategy` (with `HoodieParquetFileBinaryCopier`)
+merges a clustering group's base files row group by row group: every column chunk is copied byte
+for byte except `_hoodie_file_name`, which is written again holding the new file's name; the other
+meta columns keep their values. Rows stay in input order and in the inputs' row groups (nothing is
+re-encoded, so small inputs stay small row groups). This module does the same for one group:
+
+- the inputs must agree on everything the copied bytes depend on, or the group is rewritten the
+  normal way (`copy_problem` says why): one Parquet schema, one codec for every chunk, one
+  `created_by` (readers decide which statistics to trust by the writer that made them), no
+  encryption, no chunk stored in another file, and every chunk exactly the pages its metadata
+  claims (checked by walking the page headers);
+- `_hoodie_file_name` is encoded by pyarrow as a one-column file with the inputs' row counts per row
+  group and their codec, and its chunks are spliced in;
+- the footer is the first input's with offsets shifted, row groups and row count summed. Page
+  indexes and Parquet bloom filters of the inputs are left behind (their offsets are dropped;
+  both are optional). Key-value metadata: the inputs' entries, minus the writer schemas Hudi's
+  copier drops too (`parquet.avro.schema`, Spark's row metadata, and Arrow's schema, so the file
+  reads from its Parquet types like a rewritten one), plus Hudi's record-key footer computed for the
+  new file: bloom filter and key range over all of its keys (`runner.hudi.footer`; only the
+  `_hoodie_record_key` column is decoded).
+
+Field ids are those of `parquet.thrift` (FileMetaData, RowGroup, ColumnChunk, ColumnMetaData,
+SchemaElement, PageHeader).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from runner.errors import CorruptMetadataError
+from runner.hudi import footer
+from runner.hudi.thrift_compact import BINARY, I16, I64, LIST, STRUCT, Struct, ThriftList, decode_struct, encode_struct
+
+MAGIC = b"PAR1"
+FILE_NAME_COLUMN = "_hoodie_file_name"
+RECORD_KEY_COLUMN = "_hoodie_record_key"
+
+# FileMetaData
+_F_SCHEMA, _F_NUM_ROWS, _F_ROW_GROUPS, _F_KEY_VALUE, _F_CREATED_BY, _F_COLUMN_ORDERS = 2, 3, 4, 5, 6, 7
+_F_ENCRYPTION, _F_SIGNING_KEY = 8, 9
+# RowGroup
+_R_COLUMNS, _R_TOTAL_BYTE_SIZE, _R_NUM_ROWS, _R_FILE_OFFSET, _R_TOTAL_COMPRESSED, _R_ORDINAL = 1, 2, 3, 5, 6, 7
+# ColumnChunk
+_C_FILE_PATH, _C_FILE_OFFSET, _C_META = 1, 2, 3
+_C_PAGE_INDEX = (4, 5, 6, 7)  # offset index and column index: offset and length of each
+_C_CRYPTO = (8, 9)
+# ColumnMetaData
+_M_TYPE, _M_PATH, _M_CODEC, _M_NUM_VALUES, _M_UNCOMPRESSED, _M_COMPRESSED = 1, 3, 4, 5, 6, 7
+_M_DATA_PAGE, _M_INDEX_PAGE, _M_DICTIONARY_PAGE = 9, 10, 11
+_M_BLOOM = (14, 15)
+# SchemaElement
+_S_TYPE, _S_REPETITION, _S_NAME, _S_CHILDREN = 1, 3, 4, 5
+# PageHeader and the num_values of its data page headers (v1 and v2)
+_P_TYPE, _P_COMPRESSED_SIZE, _P_DATA_V1, _P_DATA_V2 = 1, 3, 5, 8
+_DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
+
+_BYTE_ARRAY = 6
+_REPEATED = 2
+# Parquet codec ids pyarrow can write, by pyarrow's name; LZO and Hadoop's framed LZ4 it cannot.
+_CODECS = {0: "none", 1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4"}
+# Writer schemas that describe a file as its writer saw it; Hudi's copier drops the first two.
+_DROPPED_KEYS = frozenset({"parquet.avro.schema", "org.apache.spark.sql.parquet.row.metadata", "ARROW:schema"})
+_HUDI_KEYS = frozenset({footer.BLOOM_FILTER, footer.BLOOM_FILTER_TYPE_CODE, footer.MIN_RECORD_KEY,
+                        footer.MAX_RECORD_KEY})
+
+
+class NotCopyable(Exception):
+    """The inputs do not qualify for a binary copy; the message says why (for the report)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    """One column chunk of an input: its metadata and where its bytes are."""
+
+    meta: Struct  # the ColumnChunk
+    start: int
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Input:
+    path: str
+    data: bytes
+    meta: Struct  # the FileMetaData
+    row_groups: tuple[tuple[Struct, tuple[_Chunk, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CopiedFile:
+    """The new base file's bytes and what it holds."""
+
+    data: bytes
+    records: int
+    row_groups: int
+
+
+def binary_copy(inputs: Sequence[tuple[str, bytes]], *, file_name: str) -> CopiedFile:
+    """Concatenate the inputs' row groups into one file whose `_hoodie_file_name` is `file_name`.
+
+    Args:
+        inputs: (path, content) of each input base file, in the order their rows go.
+        file_name: the new base file's name.
+
+    Raises:
+        NotCopyable: the inputs do not qualify (nothing was produced; rewrite them instead).
+    """
+    parsed = [_parse(path, data) for path, data in inputs]
+    schema = _check_alike(parsed)
+    codec = _single_codec(parsed)
+    column = _file_name_column(schema)
+    _check_column_order(parsed, column[0] if column else None)
+    names = None
+    if column is not None:
+        counts = [_int(rg, _R_NUM_ROWS) for f in parsed for rg, _ in f.row_groups]
+        names = _file_name_chunks(file_name, counts, codec, optional=column[1])
+    return _assemble(parsed, column[0] if column else None, names, _key_values(parsed) | hudi_footer(inputs))
+
+
+def _parse(path: str, data: bytes) -> _Input:
+    if len(data) < 12 or data[:4] != MAGIC or data[-4:] != MAGIC:
+        raise NotCopyable(f"{path} is not a plain Parquet file (encrypted files end in PARE)")
+    size = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - size
+    if start < 4:
+        raise NotCopyable(f"{path}: footer length {size} does not fit a file of {len(data)} bytes")
+    try:
+        meta, end = decode_struct(data, what=path, offset=start)
+    except CorruptMetadataError as error:
+        raise NotCopyable(str(error)) from error
+    if end != len(data) - 8:
+        raise NotCopyable(f"{path}: the footer takes {end - start} of its {size} bytes")
+    if meta.has(_F_ENCRYPTION) or meta.has(_F_SIGNING_KEY):
+        raise NotCopyable(f"{path} is encrypted")
+    row_groups = []
+    ranges: list[tuple[int, int]] = []
+    for rg in meta.get_list(_F_ROW_GROUPS):
+        assert isinstance(rg, Struct)
+        chunks = tuple(_chunk(path, data, c) for c in rg.get_list(_R_COLUMNS))
+        if _int(rg, _R_NUM_ROWS) <= 0:
+            raise NotCopyable(f"{path} has an empty row group")
+        row_groups.append((rg, chunks))
+        ranges += [(c.start, c.start + c.length) for c in chunks]
+    ranges.sort()
+    if ranges and (ranges[0][0] < 4 or ranges[-1][1] > start
+                   or any(a[1] > b[0] for a, b in pairwise(ranges))):
+        raise NotCopyable(f"{path}: column chunks overlap or lie outside the data")
+    if not row_groups:
+        raise NotCopyable(f"{path} holds no rows")
+    return _Input(path, data, meta, tuple(row_groups))
+
+
+def _chunk(path: str, data: bytes, chunk: object) -> _Chunk:
+    assert isinstance(chunk, Struct)
+    meta = chunk.get_struct(_C_META)
+    if meta is None or chunk.has(_C_FILE_PATH) or any(chunk.has(f) for f in _C_CRYPTO):
+        raise NotCopyable(f"{path}: a column chunk is stored elsewhere or encrypted")
+    start = _int(meta, _M_DATA_PAGE)
+    dictionary = meta.get_int(_M_DICTIONARY_PAGE)
+    if dictionary is not None and 0 < dictionary < start:
+        start = dictionary
+    length = _int(meta, _M_COMPRESSED)
+    _check_pages(path, data, start, length, _int(meta, _M_NUM_VALUES))
+    return _Chunk(chunk, start, length)
+
+
+def _check_pages(path: str, data: bytes, start: int, length: int, values: int) -> None:
+    """Walk the chunk's page headers: they must fill exactly `length` bytes and hold `values` values.
+
+    Some old writers recorded chunk sizes that leave out a page header; copying such a chunk by its
+    recorded size would cut a page, so anything but an exact fit is not copied.
+    """
+    pos, end, seen = start, start + length, 0
+    while pos < end:
+        try:
+            header, after = decode_struct(data, what=path, offset=pos)
+        except CorruptMetadataError as error:
+            raise NotCopyable(f"{path}: unreadable page header at byte {pos}") from error
+        kind = header.get_int(_P_TYPE)
+        if kind in (_DATA_PAGE, _DATA_PAGE_V2):
+            seen += _int(header.get_struct(_P_DATA_V1 if kind == _DATA_PAGE else _P_DATA_V2), 1)
+        elif kind != _DICTIONARY_PAGE:
+            raise NotCopyable(f"{path}: page of type {kind} at byte {pos}")
+        pos = after + _int(header, _P_COMPRESSED_SIZE)
+    if pos != end or seen != values:
+        raise NotCopyable(f"{path}: a column chunk's pages do not match its metadata "
+                          f"({pos - start} of {length} bytes, {seen} of {values} values)")
+
+
+def _check_alike(files: Sequence[_Input]) -> Struct:
+    """The common schema; the files must also agree on the writer and the column orders."""
+    first = files[0]
+    for other in files[1:]:
+        for fid, what in ((_F_SCHEMA, "Parquet schemas"), (_F_CREATED_BY, "writers (created_by)"),
+                          (_F_COLUMN_ORDERS, "column orders")):
+            if _encoded(first.meta, fid) != _encoded(other.meta, fid):
+                raise NotCopyable(f"{what} differ: {first.path} and {other.path}")
+    return first.meta
+
+
+def _encoded(meta: Struct, field_id: int) -> bytes | None:
+    """A footer field's bytes, for comparing; the schema's root name is left out (Hudi's Avro writer
+    names it after the record, Spark's row writer `spark_schema`; no reader looks at it)."""
+    if not meta.has(field_id):
+        return None
+    value = meta.get(field_id)
+    if field_id == _F_SCHEMA and isinstance(value, ThriftList) and value.values:
+        root = value.values[0]
+        assert isinstance(root, Struct)
+        value = ThriftList(value.element_type, [Struct([f for f in root.fields if f[0] != _S_NAME]),
+                                                *value.values[1:]])
+    assert value is not None
+    return encode_struct(Struct([(1, _kind(meta, field_id), value)]))
+
+
+def _kind(meta: Struct, field_id: int) -> int:
+    return next(kind for fid, kind, _ in meta.fields if fid == field_id)
+
+
+def _single_codec(files: Sequence[_Input]) -> int:
+    codecs = {_int(c.meta.get_struct(_C_META), _M_CODEC) for f in files for _, chunks in f.row_groups for c in chunks}
+    if len(codecs) != 1:
+        raise NotCopyable(f"column chunks use {len(codecs)} codecs ({sorted(codecs)}), not one")
+    codec = codecs.pop()
+    if codec not in _CODECS:
+        raise NotCopyable(f"codec {codec} cannot be written here (LZO or Hadoop LZ4)")
+    return codec
+
+
+def _file_name_column(meta: Struct) -> tuple[int, bool] | None:
+    """(leaf index, optional) of a top-level `_hoodie_file_name` string column; None without one."""
+    elements = meta.get_list(_F_SCHEMA)
+    leaf, i = 0, 1
+    found = None
+    root = elements[0]
+    assert isinstance(root, Struct)
+    for _ in range(_int(root, _S_CHILDREN)):
+        top = elements[i]
+        assert isinstance(top, Struct)
+        leaves, i = _leaves(elements, i)
+        if top.get(_S_NAME) == FILE_NAME_COLUMN.encode():
+            if leaves != 1 or top.get_int(_S_TYPE) != _BYTE_ARRAY or top.get_int(_S_REPETITION) == _REPEATED:
+                raise NotCopyable(f"{FILE_NAME_COLUMN} is not a plain string column")
+            found = (leaf, top.get_int(_S_REPETITION) != 0)
+        leaf += leaves
+    return found
+
+
+def _check_column_order(files: Sequence[_Input], name_leaf: int | None) -> None:
+    """Every row group has one chunk per leaf column, in schema order (the spec's rule, relied on
+    to find the `_hoodie_file_name` chunk by its position)."""
+    leaves = _leaves(files[0].meta.get_list(_F_SCHEMA), 0)[0]
+    for f in files:
+        for _, chunks in f.row_groups:
+            if len(chunks) != leaves:
+                raise NotCopyable(f"{f.path}: a row group has {len(chunks)} column chunks for {leaves} columns")
+            if name_leaf is not None:
+                meta = chunks[name_leaf].meta.get_struct(_C_META)
+                path = meta.get_list(_M_PATH) if meta is not None else []
+                if path != [FILE_NAME_COLUMN.encode()]:
+                    raise NotCopyable(f"{f.path}: column chunks are not in schema order")
+
+
+def _leaves(elements: Sequence[object], i: int) -> tuple[int, int]:
+    """Leaves under the schema element at `i`, and the index after its subtree."""
+    element = elements[i]
+    assert isinstance(element, Struct)
+    children = element.get_int(_S_CHILDREN)
+    if not children:
+        return 1, i + 1
+    total, i = 0, i + 1
+    for _ in range(children):
+        leaves, i = _leaves(elements, i)
+        total += leaves
+    return total, i
+
+
+def _file_name_chunks(name: str, counts: Sequence[int], codec: int, *, optional: bool) -> _Input:
+    """A one-column Parquet file of `name` repeated, one row group per entry of `counts`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    total = sum(counts)
+    zeros = pa.Array.from_buffers(pa.int32(), total, [None, pa.py_buffer(bytes(4 * total))])
+    column = pa.DictionaryArray.from_arrays(zeros, pa.array([name], type=pa.string()))
+    schema = pa.schema([pa.field(FILE_NAME_COLUMN, column.type, nullable=optional)])
+    sink = pa.BufferOutputStream()
+    with pq.ParquetWriter(sink, schema, compression=_CODECS[codec], store_schema=False,
+                          write_page_index=False, write_statistics=True) as writer:
+        offset = 0
+        for count in counts:
+            writer.write_table(pa.table([column.slice(offset, count)], schema=schema), row_group_size=count)
+            offset += count
+    written = _parse("<_hoodie_file_name>", bytes(sink.getvalue().to_pybytes()))
+    got = [_int(rg, _R_NUM_ROWS) for rg, _ in written.row_groups]
+    if got != list(counts):  # pyarrow caps row groups at 64 Mi rows
+        raise NotCopyable(f"{FILE_NAME_COLUMN} could not be written in the inputs' row groups")
+    return written
+
+
+def _key_values(files: Sequence[_Input]) -> dict[str, str | None]:
+    """The inputs' key-value metadata, the first file's value winning, minus writer schemas and
+    Hudi's record-key footer (computed afresh for the new file by the caller)."""
+    merged: dict[str, str | None] = {}
+    for f in files:
+        for entry in f.meta.get_list(_F_KEY_VALUE):
+            assert isinstance(entry, Struct)
+            key, value = entry.get(1), entry.get(2)
+            assert isinstance(key, bytes)
+            text = key.decode("utf-8", "replace")
+            if text in _DROPPED_KEYS or text in _HUDI_KEYS or text in merged:
+                continue
+            merged[text] = value.decode("utf-8", "replace") if isinstance(value, bytes) else None
+    return merged
+
+
+def _assemble(files: Sequence[_Input], name_leaf: int | None, names: _Input | None,
+              key_values: Mapping[str, str | None]) -> CopiedFile:
+    pieces: list[bytes | memoryview] = [MAGIC]
+    pos = len(MAGIC)
+    row_groups: list[Struct] = []
+    replacement = iter(names.row_groups) if names is not None else None
+    for f in files:
+        view = memoryview(f.data)
+        for rg, chunks in f.row_groups:
+            columns: list[Struct] = []
+            byte_size = _int(rg, _R_TOTAL_BYTE_SIZE)
+            spliced = next(replacement) if replacement is not None else None
+            for leaf, chunk in enumerate(chunks):
+                source, source_view = chunk, view
+                if leaf == name_leaf and spliced is not None and names is not None:
+                    source, source_view = spliced[1][0], memoryview(names.data)
+                    byte_size += _int(source.meta.get_struct(_C_META), _M_UNCOMPRESSED) \
+                        - _int(chunk.meta.get_struct(_C_META), _M_UNCOMPRESSED)
+                pieces.append(source_view[source.start:source.start + source.length])
+                columns.append(_moved(source, pos))
+                pos += source.length
+            row_groups.append(_row_group(rg, columns, byte_size, len(row_groups)))
+    meta = Struct(list(files[0].meta.fields))
+    meta.put(_F_NUM_ROWS, I64, sum(_int(rg, _R_NUM_ROWS) for rg in row_groups))
+    meta.put(_F_ROW_GROUPS, LIST, ThriftList(STRUCT, list(row_groups)))
+    entries = [Struct([(1, BINARY, k.encode()), *([] if v is None else [(2, BINARY, v.encode())])])
+               for k, v in key_values.items()]
+    if entries:
+        meta.put(_F_KEY_VALUE, LIST, ThriftList(STRUCT, list(entries)))
+    else:
+        meta.drop(_F_KEY_VALUE)
+    encoded = encode_struct(meta)
+    pieces += [encoded, len(encoded).to_bytes(4, "little"), MAGIC]
+    return CopiedFile(b"".join(pieces), sum(_int(rg, _R_NUM_ROWS) for rg in row_groups), len(row_groups))
+
+
+def _moved(chunk: _Chunk, start: int) -> Struct:
+    """The chunk's metadata for its new place at `start`, without page index or bloom filter."""
+    delta = start - chunk.start
+    meta = chunk.meta.get_struct(_C_META)
+    assert meta is not None
+    new_meta = Struct(list(meta.fields))
+    for fid in (_M_DATA_PAGE, _M_INDEX_PAGE, _M_DICTIONARY_PAGE):
+        value = new_meta.get_int(fid)
+        if value is not None and value > 0:
+            new_meta.put(fid, I64, value + delta)
+    new_meta.drop(*_M_BLOOM)
+    new = Struct(list(chunk.meta.fields))
+    new.drop(*_C_PAGE_INDEX)
+    new.put(_C_META, STRUCT, new_meta)
+    # Deprecated and unread; writers put the chunk's start (or its metadata's offset) here.
+    old = new.get_int(_C_FILE_OFFSET) or 0
+    new.put(_C_FILE_OFFSET, I64, old + delta if chunk.start <= old <= chunk.start + chunk.length else start)
+    return new
+
+
+def _row_group(rg: Struct, columns: list[Struct], byte_size: int, ordinal: int) -> Struct:
+    new = Struct(list(rg.fields))
+    new.put(_R_COLUMNS, LIST, ThriftList(STRUCT, list(columns)))
+    new.put(_R_TOTAL_BYTE_SIZE, I64, byte_size)
+    first = columns[0].get_struct(_C_META)
+    assert first is not None
+    starts = [first.get_int(_M_DICTIONARY_PAGE) or 0, _int(first, _M_DATA_PAGE)]
+    new.put(_R_FILE_OFFSET, I64, min(s for s in starts if s > 0))
+    if new.has(_R_TOTAL_COMPRESSED):
+        new.put(_R_TOTAL_COMPRESSED, I64, sum(_int(c.get_struct(_C_META), _M_COMPRESSED) for c in columns))
+    if new.has(_R_ORDINAL):
+        new.put(_R_ORDINAL, I16, ordinal)
+    return new
+
+
+def _int(struct: Struct | None, field_id: int) -> int:
+    value = struct.get_int(field_id) if struct is not None else None
+    if value is None:
+        raise NotCopyable(f"a required Parquet footer field ({field_id}) is missing")
+    return value
+
+
+def hudi_footer(inputs: Sequence[tuple[str, bytes]]) -> dict[str, str]:
+    """Hudi's record-key footer for the concatenation of the inputs, in their order.
+
+    Only the `_hoodie_record_key` column is decoded. A table without meta columns has no key
+    column: the range then covers the inputs' recorded ranges when every input records one.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = [pq.ParquetFile(pa.BufferReader(data)) for _, data in inputs]
+    if all(RECORD_KEY_COLUMN in f.schema_arrow.names for f in files):
+        keys = pa.chunked_array([c for f in files for c in f.read(columns=[RECORD_KEY_COLUMN]).column(0).chunks],
+                                type=files[0].schema_arrow.field(RECORD_KEY_COLUMN).type)
+        # Hudi leaves the key column null when `hoodie.populate.meta.fields` is false.
+        if len(keys) > keys.null_count:
+            return footer.record_key_footer(keys)
+    ranges = [footer.range_of(f.metadata.metadata) for f in files]
+    known = [r for r in ranges if r is not None]
+    return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None)

@@ -1,0 +1,405 @@
+"""Binary-copy resize (`file_sizing.strategy: binary_copy`): real Parquet files in, real files out.
+
+The rewrite is the reference: a binary copy must read back (pyarrow, Spark, the `hudi` reader) as
+the same rows, in the same order, with the same schema and the same Hudi footer, differing only in
+row-group layout. Inputs that do not qualify fall back to the rewrite and say why.
+"""
+
+from __future__ import annotations
+
+import decimal
+import glob
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from runner.declarations.model import FileSizing, ResizeStrategy
+from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resize
+from runner.execute.resize_copy import copy_group
+from runner.execute.resize_job import GroupRewrite, RewriteTask, rewrite_group
+from runner.execute.resize_plan import strategy_of_plan
+from runner.hudi import bloom, footer
+from runner.hudi.parquet_copy import NotCopyable, binary_copy
+from runner.hudi.state import read_table_metadata, read_table_state
+from runner.hudi.thrift_compact import I64, Struct, ThriftList, decode_struct, encode_struct
+from runner.plan.sizing import plan_sizing
+from runner.storage import LocalStorage, storage_for
+from tests.execute.test_resize import SIZING, V6, V9, add_small_files, clock, snapshot
+
+COPY = FileSizing(max_file_size=SIZING.max_file_size, small_file_limit=SIZING.small_file_limit,
+                  strategy=ResizeStrategy.BINARY_COPY)
+INSTANT = "20240103000000000"
+KEY = "_hoodie_record_key"
+NAME = "_hoodie_file_name"
+
+
+def _footer_span(data: bytes) -> tuple[int, int]:
+    size = int.from_bytes(data[-8:-4], "little")
+    return len(data) - 8 - size, len(data) - 8
+
+
+# -- the Thrift footer codec -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", [V6, V9, "sample_table/cow/v8_simplekeygen_nonhivestyle",
+                                     "sample_table/cow/v6_simplekeygen_hivestyle_no_metafields"])
+def test_footers_of_real_files_decode_and_encode_to_the_same_bytes(fixture, hudi_fixture, tmp_path):
+    base = hudi_fixture(fixture)
+    pq.write_table(_table(0, 50), tmp_path / "arrow.parquet", compression="zstd")  # another writer
+    files = [*glob.glob(f"{base}/**/*.parquet", recursive=True), str(tmp_path / "arrow.parquet")]
+    assert len(files) > 1
+    for path in files:
+        data = Path(path).read_bytes()
+        start, end = _footer_span(data)
+        meta, after = decode_struct(data, what=path, offset=start)
+        assert after == end and encode_struct(meta) == data[start:end], path
+
+
+def test_thrift_values_of_every_kind_round_trip():
+    from runner.hudi.thrift_compact import BINARY, DOUBLE, I16, I32, LIST, MAP, STRUCT, TRUE, ThriftMap
+
+    value = Struct([
+        (1, TRUE, True), (2, TRUE, False), (3, I16, -7), (4, I32, 2**31 - 1), (5, I64, -(2**63)),
+        (6, DOUBLE, 1.5), (7, BINARY, b"\x00\xffabc"), (40, LIST, ThriftList(I32, list(range(20)))),
+        (41, MAP, ThriftMap(BINARY, STRUCT, [(b"k", Struct([(1, I64, 3)]))])),
+        (300, LIST, ThriftList(TRUE, [True, False])),
+    ])
+    encoded = encode_struct(value)
+    decoded, end = decode_struct(encoded, what="t")
+    assert end == len(encoded) and decoded == value and encode_struct(decoded) == encoded
+
+
+# -- one group, no Spark ---------------------------------------------------------------------------
+
+
+def _table(start: int, rows: int, *, file_name: str = "old.parquet") -> pa.Table:
+    """Hudi-shaped rows with nested, decimal, timestamp and null values."""
+    ids = list(range(start, start + rows))
+    return pa.table({
+        "_hoodie_commit_time": pa.array(["20240101000000000"] * rows),
+        "_hoodie_commit_seqno": pa.array([f"20240101000000000_0_{i}" for i in ids]),
+        KEY: pa.array([f"key-{i:06d}" for i in ids]),
+        "_hoodie_partition_path": pa.array(["p"] * rows),
+        NAME: pa.array([file_name] * rows),
+        "id": pa.array(ids, pa.int64()),
+        "amount": pa.array([decimal.Decimal(i) / 100 for i in ids], pa.decimal128(12, 2)),
+        "at": pa.array([datetime(2024, 1, 1, tzinfo=UTC)] * rows, pa.timestamp("us", tz="UTC")),
+        "note": pa.array([None if i % 7 == 0 else f"n{i % 13}" for i in ids]),
+        "tags": pa.array([[f"t{i % 3}", f"u{i % 5}"] if i % 4 else None for i in ids]),
+        "attrs": pa.array([{"a": i, "b": None if i % 2 else "x"} for i in ids],
+                          pa.struct([("a", pa.int64()), ("b", pa.string())])),
+        "props": pa.array([[("k", i)] for i in ids], pa.map_(pa.string(), pa.int64())),
+    })
+
+
+def _write_inputs(root: Path, sizes: list[tuple[int, int]], *, codec: str = "zstd") -> tuple[str, ...]:
+    """One input file per (rows, row group size), named with increasing instants (oldest first)."""
+    (root / "p").mkdir(exist_ok=True)
+    paths, start = [], 0
+    for n, (rows, group) in enumerate(sizes):
+        path = f"p/f{n}-0_0-1-1_2024010100000{n:04d}.parquet"
+        pq.write_table(_table(start, rows), root / path, row_group_size=group, compression=codec)
+        paths.append(path)
+        start += rows
+    return tuple(paths)
+
+
+def test_a_copy_reads_as_the_rewrite_does_except_for_row_groups(tmp_path):
+    storage = LocalStorage(str(tmp_path))
+    inputs = _write_inputs(tmp_path, [(700, 300), (50, 50), (1200, 1000)])
+    copied = copy_group(storage, GroupRewrite("p", "c-0", inputs), INSTANT, "0-0-0")
+    rewritten = rewrite_group(storage, GroupRewrite("p", "r-0", inputs), INSTANT, "0-0-0")
+    assert not isinstance(copied, str), copied
+    assert copied.strategy == "binary_copy" and rewritten.strategy == "rewrite"
+
+    copy, rewrite = pq.ParquetFile(tmp_path / copied.path), pq.ParquetFile(tmp_path / rewritten.path)
+    copy_rows, rewrite_rows = copy.read(), rewrite.read()
+    assert copy_rows.schema == rewrite_rows.schema  # types, and the footer's key-value metadata
+    assert copy_rows.schema.metadata == rewrite_rows.schema.metadata
+    assert copy_rows.drop_columns([NAME]).equals(rewrite_rows.drop_columns([NAME]))
+    assert set(copy_rows.column(NAME).to_pylist()) == {copied.path.split("/")[-1]}
+    assert copied.records == rewritten.records == 1950 == copy.metadata.num_rows
+    assert copied.size == (tmp_path / copied.path).stat().st_size
+
+    # Newest file first, as the rewrite orders rows; each input row group kept as it was.
+    newest_first = [(tmp_path / p, pq.ParquetFile(tmp_path / p)) for p in reversed(inputs)]
+    layout = [f.metadata.row_group(i).num_rows for _, f in newest_first for i in range(f.num_row_groups)]
+    assert [copy.metadata.row_group(i).num_rows for i in range(copy.num_row_groups)] == layout == [
+        1000, 200, 50, 300, 300, 100]
+    assert rewrite.num_row_groups == 1
+    # The data columns' chunks are the inputs' bytes; only the file name column was written again.
+    sources = [(path, f, i) for path, f in newest_first for i in range(f.num_row_groups)]
+    copy_data = (tmp_path / copied.path).read_bytes()
+    for out_index, (path, source, in_index) in enumerate(sources):
+        for column in range(copy.metadata.num_columns):
+            out = copy.metadata.row_group(out_index).column(column)
+            old = source.metadata.row_group(in_index).column(column)
+            if out.path_in_schema == NAME:
+                assert out.compression == old.compression == "ZSTD"
+                continue
+            assert _chunk_bytes(copy_data, out) == _chunk_bytes(path.read_bytes(), old), (out_index, column)
+
+
+def _chunk_bytes(data: bytes, chunk: pq.ColumnChunkMetaData) -> bytes:
+    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    return data[start:start + chunk.total_compressed_size]
+
+
+def test_the_footer_has_a_bloom_filter_and_range_of_every_key(tmp_path):
+    storage = LocalStorage(str(tmp_path))
+    inputs = _write_inputs(tmp_path, [(300, 300), (400, 100)])
+    copied = copy_group(storage, GroupRewrite("p", "c-0", inputs), INSTANT, "0-0-0")
+    assert not isinstance(copied, str)
+    written = pq.ParquetFile(tmp_path / copied.path)
+    keys = written.read(columns=[KEY]).column(0)
+    entries = written.metadata.metadata
+    assert entries[footer.BLOOM_FILTER.encode()].decode() == bloom.serialize(keys.combine_chunks())
+    assert entries[footer.BLOOM_FILTER_TYPE_CODE.encode()] == b"DYNAMIC_V0"
+    assert (entries[footer.MIN_RECORD_KEY.encode()], entries[footer.MAX_RECORD_KEY.encode()]) == (
+        b"key-000000", b"key-000699")
+    assert b"ARROW:schema" not in entries  # the file reads from its Parquet types, as a rewritten one does
+
+
+def test_a_table_without_meta_columns_is_copied_whole(tmp_path):
+    storage = LocalStorage(str(tmp_path))
+    (tmp_path / "p").mkdir()
+    inputs = []
+    for n, keys in enumerate((["b", "c"], ["a"])):
+        path = f"p/f{n}-0_0-1-1_2024010100000{n:04d}.parquet"
+        pq.write_table(pa.table({"k": keys}).replace_schema_metadata(
+            {footer.MIN_RECORD_KEY: min(keys), footer.MAX_RECORD_KEY: max(keys)}), tmp_path / path)
+        inputs.append(path)
+    copied = copy_group(storage, GroupRewrite("p", "c-0", tuple(inputs)), INSTANT, "0-0-0")
+    assert not isinstance(copied, str)
+    written = pq.ParquetFile(tmp_path / copied.path)
+    assert written.read().column("k").to_pylist() == ["a", "b", "c"]
+    entries = written.metadata.metadata
+    assert (entries[b"hoodie_min_record_key"], entries[b"hoodie_max_record_key"]) == (b"a", b"c")
+
+
+def _patch_footer(path: Path, change) -> None:
+    data = path.read_bytes()
+    start, _ = _footer_span(data)
+    meta, _ = decode_struct(data, what=str(path), offset=start)
+    change(meta)
+    encoded = encode_struct(meta)
+    path.write_bytes(data[:start] + encoded + len(encoded).to_bytes(4, "little") + b"PAR1")
+
+
+def _evolve(root: Path, paths: tuple[str, ...]) -> None:
+    pq.write_table(_table(0, 10).append_column("extra", pa.array(["e"] * 10)), root / paths[0])
+
+
+def _other_codec(root: Path, paths: tuple[str, ...]) -> None:
+    pq.write_table(_table(0, 10), root / paths[0], compression="snappy")
+
+
+def _other_writer(root: Path, paths: tuple[str, ...]) -> None:
+    _patch_footer(root / paths[0], lambda meta: meta.put(6, 8, b"parquet-mr version 1.8.0"))
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (_evolve, "Parquet schemas differ"),
+    (_other_codec, "codecs"),
+    (_other_writer, "writers (created_by) differ"),
+])
+def test_inputs_that_differ_are_rewritten_and_say_why(change, reason, tmp_path):
+    storage = LocalStorage(str(tmp_path))
+    inputs = _write_inputs(tmp_path, [(10, 10), (20, 20)])
+    change(tmp_path, inputs)
+
+    (done,) = RewriteTask(storage, INSTANT, lambda: "0-0-0")([GroupRewrite("p", "c-0", inputs, binary_copy=True)])
+
+    assert done.strategy == "rewrite" and reason in (done.fallback or ""), done.fallback
+    reference = rewrite_group(storage, GroupRewrite("p", "r-0", inputs), INSTANT, "0-0-0")
+    assert pq.read_table(tmp_path / done.path).drop_columns([NAME]).equals(
+        pq.read_table(tmp_path / reference.path).drop_columns([NAME]))
+
+
+def test_a_chunk_whose_recorded_size_misses_its_pages_is_not_copied(tmp_path):
+    inputs = _write_inputs(tmp_path, [(100, 100)])
+    path = tmp_path / inputs[0]
+
+    def shrink(meta: Struct) -> None:
+        rg = meta.get_list(4)[0]
+        assert isinstance(rg, Struct)
+        chunk = rg.get_list(1)[5]
+        assert isinstance(chunk, Struct)
+        column = chunk.get_struct(3)
+        assert column is not None
+        column.put(7, I64, (column.get_int(7) or 0) - 5)  # total_compressed_size
+
+    _patch_footer(path, shrink)
+    with pytest.raises(NotCopyable, match="pages do not match its metadata"):
+        binary_copy([(str(path), path.read_bytes())], file_name="x.parquet")
+
+
+def test_files_that_are_not_plain_parquet_are_not_copied(tmp_path):
+    with pytest.raises(NotCopyable, match="not a plain Parquet file"):
+        binary_copy([("a.parquet", b"PAR1garbagePARE")], file_name="x.parquet")
+    inputs = _write_inputs(tmp_path, [(10, 10)])
+    good = (tmp_path / inputs[0]).read_bytes()
+    with pytest.raises(NotCopyable):
+        binary_copy([("b.parquet", good[:-12] + b"\xff\xff\x00\x00PAR1")], file_name="x.parquet")
+
+
+def test_thrift_list_header_sizes_above_fourteen_round_trip():
+    value = Struct([(1, 9, ThriftList(I64, list(range(-20, 20))))])
+    assert decode_struct(encode_struct(value), what="t")[0] == value
+
+
+# -- whole resizes, with Spark and the `hudi` reader -----------------------------------------------
+
+
+@pytest.fixture
+def v6_mixed(hudi_fixture) -> Path:
+    """v6 COW: Hudi-written files plus pyarrow-written small files (another writer and codec)."""
+    base = hudi_fixture(V6)
+    add_small_files(base, "10", 4, seed=1)
+    add_small_files(base, "20", 3, seed=3)
+    return base
+
+
+def _copied(copied: int, groups: int) -> str:
+    return f"binary copy: {copied} of {groups} group{'' if groups == 1 else 's'} copied row group by row group"
+
+
+def _step(base: Path, sizing: FileSizing):
+    storage = storage_for(str(base))
+    state = read_table_state(storage)
+    step = plan_sizing(sizing, state)
+    assert step is not None and not step.is_empty and step.strategy is sizing.strategy
+    return storage, state, step
+
+
+def test_a_binary_copy_resize_keeps_every_reader_s_rows(v6_mixed, spark):
+    before = snapshot(v6_mixed)
+    storage, state, step = _step(v6_mixed, COPY)
+
+    outcome = run_resize(storage, state.metadata, step, spark=spark, clock=clock)
+
+    assert snapshot(v6_mixed) == before  # the `hudi` reader, after the replacecommit
+    assert outcome.notes == (_copied(len(step.groups), len(step.groups)),)
+    paths = [str(v6_mixed / p) for p in outcome.output_files]
+    expected = pa.concat_tables([pq.read_table(p) for p in paths])
+    # Scalar columns (Spark's Rows and Arrow's dicts spell nested values differently), and no
+    # timestamps (Spark gives them naive, in the session's zone).
+    flat = [f.name for f in expected.schema
+            if not pa.types.is_nested(f.type) and not pa.types.is_timestamp(f.type) and f.name != NAME]
+    rows = spark.read.parquet(*paths).select(*flat).collect()  # type: ignore[attr-defined]
+    assert len(rows) == expected.num_rows == outcome.records_written
+    assert sorted(tuple(r) for r in rows) == sorted(tuple(r.values()) for r in expected.select(flat).to_pylist())
+    for path in paths:
+        keys = pq.read_table(path, columns=[KEY]).column(0).combine_chunks()
+        entries = pq.ParquetFile(path).metadata.metadata
+        assert entries[b"org.apache.hudi.bloomfilter"].decode() == bloom.serialize(keys)
+        assert entries[b"hoodie_min_record_key"].decode() == min(keys.to_pylist())
+
+
+def test_groups_mixing_writers_fall_back_and_the_report_says_so(hudi_fixture, spark):
+    base = hudi_fixture(V6)
+    added = set(add_small_files(base, "10", 3, seed=1))  # pyarrow beside Hudi's parquet-mr files
+    before = snapshot(base)
+    sizing = FileSizing(max_file_size=10_000_000, small_file_limit=5_000_000, strategy=ResizeStrategy.BINARY_COPY)
+    storage, state, step = _step(base, sizing)
+    mixed = [g for g in step.groups if {f.path for f in g.files} - added and {f.path for f in g.files} & added]
+    assert mixed
+
+    outcome = run_resize(storage, state.metadata, step, spark=spark, clock=clock)
+
+    assert snapshot(base) == before
+    fallbacks = [n for n in outcome.notes if "instead of copying" in n]
+    assert len(fallbacks) == len(mixed), outcome.notes
+    assert all("Parquet schemas differ" in n for n in fallbacks), fallbacks
+    copied = len(step.groups) - len(mixed)
+    assert _copied(copied, len(step.groups)) in outcome.notes
+
+
+@pytest.mark.parametrize("fixture", [V9, "sample_table/cow/v9_txns_simple_meta",
+                                     "sample_table/cow/v9_txns_nonpart_meta",
+                                     "sample_table/cow/v9_timebasedkeygen_nonhivestyle"])
+def test_hudi_written_files_are_copied_on_v9_tables(fixture, hudi_fixture, spark):
+    """Files Hudi 1.1's Spark writer wrote (parquet-mr, gzip), with and without a metadata table."""
+    base = hudi_fixture(fixture)
+    before = snapshot(base)
+    sizing = FileSizing(max_file_size=10_000_000, small_file_limit=5_000_000, strategy=ResizeStrategy.BINARY_COPY)
+    storage, state, step = _step(base, sizing)
+
+    outcome = run_resize(storage, state.metadata, step, spark=spark, clock=clock)
+
+    assert snapshot(base) == before
+    assert _copied(len(step.groups), len(step.groups)) in outcome.notes, outcome.notes
+    outputs = [pq.ParquetFile(base / path) for path in outcome.output_files]
+    assert all(f.metadata.created_by.startswith("parquet-mr") for f in outputs)  # the inputs' chunks and writer
+    inputs = [pq.ParquetFile(base / f.path) for g in step.groups for f in g.files]
+    assert sum(f.num_row_groups for f in outputs) == sum(f.num_row_groups for f in inputs)
+    assert spark.read.parquet(*[str(base / p) for p in outcome.output_files]).count() == outcome.records_written
+
+
+def test_a_v8_table_is_binary_copied(hudi_fixture, spark):
+    base = hudi_fixture("sample_table/cow/v8_simplekeygen_nonhivestyle")
+    add_small_files(base, "10", 3, seed=4)
+    add_small_files(base, "20", 2, seed=5)
+    before = snapshot(base)
+    storage, state, step = _step(base, COPY)
+
+    outcome = run_resize(storage, state.metadata, step, spark=spark, clock=clock)
+
+    assert snapshot(base) == before
+    assert outcome.notes == (_copied(len(step.groups), len(step.groups)),)
+
+
+def test_a_hudi_file_without_meta_fields_keeps_no_key_footer(hudi_fixture, tmp_path):
+    """`hoodie.populate.meta.fields=false`: Hudi writes the meta columns null and no key footer."""
+    base = hudi_fixture("sample_table/cow/v6_simplekeygen_hivestyle_no_metafields")
+    (path,) = glob.glob(f"{base}/byteField=10/*.parquet")
+    name = Path(path).name
+    copied = copy_group(LocalStorage(str(base)), GroupRewrite("byteField=10", "c-0", (f"byteField=10/{name}",)),
+                        INSTANT, "0-0-0")
+    assert not isinstance(copied, str), copied
+    written = pq.ParquetFile(base / copied.path)
+    assert written.read().drop_columns([NAME]).equals(pq.read_table(path).drop_columns([NAME]).replace_schema_metadata(
+        written.schema_arrow.metadata))
+    assert set(written.metadata.metadata) == {b"writer.model.name"}  # parquet.avro.schema dropped, as Hudi does
+
+
+def test_a_crashed_binary_copy_resize_finishes_as_a_binary_copy(v6_mixed, spark):
+    before = snapshot(v6_mixed)
+    storage, state, step = _step(v6_mixed, COPY)
+    runner = ResizeRunner(storage, state.metadata, spark=spark, clock=clock)
+    pending, written = runner.schedule(step)  # then the process dies
+    requested = v6_mixed / ".hoodie" / written[0]
+    assert strategy_of_plan(requested.read_bytes(), path=str(requested)) == "binary_copy"
+
+    finished = finish_pending_resize(storage, read_table_metadata(storage), spark=spark, clock=clock)
+
+    assert finished is not None and finished.instants == (str(pending.time),)
+    assert any(n.startswith("binary copy:") for n in finished.notes), finished.notes
+    assert snapshot(v6_mixed) == before
+
+
+def test_a_rewrite_plan_records_its_strategy_and_old_plans_read_as_rewrite(v6_mixed, spark):
+    storage, state, step = _step(v6_mixed, SIZING)
+    runner = ResizeRunner(storage, state.metadata, spark=spark, clock=clock)
+    _, written = runner.schedule(step)
+    requested = v6_mixed / ".hoodie" / written[0]
+    assert strategy_of_plan(requested.read_bytes(), path="r") == "rewrite"
+    finished = finish_pending_resize(storage, read_table_metadata(storage), spark=spark, clock=clock)
+    assert finished is not None and not any("binary copy" in n for n in finished.notes)
+
+
+def test_a_merge_on_read_table_is_rewritten_as_hudi_copies_copy_on_write_only(hudi_fixture, spark):
+    base = hudi_fixture("sample_table/mor/avro/v9_txns_simple_nometa")
+    before = snapshot(base)
+    sizing = FileSizing(max_file_size=10_000_000, small_file_limit=5_000_000, strategy=ResizeStrategy.BINARY_COPY)
+    storage, state, step = _step(base, sizing)
+
+    outcome = run_resize(storage, state.metadata, step, spark=spark, clock=clock)
+
+    assert snapshot(base) == before
+    assert outcome.notes == ("binary copy applies to copy-on-write tables only: every group was rewritten",)
+    assert all(pq.ParquetFile(base / p).metadata.created_by.startswith("parquet-cpp-arrow")
+               for p in outcome.output_files)
