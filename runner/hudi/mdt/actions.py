@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from runner.hudi.files import BaseFile
 from runner.hudi.mdt import keys
 from runner.hudi.mdt import records as rec
+from runner.hudi.mdt.tombstones import IndexTombstones
 from runner.hudi.metadata import CleanMetadata
 
 FILES = "files"
@@ -57,35 +58,31 @@ def clean_commit(
     """The records Hudi writes to the MDT for a completed clean, encoded with `schema`."""
     files: dict[str, bytes] = {}
     deleted_partitions: dict[str, tuple[int, bool]] = {}
-    with_stats = COLUMN_STATS in mdt_partitions and bool(stats_columns)
-    with_blooms = BLOOM_FILTERS in mdt_partitions
-    stats: dict[str, bytes] = {}
-    blooms: dict[str, bytes] = {}
-    bloom_value = rec.encode_record(schema, _bloom_tombstone(instant)) if with_blooms else b""
-    # Tombstones differ only in file and column name: splice them into one encoded template.
-    head, mid, tail = rec.string_template(schema, _column_stats_tombstone) if with_stats else (b"", b"", b"")
-    column_parts = [(keys.name_id(c), mid + rec.avro_string(c) + tail) for c in stats_columns] if with_stats else []
+    deleted: list[tuple[str, tuple[str, ...]]] = []
     for partition, meta in clean.partition_metadata.items():
         pid = partition_id(partition)
-        files[pid] = rec.encode_record(schema, rec.file_list_record({n: (0, True) for n in meta.delete_path_patterns}))
+        files[pid] = rec.encode_file_list(schema, dict.fromkeys(meta.delete_path_patterns, (0, True)))
         if meta.is_partition_deleted:
             deleted_partitions[pid] = (0, True)
-        partition_key = keys.name_id(pid)
-        for name in meta.delete_path_patterns:
-            partition_file_key = partition_key + keys.file_id(name)  # also the bloom-filter key
-            value_head = head + rec.avro_string(name)
-            for column_key, value_tail in column_parts:
-                stats[column_key + partition_file_key] = value_head + value_tail
-            if with_blooms and BaseFile.parse(name) is not None:
-                blooms[partition_file_key] = bloom_value
-    if deleted_partitions:
-        files[rec.ALL_PARTITIONS_KEY] = rec.encode_record(
-            schema, rec.file_list_record(deleted_partitions, record_type=rec.PARTITION_LIST))
+        deleted.append((pid, meta.delete_path_patterns))
     out: dict[str, Mapping[str, bytes]] = {FILES: files}
-    if stats:
-        out[COLUMN_STATS] = stats
-    if blooms:
-        out[BLOOM_FILTERS] = blooms
+    # Millions of index tombstones: built as whole arrays (tombstones.py), not record by record.
+    if COLUMN_STATS in mdt_partitions and stats_columns:
+        # Tombstones differ only in file and column name: spliced into one encoded template.
+        head, mid, tail = rec.string_template(schema, _column_stats_tombstone)
+        columns = [(keys.name_id(c), mid + rec.avro_string(c) + tail) for c in stats_columns]
+        stats = IndexTombstones(deleted, columns, name_prefix=head)
+        if stats:
+            out[COLUMN_STATS] = stats
+    if BLOOM_FILTERS in mdt_partitions:
+        base_files = [(pid, tuple(n for n in names if BaseFile.parse(n) is not None)) for pid, names in deleted]
+        bloom_value = rec.encode_record(schema, _bloom_tombstone(instant))
+        blooms = IndexTombstones(base_files, [("", bloom_value)], name_prefix=None)
+        if blooms:
+            out[BLOOM_FILTERS] = blooms
+    if deleted_partitions:
+        files[rec.ALL_PARTITIONS_KEY] = rec.encode_file_list(
+            schema, deleted_partitions, record_type=rec.PARTITION_LIST)
     return MdtCommit(instant, out)
 
 

@@ -16,15 +16,23 @@ and the fixture tables (see README.md in this package).
 
 from __future__ import annotations
 
+import abc
 import operator
+import os
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice, pairwise
 from operator import itemgetter
 
+import numpy as np
+import numpy.typing as npt
+
 from runner.errors import CorruptMetadataError
+from runner.hudi.mdt.crc32c import chunk_checksums
 
 TRAILER_SIZE = 4096
 TRAILER_MAGIC = b'TRABLK"$'
@@ -195,7 +203,7 @@ def _parse_file_info(payload: bytes, where: str) -> dict[bytes, bytes]:
 
 
 def write_hfile(
-    cells: Sequence[tuple[bytes, bytes]],
+    cells: Sequence[tuple[bytes, bytes]] | Cells,
     file_info: Sequence[tuple[bytes, bytes]],
     *,
     checksum_type: int = CHECKSUM_NULL,
@@ -204,8 +212,10 @@ def write_hfile(
 ) -> bytes:
     """Encode sorted, unique cells as a GZ-compressed HFile, laid out as hudi-io's writer does.
 
-    `file_info` comes after the entries hudi-io always writes (last key, average lengths, key-value
-    version, memstore ts are derived here; `hfile.CREATE_TIME_TS` is the caller's, to keep this pure).
+    `cells`: (row, value) pairs, or `Cells` that lay themselves out (a clean's millions of index
+    tombstones, built as whole arrays). `file_info` comes after the entries hudi-io always writes
+    (last key, average lengths, key-value version, memstore ts are derived here;
+    `hfile.CREATE_TIME_TS` is the caller's, to keep this pure).
 
     `hbase=True` lays the file out as HBase's `HFileWriterImpl` (Hudi 0.x and 1.0) does, which is
     what HBase's reader in Hudi 0.14/0.15 needs: whole KeyValue keys in the root index and in
@@ -213,24 +223,29 @@ def write_hfile(
     info sorted by key, each block's offset of the previous block of its type, and HBase's trailer
     statistics. Pass `standard_file_info(..., hbase=True)` and checksum type CRC32C with it.
     """
-    _check_sorted(cells)
-    out = bytearray()
+    run = cells if isinstance(cells, Cells) else CellRun.from_pairs(cells)
+    bodies: list[bytes] = []
+    offset = 0
     index: list[tuple[int, int, bytes]] = []
-    data_size = 0
     previous = -1
-    for first, _last, payload in _data_blocks(cells, block_size):
-        start = len(out)
-        out += _block(DATA_MAGIC, payload, checksum_type, previous if hbase else -1)
-        index.append((start, len(out) - start, _index_key(cells[first][0], hbase=hbase)))
-        data_size += len(payload)
-        previous = start
+    data_size = 0
+    for first, size, packed in _compressed_blocks(run, block_size):
+        body = _unchecked(DATA_MAGIC, packed, size, checksum_type, previous if hbase else -1)
+        bodies.append(body)
+        length = len(body) + _checksum_length(len(body))
+        index.append((offset, length, _index_key(run.row(first), hbase=hbase)))
+        previous = offset
+        offset += length
+        data_size += size
+    parts = [piece for pair in zip(bodies, _checksums(bodies, checksum_type), strict=True) for piece in pair]
+    out = bytearray()
     last_data_offset = index[-1][0] if index else 0
-    index_offset = len(out)
+    index_offset = offset
     index_payload = b"".join(_index_entry(*entry, hbase=hbase) for entry in index)
     out += _block(ROOT_INDEX_MAGIC, index_payload, checksum_type)
     # meta index: present even when empty
     out += _block(ROOT_INDEX_MAGIC, b"", checksum_type, index_offset if hbase else -1)
-    info_offset = len(out)
+    info_offset = offset + len(out)
     info_payload = _file_info_payload(sorted(file_info) if hbase else file_info)
     out += _block(FILE_INFO_MAGIC, info_payload, checksum_type)
     if hbase:
@@ -247,7 +262,7 @@ def write_hfile(
             *statistics,
             (5, len(index)),
             (6, 0),
-            (7, len(cells)),
+            (7, len(run)),
             (8, 1),
             (9, 0),
             (10, last_data_offset),
@@ -259,26 +274,32 @@ def write_hfile(
     # major version 3 in the low bytes; HBase also writes its minor version 3 in the top byte
     version = (3 << 24 | 3) if hbase else 3
     out += body + b"\x00" * (TRAILER_SIZE - 4 - len(body)) + struct.pack(">I", version)
-    return bytes(out)
+    parts.append(bytes(out))
+    return b"".join(parts)
 
 
 def standard_file_info(
-    cells: Sequence[tuple[bytes, bytes]], *, created_ms: int, hbase: bool = False
+    cells: Sequence[tuple[bytes, bytes]] | Cells, *, created_ms: int, hbase: bool = False
 ) -> list[tuple[bytes, bytes]]:
     """The file-info entries hudi-io's writer adds to every HFile, in the order it writes them.
 
     With `hbase`, as HBase's writer has them: LASTKEY is the whole KeyValue key (absent when
     empty) and AVG_KEY_LEN averages whole key lengths.
     """
-    count = max(len(cells), 1)
-    last = cells[-1][0] if cells else b""
-    last_key = struct.pack(">H", len(last)) + last + (_KEY_SUFFIX if hbase else b"")
+    if isinstance(cells, Cells):
+        count, last = len(cells), cells.row(len(cells) - 1) if len(cells) else b""
+        row_bytes, value_bytes = cells.row_and_value_bytes()
+    else:
+        count, last = len(cells), cells[-1][0] if cells else b""
+        row_bytes = sum(map(len, map(itemgetter(0), cells)))
+        value_bytes = sum(map(len, map(itemgetter(1), cells)))
+    last_key = struct.pack(">H", len(last)) + last + (KEY_SUFFIX if hbase else b"")
     # HBase averages whole KeyValue key lengths (row length, row, family, timestamp, type)
-    key_extra = (2 + len(_KEY_SUFFIX)) * len(cells) if hbase else 0
+    key_extra = (2 + len(KEY_SUFFIX)) * count if hbase else 0
     return [
-        *([] if hbase and not cells else [(b"hfile.LASTKEY", last_key)]),
-        (b"hfile.AVG_VALUE_LEN", struct.pack(">i", sum(map(len, map(itemgetter(1), cells))) // count)),
-        (b"hfile.AVG_KEY_LEN", struct.pack(">i", (sum(map(len, map(itemgetter(0), cells))) + key_extra) // count)),
+        *([] if hbase and not count else [(b"hfile.LASTKEY", last_key)]),
+        (b"hfile.AVG_VALUE_LEN", struct.pack(">i", value_bytes // max(count, 1))),
+        (b"hfile.AVG_KEY_LEN", struct.pack(">i", (row_bytes + key_extra) // max(count, 1))),
         (b"KEY_VALUE_VERSION", struct.pack(">i", 1)),
         (b"MAX_MEMSTORE_TS_KEY", struct.pack(">q", 0)),
         (b"hfile.CREATE_TIME_TS", struct.pack(">q", created_ms)),
@@ -296,38 +317,141 @@ def _check_sorted(cells: Sequence[tuple[bytes, bytes]]) -> None:
 
 
 # family length 0, LATEST_TIMESTAMP, key type Put: the same for every cell
-_KEY_SUFFIX = b"\x00" + struct.pack(">QB", LATEST_TIMESTAMP, KEY_TYPE_PUT)
+KEY_SUFFIX = b"\x00" + struct.pack(">QB", LATEST_TIMESTAMP, KEY_TYPE_PUT)
 # u32 keyLen, u32 valueLen, u16 rowLen + row + family/timestamp/type + value + MVCC 0
-_CELL_OVERHEAD = 4 + 4 + 2 + len(_KEY_SUFFIX) + 1
+CELL_PREFIX = 4 + 4 + 2
+CELL_OVERHEAD = CELL_PREFIX + len(KEY_SUFFIX) + 1
 _CELL_LENGTHS = struct.Struct(">IIH")
 
 
-def _data_blocks(cells: Sequence[tuple[bytes, bytes]], block_size: int) -> Iterable[tuple[int, int, bytes]]:
-    """(first, last, payload) of each data block: a block ends once it holds `block_size` bytes.
+class Cells(abc.ABC):
+    """Sorted, unique cells that the HFile writer asks to lay out range by range, each cell as
+    data blocks hold it: `u32 keyLen, u32 valueLen, u16 rowLen, row, KEY_SUFFIX, value, u8 0`.
 
-    A clean writes millions of cells, so a block's payload is one join over its pieces, and the
-    length prefix of each cell comes from a cache (keys and values mostly share their lengths).
+    `ends[i]` is the end offset of cell i in that layout, so blocks are cut at cumulative offsets
+    before anything is laid out. Whoever builds cells vouches for their order
+    (`CellRun.from_pairs` checks it).
     """
-    prefixes: dict[tuple[int, int], bytes] = {}
-    pieces: list[bytes] = []
-    start, size = 0, 0
-    for i, (row, value) in enumerate(cells):
-        if size >= block_size and i > start:
-            yield start, i, b"".join(pieces)
-            pieces, start, size = [], i, 0
-        lengths = (len(row), len(value))
-        prefix = prefixes.get(lengths)
-        if prefix is None:
-            prefix = prefixes[lengths] = _CELL_LENGTHS.pack(lengths[0] + 12, lengths[1], lengths[0])
-        pieces += (prefix, row, _KEY_SUFFIX, value, b"\x00")
-        size += _CELL_OVERHEAD + lengths[0] + lengths[1]
-    if start < len(cells):
-        yield start, len(cells), b"".join(pieces)
+
+    ends: npt.NDArray[np.int64]
+
+    @abc.abstractmethod
+    def row(self, i: int) -> bytes:
+        """The row (key) of cell i."""
+
+    @abc.abstractmethod
+    def lay_out(self, first: int, end: int) -> bytes | memoryview:
+        """Cells `first` up to (not including) `end`, back to back."""
+
+    @abc.abstractmethod
+    def row_and_value_bytes(self) -> tuple[int, int]:
+        """Total row and value lengths, for the file info's averages."""
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def start(self, i: int) -> int:
+        return int(self.ends[i - 1]) if i else 0
+
+    def block_bounds(self, block_size: int) -> list[tuple[int, int]]:
+        """(first, end) cell indexes of each data block: like hudi-io, a block ends with the cell
+        that brings it to `block_size` bytes or more."""
+        bounds = []
+        first, base, count = 0, 0, len(self.ends)
+        while first < count:
+            end = min(int(np.searchsorted(self.ends, base + block_size, side="left")) + 1, count)
+            bounds.append((first, end))
+            first, base = end, int(self.ends[end - 1])
+        return bounds
+
+
+class CellRun(Cells):
+    """Cells already laid out in one buffer."""
+
+    def __init__(self, data: bytes | memoryview, ends: npt.NDArray[np.int64]) -> None:
+        self.data = data
+        self.ends = ends
+
+    @classmethod
+    def from_pairs(cls, cells: Sequence[tuple[bytes, bytes]]) -> CellRun:
+        _check_sorted(cells)
+        prefixes: dict[tuple[int, int], bytes] = {}  # keys and values mostly share their lengths
+        pieces: list[bytes] = []
+        for row, value in cells:
+            lengths = (len(row), len(value))
+            prefix = prefixes.get(lengths)
+            if prefix is None:
+                prefix = prefixes[lengths] = _CELL_LENGTHS.pack(lengths[0] + 12, lengths[1], lengths[0])
+            pieces += (prefix, row, KEY_SUFFIX, value, b"\x00")
+        sizes = np.fromiter((CELL_OVERHEAD + len(r) + len(v) for r, v in cells), np.int64, len(cells))
+        return cls(b"".join(pieces), np.cumsum(sizes))
+
+    def row(self, i: int) -> bytes:
+        start = self.start(i)
+        (length,) = struct.unpack_from(">H", self.data, start + 8)
+        return bytes(self.data[start + CELL_PREFIX : start + CELL_PREFIX + length])
+
+    def lay_out(self, first: int, end: int) -> memoryview:
+        return memoryview(self.data)[self.start(first) : self.start(end)]
+
+    def row_and_value_bytes(self) -> tuple[int, int]:
+        if not len(self.ends):
+            return 0, 0
+        starts = np.concatenate(([0], self.ends[:-1]))
+        raw = np.frombuffer(self.data, np.uint8)
+        rows = raw[starts + 8].astype(np.int64) << 8 | raw[starts + 9]
+        return int(rows.sum()), int((self.ends - starts - CELL_OVERHEAD - rows).sum())
+
+
+def _compressed_blocks(cells: Cells, block_size: int) -> Iterator[tuple[int, int, bytes]]:
+    """(first cell, uncompressed size, gzip member) of each data block, in order.
+
+    Blocks are laid out and compressed a few megabytes at a time: memory stays bounded, buffers are
+    reused while hot, and large files compress on a thread per core (zlib and numpy's copies
+    release the GIL) while this thread frames the blocks already done.
+    """
+    bounds = cells.block_bounds(block_size)
+    chunks: list[list[tuple[int, int]]] = [[]]
+    chunk_start = 0
+    for first, end in bounds:
+        if cells.start(first) - chunk_start >= _CHUNK_BYTES:
+            chunks.append([])
+            chunk_start = cells.start(first)
+        chunks[-1].append((first, end))
+    workers = min(os.cpu_count() or 1, len(chunks))
+    if workers < 2:
+        for chunk in chunks:
+            yield from _compress_chunk(cells, chunk)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque[Future[list[tuple[int, int, bytes]]]] = deque()
+        for chunk in chunks:
+            pending.append(pool.submit(_compress_chunk, cells, chunk))
+            if len(pending) > 2 * workers:  # enough queued to keep every thread busy
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+
+
+def _compress_chunk(cells: Cells, chunk: list[tuple[int, int]]) -> list[tuple[int, int, bytes]]:
+    if not chunk:
+        return []
+    base = cells.start(chunk[0][0])
+    data = memoryview(cells.lay_out(chunk[0][0], chunk[-1][1]))
+    out = []
+    for first, end in chunk:
+        payload = data[cells.start(first) - base : cells.start(end) - base]
+        out.append((first, len(payload), gzip_member(payload)))
+    return out
+
+
+# A few megabytes of cells per task: large enough that threads pay off, small enough to stay in cache.
+_CHUNK_BYTES = 4 << 20
 
 
 def _index_key(row: bytes, *, hbase: bool) -> bytes:
     """A block's key in the root index: its first row (hudi-io), or that row's whole KeyValue key (HBase)."""
-    key = struct.pack(">H", len(row)) + row + (_KEY_SUFFIX if hbase else b"")
+    key = struct.pack(">H", len(row)) + row + (KEY_SUFFIX if hbase else b"")
     if not hbase and len(key) > MAX_INDEX_KEY:
         raise ValueError(f"HFile block key of {len(row)} bytes is too long for Hudi's root index reader")
     return key
@@ -344,32 +468,42 @@ def _file_info_payload(entries: Sequence[tuple[bytes, bytes]]) -> bytes:
 
 
 def _block(magic: bytes, payload: bytes, checksum_type: int, previous: int = -1) -> bytes:
-    compressed = gzip_member(payload)
+    return _frame(magic, gzip_member(payload), len(payload), checksum_type, previous)
+
+
+def _frame(magic: bytes, compressed: bytes, uncompressed: int, checksum_type: int, previous: int) -> bytes:
+    """Header + compressed payload + checksums of one block."""
+    body = _unchecked(magic, compressed, uncompressed, checksum_type, previous)
+    return body + _checksums([body], checksum_type)[0]
+
+
+def _unchecked(magic: bytes, compressed: bytes, uncompressed: int, checksum_type: int, previous: int) -> bytes:
+    """Header + compressed payload of one block; its checksums follow it."""
     with_header_len = HEADER_SIZE + len(compressed)
-    checksum_len = 4 * -(-with_header_len // BYTES_PER_CHECKSUM)
     header = magic + struct.pack(
         ">IIqBII",
-        len(compressed) + checksum_len,
-        len(payload),
+        len(compressed) + _checksum_length(with_header_len),
+        uncompressed,
         previous,
         checksum_type,
         BYTES_PER_CHECKSUM,
         with_header_len,
     )
-    block = header + compressed
+    return header + compressed
+
+
+def _checksum_length(with_header_len: int) -> int:
+    return 4 * -(-with_header_len // BYTES_PER_CHECKSUM)
+
+
+def _checksums(bodies: Sequence[bytes], checksum_type: int) -> list[bytes]:
+    """The checksum bytes of each block (header + payload): a CRC32C per 16 KiB, or zeros."""
     if checksum_type == CHECKSUM_CRC32C:
-        from runner.hudi.mdt.crc32c import crc32c
-
-        sums = b"".join(
-            struct.pack(">I", crc32c(block[i : i + BYTES_PER_CHECKSUM]))
-            for i in range(0, len(block), BYTES_PER_CHECKSUM)
-        )
-    else:
-        sums = b"\x00" * checksum_len
-    return block + sums
+        return chunk_checksums(bodies, BYTES_PER_CHECKSUM)
+    return [b"\x00" * _checksum_length(len(body)) for body in bodies]
 
 
-def gzip_member(payload: bytes) -> bytes:
+def gzip_member(payload: bytes | memoryview) -> bytes:
     """One gzip member with the header Java's GZIPOutputStream writes (mtime 0, OS 0)."""
     deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
     body = deflate.compress(payload) + deflate.flush()

@@ -15,7 +15,10 @@ import base64
 import functools
 import hashlib
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 _SEED = 0xFFFFFFFFDABADABA  # Hudi passes the int 0xdabadaba; Java widens it to a negative long
 _MASK = 0xFFFFFFFFFFFFFFFF
@@ -181,3 +184,38 @@ def _vector_shards(keys_: list[str], file_groups: int) -> list[int]:
     n = pa.scalar(file_groups, pa.int32())
     shard_ids: list[int] = pc.abs(pc.subtract(signed, pc.multiply(pc.divide(signed, n), n))).to_pylist()
     return shard_ids
+
+
+# --- whole arrays (a clean's index tombstones: one row per file or key) -------------------------
+
+
+def file_id_rows(file_names: Sequence[bytes]) -> npt.NDArray[np.uint8]:
+    """`file_id` of many UTF-8 file names as a (names x 24) matrix of its ASCII characters.
+
+    Each 16-byte MD5 digest is padded to 18 bytes, so the Base64 of all of them at once is the
+    concatenation of each one's (3-byte groups never straddle two digests); the two characters that
+    encode the padding zeros become Base64's `==`, as they are for a lone 16-byte digest.
+    """
+    padded = b"".join([hashlib.md5(name).digest() + b"\x00\x00" for name in file_names])
+    rows = np.frombuffer(base64.b64encode(padded), np.uint8).reshape(len(file_names), 24).copy()
+    rows[:, 22:] = ord("=")
+    return rows
+
+
+def java_hash_rows(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint32]:
+    """Java's `String.hashCode` of each row of ASCII characters, as unsigned 32-bit ints: the
+    `h = 31 * h + c` fold runs down the columns in wrapping uint32 arithmetic."""
+    h = np.zeros(len(rows), np.uint32)
+    thirty_one = np.uint32(31)
+    for column in rows.T:
+        h *= thirty_one
+        h += column
+    return h
+
+
+def shard_of_hashes(hashes: npt.NDArray[np.uint32], file_groups: int) -> npt.NDArray[np.int64]:
+    """`_shard_of_hash` of many unsigned 32-bit hashes: |signed hash| (2**31 for Integer.MIN_VALUE,
+    whose Math.abs stays negative, as `shard` explains) mod the group count."""
+    signed = hashes.view(np.int32).astype(np.int64)
+    result: npt.NDArray[np.int64] = np.abs(signed) % file_groups
+    return result

@@ -88,8 +88,8 @@ def file_entries(record: Mapping[str, Any]) -> dict[str, tuple[int, bool]]:
     return {name: (int(info["size"]), bool(info["isDeleted"])) for name, info in entries.items()}
 
 
-def _varint(value: int) -> bytes:
-    """Avro's zig-zag varint of a non-negative length."""
+def avro_length(value: int) -> bytes:
+    """Avro's zig-zag varint of a non-negative length (the head of a string or bytes)."""
     value <<= 1
     out = bytearray()
     while value > 0x7F:
@@ -117,4 +117,53 @@ def string_template(schema_json: str, build: Callable[[str, str], MetadataRecord
 
 def avro_string(text: str) -> bytes:
     raw = text.encode("utf-8")
-    return _varint(len(raw)) + raw
+    return avro_length(len(raw)) + raw
+
+
+def encode_file_list(
+    schema_json: str, files: Mapping[str, tuple[int, bool]], *, record_type: int = FILE_LIST
+) -> bytes:
+    """`encode_record(schema_json, file_list_record(files, record_type=...))`, spliced from a
+    template: a clean of 100,000 files lists every one of them, and fastavro takes ~10 µs a name.
+
+    fastavro writes a non-empty map as one block: its count, the entries, then 0.
+    """
+    head, tail = _file_list_template(schema_json, record_type)
+    if not files:
+        return head + b"\x00" + tail
+    infos: dict[tuple[int, bool], bytes] = {}
+    parts = [head, avro_length(len(files))]  # the count has avro_length's zig-zag encoding
+    for name, info in files.items():
+        encoded = infos.get(info)
+        if encoded is None:
+            encoded = infos[info] = _file_info(schema_json, record_type, info)
+        parts += (avro_string(name), encoded)
+    parts += (b"\x00", tail)
+    return b"".join(parts)
+
+
+_MARKER = "\x01file-list-marker\x01"
+
+
+@functools.lru_cache(maxsize=16)
+def _file_list_template(schema_json: str, record_type: int) -> tuple[bytes, bytes]:
+    """(head, tail) around the map of a file-list record: the empty map is the single byte 0."""
+    empty = encode_record(schema_json, file_list_record({}, record_type=record_type))
+    one = encode_record(schema_json, file_list_record({_MARKER: (0, False)}, record_type=record_type))
+    entry = avro_length(1) + avro_string(_MARKER)
+    at = one.find(entry)
+    if at < 0 or one.count(entry) != 1 or empty[at : at + 1] != b"\x00" or empty[:at] != one[:at]:
+        raise ValueError("the schema's file-list record does not encode as head + map + tail")
+    return empty[:at], empty[at + 1 :]
+
+
+@functools.lru_cache(maxsize=1024)
+def _file_info(schema_json: str, record_type: int, info: tuple[int, bool]) -> bytes:
+    """The encoded HoodieMetadataFileInfo of one map entry."""
+    head, tail = _file_list_template(schema_json, record_type)
+    one = encode_record(schema_json, file_list_record({_MARKER: info}, record_type=record_type))
+    prefix = head + avro_length(1) + avro_string(_MARKER)
+    suffix = b"\x00" + tail
+    if not (one.startswith(prefix) and one.endswith(suffix)):
+        raise ValueError("the schema's file-list record does not encode as head + map + tail")
+    return one[len(prefix) : len(one) - len(suffix)]

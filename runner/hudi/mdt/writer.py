@@ -30,9 +30,10 @@ from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt import keys
 from runner.hudi.mdt.actions import MdtCommit
-from runner.hudi.mdt.hfile import CHECKSUM_CRC32C, CHECKSUM_NULL, standard_file_info, write_hfile
+from runner.hudi.mdt.hfile import CHECKSUM_CRC32C, CHECKSUM_NULL, CellRun, Cells, standard_file_info, write_hfile
 from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, encode_log_block, read_log_blocks
 from runner.hudi.mdt.reader import MetadataTable, read_metadata_table
+from runner.hudi.mdt.tombstones import IndexTombstones
 from runner.hudi.mdt.view import MdtSlice, latest_slices
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from runner.hudi.state import METADATA_TABLE
@@ -112,21 +113,10 @@ def _write_partition(
     names = [name for name, _ in listing]
     groups = _file_groups(names, folder)
     version = mdt.config.version
-    # Sorted once here, each group's cells stay in order. Python orders str by code point, which
-    # is the order of their UTF-8 bytes, the order HFile cells need.
-    ordered = sorted(records)
-    cells = [(key.encode("utf-8"), records[key]) for key in ordered]
-    by_group: dict[str, list[tuple[bytes, bytes]]] = {}
-    if len(groups) == 1:
-        by_group[groups[0]] = cells
-    else:
-        cells_of = [by_group.setdefault(g, []) for g in groups]
-        appends = [c.append for c in cells_of]
-        for cell, group in zip(cells, keys.shards(ordered, len(groups)), strict=True):
-            appends[group](cell)
+    by_group = _cells_by_group(records, len(groups))
     slices = {s.file_id: s for s in latest_slices(listing, mdt.timeline, table_version=version)} if version < 8 else {}
     stats = []
-    for file_id, cells in sorted((g, c) for g, c in by_group.items() if c):
+    for file_id, cells in sorted((groups[g], run) for g, run in enumerate(by_group) if len(run)):
         data = _log_file(cells, time, schema, created_ms, version)
         if version < 8:
             if file_id not in slices:
@@ -141,6 +131,22 @@ def _write_partition(
         storage.write_new(f"{METADATA_TABLE}/{stat.path}", data)
         stats.append(stat)
     return stats
+
+
+def _cells_by_group(records: Mapping[str, bytes], count: int) -> list[Cells]:
+    """Each file group's cells in key order, laid out for its HFile."""
+    if isinstance(records, IndexTombstones):
+        return records.runs(count)  # a clean's index tombstones: whole arrays
+    # Python orders str by code point, which is the order of their UTF-8 bytes, the order HFile
+    # cells need; sorted once here, each group's cells stay in order.
+    ordered = sorted(records)
+    cells = [(key.encode("utf-8"), records[key]) for key in ordered]
+    if count == 1:
+        return [CellRun.from_pairs(cells)]
+    by_group: list[list[tuple[bytes, bytes]]] = [[] for _ in range(count)]
+    for cell, group in zip(cells, keys.shards(ordered, count), strict=True):
+        by_group[group].append(cell)
+    return [CellRun.from_pairs(group_cells) for group_cells in by_group]
 
 
 def _append_to_slice(partition: str, mdt_slice: MdtSlice, names: list[str], count: int, size: int) -> WriteStat:
@@ -224,7 +230,7 @@ def _file_groups(names: list[str], folder: str) -> list[str]:
     return [indexed[n] for n in range(len(ids))]
 
 
-def _log_file(cells: list[tuple[bytes, bytes]], time: str, schema: str, created_ms: int, version: int) -> bytes:
+def _log_file(cells: Cells, time: str, schema: str, created_ms: int, version: int) -> bytes:
     header = {HeaderKey.SCHEMA: schema, HeaderKey.INSTANT_TIME: time}
     if version < 8:
         # Hudi 0.14/0.15 read HFiles with HBase's reader, which needs HBase's layout (see hfile.py);
