@@ -180,7 +180,7 @@ def unresizable_notes(decl: TableDeclaration, state: TableState) -> list[str]:
 def _resize_mdt_note(refusals: list[str]) -> str:
     if not refusals:
         return ("apply records the resize in the metadata table as Hudi records a clustering: one deltacommit "
-                "with the clustering's instant time (new files, their column and partition stats, the record "
-                "index's new locations), completed before the replacecommit")
+                "with the clustering's instant time (new files, their column and partition stats and bloom "
+                "filters, the record index's new locations), completed before the replacecommit")
     return ("apply will refuse the resize, because " + "; ".join(refusals)
             + " (run Hudi's clustering for this table, or set `metadata_table: disable` to remove the metadata table)")

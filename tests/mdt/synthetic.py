@@ -18,12 +18,21 @@ VARIANTS = [
 VARIANT_IDS = [f"v{v}-{'cow' if t == COPY_ON_WRITE else 'mor'}-{'part' if p else 'nonpart'}" for v, t, p in VARIANTS]
 
 
-def build_with_mdt(path: Path, version: int, table_type: str, partitioned: bool) -> TableBuilder:
+def indexes_for(version: int) -> tuple[str, ...]:
+    """The index partitions the runner maintains on synthetic tables of `version`: column stats
+    need the table's index definitions, which Hudi 0.14/0.15 (version 6) do not keep."""
+    return ("bloom_filters", "column_stats") if version >= 8 else ("bloom_filters",)
+
+
+def build_with_mdt(path: Path, version: int, table_type: str, partitioned: bool,
+                   indexes: tuple[str, ...] = ()) -> TableBuilder:
     """Inserts, updates (new base files on COW, logs on MOR), an insert overwrite and, on MOR, a
-    compaction: older file versions for a clean, and MDT records of every kind of write."""
+    compaction: older file versions for a clean, and MDT records of every kind of write.
+    `indexes`: MDT index partitions besides `files` (column_stats, bloom_filters)."""
     partitions = ("region=eu", "region=us") if partitioned else ()
     b = TableBuilder(
-        path, name="orders", partitions=partitions, version=version, table_type=table_type, metadata_table=True
+        path, name="orders", partitions=partitions, version=version, table_type=table_type, metadata_table=True,
+        metadata_indexes=indexes,
     )
     b.commit(writes=2)
     b.commit(updates=1)
@@ -53,3 +62,60 @@ def latest_rows(path: str | Path, as_of: str | None = None) -> list[dict[str, ob
 
 def expected_rows(b: TableBuilder) -> list[dict[str, object]]:
     return b.expected_rows().select(COLUMNS).to_pylist()
+
+
+def index_records(path: str | Path) -> dict[str, dict[str, dict[str, object]]]:
+    """MDT index partition (column_stats, bloom_filters) -> key -> merged record, as readers see them."""
+    from runner.hudi.mdt.reader import read_metadata_table, read_partition
+    from runner.hudi.state import read_table_metadata
+    from runner.storage import storage_for
+
+    storage = storage_for(str(path))
+    meta = read_table_metadata(storage)
+    mdt = read_metadata_table(storage)
+    return {p: read_partition(storage, meta, mdt, p, with_names=True)[0]
+            for p in meta.config.metadata_partitions if p in ("column_stats", "bloom_filters")}
+
+
+def assert_indexed(b: TableBuilder, files: list[Path], instant: str) -> None:
+    """Every file's column_stats records are its own footer's statistics, value for value, and its
+    bloom_filters record holds its footer's bloom filter, written at `instant`."""
+    import pyarrow.parquet as pq
+
+    from runner.hudi.mdt import keys
+    from runner.testing.metadata_indexes import footer_column_stats
+
+    assert b.metadata_table is not None
+    records = index_records(b.path)
+    for f in files:
+        partition = str(f.parent.relative_to(b.path)).replace(".", "") or "."
+        parquet = pq.ParquetFile(f)
+        if "column_stats" in records:
+            expected = footer_column_stats(parquet, f.name, b.metadata_table.stats_columns)
+            for column, stats in expected.items():
+                got = records["column_stats"][keys.column_stats_key(column, partition, f.name)]
+                assert got["ColumnStatsMetadata"] == stats, (f.name, column)
+        if "bloom_filters" in records:
+            footer = parquet.metadata.metadata
+            got = records["bloom_filters"][keys.bloom_filter_key(partition, f.name)]["BloomFilterMetadata"]
+            assert got == {"type": footer[b"hoodie_bloom_filter_type_code"].decode(), "timestamp": instant,
+                           "bloomFilter": footer[b"org.apache.hudi.bloomfilter"], "isDeleted": False}, f.name
+
+
+def assert_tombstoned(b: TableBuilder, deleted: set[str]) -> None:
+    """Every deleted base file (`partition/name`) has only deleted column_stats and bloom_filters records."""
+    from runner.hudi.files import BaseFile
+    from runner.hudi.mdt import keys
+
+    assert b.metadata_table is not None
+    records = index_records(b.path)
+    base_files = [p.rpartition("/") for p in deleted if BaseFile.parse(p.rpartition("/")[2]) is not None]
+    assert base_files
+    for partition, _, name in base_files:
+        pid = partition or "."
+        if "column_stats" in records:
+            for column in b.metadata_table.stats_columns:
+                got = records["column_stats"][keys.column_stats_key(column, pid, name)]["ColumnStatsMetadata"]
+                assert got["isDeleted"], (name, column)
+        if "bloom_filters" in records:
+            assert records["bloom_filters"][keys.bloom_filter_key(pid, name)]["BloomFilterMetadata"]["isDeleted"], name

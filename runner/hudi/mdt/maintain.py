@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runner.errors import RefusedError, StorageError
+from runner.errors import CorruptMetadataError, RefusedError, StorageError
+from runner.hudi.footer import BLOOM_FILTER, BLOOM_FILTER_TYPE_CODE
 from runner.hudi.instant import Action, InstantTime, State
 from runner.hudi.mdt import records as rec
-from runner.hudi.mdt.actions import COLUMN_STATS, clean_commit, unsupported_partitions
+from runner.hudi.mdt.actions import BLOOM_FILTERS, COLUMN_STATS, clean_commit, unsupported_partitions
 from runner.hudi.mdt.check import consistency_problems
 from runner.hudi.mdt.clustering import (
     PARTITION_STATS,
@@ -170,7 +171,9 @@ class ResizeMaintenance:
         with_stats = COLUMN_STATS in self.partitions and bool(self.stats_columns)
         stats = self._column_stats(data, mdt) if with_stats else {}
         keys_needed = RECORD_INDEX in self.partitions
-        files = [_describe(self.storage, f, self.stats_columns if with_stats else (), keys_needed) for f in written]
+        blooms_needed = BLOOM_FILTERS in self.partitions
+        files = [_describe(self.storage, f, self.stats_columns if with_stats else (), keys_needed, blooms_needed)
+                 for f in written]
         latest: dict[str, set[str]] = {}
         if with_stats and PARTITION_STATS in self.partitions:
             state = read_table_state(self.storage, partitions={f.partition for f in written}, metadata=data)
@@ -235,9 +238,11 @@ def undo_mdt_commit(storage: Storage, instant: InstantTime, *, keep_pending: boo
     return removed
 
 
-def _describe(storage: Storage, f: ResizedFile, columns: Sequence[str], with_keys: bool) -> NewBaseFile:
+def _describe(storage: Storage, f: ResizedFile, columns: Sequence[str], with_keys: bool,
+              with_bloom: bool = False) -> NewBaseFile:
     """The new file's column-chunk sizes (`ColumnChunkMetaData.getTotalSize` and
-    `getTotalUncompressedSize`, summed over row groups) and, for the record index, its keys."""
+    `getTotalUncompressedSize`, summed over row groups), for the record index its keys, and for
+    the bloom_filters index the bloom filter of its footer, as Hudi's file reader returns it."""
     partition, name = _split(f.path)
     parquet = pq.ParquetFile(pa.BufferReader(storage.read(f.path)))
     sizes: dict[str, tuple[int, int]] = {}
@@ -254,7 +259,23 @@ def _describe(storage: Storage, f: ResizedFile, columns: Sequence[str], with_key
     record_keys: list[str] = []
     if with_keys:
         record_keys = parquet.read(columns=["_hoodie_record_key"]).column(0).to_pylist()
-    return NewBaseFile(partition, name, f.size, tuple(_split(p)[1] for p in f.inputs), sizes, record_keys)
+    bloom = _footer_bloom_filter(storage, f.path, meta.metadata) if with_bloom else None
+    return NewBaseFile(partition, name, f.size, tuple(_split(p)[1] for p in f.inputs), sizes, record_keys, bloom)
+
+
+def _footer_bloom_filter(storage: Storage, path: str, footer: dict[bytes, bytes] | None) -> tuple[str, str]:
+    """(type code, serialized filter) of a base file's footer. Hudi reads the filter back and
+    re-serializes it (`BloomFilter.serializeToString`), which gives the footer's string again."""
+    entries = footer or {}
+    serialized = entries.get(BLOOM_FILTER.encode())
+    type_code = entries.get(BLOOM_FILTER_TYPE_CODE.encode())
+    if serialized is None or type_code is None:
+        raise CorruptMetadataError(
+            f"{storage.uri}/{path}: the rewritten file has no bloom filter in its footer "
+            f"(expected {BLOOM_FILTER} and {BLOOM_FILTER_TYPE_CODE}), so its bloom_filters record cannot be written",
+            path=path,
+        )
+    return type_code.decode("utf-8"), serialized.decode("utf-8")
 
 
 def _split(path: str) -> tuple[str, str]:
