@@ -90,15 +90,20 @@ def index_definitions(columns: Sequence[str]) -> bytes:
 
 def base_file_records(
     data: bytes, *, partition: str, file_name: str, instant: str, indexes: Sequence[str], columns: Sequence[str],
-    schema: str,
+    schema: str, version: int = 8,
 ) -> dict[str, dict[str, bytes]]:
-    """MDT partition -> key -> encoded record, for one base file a write added."""
+    """MDT partition -> key -> encoded record, for one base file a write added.
+
+    A non-partitioned table's root is `.` in the keys, except in the column-stats keys Hudi 0.x's
+    commits write (`version` 6), which hash the write stat's partition path as it is, "".
+    """
     pid = partition or rec.NON_PARTITIONED_NAME
+    stats_pid = partition if version < 8 else pid
     out: dict[str, dict[str, bytes]] = {}
     parquet = pq.ParquetFile(pa.BufferReader(data))
     if COLUMN_STATS in indexes:
         out[COLUMN_STATS] = {
-            keys.column_stats_key(column, pid, file_name): rec.encode_record(
+            keys.column_stats_key(column, stats_pid, file_name): rec.encode_record(
                 schema, {"key": "", "type": rec.COLUMN_STATS, "ColumnStatsMetadata": stats})
             for column, stats in footer_column_stats(parquet, file_name, columns).items()
         }

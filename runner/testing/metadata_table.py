@@ -237,7 +237,7 @@ class SyntheticMetadataTable:
                     data = f.read()
                 indexes_module.merge_into(index_records, indexes_module.base_file_records(
                     data, partition=partition, file_name=name, instant=str(t), indexes=self.indexes,
-                    columns=self.stats_columns, schema=self.schema))
+                    columns=self.stats_columns, schema=self.schema, version=self.version))
         if written:
             added = {_mdt_name(p): (0, False) for p in written}
             records[rec.ALL_PARTITIONS_KEY] = rec.encode_record(

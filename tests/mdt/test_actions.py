@@ -102,3 +102,28 @@ def test_bulk_shards_over_arrays_equal_the_one_key_shard() -> None:
     assert java_string_hash(keys_[-1]) == -(1 << 31)
     for groups in (1, 2, 3, 10):
         assert shards(keys_, groups) == [shard(k, groups) for k in keys_]
+
+
+def test_a_clean_without_index_definitions_tombstones_the_column_stats_the_mdt_holds_for_each_file() -> None:
+    # Table version 6: Hudi 0.x tombstones the writer's configured columns; the MDT's own records
+    # of the file are what those cover. Its commits keyed a non-partitioned root as "", not ".".
+    from runner.hudi.mdt.actions import held_stats_by_file
+    from runner.testing.metadata_table import metadata_record_schema
+
+    schema = metadata_record_schema(with_indexes=True)
+    gone, kept = "f1-0_0-1-0_20260101000000000.parquet", "f2-0_0-1-0_20260101000000000.parquet"
+
+    def live(column: str, partition: str, name: str) -> tuple[str, dict[str, object]]:
+        stats = {"fileName": name, "columnName": column, "isDeleted": False}
+        return column_stats_key(column, partition, name), {"type": rec.COLUMN_STATS, "ColumnStatsMetadata": stats}
+
+    held = held_stats_by_file(dict([live("id", "", gone), live("ts", "", gone), live("id", "", kept)]))
+    clean = _clean("", (gone,))
+    commit = clean_commit("20260102000000000", clean, mdt_partitions=("files", "column_stats"), stats_columns=(),
+                          schema=schema, held_stats=held)
+    stats = commit.records["column_stats"]
+    assert sorted(stats) == sorted([column_stats_key("id", "", gone), column_stats_key("ts", "", gone)])
+    for key, value in stats.items():
+        record = rec.decode_record(schema, value, where="t")["ColumnStatsMetadata"]
+        assert record["isDeleted"] and record["fileName"] == gone
+        assert key == column_stats_key(record["columnName"], "", gone)

@@ -56,7 +56,7 @@ def _readers_agree(base: str, rows: list[dict[str, object]], before: dict[str, l
 def test_resize_then_clean_keep_the_metadata_table_in_step(
     tmp_path: Path, spark_deleter, version: int, table_type: str, partitioned: bool,
 ) -> None:
-    b = build_with_mdt(tmp_path / "t", version, table_type, partitioned, indexes_for(version))
+    b = build_with_mdt(tmp_path / "t", version, table_type, partitioned, indexes_for(version, resize=True))
     storage = storage_for(b.path)
     rows = expected_rows(b)
     writes = [i.time for i in read_table_metadata(storage).timeline.completed_writes]

@@ -15,7 +15,7 @@ CLEAN (apache/hudi `HoodieTableMetadataUtil.convertMetadataToRecords(HoodieClean
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.hudi.files import BaseFile
@@ -45,6 +45,28 @@ def unsupported_partitions(mdt_partitions: Collection[str]) -> list[str]:
     return sorted(p for p in mdt_partitions if p not in known and not p.startswith(UNTOUCHED_BY_CLEAN))
 
 
+def held_stats_by_file(column_stats: Mapping[str, rec.MetadataRecord]) -> dict[str, list[tuple[str, str]]]:
+    """The live column-stats records of an MDT by the key's file id (its last 24 characters):
+    file id -> [(record key, column)].
+
+    Hudi 0.14/0.15 tombstone the columns of the writer's config on clean; the records the MDT holds
+    for a file are exactly what those tombstones have to cover, whatever that config was, and their
+    keys carry the partition id the writer used.
+    """
+    out: dict[str, list[tuple[str, str]]] = {}
+    for key, record in column_stats.items():
+        stats = record.get("ColumnStatsMetadata") or {}
+        if stats.get("isDeleted") or not stats.get("columnName") or len(key) < _FILE_PART:
+            continue
+        out.setdefault(key[-_FILE_ID:], []).append((key, stats["columnName"]))
+    return out
+
+
+# The end of a column-stats key: partition id (Base64 of 8 bytes) + file id (Base64 of 16 bytes).
+_FILE_ID = 24
+_FILE_PART = 12 + _FILE_ID
+
+
 def partition_id(data_partition: str) -> str:
     """How the MDT names a data partition: `.` for a non-partitioned table's root."""
     return data_partition or rec.NON_PARTITIONED_NAME
@@ -52,12 +74,17 @@ def partition_id(data_partition: str) -> str:
 
 def clean_commit(
     instant: str, clean: CleanMetadata, *, mdt_partitions: Collection[str], stats_columns: Collection[str],
-    schema: str,
+    schema: str, held_stats: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> MdtCommit:
-    """The records Hudi writes to the MDT for a completed clean, encoded with `schema`."""
+    """The records Hudi writes to the MDT for a completed clean, encoded with `schema`.
+
+    `held_stats` (table version 6, whose indexed columns are not in the table): instead of a
+    tombstone per `stats_columns`, one per column-stats record the MDT holds for the file
+    (`held_stats_by_file`).
+    """
     files: dict[str, bytes] = {}
     deleted_partitions: dict[str, tuple[int, bool]] = {}
-    with_stats = COLUMN_STATS in mdt_partitions and bool(stats_columns)
+    with_stats = COLUMN_STATS in mdt_partitions and (bool(stats_columns) or held_stats is not None)
     with_blooms = BLOOM_FILTERS in mdt_partitions
     stats: dict[str, bytes] = {}
     blooms: dict[str, bytes] = {}
@@ -71,11 +98,18 @@ def clean_commit(
         if meta.is_partition_deleted:
             deleted_partitions[pid] = (0, True)
         partition_key = keys.name_id(pid)
+        # Hudi 0.x keyed a non-partitioned table's stats with `.` or with "" depending on the path
+        # that wrote them (initialization or commit): a held record of either kind is the file's.
+        held_partition_keys = {partition_key} | (set() if partition else {keys.name_id("")})
         for name in meta.delete_path_patterns:
             partition_file_key = partition_key + keys.file_id(name)  # also the bloom-filter key
             value_head = head + rec.avro_string(name)
             for column_key, value_tail in column_parts:
                 stats[column_key + partition_file_key] = value_head + value_tail
+            if held_stats is not None:
+                for held_key, column in held_stats.get(partition_file_key[-_FILE_ID:], ()):
+                    if held_key[-_FILE_PART:-_FILE_ID] in held_partition_keys:
+                        stats[held_key] = value_head + mid + rec.avro_string(column) + tail
             if with_blooms and BaseFile.parse(name) is not None:
                 blooms[partition_file_key] = bloom_value
     if deleted_partitions:

@@ -87,6 +87,10 @@ def resize_refusals(config: TableConfig) -> list[str]:
                      if p not in _RESIZE_PARTITIONS and not p.startswith(UNTOUCHED_BY_RESIZE))
     if unknown:
         reasons.append(f"the runner cannot update the metadata partitions {', '.join(unknown)} for a resize")
+    if COLUMN_STATS in config.metadata_partitions and config.version < 8:
+        reasons.append("Hudi 0.14/0.15 keep the columns of the column_stats index in the writer's config "
+                       "(hoodie.metadata.index.column.stats.column.list), not in this version-6 table, so the "
+                       "runner cannot tell which column stats the new files need")
     keyed = [p for p in (RECORD_INDEX, BLOOM_FILTERS) if p in config.metadata_partitions]
     if keyed and not config.populate_meta_fields:
         reasons.append(f"the {' and '.join(keyed)} need{'s' if len(keyed) == 1 else ''} each row's record key, "

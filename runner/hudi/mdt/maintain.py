@@ -20,7 +20,13 @@ from runner.errors import CorruptMetadataError, RefusedError, StorageError
 from runner.hudi.footer import BLOOM_FILTER, BLOOM_FILTER_TYPE_CODE
 from runner.hudi.instant import Action, InstantTime, State
 from runner.hudi.mdt import records as rec
-from runner.hudi.mdt.actions import BLOOM_FILTERS, COLUMN_STATS, clean_commit, unsupported_partitions
+from runner.hudi.mdt.actions import (
+    BLOOM_FILTERS,
+    COLUMN_STATS,
+    clean_commit,
+    held_stats_by_file,
+    unsupported_partitions,
+)
 from runner.hudi.mdt.check import consistency_problems
 from runner.hudi.mdt.clustering import (
     PARTITION_STATS,
@@ -38,11 +44,17 @@ from runner.storage import Storage
 
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 DEFAULT_INDEX_DEFS = ".hoodie/.index_defs/index.json"
+# Hudi 1.x (table version 8+) records its indexes' columns in the table's index definitions.
+INDEX_DEFS_VERSION = 8
 
 
 @dataclass(frozen=True, slots=True)
 class CleanMaintenance:
-    """What the clean hook needs, read once: the MDT, its record schema and indexed columns."""
+    """What the clean hook needs, read once: the MDT, its record schema and indexed columns.
+
+    `stats_from_mdt` (table version 6): the indexed columns are not in the table, so each cleaned
+    file's column-stats tombstones are those of the records the MDT holds for it.
+    """
 
     storage: Storage
     mdt: MetadataTable
@@ -50,12 +62,18 @@ class CleanMaintenance:
     schema: str
     stats_columns: tuple[str, ...]
     step: Callable[[str], None] = lambda _: None
+    stats_from_mdt: bool = False
 
     def __call__(
         self, instant: InstantTime, clean: CleanMetadata, completion_time: Callable[[], InstantTime]
     ) -> list[str]:
+        held = None
+        if self.stats_from_mdt:
+            data = read_table_metadata(self.storage)
+            held = held_stats_by_file(read_partition(self.storage, data, self.mdt, COLUMN_STATS)[0])
         commit = clean_commit(
-            str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns, schema=self.schema
+            str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns, schema=self.schema,
+            held_stats=held,
         )
         mdt = read_metadata_table(self.storage)  # a retry may find its own pending instant
         return write_mdt_commit(
@@ -126,7 +144,10 @@ def prepare_clean_maintenance(
         )
     mdt = read_metadata_table(storage)
     schema = _record_schema(storage, data, mdt)
-    columns = _stats_columns(storage, data) if COLUMN_STATS in data.config.metadata_partitions else ()
+    with_stats = COLUMN_STATS in data.config.metadata_partitions
+    if with_stats and data.config.version < INDEX_DEFS_VERSION:
+        return CleanMaintenance(storage, mdt, data.config.metadata_partitions, schema, (), step, stats_from_mdt=True)
+    columns = _stats_columns(storage, data) if with_stats else ()
     return CleanMaintenance(storage, mdt, data.config.metadata_partitions, schema, columns, step)
 
 
