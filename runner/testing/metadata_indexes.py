@@ -15,6 +15,9 @@ The indexed columns are the table's index definitions (`.hoodie/.index_defs/inde
 `column_stats.sourceFields`) on table version 8; Hudi 0.14/0.15 (version 6) keep them in the
 writer's config only, so a version-6 table has no index definitions file.
 
+Expression indexes (`ExpressionIndex`, version 8 only: Hudi 0.x has none) use the identity
+expression over one column and hold the records of their index type in their own partition.
+
 Not modelled: column stats of log files (Hudi 1.x indexes those too) and `partition_stats`.
 The synthetic base files carry no bloom filter footer; the record holds the filter Hudi's writer
 would have put there (`runner.hudi.bloom`, over the file's record keys).
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -81,11 +85,49 @@ def index_payload_fields() -> list[dict[str, Any]]:
     ]
 
 
-def index_definitions(columns: Sequence[str]) -> bytes:
-    """`.hoodie/.index_defs/index.json` with the column_stats index over `columns` (Hudi 1.0's shape)."""
-    definition = {"indexName": COLUMN_STATS, "indexType": COLUMN_STATS, "indexFunction": COLUMN_STATS,
-                  "sourceFields": list(columns), "indexOptions": {}}
-    return json.dumps({"indexDefinitions": {COLUMN_STATS: definition}}, indent=2).encode()
+@dataclass(frozen=True, slots=True)
+class ExpressionIndex:
+    """An expression index (Hudi 1.x `CREATE INDEX ... USING column_stats|bloom_filters`) over one
+    column with the identity expression: its records are those of that index type, in the
+    partition `name` (`expr_index_<index name>`), file group `expr-index-<index name>-0000-0`."""
+
+    name: str
+    index_type: str
+    column: str
+
+    @property
+    def file_group(self) -> str:
+        return f"{self.name.replace('_', '-')}-0000-0"  # getFileIDForFileGroup: `_` -> `-`, shard, `-0`
+
+
+def index_definitions(columns: Sequence[str] | None, expressions: Sequence[ExpressionIndex] = ()) -> bytes:
+    """`.hoodie/.index_defs/index.json` with the column_stats index over `columns` (if given) and the
+    expression indexes (Hudi 1.0's shape)."""
+    definitions: dict[str, dict[str, object]] = {}
+    if columns is not None:
+        definitions[COLUMN_STATS] = {"indexName": COLUMN_STATS, "indexType": COLUMN_STATS,
+                                     "indexFunction": COLUMN_STATS, "sourceFields": list(columns), "indexOptions": {}}
+    for e in expressions:
+        definitions[e.name] = {"indexName": e.name, "indexType": e.index_type, "indexFunction": "identity",
+                               "sourceFields": [e.column], "indexOptions": {}}
+    return json.dumps({"indexDefinitions": definitions}, indent=2).encode()
+
+
+def expression_records(data: bytes, *, partition: str, file_name: str, instant: str, index: ExpressionIndex,
+                       schema: str) -> dict[str, bytes]:
+    """Key -> encoded record of one base file in an identity expression index: the column's stats,
+    or the bloom filter of its values as strings."""
+    pid = partition or rec.NON_PARTITIONED_NAME
+    parquet = pq.ParquetFile(pa.BufferReader(data))
+    if index.index_type == COLUMN_STATS:
+        return {
+            keys.column_stats_key(column, pid, file_name): rec.encode_record(
+                schema, {"key": "", "type": rec.COLUMN_STATS, "ColumnStatsMetadata": stats})
+            for column, stats in footer_column_stats(parquet, file_name, [index.column]).items()
+        }
+    values = parquet.read(columns=[index.column]).column(0).combine_chunks().cast(pa.string())
+    return {keys.bloom_filter_key(pid, file_name): rec.encode_record(
+        schema, rec.bloom_filter_record(bloom.TYPE_CODE, instant, bloom.serialize(values).encode("utf-8")))}
 
 
 def base_file_records(

@@ -146,9 +146,13 @@ class SyntheticMetadataTable:
     """
 
     def __init__(self, path: str, *, table_name: str, version: int, step: timedelta,
-                 indexes: Sequence[str] = (), stats_columns: Sequence[str] = ()) -> None:
+                 indexes: Sequence[str] = (), stats_columns: Sequence[str] = (),
+                 expressions: Sequence[indexes_module.ExpressionIndex] = ()) -> None:
         if version not in INIT_INSTANT:
             raise ValueError(f"version must be 6 or 8, got {version}")
+        if expressions and version < 8:
+            raise ValueError("expression indexes need table version 8 (Hudi 1.x)")
+        self.expressions = tuple(expressions)
         unknown = sorted(set(indexes) - set(indexes_module.INDEXES))
         if unknown:
             raise ValueError(f"indexes must be among {', '.join(indexes_module.INDEXES)}, got {', '.join(unknown)}")
@@ -156,7 +160,7 @@ class SyntheticMetadataTable:
         self.indexes, self.stats_columns = tuple(sorted(set(indexes))), tuple(stats_columns)
         self.layout = 1 if version == 6 else 2
         self.timeline = f"{METADATA_TABLE}/.hoodie" + ("" if self.layout == 1 else "/timeline")
-        self.schema = metadata_record_schema(with_indexes=bool(self.indexes))
+        self.schema = metadata_record_schema(with_indexes=bool(self.indexes or self.expressions))
         self._offset_ms = max(1, int(step.total_seconds() * 250))
         self._partitions: set[str] = set()
 
@@ -185,10 +189,18 @@ class SyntheticMetadataTable:
             for group in indexes_module.FILE_GROUPS[index]:
                 self._put(f"{METADATA_TABLE}/{index}/{LogFile(group, init, 1, INIT_TOKEN).name}",
                           encode_log_block(delete))
-        if indexes_module.COLUMN_STATS in self.indexes and self.version >= 8:
+        for expression in self.expressions:
+            os.makedirs(self._full(f"{METADATA_TABLE}/{expression.name}"))
+            self._put(f"{METADATA_TABLE}/{expression.name}/.hoodie_partition_metadata",
+                      layout.partition_metadata(expression.name, init))
+            self._put(f"{METADATA_TABLE}/{expression.name}/{LogFile(expression.file_group, init, 1, INIT_TOKEN).name}",
+                      encode_log_block(delete))
+        with_stats = indexes_module.COLUMN_STATS in self.indexes
+        if (with_stats or self.expressions) and self.version >= 8:
             # Hudi 1.x records the indexed columns in the table; 0.14/0.15 only in the writer's config
             os.makedirs(self._full(os.path.dirname(indexes_module.INDEX_DEFS_PATH)), exist_ok=True)
-            self._put(indexes_module.INDEX_DEFS_PATH, indexes_module.index_definitions(self.stats_columns))
+            self._put(indexes_module.INDEX_DEFS_PATH, indexes_module.index_definitions(
+                self.stats_columns if with_stats else None, self.expressions))
         base = BaseFile(FILES_GROUP, INIT_TOKEN, init, "hfile")
         data = self._base_hfile()
         self._put(f"{METADATA_TABLE}/{FILES}/{base.name}", data)
@@ -229,7 +241,7 @@ class SyntheticMetadataTable:
             _mdt_name(p): rec.encode_record(self.schema, rec.file_list_record(files)) for p, files in written.items()
         }
         index_records: dict[str, dict[str, bytes]] = {}
-        for partition, files in written.items() if self.indexes else ():
+        for partition, files in written.items() if self.indexes or self.expressions else ():
             for name in files:
                 if BaseFile.parse(name) is None:  # log files: not modelled (see the module docstring)
                     continue
@@ -238,6 +250,10 @@ class SyntheticMetadataTable:
                 indexes_module.merge_into(index_records, indexes_module.base_file_records(
                     data, partition=partition, file_name=name, instant=str(t), indexes=self.indexes,
                     columns=self.stats_columns, schema=self.schema, version=self.version))
+                for expression in self.expressions:
+                    indexes_module.merge_into(index_records, {expression.name: indexes_module.expression_records(
+                        data, partition=partition, file_name=name, instant=str(t), index=expression,
+                        schema=self.schema)})
         if written:
             added = {_mdt_name(p): (0, False) for p in written}
             records[rec.ALL_PARTITIONS_KEY] = rec.encode_record(

@@ -54,7 +54,7 @@ from runner.hudi.metadata import (
 from runner.testing import data, layout
 from runner.testing.expected import ExpectedSlice, Group, SyntheticFile, expected_rows, expected_slices
 from runner.testing.folder import TableFiles
-from runner.testing.metadata_indexes import INDEX_DEFS_PATH
+from runner.testing.metadata_indexes import INDEX_DEFS_PATH, ExpressionIndex
 from runner.testing.metadata_table import SyntheticMetadataTable
 from runner.testing.writes import WriteSet, clustering_slice, compaction_operation, workload
 from runner.vocabulary import TableType
@@ -94,6 +94,7 @@ class TableBuilder:
             on the first write and updated by every completed write (runner.testing.metadata_table).
         metadata_indexes: index partitions the metadata table keeps too: `column_stats` (over
             `STATS_COLUMNS`) and `bloom_filters` (runner.testing.metadata_indexes).
+        expression_indexes: expression indexes the metadata table keeps (version 8).
     """
 
     def __init__(
@@ -115,6 +116,7 @@ class TableBuilder:
         tiny: bool = False,
         metadata_table: bool = False,
         metadata_indexes: Sequence[str] = (),
+        expression_indexes: Sequence[ExpressionIndex] = (),
     ) -> None:
         if version not in (6, 8):
             raise ValueError(f"version must be 6 or 8, got {version}")
@@ -137,17 +139,19 @@ class TableBuilder:
             partition_field=field, ordering_field=precombine, hive_style=layout.is_hive_style(partitions),
             create_schema=self.schema.avro_json(with_meta=False),
         )
-        if metadata_indexes and not metadata_table:
-            raise ValueError("metadata_indexes needs metadata_table=True")
+        if (metadata_indexes or expression_indexes) and not metadata_table:
+            raise ValueError("metadata_indexes and expression_indexes need metadata_table=True")
         stats_columns = (*STATS_META_COLUMNS, *(n for n, _ in self.schema.data_fields if n != data.NOTE))
         self.metadata_table = (
             SyntheticMetadataTable(self.path, table_name=name, version=version, step=step,
-                                   indexes=metadata_indexes, stats_columns=stats_columns)
+                                   indexes=metadata_indexes, stats_columns=stats_columns,
+                                   expressions=expression_indexes)
             if metadata_table else None
         )
         if self.metadata_table is not None:
-            properties["hoodie.table.metadata.partitions"] = ",".join(sorted({"files", *metadata_indexes}))
-            if "column_stats" in metadata_indexes and version >= 8:
+            names = {"files", *metadata_indexes, *(e.name for e in expression_indexes)}
+            properties["hoodie.table.metadata.partitions"] = ",".join(sorted(names))
+            if ("column_stats" in metadata_indexes or expression_indexes) and version >= 8:
                 properties["hoodie.table.index.defs.path"] = INDEX_DEFS_PATH
         self.files.create(properties)
         self._mdt_created = False

@@ -9,8 +9,10 @@ CLEAN (apache/hudi `HoodieTableMetadataUtil.convertMetadataToRecords(HoodieClean
   merge-on-read tables too) and indexed column.
 - `bloom_filters`: a tombstone per deleted base file only.
 - `record_index`, `partition_stats`, secondary indexes: nothing (their `buildClean` is empty).
-- expression indexes: column-stats or bloom tombstones per index definition; not implemented here,
-  so an action on a table that has one is refused (`unsupported_partitions`).
+- expression indexes (`ExpressionIndexer.buildClean`): per index definition of type `bloom_filters`
+  the bloom tombstones above, of type `column_stats` column-stats tombstones of its source fields,
+  in the index's own partition. The runner tombstones the records that partition holds for each
+  cleaned file (`held_by_file`); an expression index of another type is refused.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ from runner.hudi.metadata import CleanMetadata
 FILES = "files"
 COLUMN_STATS = "column_stats"
 BLOOM_FILTERS = "bloom_filters"
+# Expression indexes: column stats or bloom filters of an expression over columns, in their own partition.
+EXPRESSION_INDEX_PREFIX = "expr_index_"
+# The index types an expression index can have whose clean the runner records (`ExpressionIndexer.buildClean`).
+EXPRESSION_INDEX_TYPES = (COLUMN_STATS, BLOOM_FILTERS)
 # Partitions a clean leaves alone: they map record keys or partitions, not files.
 UNTOUCHED_BY_CLEAN = ("record_index", "partition_stats", "secondary_index_")
 
@@ -40,25 +46,33 @@ class MdtCommit:
 
 
 def unsupported_partitions(mdt_partitions: Collection[str]) -> list[str]:
-    """MDT partitions a clean would have to update but the runner cannot (expression indexes, unknown)."""
+    """MDT partitions a clean would have to update but the runner cannot (unknown kinds)."""
     known = (FILES, COLUMN_STATS, BLOOM_FILTERS)
-    return sorted(p for p in mdt_partitions if p not in known and not p.startswith(UNTOUCHED_BY_CLEAN))
+    return sorted(p for p in mdt_partitions
+                  if p not in known and not p.startswith((*UNTOUCHED_BY_CLEAN, EXPRESSION_INDEX_PREFIX)))
 
 
-def held_stats_by_file(column_stats: Mapping[str, rec.MetadataRecord]) -> dict[str, list[tuple[str, str]]]:
-    """The live column-stats records of an MDT by the key's file id (its last 24 characters):
-    file id -> [(record key, column)].
+def held_by_file(records: Mapping[str, rec.MetadataRecord]) -> dict[str, list[tuple[str, str]]]:
+    """The live per-file records of an index partition (column stats and bloom filters) by the
+    key's file id (its last 24 characters): file id -> [(record key, column, or "" for a bloom filter)].
 
-    Hudi 0.14/0.15 tombstone the columns of the writer's config on clean; the records the MDT holds
-    for a file are exactly what those tombstones have to cover, whatever that config was, and their
-    keys carry the partition id the writer used.
+    Used where the runner cannot name a clean's tombstones from the table alone: on table version
+    6 (Hudi 0.14/0.15 tombstone the columns of the writer's config, which no table file records)
+    and for expression indexes (whose keys depend on how the expression was indexed). The records
+    the MDT holds for a file are exactly what the tombstones have to cover, and their keys carry
+    the partition id the writer used.
     """
     out: dict[str, list[tuple[str, str]]] = {}
-    for key, record in column_stats.items():
-        stats = record.get("ColumnStatsMetadata") or {}
-        if stats.get("isDeleted") or not stats.get("columnName") or len(key) < _FILE_PART:
+    for key, record in records.items():
+        if len(key) < _FILE_PART:
             continue
-        out.setdefault(key[-_FILE_ID:], []).append((key, stats["columnName"]))
+        if record.get("type") == rec.COLUMN_STATS:
+            stats = record.get("ColumnStatsMetadata") or {}
+            if not stats.get("isDeleted") and stats.get("columnName"):
+                out.setdefault(key[-_FILE_ID:], []).append((key, stats["columnName"]))
+        elif record.get("type") == rec.BLOOM_FILTER:
+            if not (record.get("BloomFilterMetadata") or {}).get("isDeleted"):
+                out.setdefault(key[-_FILE_ID:], []).append((key, ""))
     return out
 
 
@@ -74,23 +88,28 @@ def partition_id(data_partition: str) -> str:
 
 def clean_commit(
     instant: str, clean: CleanMetadata, *, mdt_partitions: Collection[str], stats_columns: Collection[str],
-    schema: str, held_stats: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    schema: str, held: Mapping[str, Mapping[str, Sequence[tuple[str, str]]]] | None = None,
 ) -> MdtCommit:
     """The records Hudi writes to the MDT for a completed clean, encoded with `schema`.
 
-    `held_stats` (table version 6, whose indexed columns are not in the table): instead of a
-    tombstone per `stats_columns`, one per column-stats record the MDT holds for the file
-    (`held_stats_by_file`).
+    `held`: MDT partition -> `held_by_file` of its records, for the index partitions whose
+    tombstones are those of the records the MDT holds for each cleaned file (column_stats on table
+    version 6, instead of one per `stats_columns`; expression indexes): a column-stats tombstone
+    per held column-stats record, a bloom-filter tombstone per held bloom filter of a base file.
     """
     files: dict[str, bytes] = {}
     deleted_partitions: dict[str, tuple[int, bool]] = {}
-    with_stats = COLUMN_STATS in mdt_partitions and (bool(stats_columns) or held_stats is not None)
+    held = held or {}
+    with_held = bool(held)
+    with_stats = COLUMN_STATS in mdt_partitions and bool(stats_columns)
     with_blooms = BLOOM_FILTERS in mdt_partitions
     stats: dict[str, bytes] = {}
     blooms: dict[str, bytes] = {}
-    bloom_value = rec.encode_record(schema, _bloom_tombstone(instant)) if with_blooms else b""
+    bloom_value = rec.encode_record(schema, _bloom_tombstone(instant)) if with_blooms or with_held else b""
+    held_out: dict[str, dict[str, bytes]] = {p: {} for p in held}
     # Tombstones differ only in file and column name: splice them into one encoded template.
-    head, mid, tail = rec.string_template(schema, _column_stats_tombstone) if with_stats else (b"", b"", b"")
+    templated = with_stats or with_held
+    head, mid, tail = rec.string_template(schema, _column_stats_tombstone) if templated else (b"", b"", b"")
     column_parts = [(keys.name_id(c), mid + rec.avro_string(c) + tail) for c in stats_columns] if with_stats else []
     for partition, meta in clean.partition_metadata.items():
         pid = partition_id(partition)
@@ -106,10 +125,15 @@ def clean_commit(
             value_head = head + rec.avro_string(name)
             for column_key, value_tail in column_parts:
                 stats[column_key + partition_file_key] = value_head + value_tail
-            if held_stats is not None:
-                for held_key, column in held_stats.get(partition_file_key[-_FILE_ID:], ()):
-                    if held_key[-_FILE_PART:-_FILE_ID] in held_partition_keys:
-                        stats[held_key] = value_head + mid + rec.avro_string(column) + tail
+            for held_partition, by_file in held.items() if with_held else ():
+                target = held_out[held_partition]
+                for held_key, column in by_file.get(partition_file_key[-_FILE_ID:], ()):
+                    if held_key[-_FILE_PART:-_FILE_ID] not in held_partition_keys:
+                        continue
+                    if column:
+                        target[held_key] = value_head + mid + rec.avro_string(column) + tail
+                    elif BaseFile.parse(name) is not None:
+                        target[held_key] = bloom_value
             if with_blooms and BaseFile.parse(name) is not None:
                 blooms[partition_file_key] = bloom_value
     if deleted_partitions:
@@ -120,6 +144,9 @@ def clean_commit(
         out[COLUMN_STATS] = stats
     if blooms:
         out[BLOOM_FILTERS] = blooms
+    for held_partition, tombstones in held_out.items():
+        if tombstones:
+            out[held_partition] = {**out.get(held_partition, {}), **tombstones}
     return MdtCommit(instant, out)
 
 

@@ -23,8 +23,10 @@ from runner.hudi.mdt import records as rec
 from runner.hudi.mdt.actions import (
     BLOOM_FILTERS,
     COLUMN_STATS,
+    EXPRESSION_INDEX_PREFIX,
+    EXPRESSION_INDEX_TYPES,
     clean_commit,
-    held_stats_by_file,
+    held_by_file,
     unsupported_partitions,
 )
 from runner.hudi.mdt.check import consistency_problems
@@ -52,8 +54,9 @@ INDEX_DEFS_VERSION = 8
 class CleanMaintenance:
     """What the clean hook needs, read once: the MDT, its record schema and indexed columns.
 
-    `stats_from_mdt` (table version 6): the indexed columns are not in the table, so each cleaned
-    file's column-stats tombstones are those of the records the MDT holds for it.
+    `held_partitions`: index partitions whose tombstones are those of the records the MDT holds
+    for each cleaned file: column_stats on table version 6 (the indexed columns are in no table
+    file) and expression indexes (`actions.held_by_file`).
     """
 
     storage: Storage
@@ -62,18 +65,18 @@ class CleanMaintenance:
     schema: str
     stats_columns: tuple[str, ...]
     step: Callable[[str], None] = lambda _: None
-    stats_from_mdt: bool = False
+    held_partitions: tuple[str, ...] = ()
 
     def __call__(
         self, instant: InstantTime, clean: CleanMetadata, completion_time: Callable[[], InstantTime]
     ) -> list[str]:
-        held = None
-        if self.stats_from_mdt:
+        held = {}
+        if self.held_partitions:
             data = read_table_metadata(self.storage)
-            held = held_stats_by_file(read_partition(self.storage, data, self.mdt, COLUMN_STATS)[0])
+            held = {p: held_by_file(read_partition(self.storage, data, self.mdt, p)[0]) for p in self.held_partitions}
         commit = clean_commit(
             str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns, schema=self.schema,
-            held_stats=held,
+            held=held,
         )
         mdt = read_metadata_table(self.storage)  # a retry may find its own pending instant
         return write_mdt_commit(
@@ -121,6 +124,7 @@ def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozense
     missing = unsupported_partitions(data.config.metadata_partitions)
     if missing:
         reasons.append(f"the runner cannot update the metadata partitions {', '.join(missing)} for a clean")
+    reasons.extend(_expression_index_problems(storage, data))
     if for_resize:
         reasons.extend(r for r in resize_refusals(data.config) if r not in reasons)
     return reasons
@@ -144,11 +148,13 @@ def prepare_clean_maintenance(
         )
     mdt = read_metadata_table(storage)
     schema = _record_schema(storage, data, mdt)
-    with_stats = COLUMN_STATS in data.config.metadata_partitions
+    partitions = data.config.metadata_partitions
+    held = tuple(p for p in partitions if p.startswith(EXPRESSION_INDEX_PREFIX))
+    with_stats = COLUMN_STATS in partitions
     if with_stats and data.config.version < INDEX_DEFS_VERSION:
-        return CleanMaintenance(storage, mdt, data.config.metadata_partitions, schema, (), step, stats_from_mdt=True)
+        held, with_stats = (COLUMN_STATS, *held), False
     columns = _stats_columns(storage, data) if with_stats else ()
-    return CleanMaintenance(storage, mdt, data.config.metadata_partitions, schema, columns, step)
+    return CleanMaintenance(storage, mdt, partitions, schema, columns, step, held_partitions=held)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +315,26 @@ def _record_schema(storage: Storage, data: TableMetadata, mdt: MetadataTable) ->
     if not schema:
         raise RefusedError(f"{storage.uri}: the metadata table's files partition has no record schema to write with")
     return schema
+
+
+def _expression_index_problems(storage: Storage, data: TableMetadata) -> list[str]:
+    """Expression-index partitions whose clean the runner cannot record: without an index definition,
+    or of a type other than column stats or bloom filters (`ExpressionIndexer.buildClean` refuses those too)."""
+    expressions = [p for p in data.config.metadata_partitions if p.startswith(EXPRESSION_INDEX_PREFIX)]
+    if not expressions:
+        return []
+    path = data.config.raw.get(INDEX_DEFS_KEY) or DEFAULT_INDEX_DEFS
+    try:
+        definitions = json.loads(storage.read(path))["indexDefinitions"]
+        types = {p: str(definitions[p]["indexType"]).lower() if p in definitions else None for p in expressions}
+    except (StorageError, ValueError, KeyError, TypeError) as error:
+        return [f"cannot read the expression indexes' definitions in {path} (expected "
+                f"indexDefinitions.<name>.indexType): {error}"]
+    unknown = sorted(f"{p} ({t or 'no definition'})" for p, t in types.items() if t not in EXPRESSION_INDEX_TYPES)
+    if not unknown:
+        return []
+    return [f"the runner records a clean only in expression indexes of type column_stats or bloom_filters, "
+            f"not in {', '.join(unknown)}"]
 
 
 def _stats_columns(storage: Storage, data: TableMetadata) -> tuple[str, ...]:
