@@ -136,8 +136,8 @@ def base_file_records(
 ) -> dict[str, dict[str, bytes]]:
     """MDT partition -> key -> encoded record, for one base file a write added.
 
-    A non-partitioned table's root is `.` in the keys, except in the column-stats keys Hudi 0.x's
-    commits write (`version` 6), which hash the write stat's partition path as it is, "".
+    A non-partitioned table's root is `.` in the keys, except in those Hudi 0.x's commits write
+    (`version` 6), which hash the write stat's partition path as it is, "".
     """
     pid = partition or rec.NON_PARTITIONED_NAME
     stats_pid = partition if version < 8 else pid
@@ -153,7 +153,7 @@ def base_file_records(
         record_keys = parquet.read(columns=["_hoodie_record_key"]).column(0).combine_chunks()
         serialized = bloom.serialize(record_keys).encode("utf-8")
         out[BLOOM_FILTERS] = {
-            keys.bloom_filter_key(pid, file_name): rec.encode_record(
+            keys.bloom_filter_key(stats_pid, file_name): rec.encode_record(
                 schema, rec.bloom_filter_record(bloom.TYPE_CODE, instant, serialized))
         }
     return out

@@ -121,7 +121,7 @@ def test_synthetic_index_partitions_hold_every_live_base_file_from_its_footer(tm
             assert (got["valueCount"], got["nullCount"]) == (len(values), values.null_count), (f.name, column)
             assert got["minValue"][1]["value"] == pa.compute.min(values).as_py(), (f.name, column)
             assert got["maxValue"][1]["value"] == pa.compute.max(values).as_py(), (f.name, column)
-        bloom_record = records["bloom_filters"][keys.bloom_filter_key(".", f.name)]["BloomFilterMetadata"]
+        bloom_record = records["bloom_filters"][keys.bloom_filter_key(stats_partition, f.name)]["BloomFilterMetadata"]
         record_keys = table.column("_hoodie_record_key").combine_chunks()
         assert bloom_record["bloomFilter"] == bloom.serialize(record_keys).encode()
         assert bloom_record["type"] == "DYNAMIC_V0" and not bloom_record["isDeleted"]

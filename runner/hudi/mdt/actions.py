@@ -89,6 +89,7 @@ def partition_id(data_partition: str) -> str:
 def clean_commit(
     instant: str, clean: CleanMetadata, *, mdt_partitions: Collection[str], stats_columns: Collection[str],
     schema: str, held: Mapping[str, Mapping[str, Sequence[tuple[str, str]]]] | None = None,
+    legacy_keys: bool = False,
 ) -> MdtCommit:
     """The records Hudi writes to the MDT for a completed clean, encoded with `schema`.
 
@@ -96,11 +97,16 @@ def clean_commit(
     tombstones are those of the records the MDT holds for each cleaned file (column_stats on table
     version 6, instead of one per `stats_columns`; expression indexes): a column-stats tombstone
     per held column-stats record, a bloom-filter tombstone per held bloom filter of a base file.
+
+    `legacy_keys` (table version 6): Hudi 0.14/0.15's commits key a non-partitioned table's bloom
+    filters with the partition path as it is (""), its initialization and reader with `.`; the
+    tombstone goes under both keys (one without a record is a no-op).
     """
     files: dict[str, bytes] = {}
     deleted_partitions: dict[str, tuple[int, bool]] = {}
     held = held or {}
     with_held = bool(held)
+    legacy_root = keys.name_id("") if legacy_keys else ""
     with_stats = COLUMN_STATS in mdt_partitions and bool(stats_columns)
     with_blooms = BLOOM_FILTERS in mdt_partitions
     stats: dict[str, bytes] = {}
@@ -136,6 +142,8 @@ def clean_commit(
                         target[held_key] = bloom_value
             if with_blooms and BaseFile.parse(name) is not None:
                 blooms[partition_file_key] = bloom_value
+                if legacy_root and not partition:
+                    blooms[legacy_root + partition_file_key[-_FILE_ID:]] = bloom_value
     if deleted_partitions:
         files[rec.ALL_PARTITIONS_KEY] = rec.encode_record(
             schema, rec.file_list_record(deleted_partitions, record_type=rec.PARTITION_LIST))

@@ -76,7 +76,7 @@ class CleanMaintenance:
             held = {p: held_by_file(read_partition(self.storage, data, self.mdt, p)[0]) for p in self.held_partitions}
         commit = clean_commit(
             str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns, schema=self.schema,
-            held=held,
+            held=held, legacy_keys=self.mdt.config.version < INDEX_DEFS_VERSION,
         )
         mdt = read_metadata_table(self.storage)  # a retry may find its own pending instant
         return write_mdt_commit(
