@@ -127,3 +127,31 @@ def test_a_clean_without_index_definitions_tombstones_the_column_stats_the_mdt_h
         record = rec.decode_record(schema, value, where="t")["ColumnStatsMetadata"]
         assert record["isDeleted"] and record["fileName"] == gone
         assert key == column_stats_key(record["columnName"], "", gone)
+
+
+def test_bloom_filter_keys_are_the_partition_and_file_part_of_hudis_column_stats_keys(
+    mdt_tables: dict[str, Path],
+) -> None:
+    # No fixture has a bloom_filters partition. Its key (`getBloomFilterIndexKey`: partition id +
+    # file id) is the tail of every column-stats key (column id + partition id + file id), which
+    # Hudi wrote in the fixtures: check the runner's bloom keys against those tails, partitioned
+    # and not, and that a bloom-filter record encodes with Hudi's own record schema.
+    from runner.hudi.mdt.reader import read_metadata_table, read_partition
+
+    for fixture in (F9, "sample_table/cow/v9_txns_nonpart_meta"):
+        storage = storage_for(str(mdt_tables[fixture]))
+        meta = read_table_metadata(storage)
+        stats, schema = read_partition(storage, meta, read_metadata_table(storage), "column_stats")
+        listing = read_files_listing(storage, meta)
+        partition_of = {name: p or "." for p, names in listing.files.items() for name in names}
+        checked = 0
+        for key, record in stats.items():
+            name = record["ColumnStatsMetadata"]["fileName"]
+            if name in partition_of:
+                assert key[-36:] == bloom_filter_key(partition_of[name], name), (fixture, name)
+                checked += 1
+        assert checked
+        value = rec.encode_record(schema, rec.bloom_filter_record("DYNAMIC_V0", "20260101000000000", b"/w=="))
+        decoded = rec.decode_record(schema, value, where=fixture)
+        assert decoded["type"] == rec.BLOOM_FILTER and decoded["BloomFilterMetadata"] == {
+            "type": "DYNAMIC_V0", "timestamp": "20260101000000000", "bloomFilter": b"/w==", "isDeleted": False}
