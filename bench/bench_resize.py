@@ -15,9 +15,13 @@ hard-linked copies of the same files:
 Reports the median of the runs per system and the ratio to the pyarrow median, and each system's
 peak memory: the high-water mark of this process tree's resident memory (Spark's JVM and Python
 workers included) sampled every 20 ms during the step, and how much that is above the RSS on entry.
-In the same run it times the record-key footer alone (`footer.record_key_footer`: Hudi's bloom
-filter plus the key range) on the keys of every group, serially in this process, as a share of the
-runner's time. All inputs fit in the page cache, so every system reads warm files. Needs
+It also runs the groups once more as bare Spark tasks (one per group, as `run_resize` does) and
+reports how many cores were busy on average (the tasks' summed time over the time from the first
+start to the last end), with pyarrow's decoding threads off (the runner's setting) and on, in the
+first `--probe-runs` runs. In the
+same run it times the record-key footer alone (`footer.record_key_footer`: Hudi's bloom filter plus
+the key range) on the keys of every group, serially in this process, as a share of the runner's
+time. All inputs fit in the page cache, so every system reads warm files. Needs
 `pip install deltalake` (bench only).
 
     .venv/bin/python bench/bench_resize.py [--total-mb 1024] [--files 1000] [--max-file-mb 128] [--runs 3]
@@ -35,7 +39,8 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -47,6 +52,7 @@ from _common import PeakRss
 
 from runner.declarations.model import FileSizing, SparkSettings
 from runner.execute.resize import run_resize
+from runner.execute.resize_job import GroupRewrite
 from runner.execute.spark import get_spark
 from runner.hudi import bloom, footer
 from runner.hudi.files import BaseFile
@@ -55,6 +61,7 @@ from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metada
 from runner.hudi.state import read_table_state
 from runner.plan.model import SizingStep
 from runner.plan.sizing import plan_sizing
+from runner.spark_jobs import MAX_TASKS, run_tasks
 from runner.storage import storage_for
 
 MIB = 1024 * 1024
@@ -177,6 +184,42 @@ def timed(action: Callable[[], list[int]]) -> tuple[float, list[int], PeakRss]:
     return seconds, sizes, memory
 
 
+class TimedRewrite:
+    """Picklable Spark task: rewrites its groups as the runner's task does and reports, per group,
+    the worker process and the wall-clock start and end (to see whether tasks really overlap)."""
+
+    def __init__(self, table: str, instant: str, decode_threads: bool) -> None:
+        self.table = table
+        self.instant = instant
+        self.decode_threads = decode_threads
+
+    def __call__(self, groups: Iterable[GroupRewrite]) -> Iterator[tuple[int, float, float]]:
+        import runner.execute.resize_job as job
+
+        job.DECODE_WITH_THREADS = self.decode_threads
+        storage = storage_for(self.table)
+        for group in groups:
+            started = time.time()
+            job.rewrite_group(storage, group, self.instant, job.spark_write_token())
+            yield os.getpid(), started, time.time()
+
+
+def probe_tasks(source: Path, step: SizingStep, spark: object, work: Path, decode_threads: bool) -> dict[str, float]:
+    """Rewrite every group with one Spark task each (as `run_resize` does) and measure the overlap:
+    the sum of the tasks' times over the job's wall time is how many cores were busy on average."""
+    table = linked_copy(source, work)
+    groups = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", tuple(f.path for f in g.files)) for g in step.groups]
+    started = time.perf_counter()
+    spans = run_tasks(spark, groups, TimedRewrite(str(table), "20240102000000000", decode_threads),  # type: ignore[arg-type]
+                      per_task=1, max_tasks=MAX_TASKS)
+    wall = time.perf_counter() - started
+    first = min(s for _, s, _ in spans)
+    last = max(e for _, _, e in spans)
+    shutil.rmtree(table)
+    return {"workers": len({pid for pid, _, _ in spans}), "job_s": wall, "tasks_s": last - first,
+            "busy": sum(e - s for _, s, e in spans) / (last - first)}
+
+
 def group_keys(table: Path, step: SizingStep) -> list[pa.ChunkedArray]:
     """The record keys of each group's inputs, in the order the runner writes them (not timed)."""
     return [
@@ -207,6 +250,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="64 MiB in 100 files, 1 run")
     parser.add_argument("--work-dir", type=Path, default=None)
+    parser.add_argument("--probe-runs", type=int, default=1, help="runs that also probe the tasks' overlap")
     args = parser.parse_args()
     if args.quick:
         args.total_mb, args.files, args.runs = 64, 100, 1
@@ -235,6 +279,7 @@ def report(root: Path, args: argparse.Namespace) -> None:
     times: dict[str, list[float]] = {"pyarrow": [], "runner": [], "delta-rs": []}
     peaks: dict[str, list[PeakRss]] = {name: [] for name in times}
     footers: list[tuple[float, float]] = []
+    probes: dict[bool, list[dict[str, float]]] = {False: [], True: []}
     keys = group_keys(source, step)
     outputs: dict[str, list[int]] = {}
     for run in range(args.runs):
@@ -257,9 +302,16 @@ def report(root: Path, args: argparse.Namespace) -> None:
                   f"peak RSS {memory.peak / MIB:.0f} MiB (+{memory.added / MIB:.0f} MiB)")
         footers.append(time_footers(keys))
         print(f"run {run + 1}: footers   {footers[-1][0]:7.2f} s (bloom filter alone {footers[-1][1]:.2f} s)")
+        for threads in (False, True) if run < args.probe_runs else ():
+            os.sync()
+            probe = probe_tasks(source, step, spark, work / f"probe-{threads}", threads)
+            probes[threads].append(probe)
+            print(f"run {run + 1}: tasks, pyarrow decode threads {'on ' if threads else 'off'}: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in probe.items()))
         shutil.rmtree(work)
     print_table(args, len(inputs), input_bytes, step, plan_s, times, outputs, peaks)
     print_footers(keys, times["runner"], footers)
+    print_probes(len(step.groups), probes)
 
 
 def print_table(
@@ -309,6 +361,19 @@ def print_footers(keys: list[pa.ChunkedArray], runner: list[float], footers: lis
         f"parallel Spark tasks)"
     )
     print("raw footer seconds (whole, bloom alone): " + json.dumps([[round(a, 2), round(b, 2)] for a, b in footers]))
+
+
+def print_probes(groups: int, probes: dict[bool, list[dict[str, float]]]) -> None:
+    for threads, runs in probes.items():
+        if not runs:
+            continue
+        median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        print(
+            f"\n{groups} groups as Spark tasks on local[2], pyarrow decode threads {'on' if threads else 'off'}: "
+            f"{median['workers']:.0f} Python workers, job {median['job_s']:.2f} s (first task start to last end "
+            f"{median['tasks_s']:.2f} s), cores busy on average {median['busy']:.2f} (median of {len(runs)})"
+        )
+        print("raw: " + json.dumps([{k: round(v, 2) for k, v in r.items()} for r in runs]))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ POINTS = (
     "after_clean_completed",
     "after_replace_requested",
     "after_rewrite",
+    "mid_rewrite",  # inside a resize task, after each row group of the new file is written
     "after_resize_metadata_table_commit",
     # the writer (runner.writer.write)
     "after_inflight",

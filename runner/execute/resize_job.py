@@ -19,17 +19,28 @@ elements keep their names (`array` for parquet-avro's legacy lists), INT96 times
 and the codec is the input's. Files whose schemas differ (schema evolution) are unified with Arrow's
 permissive promotion, newest file first, so the newest column order wins and missing columns are
 null.
+
+The rewrite streams: the inputs' footers fix the schema and codec first, then the rows pass through
+in batches and are encoded in row groups of at most `ROW_GROUP_BUFFER_BYTES` decoded bytes, so a
+task's memory does not grow with its group (only the record keys are kept to the end, for the bloom
+filter). The file is created with `Storage.create_new`: on local storage it is written to a hidden
+temporary file beside its final name and linked into place when complete, so a crash leaves only
+that temporary file, which the resize's leftover reconciliation deletes (`runner.execute.resize`).
+On S3 the whole object is still sent as one conditional PUT, so it is held in memory once.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from runner.failpoints import failpoint
 from runner.hudi import footer
 from runner.hudi.files import BaseFile, relative_path, write_token
 from runner.hudi.instant import InstantTime
@@ -38,8 +49,20 @@ from runner.storage import Storage
 FILE_NAME_COLUMN = "_hoodie_file_name"
 RECORD_KEY_COLUMN = "_hoodie_record_key"
 
-# Hudi's `hoodie.parquet.block.size`: rows are cut into row groups of about this many bytes.
+# Hudi's `hoodie.parquet.block.size`: a row group holds at most about this many bytes.
 ROW_GROUP_BYTES = 120 * 1024 * 1024
+# Rows decoded at a time from an input (pyarrow's own default batch size).
+BATCH_ROWS = 64 * 1024
+# Decoded (Arrow) bytes held before they are encoded as one row group. With the batch being
+# decoded, one input's footer and the group's record keys, this is what a task holds, however large
+# its group. The trade-off, measured on a 128 MiB group (bench/README.md, "resize: streaming"):
+# row groups of about 40 MiB compressed instead of up to Hudi's 120 MiB, files about 1 % larger
+# (each row group restarts its dictionaries) for about half the memory of unbounded row groups;
+# 64 MiB would cost 4-5 % in size, 32 MiB 10 %.
+ROW_GROUP_BUFFER_BYTES = 128 * 1024 * 1024
+# Decode on the task's own thread: Spark already runs one task per core, and pyarrow's pool would
+# put a second decoding thread on each core (bench/README.md, "resize: streaming").
+DECODE_WITH_THREADS = False
 
 _CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4", "LZ4_RAW": "lz4",
            "BROTLI": "brotli", "UNCOMPRESSED": "none"}
@@ -116,27 +139,111 @@ class RewriteTask:
             yield rewrite_group(self.storage, group, self.instant, self.write_token())
 
 
-def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: str) -> RewrittenFile:
-    """Read a group's input files, merge them and create the one new base file with `write_new`."""
+def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: str, *,
+                  batch_rows: int = BATCH_ROWS, buffer_bytes: int = ROW_GROUP_BUFFER_BYTES) -> RewrittenFile:
+    """Stream a group's input files, newest first, into the one new base file (`create_new`).
+
+    Memory stays bounded whatever the group's size: inputs are decoded `batch_rows` rows at a time,
+    at most `buffer_bytes` of decoded rows wait to be encoded as one row group, and only the record
+    keys of the whole group are kept (the bloom filter needs every key; it goes into the footer when
+    the file is closed). Locally the file is written to a hidden temporary name and published only
+    when complete; on S3 `create_new` collects the whole object for its one conditional put.
+    """
     started = time.monotonic()
     inputs = _newest_first(group.inputs)
-    raw = [storage.read(path) for path in inputs]
-    files = [pq.ParquetFile(pa.BufferReader(data)) for data in raw]
+    sources = [_read_source(storage, path) for path in inputs]
     name = BaseFile(group.file_id, token, InstantTime(instant), "parquet").name
-    table = _with_file_name(merge_tables([f.read() for f in files]), name)
-    data = _encode(table, files, _footer(table, files), sum(len(d) for d in raw))
     path = relative_path(group.partition, name)
-    storage.write_new(path, data)
+    schema = merged_schema([s.schema for s in sources])
+    input_bytes = sum(s.size for s in sources)
+    total_rows = sum(s.metadata.num_rows for s in sources)
+    # Hudi's block size caps a row group's rows (estimated from the inputs' bytes per row); the
+    # decoded buffer caps it too, and for typical rows (about 3 decoded bytes per stored byte) it is
+    # the tighter bound.
+    max_rows = max(1, ROW_GROUP_BYTES // max(1, input_bytes // max(1, total_rows)))
+    keys: list[pa.ChunkedArray] = []
+    with storage.create_new(path) as out:
+        with _open_writer(out, schema, sources) as writer:
+            row_groups = _RowGroups(writer, max_rows=max_rows, max_bytes=buffer_bytes)
+            for source_path in inputs:
+                for part in _batches(storage, source_path, schema, name, batch_rows):
+                    if RECORD_KEY_COLUMN in part.column_names:
+                        keys.append(part.column(RECORD_KEY_COLUMN))
+                    row_groups.add(part)
+            row_groups.flush()
+            entries = _footer(keys, schema, sources)
+            if entries:
+                writer.add_key_value_metadata(entries)
+        size = out.tell()
     return RewrittenFile(
         partition=group.partition,
         file_id=group.file_id,
         path=path,
-        records=table.num_rows,
-        size=len(data),
+        records=row_groups.rows,
+        size=size,
         input_files=len(inputs),
-        input_bytes=sum(len(d) for d in raw),
+        input_bytes=input_bytes,
         create_ms=int((time.monotonic() - started) * 1000),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """What the footer of one input says: read before any row, to fix the output's schema and codec."""
+
+    metadata: pq.FileMetaData
+    schema: pa.Schema
+    size: int
+
+
+def _read_source(storage: Storage, path: str) -> _Source:
+    with storage.open_input(path) as f:
+        parquet = pq.ParquetFile(f)
+        size = f.seek(0, os.SEEK_END)
+        return _Source(parquet.metadata, parquet.schema_arrow.remove_metadata(), size)
+
+
+def _batches(storage: Storage, path: str, schema: pa.Schema, name: str, batch_rows: int) -> Iterator[pa.Table]:
+    """The rows of one input, `batch_rows` at a time, in the output's schema and with its file name."""
+    with storage.open_input(path) as f:
+        for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, use_threads=DECODE_WITH_THREADS):
+            part = pa.Table.from_batches([batch]).replace_schema_metadata(None)
+            if not part.schema.equals(schema):
+                part = _conform(part, schema)
+            yield _with_file_name(part, name)
+
+
+class _RowGroups:
+    """Collects decoded rows and writes them as one row group once either bound is reached."""
+
+    def __init__(self, writer: pq.ParquetWriter, *, max_rows: int, max_bytes: int) -> None:
+        self.writer = writer
+        self.max_rows = max_rows
+        self.max_bytes = max_bytes
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+        self.pending_bytes = 0
+        self.rows = 0
+
+    def add(self, part: pa.Table) -> None:
+        while part.num_rows:
+            room = self.max_rows - self.pending_rows
+            piece = part.slice(0, room) if part.num_rows > room else part
+            part = part.slice(piece.num_rows)
+            self.pending.append(piece)
+            self.pending_rows += piece.num_rows
+            self.pending_bytes += piece.nbytes
+            if self.pending_rows >= self.max_rows or self.pending_bytes >= self.max_bytes:
+                self.flush()
+
+    def flush(self) -> None:
+        if not self.pending_rows:
+            return
+        # One `write_table` call is one row group (or more, were it above `row_group_size`).
+        self.writer.write_table(pa.concat_tables(self.pending), row_group_size=self.pending_rows)
+        self.rows += self.pending_rows
+        self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
+        failpoint("mid_rewrite")
 
 
 def _newest_first(paths: Sequence[str]) -> list[str]:
@@ -147,18 +254,18 @@ def _newest_first(paths: Sequence[str]) -> list[str]:
     return sorted(paths, key=lambda p: (instant(p), p), reverse=True)
 
 
-def merge_tables(tables: Sequence[pa.Table]) -> pa.Table:
-    """Concatenate tables, unifying their schemas when they differ (schema evolution).
+def merged_schema(schemas: Sequence[pa.Schema]) -> pa.Schema:
+    """The schema of the merged rows: the first (newest) file's, unified with the others' when they
+    differ (schema evolution).
 
     Raises:
         pyarrow.ArrowInvalid: two files disagree on a column's type in a way Arrow cannot promote.
     """
-    plain = [t.replace_schema_metadata(None) for t in tables]
-    target = plain[0].schema
-    if any(not t.schema.equals(target) for t in plain[1:]):
-        target = pa.unify_schemas([t.schema for t in plain], promote_options="permissive")
-        plain = [_conform(t, target) for t in plain]
-    return pa.concat_tables(plain)
+    plain = [s.remove_metadata() for s in schemas]
+    target = plain[0]
+    if any(not s.equals(target) for s in plain[1:]):
+        target = pa.unify_schemas(plain, promote_options="permissive")
+    return target
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -184,7 +291,16 @@ def _with_file_name(table: pa.Table, name: str) -> pa.Table:
     return table.set_column(index, pa.field(field.name, column.type, field.nullable), column)
 
 
-def _footer(table: pa.Table, files: Sequence[pq.ParquetFile]) -> dict[str, str]:
+def _with_file_name_type(schema: pa.Schema) -> pa.Schema:
+    """`schema` with the file-name column typed as `_with_file_name` makes it (dictionary-encoded)."""
+    index = schema.get_field_index(FILE_NAME_COLUMN)
+    if index < 0:
+        return schema
+    field = schema.field(index)
+    return schema.set(index, pa.field(field.name, pa.dictionary(pa.int32(), field.type), field.nullable))
+
+
+def _footer(keys: Sequence[pa.ChunkedArray], schema: pa.Schema, sources: Sequence[_Source]) -> dict[str, str]:
     """Hudi's record-key footer for the new file, from its record keys (`runner.hudi.footer`).
 
     A Hudi writer using the BLOOM index reads the filter of every candidate file without a null
@@ -192,29 +308,25 @@ def _footer(table: pa.Table, files: Sequence[pq.ParquetFile]) -> dict[str, str]:
     (`hoodie.populate.meta.fields=false`) has no key column: the new range then covers the inputs'
     ranges when every input records one.
     """
-    if RECORD_KEY_COLUMN in table.column_names and table.num_rows:
-        return footer.record_key_footer(table.column(RECORD_KEY_COLUMN))
-    ranges = [footer.range_of(f.metadata.metadata) for f in files]
+    if RECORD_KEY_COLUMN in schema.names and any(len(k) for k in keys):
+        field = schema.field(RECORD_KEY_COLUMN)
+        return footer.record_key_footer(pa.chunked_array([c for k in keys for c in k.chunks], field.type))
+    ranges = [footer.range_of(s.metadata.metadata) for s in sources]
     known = [r for r in ranges if r is not None]
     return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None)
 
 
-def _encode(table: pa.Table, files: Sequence[pq.ParquetFile], entries: dict[str, str], input_bytes: int) -> bytes:
-    """Write the table as one Parquet file in memory, in row groups of about `ROW_GROUP_BYTES`."""
-    first = files[0].metadata
+def _open_writer(out: BinaryIO, schema: pa.Schema, sources: Sequence[_Source]) -> pq.ParquetWriter:
+    """A Parquet writer for the merged rows, in the codec and physical types of the inputs."""
+    first = sources[0].metadata
     codec = first.row_group(0).column(0).compression if first.num_row_groups and first.num_columns else "SNAPPY"
-    int96 = any(f.schema.column(i).physical_type == "INT96" for f in files for i in range(len(f.schema)))
-    per_row = max(1, input_bytes // max(1, table.num_rows))
-    sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(
-        sink,
-        table.schema,
+    int96 = any(s.metadata.schema.column(i).physical_type == "INT96"
+                for s in sources for i in range(len(s.metadata.schema)))
+    return pq.ParquetWriter(
+        out,
+        _with_file_name_type(schema),
         compression=_CODECS.get(codec, "snappy"),
         use_compliant_nested_type=False,  # keep list element names as the inputs have them
         use_deprecated_int96_timestamps=int96,
         store_schema=False,  # no ARROW:schema: the file reads like the inputs, from Parquet types only
-    ) as writer:
-        writer.write_table(table, row_group_size=max(1, ROW_GROUP_BYTES // per_row))
-        if entries:
-            writer.add_key_value_metadata(entries)
-    return bytes(sink.getvalue().to_pybytes())
+    )

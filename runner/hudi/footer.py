@@ -28,8 +28,10 @@ BLOOM_FILTER = "org.apache.hudi.bloomfilter"
 BLOOM_FILTER_TYPE_CODE = "hoodie_bloom_filter_type_code"
 
 # UTF-8 code point order and Java's UTF-16 order only disagree when a key holds a character from
-# U+E000 up (the tail of the BMP, or a supplementary character); below that both orders agree.
-_ORDER_MAY_DIFFER = "[\\x{E000}-\\x{10FFFF}]"
+# U+E000 up (the tail of the BMP, or a supplementary character); below that both orders agree. In
+# UTF-8 exactly those characters start with a byte from 0xEE up (U+E000 is EE 80 80; 4-byte
+# sequences start F0-F4; every other byte is below 0xEE), so one pass over the bytes finds them.
+_FIRST_BYTE_FROM_E000 = 0xEE
 
 
 def java_order(text: str) -> bytes:
@@ -45,11 +47,29 @@ def key_range(keys: pa.Array | pa.ChunkedArray) -> tuple[str, str] | None:
     keys = keys.cast(pa.string())
     if len(keys) == keys.null_count:
         return None
-    if not pc.any(pc.match_substring_regex(keys, _ORDER_MAY_DIFFER)).as_py():
+    if not _may_order_differently(keys):
         bounds = pc.min_max(keys)
         return bounds["min"].as_py(), bounds["max"].as_py()
     present = [k for k in keys.to_pylist() if k is not None]
     return min(present, key=java_order), max(present, key=java_order)
+
+
+def _may_order_differently(keys: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether a string key holds a character from U+E000 up, found on the UTF-8 bytes (a regex
+    over the strings cost as much as the whole bloom filter). Bytes under null slots count too:
+    at worst that takes the slower exact path."""
+    import numpy as np
+
+    for chunk in keys.chunks if hasattr(keys, "chunks") else [keys]:
+        if not len(chunk):
+            continue
+        _, offset_buffer, data_buffer = chunk.buffers()
+        offsets = np.frombuffer(offset_buffer, np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
+        if data_buffer is not None and offsets[-1] > offsets[0]:
+            data = np.frombuffer(data_buffer, np.uint8)[offsets[0] : offsets[-1]]
+            if bool((data >= _FIRST_BYTE_FROM_E000).any()):
+                return True
+    return False
 
 
 def merged_range(ranges: Iterable[tuple[str, str]]) -> tuple[str, str] | None:

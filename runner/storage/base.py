@@ -7,7 +7,9 @@ make it impossible for a caller to name a file outside the table by accident: ab
 segments are refused everywhere (`normalize`).
 
 `write_new` is the timeline's atomicity rule: an instant file is created once, and a second creator
-must fail (`AlreadyExists`) instead of replacing it. `replace_if` and `delete_if` are compare-and-swap
+must fail (`AlreadyExists`) instead of replacing it. `create_new` is the same rule for a file too
+large to hold in memory (a resize's output): the caller writes it as a stream, and it is published
+whole or not at all. `replace_if` and `delete_if` are compare-and-swap
 operations for the runner's lock file: they act only if the file still holds exactly the bytes the
 caller last saw, so a lock holder can never overwrite or remove a lock someone else took over.
 Storage objects are picklable so Spark tasks can receive one and delete files in parallel.
@@ -18,9 +20,11 @@ raising, so one bad file never hides what happened to the others.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import io
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from runner.errors import RefusedError, StorageError
 
@@ -102,6 +106,26 @@ class Storage(Protocol):
         """Create `path` with `data`, creating parents; `AlreadyExists` if it is present."""
         ...
 
+    def create_new(self, path: str) -> AbstractContextManager[BinaryIO]:
+        """Create `path` from what the caller writes to the yielded file, with `write_new`'s rule.
+
+        The file is published only when the `with` block exits normally: `AlreadyExists` if `path`
+        is present by then (it is never replaced), and nothing is published if the block raises.
+        `LocalStorage` streams to a hidden temporary file beside the target
+        (`.<name>.<hex>.tmp`, fsynced, then linked into place), so memory stays bounded and a crash
+        leaves at most that temporary file. S3 buffers the whole object in memory and sends one
+        conditional PUT at the end (a conditional PUT carries one body; multipart uploads would
+        lose the create-once guarantee on stores without conditional completes).
+        """
+        ...
+
+    def open_input(self, path: str) -> BinaryIO:
+        """A seekable binary reader of `path`, for reading parts of a large file; the caller closes it.
+
+        Raises `StorageError` naming the full path if it is missing.
+        """
+        ...
+
     def overwrite(self, path: str, data: bytes) -> None:
         """Create or replace `path` so readers see either the old or the new content, never a mix."""
         ...
@@ -133,6 +157,15 @@ class Storage(Protocol):
     def delete_tree(self, path: str) -> int:
         """Delete `path` and everything below it; returns the number of files removed."""
         ...
+
+
+@contextmanager
+def buffered_create(write_new: Callable[[str, bytes], None], path: str) -> Iterator[BinaryIO]:
+    """`create_new` for a store that can only create a file whole: collect the bytes, then
+    `write_new` them once the block exits normally (never if it raises)."""
+    buffer = io.BytesIO()
+    yield buffer
+    write_new(path, buffer.getvalue())
 
 
 def normalize(path: str) -> str:

@@ -1,6 +1,7 @@
 """Table storage on the local file system: `LocalStorage`.
 
 `write_new` creates through a hard link from a temporary file, so of two creators exactly one wins;
+`create_new` does the same for a file streamed to that temporary file, in bounded memory;
 `overwrite` renames a fsynced temporary file over the target, so readers see the old or the new
 bytes, never a mix. No mutation follows a symlink out of the root. `delete_many` proves each folder
 safe once and unlinks on a thread pool.
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from stat import S_ISDIR
+from typing import BinaryIO
 
 from runner.errors import RefusedError, StorageError
 from runner.storage.base import (
@@ -115,14 +117,50 @@ class LocalStorage:
         parent = self._make_parents(full)
         temp = _write_temp(parent, os.path.basename(full), data)
         try:
-            os.link(temp, full)
-        except FileExistsError as e:
-            raise AlreadyExists(full) from e
-        except OSError as e:
-            raise _os_error("create", full, e) from e
+            _link_new(temp, full)
         finally:
             _remove_quietly(temp)
         _fsync_dir(parent)
+
+    @contextlib.contextmanager
+    def create_new(self, path: str) -> Iterator[BinaryIO]:
+        """Stream a new file to a hidden temp file beside it, then publish it as `write_new` does.
+
+        The caller's writes go straight to `.<name>.<hex>.tmp` (the leftover name `write_new`'s
+        crashes leave too), so memory does not grow with the file. On a normal exit the temp file
+        is fsynced and hard-linked to the final name, which fails if the name exists: an existing
+        file is never overwritten. An existing target is refused up front as well, before any work
+        is streamed. The fence is checked again before publishing, since a stream can outlast the
+        lock. If the block raises, the temp file is removed and nothing is published; if the
+        process dies, only the temp file remains.
+        """
+        check_fence(self.root)
+        full = self._checked(path, "create")
+        if os.path.lexists(full):
+            raise AlreadyExists(full)
+        parent = self._make_parents(full)
+        temp = _temp_path(parent, os.path.basename(full))
+        try:
+            try:
+                out = open(temp, "xb")
+            except OSError as e:
+                raise _os_error("write", temp, e) from e
+            with out:
+                yield out
+                out.flush()
+                _fsync_file(out, temp)
+            check_fence(self.root)
+            _link_new(temp, full)
+        finally:
+            _remove_quietly(temp)
+        _fsync_dir(parent)
+
+    def open_input(self, path: str) -> BinaryIO:
+        full = self._full(normalize(path))
+        try:
+            return open(full, "rb")
+        except OSError as e:
+            raise _os_error("read", full, e) from e
 
     def overwrite(self, path: str, data: bytes) -> None:
         """Replace the file atomically (temp file + rename), so a crash leaves the old or new content."""
@@ -355,7 +393,7 @@ def _write_temp(directory: str, name: str, data: bytes) -> str:
     The name is hidden and ends in `.tmp`, which matches no timeline file-name pattern, so a
     leftover from a crash cannot be mistaken for an instant.
     """
-    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    temp = _temp_path(directory, name)
     try:
         with open(temp, "xb") as f:
             f.write(data)
@@ -365,6 +403,29 @@ def _write_temp(directory: str, name: str, data: bytes) -> str:
         _remove_quietly(temp)
         raise _os_error("write", temp, e) from e
     return temp
+
+
+def _temp_path(directory: str, name: str) -> str:
+    """A fresh hidden name beside `name`; the `.tmp` suffix matches no Hudi file-name pattern."""
+    return os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+
+
+def _fsync_file(f: BinaryIO, location: str) -> None:
+    try:
+        os.fsync(f.fileno())
+    except OSError as e:
+        raise _os_error("write", location, e) from e
+
+
+def _link_new(temp: str, full: str) -> None:
+    """Give the finished temp file its final name; `link` refuses an existing name, so it never
+    replaces a file and of two racing creators exactly one wins."""
+    try:
+        os.link(temp, full)
+    except FileExistsError as e:
+        raise AlreadyExists(full) from e
+    except OSError as e:
+        raise _os_error("create", full, e) from e
 
 
 @contextlib.contextmanager

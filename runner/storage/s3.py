@@ -28,8 +28,9 @@ import functools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, BinaryIO, cast
 from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
@@ -40,6 +41,7 @@ from runner.storage.base import (
     AlreadyExists,
     DeleteResult,
     FileInfo,
+    buffered_create,
     child,
     normalize,
     refuse_root,
@@ -185,6 +187,21 @@ class ObjectStorage:
         if not self._conditional("write", rel, lambda c, k: c.put_object(Bucket=self.bucket, Key=k, Body=data,
                                                                          IfNoneMatch="*")):
             raise AlreadyExists(self._location(rel))
+
+    def create_new(self, path: str) -> AbstractContextManager[BinaryIO]:
+        """Buffered in memory, then sent as one conditional put (`write_new`): S3 creates an
+        object from one body, so the create-once rule needs the whole object at hand."""
+        return buffered_create(self.write_new, path)
+
+    def open_input(self, path: str) -> BinaryIO:
+        """A seekable reader that fetches byte ranges on demand (the Parquet footer, column chunks)."""
+        rel = normalize(path)
+        try:
+            return cast(BinaryIO, self._fs.open_input_file(self._key(rel)))
+        except FileNotFoundError as e:
+            raise StorageError(f"Cannot read {self._location(rel)}: no such file.") from e
+        except OSError as e:
+            raise self._error("read", rel, e) from e
 
     def overwrite(self, path: str, data: bytes) -> None:
         check_fence(self.uri)

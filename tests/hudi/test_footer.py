@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from runner.errors import RefusedError
 from runner.execute.resize_job import GroupRewrite, rewrite_group
 from runner.hudi import footer
 from runner.storage.local import LocalStorage
@@ -75,11 +76,35 @@ def test_no_keys_gives_no_range_but_still_a_bloom_filter() -> None:
     assert set(entries) == {footer.BLOOM_FILTER, footer.BLOOM_FILTER_TYPE_CODE}
 
 
+def test_an_empty_record_key_gets_no_footer_hudi_could_not_have_built() -> None:
+    # Hudi's HashFunction rejects an empty key, so the footer is refused rather than invented.
+    with pytest.raises(RefusedError, match="_hoodie_record_key: row 1 of 2 is an empty string"):
+        footer.record_key_footer(pa.chunked_array([["k-a"], [""]]))
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(min_size=0, max_size=4), min_size=1, max_size=12))
 def test_key_range_is_javas_string_order(keys: list[str]) -> None:
     keys = [k for k in keys if not any(0xD800 <= ord(c) <= 0xDFFF for c in k)] or ["x"]
     assert footer.key_range(pa.array(keys)) == java_range(keys)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(min_size=0, max_size=4), min_size=0, max_size=12), st.integers(0, 3))
+def test_the_byte_scan_finds_exactly_the_characters_from_u_e000(keys: list[str], split: int) -> None:
+    keys = [k for k in keys if not any(0xD800 <= ord(c) <= 0xDFFF for c in k)]
+    expected = any(ord(c) >= 0xE000 for k in keys for c in k)
+    assert footer._may_order_differently(pa.array(keys, pa.string())) == expected
+    chunked = pa.chunked_array([pa.array(keys[:split], pa.string()), pa.array(keys[split:], pa.string())])
+    assert footer._may_order_differently(chunked) == expected
+    # A slice of a column reads only its own keys' bytes.
+    hidden = pa.array([EMOJI, *keys, "\uE000"], pa.string()).slice(1, len(keys))
+    assert footer._may_order_differently(hidden) == expected
+
+
+def test_a_later_chunk_with_a_supplementary_character_takes_javas_order() -> None:
+    chunked = pa.chunked_array([pa.array(["k-a"]), pa.array([f"k-{EMOJI}", f"k-{LAST_BMP}"])])
+    assert footer.key_range(chunked) == ("k-a", f"k-{LAST_BMP}")
 
 
 def test_the_writer_records_the_java_range(tmp_path: Path) -> None:
