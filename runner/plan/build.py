@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from runner.declarations.model import MetadataTableMode, TableDeclaration
 from runner.hudi.instant import Action
-from runner.hudi.mdt.actions import BLOOM_FILTERS, COLUMN_STATS, FILES
+from runner.hudi.mdt.actions import BLOOM_FILTERS, COLUMN_STATS, EXPRESSION_INDEX_PREFIX, FILES
 from runner.hudi.mdt.clustering import resize_refusals
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.clean import CleanScope, plan_clean
@@ -107,7 +107,7 @@ def metadata_table_step(inp: PlanningInput, planned: tuple[Step, ...]) -> Step |
         return DisableMetadataTable(partitions)
     # The partitions Hudi's metadata writer updates for a clean; the others map keys or
     # partitions, not files (and one the runner cannot update is among the refusals).
-    updated = tuple(p for p in partitions if p in CLEAN_UPDATES)
+    updated = tuple(p for p in partitions if p in CLEAN_UPDATES or p.startswith(EXPRESSION_INDEX_PREFIX))
     return UpdateMetadataTable(updated, refusals=inp.mdt_refusals)
 
 
@@ -180,7 +180,7 @@ def unresizable_notes(decl: TableDeclaration, state: TableState) -> list[str]:
 def _resize_mdt_note(refusals: list[str]) -> str:
     if not refusals:
         return ("apply records the resize in the metadata table as Hudi records a clustering: one deltacommit "
-                "with the clustering's instant time (new files, their column and partition stats, the record "
-                "index's new locations), completed before the replacecommit")
+                "with the clustering's instant time (new files, their column and partition stats and bloom "
+                "filters, the record index's new locations), completed before the replacecommit")
     return ("apply will refuse the resize, because " + "; ".join(refusals)
             + " (run Hudi's clustering for this table, or set `metadata_table: disable` to remove the metadata table)")

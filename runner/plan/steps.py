@@ -105,7 +105,7 @@ class UpdateMetadataTable:
 
     Args:
         partitions: the metadata partitions it updates (of those the table has, the ones Hudi's
-            metadata writer updates for a clean: files, column_stats, bloom_filters).
+            metadata writer updates for a clean: files, column_stats, bloom_filters, expr_index_*).
         actions: the data actions recorded in it.
         refusals: why the metadata table cannot be kept in step now; apply refuses the table
             before writing anything when this is not empty.

@@ -18,8 +18,13 @@ same for `TableBuilder(metadata_table=True)`:
   `convertMetadataToFilesPartitionRecords` does) and the `__all_partitions__` record of those
   partitions. On layout 2 its completion time falls between the write's request and completion.
 
-Not modelled: column_stats, bloom_filters and the other index partitions, MDT compaction,
-cleaning and archival, the base file's bloom filter.
+With `indexes` it also keeps `column_stats` and `bloom_filters` partitions
+(runner.testing.metadata_indexes): initialized with the `files` partition (two file groups each,
+an empty delete block in each), and in every deltacommit the records of the base files the write
+added.
+
+Not modelled: the other index partitions, MDT compaction, cleaning and archival, the base file's
+bloom filter.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metada
 from runner.hudi.state import METADATA_TABLE
 from runner.storage import storage_for
 from runner.testing import layout
+from runner.testing import metadata_indexes as indexes_module
 
 FILES = "files"
 FILES_GROUP = "files-0000-0"
@@ -58,8 +64,9 @@ _META_FIELDS = (
 )
 
 
-def metadata_record_schema() -> str:
-    """The HoodieMetadataRecord fields the `files` partition uses, with Hudi's names and types.
+def metadata_record_schema(*, with_indexes: bool = False) -> str:
+    """The HoodieMetadataRecord fields the `files` partition uses, with Hudi's names and types, and
+    with `with_indexes` the bloom-filter and column-stats payloads too.
 
     Readers decode every cell with the schema its block or file carries, so a schema without the
     index payloads (all nullable in Hudi's) reads the same `files` records.
@@ -81,6 +88,8 @@ def metadata_record_schema() -> str:
             "type": ["null", {"type": "map", "values": file_info, "avro.java.string": "String"}],
         },
     ]
+    if with_indexes:
+        fields += indexes_module.index_payload_fields()
     schema = {
         "type": "record",
         "name": "HoodieMetadataRecord",
@@ -132,15 +141,26 @@ class SyntheticMetadataTable:
         table_name: the data table's `hoodie.table.name`.
         version: table version, 6 or 8.
         step: the data table's clock step; MDT deltacommits complete a quarter step after their instant.
+        indexes: index partitions to keep besides `files` (`column_stats`, `bloom_filters`).
+        stats_columns: the columns the column_stats index covers.
     """
 
-    def __init__(self, path: str, *, table_name: str, version: int, step: timedelta) -> None:
+    def __init__(self, path: str, *, table_name: str, version: int, step: timedelta,
+                 indexes: Sequence[str] = (), stats_columns: Sequence[str] = (),
+                 expressions: Sequence[indexes_module.ExpressionIndex] = ()) -> None:
         if version not in INIT_INSTANT:
             raise ValueError(f"version must be 6 or 8, got {version}")
+        if expressions and version < 8:
+            raise ValueError("expression indexes need table version 8 (Hudi 1.x)")
+        self.expressions = tuple(expressions)
+        unknown = sorted(set(indexes) - set(indexes_module.INDEXES))
+        if unknown:
+            raise ValueError(f"indexes must be among {', '.join(indexes_module.INDEXES)}, got {', '.join(unknown)}")
         self.path, self.table_name, self.version = path, table_name, version
+        self.indexes, self.stats_columns = tuple(sorted(set(indexes))), tuple(stats_columns)
         self.layout = 1 if version == 6 else 2
         self.timeline = f"{METADATA_TABLE}/.hoodie" + ("" if self.layout == 1 else "/timeline")
-        self.schema = metadata_record_schema()
+        self.schema = metadata_record_schema(with_indexes=bool(self.indexes or self.expressions))
         self._offset_ms = max(1, int(step.total_seconds() * 250))
         self._partitions: set[str] = set()
 
@@ -163,6 +183,24 @@ class SyntheticMetadataTable:
         self._put(
             f"{METADATA_TABLE}/{FILES}/{LogFile(FILES_GROUP, init, 1, INIT_TOKEN).name}", encode_log_block(delete)
         )
+        for index in self.indexes:
+            os.makedirs(self._full(f"{METADATA_TABLE}/{index}"))
+            self._put(f"{METADATA_TABLE}/{index}/.hoodie_partition_metadata", layout.partition_metadata(index, init))
+            for group in indexes_module.FILE_GROUPS[index]:
+                self._put(f"{METADATA_TABLE}/{index}/{LogFile(group, init, 1, INIT_TOKEN).name}",
+                          encode_log_block(delete))
+        for expression in self.expressions:
+            os.makedirs(self._full(f"{METADATA_TABLE}/{expression.name}"))
+            self._put(f"{METADATA_TABLE}/{expression.name}/.hoodie_partition_metadata",
+                      layout.partition_metadata(expression.name, init))
+            self._put(f"{METADATA_TABLE}/{expression.name}/{LogFile(expression.file_group, init, 1, INIT_TOKEN).name}",
+                      encode_log_block(delete))
+        with_stats = indexes_module.COLUMN_STATS in self.indexes
+        if (with_stats or self.expressions) and self.version >= 8:
+            # Hudi 1.x records the indexed columns in the table; 0.14/0.15 only in the writer's config
+            os.makedirs(self._full(os.path.dirname(indexes_module.INDEX_DEFS_PATH)), exist_ok=True)
+            self._put(indexes_module.INDEX_DEFS_PATH, indexes_module.index_definitions(
+                self.stats_columns if with_stats else None, self.expressions))
         base = BaseFile(FILES_GROUP, INIT_TOKEN, init, "hfile")
         data = self._base_hfile()
         self._put(f"{METADATA_TABLE}/{FILES}/{base.name}", data)
@@ -202,6 +240,20 @@ class SyntheticMetadataTable:
         records = {
             _mdt_name(p): rec.encode_record(self.schema, rec.file_list_record(files)) for p, files in written.items()
         }
+        index_records: dict[str, dict[str, bytes]] = {}
+        for partition, files in written.items() if self.indexes or self.expressions else ():
+            for name in files:
+                if BaseFile.parse(name) is None:  # log files: not modelled (see the module docstring)
+                    continue
+                with open(self._full(f"{partition}/{name}".lstrip("/")), "rb") as f:
+                    data = f.read()
+                indexes_module.merge_into(index_records, indexes_module.base_file_records(
+                    data, partition=partition, file_name=name, instant=str(t), indexes=self.indexes,
+                    columns=self.stats_columns, schema=self.schema, version=self.version))
+                for expression in self.expressions:
+                    indexes_module.merge_into(index_records, {expression.name: indexes_module.expression_records(
+                        data, partition=partition, file_name=name, instant=str(t), index=expression,
+                        schema=self.schema)})
         if written:
             added = {_mdt_name(p): (0, False) for p in written}
             records[rec.ALL_PARTITIONS_KEY] = rec.encode_record(
@@ -213,7 +265,7 @@ class SyntheticMetadataTable:
         write_mdt_commit(
             storage,
             read_metadata_table(storage),
-            MdtCommit(str(t), {FILES: records} if records else {}),
+            MdtCommit(str(t), ({FILES: records} if records else {}) | index_records),
             schema=self.schema,
             completion_time=lambda: completion,
             created_ms=0,

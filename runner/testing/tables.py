@@ -54,6 +54,7 @@ from runner.hudi.metadata import (
 from runner.testing import data, layout
 from runner.testing.expected import ExpectedSlice, Group, SyntheticFile, expected_rows, expected_slices
 from runner.testing.folder import TableFiles
+from runner.testing.metadata_indexes import INDEX_DEFS_PATH, ExpressionIndex
 from runner.testing.metadata_table import SyntheticMetadataTable
 from runner.testing.writes import WriteSet, clustering_slice, compaction_operation, workload
 from runner.vocabulary import TableType
@@ -62,6 +63,10 @@ from runner.vocabulary import TableType
 COPY_ON_WRITE, MERGE_ON_READ = TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ
 DEFAULT_START = datetime(2026, 1, 1)
 CLUSTERING_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
+
+# The meta columns Hudi 1.x's column_stats index covers by default (fixtures v8_trips_8i3u1d and
+# v9_txns_simple_meta), before the data columns; the padding column `note` is left out.
+STATS_META_COLUMNS = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key")
 
 # `{partition: [file ids] | count}`, or a count for every partition; a count picks the oldest live groups.
 Updates = Mapping[str, Sequence[str] | int] | int | None
@@ -87,6 +92,9 @@ class TableBuilder:
         tiny: write identical zero-row files (see the module docstring).
         metadata_table: give the table a metadata table with a `files` partition, initialized
             on the first write and updated by every completed write (runner.testing.metadata_table).
+        metadata_indexes: index partitions the metadata table keeps too: `column_stats` (over
+            `STATS_COLUMNS`) and `bloom_filters` (runner.testing.metadata_indexes).
+        expression_indexes: expression indexes the metadata table keeps (version 8).
     """
 
     def __init__(
@@ -107,6 +115,8 @@ class TableBuilder:
         file_bytes: int | None = None,
         tiny: bool = False,
         metadata_table: bool = False,
+        metadata_indexes: Sequence[str] = (),
+        expression_indexes: Sequence[ExpressionIndex] = (),
     ) -> None:
         if version not in (6, 8):
             raise ValueError(f"version must be 6 or 8, got {version}")
@@ -129,11 +139,20 @@ class TableBuilder:
             partition_field=field, ordering_field=precombine, hive_style=layout.is_hive_style(partitions),
             create_schema=self.schema.avro_json(with_meta=False),
         )
+        if (metadata_indexes or expression_indexes) and not metadata_table:
+            raise ValueError("metadata_indexes and expression_indexes need metadata_table=True")
+        stats_columns = (*STATS_META_COLUMNS, *(n for n, _ in self.schema.data_fields if n != data.NOTE))
         self.metadata_table = (
-            SyntheticMetadataTable(self.path, table_name=name, version=version, step=step) if metadata_table else None
+            SyntheticMetadataTable(self.path, table_name=name, version=version, step=step,
+                                   indexes=metadata_indexes, stats_columns=stats_columns,
+                                   expressions=expression_indexes)
+            if metadata_table else None
         )
         if self.metadata_table is not None:
-            properties["hoodie.table.metadata.partitions"] = "files"
+            names = {"files", *metadata_indexes, *(e.name for e in expression_indexes)}
+            properties["hoodie.table.metadata.partitions"] = ",".join(sorted(names))
+            if ("column_stats" in metadata_indexes or expression_indexes) and version >= 8:
+                properties["hoodie.table.index.defs.path"] = INDEX_DEFS_PATH
         self.files.create(properties)
         self._mdt_created = False
 

@@ -420,12 +420,12 @@ def test_a_metadata_table_the_resize_cannot_keep_in_step_is_refused(hudi_fixture
     base = hudi_fixture(V9_MDT)
     props = base / ".hoodie" / "hoodie.properties"
     props.write_text(props.read_text().replace("hoodie.table.metadata.partitions=column_stats,",
-                                               "hoodie.table.metadata.partitions=bloom_filters,column_stats,"))
+                                               "hoodie.table.metadata.partitions=column_stats,expr_index_x,"))
     storage = storage_for(str(base))
     state = read_table_state(storage)
     step = plan_sizing(FileSizing(max_file_size=1_000_000, small_file_limit=500_000), state)
     assert step is not None and not step.is_empty
-    with pytest.raises(RefusedError, match="bloom_filters") as caught:
+    with pytest.raises(RefusedError, match="expr_index_x") as caught:
         run_resize(storage, state.metadata, step, spark=None, clock=clock)  # type: ignore[arg-type]
     assert "metadata_table: disable" in caught.value.hint
     assert not read_table_metadata(storage).timeline.pending()

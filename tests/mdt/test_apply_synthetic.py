@@ -1,7 +1,10 @@
 """Acceptance on synthetic tables with a metadata table: table versions 6 and 8, COW and MOR,
-partitioned and not. `apply` (metadata_table: keep) cleans and records the clean in the MDT; then
-hudi-rs reads the same latest rows, every completed instant still reads (fewer rows at most, never
-NotFound), our MDT reader agrees with storage, and a second plan is in sync."""
+partitioned and not, with bloom_filters and column_stats partitions (on version 6, whose indexed
+columns are in no table file, the tombstones are those of the records the MDT holds). `apply`
+(metadata_table: keep) cleans and records the clean in the MDT; then hudi-rs reads the same latest
+rows, every completed instant still reads (fewer rows at most, never NotFound), our MDT reader
+agrees with storage, a second plan is in sync, and every cleaned base file's index records are
+tombstones."""
 
 from __future__ import annotations
 
@@ -14,12 +17,23 @@ from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, 
 from runner.execute.apply import apply_table, plan_one
 from runner.hudi.instant import Action
 from runner.hudi.mdt.check import check_metadata_table
+from runner.hudi.mdt.keys import bloom_filter_key
 from runner.hudi.mdt.logfile import read_log_blocks
-from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
+from runner.hudi.mdt.reader import read_files_listing, read_metadata_table, read_partition
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.plan.model import TableStatus
+from runner.plan.steps import StepKind, UpdateMetadataTable
 from runner.storage import storage_for
-from tests.mdt.synthetic import VARIANT_IDS, VARIANTS, build_with_mdt, expected_rows, latest_rows
+from runner.testing import TableBuilder
+from tests.mdt.synthetic import (
+    VARIANT_IDS,
+    VARIANTS,
+    assert_tombstoned,
+    build_with_mdt,
+    expected_rows,
+    indexes_for,
+    latest_rows,
+)
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 VERSIONS_1 = CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
@@ -39,7 +53,7 @@ def test_clean_is_recorded_in_the_metadata_table(
     table_type: str,
     partitioned: bool,
 ) -> None:
-    b = build_with_mdt(tmp_path / "t", version, table_type, partitioned)
+    b = build_with_mdt(tmp_path / "t", version, table_type, partitioned, indexes_for(version))
     storage = storage_for(b.path)
     decl = _decl(b.path)
     rows = expected_rows(b)
@@ -78,33 +92,94 @@ def test_clean_is_recorded_in_the_metadata_table(
         f"{p}/{n}".lstrip("/") for p, names in read_files_listing(storage, meta, mdt).files.items() for n in names
     }
     assert not listed & deleted
+    assert_tombstoned(b, deleted)
 
 
-def test_a_v6_column_stats_index_without_index_definitions_is_refused_before_any_delete(tmp_path: Path) -> None:
-    # Hudi 0.14/0.15 keep the indexed columns in the writer's config, not in the table, so the
-    # runner cannot tell which column-stats tombstones a clean needs: it refuses, deleting nothing.
-    from runner.errors import RefusedError
+def test_a_v6_column_stats_index_is_kept_by_clean_but_refuses_a_resize_with_the_reason_in_the_plan(
+    tmp_path: Path,
+) -> None:
+    # Hudi 0.14/0.15 keep the indexed columns in the writer's config, not in the table: a clean
+    # tombstones the records the MDT holds, but a resize could not tell which columns the new
+    # files' stats need, so the plan announces the refusal and why.
+    b = build_with_mdt(tmp_path / "t", 6, "COPY_ON_WRITE", True, ("column_stats",))
+    decl = TableDeclaration(name="t", path=b.path, source_file="tables/t.yml", clean=VERSIONS_1,
+                            file_sizing=FileSizing(max_file_size=128 * 2**20, small_file_limit=100 * 2**20),
+                            file_sizing_declared=True)
+    plan = plan_one(decl, storage_for(b.path), now=NOW)
+    assert plan.clean is not None and not plan.clean.is_empty and plan.sizing is not None
+    note = next(n for n in plan.notes if n.startswith("apply will refuse the resize"))
+    assert "hoodie.metadata.index.column.stats.column.list" in note and "metadata_table: disable" in note
 
-    b = build_with_mdt(tmp_path / "t", 6, "COPY_ON_WRITE", True)
-    props = Path(b.path, ".hoodie/hoodie.properties")
-    props.write_text(
-        props.read_text().replace(
-            "hoodie.table.metadata.partitions=files", "hoodie.table.metadata.partitions=column_stats,files"
-        )
-    )
-    stats = Path(b.path, ".hoodie/metadata/column_stats")
-    stats.mkdir()
-    init = Path(b.path, ".hoodie/metadata/files/.files-0000-0_00000000000000010.log.1_0-0-0")
-    (stats / ".col-stats-0000-0_00000000000000010.log.1_0-0-0").write_bytes(init.read_bytes())
-    files = sorted(p for p in Path(b.path).rglob("*.parquet"))
 
-    def no_deletes():
-        def delete(storage, paths):
-            raise AssertionError(f"nothing may be deleted, got {paths}")
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_a_clean_tombstones_what_expression_indexes_hold_for_the_cleaned_files(
+    tmp_path: Path, spark_deleter, partitioned: bool,
+) -> None:
+    # ExpressionIndexer.buildClean writes only tombstones into each expression index's partition:
+    # bloom-filter ones (type bloom_filters) or column-stats ones of its source field (type
+    # column_stats). The runner tombstones what the partition holds for each cleaned file.
+    from runner.testing.metadata_indexes import ExpressionIndex
 
-        return delete
+    stats_index = ExpressionIndex("expr_index_amount_stats", "column_stats", "amount")
+    bloom_index = ExpressionIndex("expr_index_ts_bloom", "bloom_filters", "ts")
+    partitions = ("region=eu", "region=us") if partitioned else ()
+    b = TableBuilder(tmp_path / "t", name="orders", partitions=partitions, version=8, table_type="COPY_ON_WRITE",
+                     metadata_table=True, metadata_indexes=("column_stats",),
+                     expression_indexes=(stats_index, bloom_index))
+    b.commit(writes=2)
+    b.commit(updates=1)
+    b.commit(writes=1, updates=1)
+    storage = storage_for(b.path)
+    decl = _decl(b.path)
+    rows = expected_rows(b)
+    planned = plan_one(decl, storage, now=NOW)
+    assert planned.clean is not None and not planned.clean.is_empty
+    deleted = {f.path for f in planned.clean.files_to_delete}
+    update = planned.step(StepKind.UPDATE_METADATA_TABLE)
+    assert isinstance(update, UpdateMetadataTable) and not update.refusals
+    assert {stats_index.name, bloom_index.name} <= set(update.partitions)
 
-    with pytest.raises(RefusedError, match="column_stats index covers") as caught:
-        apply_table(_decl(b.path), None, now=NOW, spark_settings=SparkSettings(), deleter_factory=no_deletes)
-    assert "metadata_table: disable" in (caught.value.hint or "")
-    assert sorted(p for p in Path(b.path).rglob("*.parquet")) == files
+    result = apply_table(decl, None, now=NOW, spark_settings=SparkSettings(), deleter_factory=spark_deleter)
+
+    assert result.status == "success", result
+    assert latest_rows(b.path) == rows
+    assert check_metadata_table(storage, read_table_state(storage)).ok
+    assert plan_one(decl, storage, now=NOW).status is TableStatus.IN_SYNC
+    meta = read_table_metadata(storage)
+    mdt = read_metadata_table(storage)
+    where = {p.rpartition("/")[2]: p.rpartition("/")[0] for p in deleted}
+    names = set(where)
+    live = {p.name for p in Path(b.path).rglob("*.parquet")}
+    where |= {p.name: str(p.parent.relative_to(b.path)).replace(".", "") for p in Path(b.path).rglob("*.parquet")}
+    stats = read_partition(storage, meta, mdt, stats_index.name, with_names=True)[0].values()
+    by_file = {s["ColumnStatsMetadata"]["fileName"]: s["ColumnStatsMetadata"] for s in stats}
+    assert set(by_file) == names | live
+    assert all(by_file[n]["isDeleted"] == (n in names) for n in by_file)
+    assert all(by_file[n]["columnName"] == "amount" for n in by_file)
+    blooms = read_partition(storage, meta, mdt, bloom_index.name)[0]
+    for name in names | live:
+        record = blooms[bloom_filter_key(where[name] or ".", name)]["BloomFilterMetadata"]
+        assert record["isDeleted"] == (name in names), name
+
+
+def test_an_expression_index_of_another_type_or_without_definition_is_refused_with_the_reason(tmp_path: Path) -> None:
+    import json
+
+    from runner.hudi.mdt.maintain import refusal_reasons
+    from runner.testing.metadata_indexes import ExpressionIndex
+
+    b = TableBuilder(tmp_path / "t", name="orders", version=8, metadata_table=True,
+                     expression_indexes=(ExpressionIndex("expr_index_ts", "bloom_filters", "ts"),))
+    b.commit(writes=1)
+    storage = storage_for(b.path)
+    assert refusal_reasons(storage, read_table_metadata(storage)) == []
+    defs = Path(b.path, ".hoodie/.index_defs/index.json")
+    text = json.loads(defs.read_text())
+    text["indexDefinitions"]["expr_index_ts"]["indexType"] = "vector"
+    defs.write_text(json.dumps(text))
+    (reason,) = refusal_reasons(storage, read_table_metadata(storage))
+    assert "expr_index_ts (vector)" in reason
+    del text["indexDefinitions"]["expr_index_ts"]
+    defs.write_text(json.dumps(text))
+    (reason,) = refusal_reasons(storage, read_table_metadata(storage))
+    assert "expr_index_ts (no definition)" in reason

@@ -62,11 +62,11 @@ def test_a_resize_whose_index_cannot_be_kept_is_announced_as_refused_with_the_fi
     root = _project(tmp_path, sizing="file_sizing:\n  small_file_limit: 1MiB\n  max_file_size: 2MiB\n")
     props = root / "table/.hoodie/hoodie.properties"
     props.write_text(props.read_text().replace("hoodie.table.metadata.partitions=column_stats,",
-                                               "hoodie.table.metadata.partitions=bloom_filters,column_stats,"))
+                                               "hoodie.table.metadata.partitions=column_stats,expr_index_x,"))
     code, table = _plan(root, capsys)
     assert code == 2
     note = next(n for n in table["notes"] if n.startswith("apply will refuse the resize"))
-    assert "bloom_filters" in note and "metadata_table: disable" in note
+    assert "expr_index_x" in note and "metadata_table: disable" in note
 
 
 def test_a_version_6_metadata_folder_that_readers_do_not_use_is_refused_with_the_reason(tmp_path, capsys):

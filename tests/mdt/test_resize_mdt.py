@@ -126,11 +126,15 @@ def test_resize_refusals_name_the_partition_and_the_reason(tmp_path: Path) -> No
     assert resize_refusals(config) == []
     from dataclasses import replace
 
-    with_bloom = replace(config, metadata_partitions=(*config.metadata_partitions, "bloom_filters", "expr_index_x"))
-    (reason,) = resize_refusals(with_bloom)
-    assert "bloom_filters, expr_index_x" in reason
+    with_bloom = replace(config, metadata_partitions=(*config.metadata_partitions, "bloom_filters"))
+    assert resize_refusals(with_bloom) == []  # kept in step from the new files' footers
+    with_expression = replace(config, metadata_partitions=(*config.metadata_partitions, "expr_index_x", "other"))
+    (reason,) = resize_refusals(with_expression)
+    assert "expr_index_x, other" in reason
     no_keys = replace(config, populate_meta_fields=False)
-    assert "record_index" in resize_refusals(no_keys)[0]
+    assert "the record_index needs each row's record key" in resize_refusals(no_keys)[0]
+    no_keys_bloom = replace(with_bloom, populate_meta_fields=False)
+    assert "the record_index and bloom_filters need each row's record key" in resize_refusals(no_keys_bloom)[0]
 
 
 # -- acceptance: `apply` resizes every fixture with a metadata table and keeps the MDT in step -----
@@ -267,3 +271,25 @@ def test_a_retry_keeps_the_pending_metadata_deltacommit_and_drops_the_rest(tmp_p
     names = sorted(p.name for p in mdt_timeline.iterdir() if p.name.startswith(CLUSTERING))
     assert names == [f"{CLUSTERING}.deltacommit.inflight", f"{CLUSTERING}.deltacommit.requested"]
     assert not list((base / ".hoodie/metadata").rglob(f".*_{CLUSTERING}.log.*"))
+
+
+@pytest.mark.parametrize("partition", ["region=us", ""])
+def test_a_resize_writes_one_bloom_filter_record_per_new_file_from_its_footer(partition: str) -> None:
+    # BloomFiltersIndexer.convertMetadataToBloomFilterRecords: per new base file, the footer's
+    # filter re-serialized (= the footer string) as UTF-8 bytes, the type, the instant, not deleted;
+    # nothing for the replaced files (they keep their records until a clean tombstones them).
+    from runner.hudi.mdt.clustering import NewBaseFile
+    from runner.hudi.mdt.keys import bloom_filter_key
+    from runner.testing.metadata_table import metadata_record_schema
+
+    schema = metadata_record_schema(with_indexes=True)
+    new = NewBaseFile(partition, "f1-0_0-1-0_20260101000000000.parquet", 10, ("a.parquet", "b.parquet"), {},
+                      bloom_filter=("DYNAMIC_V0", "AAAA/w=="))
+    commit = resize_commit("20260101000000000", [new], mdt_partitions=("files", "bloom_filters"), stats_columns=(),
+                           column_stats={}, latest_files={}, schema=schema, table_timezone="UTC")
+    (key,) = commit.records["bloom_filters"]
+    assert key == bloom_filter_key(partition or ".", new.name)  # `.` names a non-partitioned table's root
+    record = rec.decode_record(schema, commit.records["bloom_filters"][key], where="t")
+    assert record["type"] == rec.BLOOM_FILTER
+    assert record["BloomFilterMetadata"] == {"type": "DYNAMIC_V0", "timestamp": "20260101000000000",
+                                             "bloomFilter": b"AAAA/w==", "isDeleted": False}

@@ -86,3 +86,46 @@ def test_v6_layout_log_versions_over_the_initialization_slice(tmp_path: Path) ->
     assert "hoodie.table.metadata.partitions=files" in props
     assert read_metadata_table(storage_for(b.path)).config.timeline_layout_version == 1
     assert block.header[HeaderKey.SCHEMA] == hfile.file_info[b"schema"].decode()
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_synthetic_index_partitions_hold_every_live_base_file_from_its_footer(tmp_path: Path, version: int) -> None:
+    # column_stats: the footer's statistics of every base file a write added (checked with a
+    # reading of the footer independent of the builder's: pyarrow's row-group statistics), in
+    # shards by Java's String.hashCode; bloom_filters: the DYNAMIC_V0 filter of the file's keys.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from runner.hudi import bloom
+    from runner.hudi.mdt import keys
+    from tests.mdt.synthetic import index_records
+
+    b = build_with_mdt(tmp_path / "t", version, "MERGE_ON_READ", False, ("bloom_filters", "column_stats"))
+    assert b.metadata_table is not None
+    storage = storage_for(b.path)
+    assert check_metadata_table(storage, read_table_state(storage)).ok
+    assert latest_rows(b.path) == expected_rows(b)  # hudi-rs decodes the wider record schema (v8)
+    props = (tmp_path / "t/.hoodie/hoodie.properties").read_text()
+    assert "hoodie.table.metadata.partitions=bloom_filters,column_stats,files" in props
+    assert Path(b.path, ".hoodie/.index_defs/index.json").exists() == (version == 8)
+    records = index_records(b.path)
+    stats_partition = "" if version == 6 else "."  # Hudi 0.x's commits hash the path as it is
+    bases = sorted(p for p in Path(b.path).glob("*.parquet"))
+    assert bases
+    for f in bases:
+        table = pq.read_table(f)
+        for column in b.metadata_table.stats_columns:
+            stats = records["column_stats"][keys.column_stats_key(column, stats_partition, f.name)]
+            got = stats["ColumnStatsMetadata"]
+            values = table.column(column)
+            assert (got["valueCount"], got["nullCount"]) == (len(values), values.null_count), (f.name, column)
+            assert got["minValue"][1]["value"] == pa.compute.min(values).as_py(), (f.name, column)
+            assert got["maxValue"][1]["value"] == pa.compute.max(values).as_py(), (f.name, column)
+        bloom_record = records["bloom_filters"][keys.bloom_filter_key(stats_partition, f.name)]["BloomFilterMetadata"]
+        record_keys = table.column("_hoodie_record_key").combine_chunks()
+        assert bloom_record["bloomFilter"] == bloom.serialize(record_keys).encode()
+        assert bloom_record["type"] == "DYNAMIC_V0" and not bloom_record["isDeleted"]
+        assert bloom_record["timestamp"] == f.name.rsplit("_", 1)[1].split(".")[0]
+    for index, prefix in (("column_stats", "col-stats"), ("bloom_filters", "bloom-filters")):
+        logs = [p.name for p in Path(b.path, ".hoodie/metadata", index).iterdir() if ".log." in p.name]
+        assert {n.split("_")[0] for n in logs} == {f".{prefix}-0000-0", f".{prefix}-0001-0"}

@@ -17,8 +17,13 @@ clustering `20260307162454799` of fixture `v9_txns_simple_meta` in tests/mdt/tes
 - `record_index`: per record key in a new file, its new location (`convertMetadataToRecordIndexRecords`
   reads the new base file's keys; every key of a new file group is an insert there). No deletes:
   every key still exists.
+- `bloom_filters` (`BloomFiltersIndexer.convertMetadataToBloomFilterRecords` for a commit): per new
+  base file one record, `type` the filter's type, `timestamp` the instant, `bloomFilter` the UTF-8
+  bytes of `BloomFilter.serializeToString()` of the filter Hudi reads from the file's footer (which
+  is the footer's own Base64 string), `isDeleted` false. The replaced files keep their records
+  until a clean writes their tombstones (the write stats name only new files).
 - secondary indexes: nothing (they map values to record keys, which a resize does not change).
-- `bloom_filters`, expression indexes: not implemented, so a resize of such a table is refused.
+- expression indexes: not implemented, so a resize of such a table is refused.
 """
 
 from __future__ import annotations
@@ -30,17 +35,18 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from runner.errors import InternalError
 from runner.hudi.instant import InstantTime
 from runner.hudi.mdt import keys
 from runner.hudi.mdt import records as rec
-from runner.hudi.mdt.actions import COLUMN_STATS, FILES, MdtCommit, partition_id
+from runner.hudi.mdt.actions import BLOOM_FILTERS, COLUMN_STATS, FILES, MdtCommit, partition_id
 from runner.hudi.properties import TableConfig
 
 PARTITION_STATS = "partition_stats"
 RECORD_INDEX = "record_index"
 # Partitions whose records a resize cannot change: they map values or partitions to record keys.
 UNTOUCHED_BY_RESIZE = ("secondary_index_",)
-_RESIZE_PARTITIONS = (FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
+_RESIZE_PARTITIONS = (FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX, BLOOM_FILTERS)
 # org.apache.hudi.stats.ValueType ordinals whose min/max need more than their Python order.
 _STRING, _BYTES, _FIXED, _DECIMAL, _UUID = 7, 8, 9, 10, 11
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -57,6 +63,8 @@ class NewBaseFile:
         inputs: names of the base files (same partition) whose rows it holds.
         column_sizes: column -> (total compressed, total uncompressed) bytes of its column chunks.
         record_keys: the `_hoodie_record_key` of every row (only read when there is a record index).
+        bloom_filter: (type code, serialized filter) from its footer (only read when there is a
+            bloom_filters index).
     """
 
     partition: str
@@ -65,6 +73,7 @@ class NewBaseFile:
     inputs: tuple[str, ...]
     column_sizes: Mapping[str, tuple[int, int]]
     record_keys: Sequence[str] = ()
+    bloom_filter: tuple[str, str] | None = None
 
     @property
     def file_id(self) -> str:
@@ -78,9 +87,14 @@ def resize_refusals(config: TableConfig) -> list[str]:
                      if p not in _RESIZE_PARTITIONS and not p.startswith(UNTOUCHED_BY_RESIZE))
     if unknown:
         reasons.append(f"the runner cannot update the metadata partitions {', '.join(unknown)} for a resize")
-    if RECORD_INDEX in config.metadata_partitions and not config.populate_meta_fields:
-        reasons.append("the record_index needs each row's record key, and this table has no `_hoodie_record_key` "
-                       "column (hoodie.populate.meta.fields=false)")
+    if COLUMN_STATS in config.metadata_partitions and config.version < 8:
+        reasons.append("Hudi 0.14/0.15 keep the columns of the column_stats index in the writer's config "
+                       "(hoodie.metadata.index.column.stats.column.list), not in this version-6 table, so the "
+                       "runner cannot tell which column stats the new files need")
+    keyed = [p for p in (RECORD_INDEX, BLOOM_FILTERS) if p in config.metadata_partitions]
+    if keyed and not config.populate_meta_fields:
+        reasons.append(f"the {' and '.join(keyed)} need{'s' if len(keyed) == 1 else ''} each row's record key, "
+                       "and this table has no `_hoodie_record_key` column (hoodie.populate.meta.fields=false)")
     return reasons
 
 
@@ -141,7 +155,20 @@ def resize_commit(
             value = rec.encode_record(schema, _record_index_record(f, millis))  # the key is not in the value
             index.update(dict.fromkeys(f.record_keys, value))
         out[RECORD_INDEX] = index
+    if BLOOM_FILTERS in mdt_partitions:
+        out[BLOOM_FILTERS] = _bloom_records(instant, files, schema)
     return MdtCommit(instant, out)
+
+
+def _bloom_records(instant: str, files: Sequence[NewBaseFile], schema: str) -> dict[str, bytes]:
+    out = {}
+    for f in files:
+        if f.bloom_filter is None:
+            raise InternalError(f"{f.partition}/{f.name}: its bloom filter was not read for the bloom_filters index")
+        type_code, serialized = f.bloom_filter
+        out[keys.bloom_filter_key(partition_id(f.partition), f.name)] = rec.encode_record(
+            schema, rec.bloom_filter_record(type_code, instant, serialized.encode("utf-8")))
+    return out
 
 
 def _files_records(by_partition: Mapping[str, Sequence[NewBaseFile]], schema: str) -> dict[str, bytes]:

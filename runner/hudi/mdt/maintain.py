@@ -16,10 +16,19 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runner.errors import RefusedError, StorageError
+from runner.errors import CorruptMetadataError, RefusedError, StorageError
+from runner.hudi.footer import BLOOM_FILTER, BLOOM_FILTER_TYPE_CODE
 from runner.hudi.instant import Action, InstantTime, State
 from runner.hudi.mdt import records as rec
-from runner.hudi.mdt.actions import COLUMN_STATS, clean_commit, unsupported_partitions
+from runner.hudi.mdt.actions import (
+    BLOOM_FILTERS,
+    COLUMN_STATS,
+    EXPRESSION_INDEX_PREFIX,
+    EXPRESSION_INDEX_TYPES,
+    clean_commit,
+    held_by_file,
+    unsupported_partitions,
+)
 from runner.hudi.mdt.check import consistency_problems
 from runner.hudi.mdt.clustering import (
     PARTITION_STATS,
@@ -37,11 +46,18 @@ from runner.storage import Storage
 
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 DEFAULT_INDEX_DEFS = ".hoodie/.index_defs/index.json"
+# Hudi 1.x (table version 8+) records its indexes' columns in the table's index definitions.
+INDEX_DEFS_VERSION = 8
 
 
 @dataclass(frozen=True, slots=True)
 class CleanMaintenance:
-    """What the clean hook needs, read once: the MDT, its record schema and indexed columns."""
+    """What the clean hook needs, read once: the MDT, its record schema and indexed columns.
+
+    `held_partitions`: index partitions whose tombstones are those of the records the MDT holds
+    for each cleaned file: column_stats on table version 6 (the indexed columns are in no table
+    file) and expression indexes (`actions.held_by_file`).
+    """
 
     storage: Storage
     mdt: MetadataTable
@@ -49,12 +65,18 @@ class CleanMaintenance:
     schema: str
     stats_columns: tuple[str, ...]
     step: Callable[[str], None] = lambda _: None
+    held_partitions: tuple[str, ...] = ()
 
     def __call__(
         self, instant: InstantTime, clean: CleanMetadata, completion_time: Callable[[], InstantTime]
     ) -> list[str]:
+        held = {}
+        if self.held_partitions:
+            data = read_table_metadata(self.storage)
+            held = {p: held_by_file(read_partition(self.storage, data, self.mdt, p)[0]) for p in self.held_partitions}
         commit = clean_commit(
-            str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns, schema=self.schema
+            str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns, schema=self.schema,
+            held=held, legacy_keys=self.mdt.config.version < INDEX_DEFS_VERSION,
         )
         mdt = read_metadata_table(self.storage)  # a retry may find its own pending instant
         return write_mdt_commit(
@@ -102,6 +124,7 @@ def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozense
     missing = unsupported_partitions(data.config.metadata_partitions)
     if missing:
         reasons.append(f"the runner cannot update the metadata partitions {', '.join(missing)} for a clean")
+    reasons.extend(_expression_index_problems(storage, data))
     if for_resize:
         reasons.extend(r for r in resize_refusals(data.config) if r not in reasons)
     return reasons
@@ -125,8 +148,13 @@ def prepare_clean_maintenance(
         )
     mdt = read_metadata_table(storage)
     schema = _record_schema(storage, data, mdt)
-    columns = _stats_columns(storage, data) if COLUMN_STATS in data.config.metadata_partitions else ()
-    return CleanMaintenance(storage, mdt, data.config.metadata_partitions, schema, columns, step)
+    partitions = data.config.metadata_partitions
+    held = tuple(p for p in partitions if p.startswith(EXPRESSION_INDEX_PREFIX))
+    with_stats = COLUMN_STATS in partitions
+    if with_stats and data.config.version < INDEX_DEFS_VERSION:
+        held, with_stats = (COLUMN_STATS, *held), False
+    columns = _stats_columns(storage, data) if with_stats else ()
+    return CleanMaintenance(storage, mdt, partitions, schema, columns, step, held_partitions=held)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +198,9 @@ class ResizeMaintenance:
         with_stats = COLUMN_STATS in self.partitions and bool(self.stats_columns)
         stats = self._column_stats(data, mdt) if with_stats else {}
         keys_needed = RECORD_INDEX in self.partitions
-        files = [_describe(self.storage, f, self.stats_columns if with_stats else (), keys_needed) for f in written]
+        blooms_needed = BLOOM_FILTERS in self.partitions
+        files = [_describe(self.storage, f, self.stats_columns if with_stats else (), keys_needed, blooms_needed)
+                 for f in written]
         latest: dict[str, set[str]] = {}
         if with_stats and PARTITION_STATS in self.partitions:
             state = read_table_state(self.storage, partitions={f.partition for f in written}, metadata=data)
@@ -235,9 +265,11 @@ def undo_mdt_commit(storage: Storage, instant: InstantTime, *, keep_pending: boo
     return removed
 
 
-def _describe(storage: Storage, f: ResizedFile, columns: Sequence[str], with_keys: bool) -> NewBaseFile:
+def _describe(storage: Storage, f: ResizedFile, columns: Sequence[str], with_keys: bool,
+              with_bloom: bool = False) -> NewBaseFile:
     """The new file's column-chunk sizes (`ColumnChunkMetaData.getTotalSize` and
-    `getTotalUncompressedSize`, summed over row groups) and, for the record index, its keys."""
+    `getTotalUncompressedSize`, summed over row groups), for the record index its keys, and for
+    the bloom_filters index the bloom filter of its footer, as Hudi's file reader returns it."""
     partition, name = _split(f.path)
     parquet = pq.ParquetFile(pa.BufferReader(storage.read(f.path)))
     sizes: dict[str, tuple[int, int]] = {}
@@ -254,7 +286,23 @@ def _describe(storage: Storage, f: ResizedFile, columns: Sequence[str], with_key
     record_keys: list[str] = []
     if with_keys:
         record_keys = parquet.read(columns=["_hoodie_record_key"]).column(0).to_pylist()
-    return NewBaseFile(partition, name, f.size, tuple(_split(p)[1] for p in f.inputs), sizes, record_keys)
+    bloom = _footer_bloom_filter(storage, f.path, meta.metadata) if with_bloom else None
+    return NewBaseFile(partition, name, f.size, tuple(_split(p)[1] for p in f.inputs), sizes, record_keys, bloom)
+
+
+def _footer_bloom_filter(storage: Storage, path: str, footer: dict[bytes, bytes] | None) -> tuple[str, str]:
+    """(type code, serialized filter) of a base file's footer. Hudi reads the filter back and
+    re-serializes it (`BloomFilter.serializeToString`), which gives the footer's string again."""
+    entries = footer or {}
+    serialized = entries.get(BLOOM_FILTER.encode())
+    type_code = entries.get(BLOOM_FILTER_TYPE_CODE.encode())
+    if serialized is None or type_code is None:
+        raise CorruptMetadataError(
+            f"{storage.uri}/{path}: the rewritten file has no bloom filter in its footer "
+            f"(expected {BLOOM_FILTER} and {BLOOM_FILTER_TYPE_CODE}), so its bloom_filters record cannot be written",
+            path=path,
+        )
+    return type_code.decode("utf-8"), serialized.decode("utf-8")
 
 
 def _split(path: str) -> tuple[str, str]:
@@ -267,6 +315,26 @@ def _record_schema(storage: Storage, data: TableMetadata, mdt: MetadataTable) ->
     if not schema:
         raise RefusedError(f"{storage.uri}: the metadata table's files partition has no record schema to write with")
     return schema
+
+
+def _expression_index_problems(storage: Storage, data: TableMetadata) -> list[str]:
+    """Expression-index partitions whose clean the runner cannot record: without an index definition,
+    or of a type other than column stats or bloom filters (`ExpressionIndexer.buildClean` refuses those too)."""
+    expressions = [p for p in data.config.metadata_partitions if p.startswith(EXPRESSION_INDEX_PREFIX)]
+    if not expressions:
+        return []
+    path = data.config.raw.get(INDEX_DEFS_KEY) or DEFAULT_INDEX_DEFS
+    try:
+        definitions = json.loads(storage.read(path))["indexDefinitions"]
+        types = {p: str(definitions[p]["indexType"]).lower() if p in definitions else None for p in expressions}
+    except (StorageError, ValueError, KeyError, TypeError) as error:
+        return [f"cannot read the expression indexes' definitions in {path} (expected "
+                f"indexDefinitions.<name>.indexType): {error}"]
+    unknown = sorted(f"{p} ({t or 'no definition'})" for p, t in types.items() if t not in EXPRESSION_INDEX_TYPES)
+    if not unknown:
+        return []
+    return [f"the runner records a clean only in expression indexes of type column_stats or bloom_filters, "
+            f"not in {', '.join(unknown)}"]
 
 
 def _stats_columns(storage: Storage, data: TableMetadata) -> tuple[str, ...]:

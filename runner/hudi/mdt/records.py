@@ -82,6 +82,17 @@ def file_list_record(files: Mapping[str, tuple[int, bool]], *, record_type: int 
     }
 
 
+def bloom_filter_record(type_code: str, timestamp: str, serialized: bytes, *, deleted: bool = False) -> MetadataRecord:
+    """A type-4 record (`HoodieMetadataPayload.createBloomFilterMetadataRecord`): the filter's type
+    code, the instant that wrote it, the filter as `serializeToString()` bytes, and `isDeleted`."""
+    return {
+        "key": "",
+        "type": BLOOM_FILTER,
+        "BloomFilterMetadata": {"type": type_code, "timestamp": timestamp, "bloomFilter": serialized,
+                                "isDeleted": deleted},
+    }
+
+
 def file_entries(record: Mapping[str, Any]) -> dict[str, tuple[int, bool]]:
     """The (size, isDeleted) map of a type-1/2 record."""
     entries = record.get("filesystemMetadata") or {}
