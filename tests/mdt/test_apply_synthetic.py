@@ -24,7 +24,7 @@ from runner.hudi.state import read_table_metadata, read_table_state
 from runner.plan.model import TableStatus
 from runner.plan.steps import StepKind, UpdateMetadataTable
 from runner.storage import storage_for
-from runner.testing import TableBuilder
+from runner.testing import COPY_ON_WRITE, TableBuilder
 from tests.mdt.synthetic import (
     VARIANT_IDS,
     VARIANTS,
@@ -53,7 +53,19 @@ def test_clean_is_recorded_in_the_metadata_table(
     table_type: str,
     partitioned: bool,
 ) -> None:
-    b = build_with_mdt(tmp_path / "t", version, table_type, partitioned, indexes_for(version))
+    _check_clean_is_recorded(tmp_path, spark_deleter, version, table_type, partitioned, indexes_for(version))
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_clean_is_recorded_in_a_metadata_table_of_files_only(tmp_path: Path, spark_deleter, version: int) -> None:
+    # No index partition: nothing of the column-stats or bloom-filter records is built (a version-6
+    # schema need not hold their fields).
+    _check_clean_is_recorded(tmp_path, spark_deleter, version, COPY_ON_WRITE, True, ())
+
+
+def _check_clean_is_recorded(tmp_path: Path, spark_deleter, version: int, table_type: str, partitioned: bool,
+                             indexes: tuple[str, ...]) -> None:
+    b = build_with_mdt(tmp_path / "t", version, table_type, partitioned, indexes)
     storage = storage_for(b.path)
     decl = _decl(b.path)
     rows = expected_rows(b)

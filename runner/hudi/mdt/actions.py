@@ -116,16 +116,20 @@ def clean_commit(
         files[rec.ALL_PARTITIONS_KEY] = rec.encode_file_list(
             schema, deleted_partitions, record_type=rec.PARTITION_LIST)
     out: dict[str, Mapping[str, bytes]] = {FILES: files}
-    # Tombstones differ only in file and column name: spliced into one encoded template.
-    head, mid, tail = rec.string_template(schema, _column_stats_tombstone)
-    bloom_value = rec.encode_record(schema, _bloom_tombstone(instant))
+    with_stats = COLUMN_STATS in mdt_partitions and bool(stats_columns)
+    # Tombstones differ only in file and column name: spliced into one encoded template (built only
+    # when needed: a table without column stats may have a schema without their fields).
+    templated = with_stats or bool(held)
+    head, mid, tail = rec.string_template(schema, _column_stats_tombstone) if templated else (b"", b"", b"")
+    with_blooms = BLOOM_FILTERS in mdt_partitions
+    bloom_value = rec.encode_record(schema, _bloom_tombstone(instant)) if with_blooms or held else b""
     # Millions of index tombstones: built as whole arrays (tombstones.py), not record by record.
-    if COLUMN_STATS in mdt_partitions and stats_columns:
+    if with_stats:
         columns = [(keys.name_id(c), mid + rec.avro_string(c) + tail) for c in stats_columns]
         stats = IndexTombstones(deleted, columns, name_prefix=head)
         if stats:
             out[COLUMN_STATS] = stats
-    if BLOOM_FILTERS in mdt_partitions:
+    if with_blooms:
         base_files = [(pid, tuple(n for n in names if BaseFile.parse(n) is not None)) for pid, names in deleted]
         blooms: Mapping[str, bytes] = IndexTombstones(base_files, [("", bloom_value)], name_prefix=None)
         if legacy_keys:
