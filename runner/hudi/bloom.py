@@ -17,6 +17,15 @@ carry one, built exactly as Hudi 0.14 builds its default filter:
 
 Keys are the UTF-8 bytes of `_hoodie_record_key`, in file order.
 
+A binary-copy resize does not hash the keys again: it ORs its inputs' filters into one with the
+rows and header a filter of all their keys would have (`runner.hudi.bloom_merge`). That is safe
+because membership is tested against every row: an input's key has all its bits in one of that
+input's rows, whose bits all land in some output row, and bits are only added; so no key is
+missed (no false negative, no duplicate written by Hudi's BLOOM index), whichever output row an
+input row joins. The row geometry (bits, hashes, rows for N keys) is Hudi's, so readers decode it
+as a filter Hudi wrote; only which keys share a row differs, so the false-positive rate is close
+to, not equal to, a rebuilt filter's once there is more than one row.
+
 How it is computed fast without native code: 30 chained hashes per key are ~1,000 integer
 operations, so the work is numpy uint32 arithmetic (it wraps as Java's `int` does) in place, over
 blocks of 16,384 keys that stay in the CPU cache through all 30 hashes. A key's 32-bit words and
@@ -69,22 +78,49 @@ def serialize(keys: pa.Array) -> str:
     offsets, data = _key_bytes(keys)
     lengths = offsets[1:] - offsets[:-1]
     words = _unaligned_words(data)
-    row_count = _row_count(len(keys))
-    bits = np.zeros((row_count, VECTOR_SIZE), np.bool_)
+    rows = row_count(len(keys))
+    bits = np.zeros((rows, VECTOR_SIZE), np.bool_)
     for row, members in enumerate(_row_members(len(keys))):
         ordered = _longest_first(lengths, members)
         for first in range(0, len(ordered), _BLOCK_KEYS):
             block = ordered[first : first + _BLOCK_KEYS]
             _set_bits(bits[row], _KeyBlock.read(data, words, offsets[block], lengths[block]))
     header = _filter_header()
-    out = [header, struct.pack(">iii", ENTRIES, _current_records(len(keys)), row_count)]
+    out = [header, struct.pack(">iii", ENTRIES, current_records(len(keys)), rows)]
     for vector in np.packbits(bits, axis=1, bitorder="little"):
         out += [header, vector.tobytes()]
     return base64.b64encode(b"".join(out)).decode("ascii")
 
 
+def bit_positions(keys: pa.Array) -> npt.NDArray[np.intp]:
+    """Each key's NUM_HASHES bit positions, shape (NUM_HASHES, keys), in key order: what Hudi's
+    membership test looks up. Refuses null and empty keys as `serialize` does."""
+    import numpy as np
+
+    offsets, data = _key_bytes(keys)
+    lengths = offsets[1:] - offsets[:-1]
+    words = _unaligned_words(data)
+    ordered = _longest_first(lengths, np.arange(len(keys), dtype=np.int64))
+    out = np.empty((NUM_HASHES, len(keys)), np.intp)
+    for first in range(0, len(ordered), _BLOCK_KEYS):
+        block = ordered[first : first + _BLOCK_KEYS]
+        key_block = _KeyBlock.read(data, words, offsets[block], lengths[block])
+        hashed = np.zeros(len(block), np.uint32)
+        scratch, position = np.empty_like(hashed), np.empty(len(block), np.intp)
+        for i in range(NUM_HASHES):
+            _murmur_in_place(hashed, scratch, key_block)
+            _bit_position(hashed, scratch, position)
+            out[i, block] = position
+    return out
+
+
 def _filter_header() -> bytes:
     return struct.pack(">iibi", -1, NUM_HASHES, MURMUR, VECTOR_SIZE)
+
+
+def check_keys(keys: pa.Array) -> None:
+    """Refuse a null or empty key (RefusedError) as `serialize` would, without hashing."""
+    _key_bytes(keys)
 
 
 def _key_bytes(keys: pa.Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
@@ -112,7 +148,7 @@ def _key_bytes(keys: pa.Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.ui
     return offsets, data
 
 
-def _row_count(n: int) -> int:
+def row_count(n: int) -> int:
     """How many rows `InternalDynamicBloomFilter` has after `n` adds: it adds a row when the active
     one is full, until rows × ENTRIES reach MAX_ENTRIES."""
     rows = 1
@@ -123,12 +159,12 @@ def _row_count(n: int) -> int:
 
 def _row_members(n: int) -> list[npt.NDArray[np.int64]]:
     """The key indices each row holds, following `InternalDynamicBloomFilter.getActiveStandardBF`:
-    row `r` takes keys `r * ENTRIES` up to the bound (`_row_count` rows full); the key arriving at
+    row `r` takes keys `r * ENTRIES` up to the bound (`row_count` rows full); the key arriving at
     the bound goes to row 0 (`reachedMax` is set, the round-robin cursor not advanced), then keys
     go round robin from row 0."""
     import numpy as np
 
-    rows = _row_count(n)
+    rows = row_count(n)
     bound = rows * ENTRIES
     members = []
     for row in range(rows):
@@ -140,9 +176,9 @@ def _row_members(n: int) -> list[npt.NDArray[np.int64]]:
     return members
 
 
-def _current_records(n: int) -> int:
+def current_records(n: int) -> int:
     """`currentNbRecord`: keys added since the last row was added (round-robin adds count too)."""
-    return n - (_row_count(n) - 1) * ENTRIES
+    return n - (row_count(n) - 1) * ENTRIES
 
 
 def _longest_first(lengths: npt.NDArray[np.int64], members: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

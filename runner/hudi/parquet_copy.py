@@ -17,9 +17,11 @@ re-encoded, so small inputs stay small row groups). This module does the same fo
   indexes and Parquet bloom filters of the inputs are left behind (their offsets are dropped;
   both are optional). Key-value metadata: the inputs' entries, minus the writer schemas Hudi's
   copier drops too (`parquet.avro.schema`, Spark's row metadata, and Arrow's schema, so the file
-  reads from its Parquet types like a rewritten one), plus Hudi's record-key footer computed for the
-  new file: bloom filter and key range over all of its keys (`runner.hudi.footer`; only the
-  `_hoodie_record_key` column is decoded).
+  reads from its Parquet types like a rewritten one), plus Hudi's record-key footer for the new
+  file: the key range over all of its keys in Java order (`runner.hudi.footer`; only the
+  `_hoodie_record_key` column is decoded), and the inputs' bloom filters merged as Hudi's copier
+  merges them, with the rows and header of a filter of all the keys (`runner.hudi.bloom_merge`),
+  or rebuilt from the keys when the inputs' filters do not qualify.
 
 Field ids are those of `parquet.thrift` (FileMetaData, RowGroup, ColumnChunk, ColumnMetaData,
 SchemaElement, PageHeader).
@@ -28,12 +30,17 @@ SchemaElement, PageHeader).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
-from runner.errors import CorruptMetadataError
-from runner.hudi import footer
+from runner.errors import CorruptMetadataError, RefusedError
+from runner.hudi import bloom, bloom_merge, footer
 from runner.hudi.thrift_compact import BINARY, I16, I64, LIST, STRUCT, Struct, ThriftList, decode_struct, encode_struct
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
 MAGIC = b"PAR1"
 FILE_NAME_COLUMN = "_hoodie_file_name"
@@ -64,6 +71,8 @@ _REPEATED = 2
 _CODECS = {0: "none", 1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4"}
 # Writer schemas that describe a file as its writer saw it; Hudi's copier drops the first two.
 _DROPPED_KEYS = frozenset({"parquet.avro.schema", "org.apache.spark.sql.parquet.row.metadata", "ARROW:schema"})
+# Keys of each input checked against the merged bloom filter: about 30 µs each to hash.
+_SAMPLE_KEYS = 32
 _HUDI_KEYS = frozenset({footer.BLOOM_FILTER, footer.BLOOM_FILTER_TYPE_CODE, footer.MIN_RECORD_KEY,
                         footer.MAX_RECORD_KEY})
 
@@ -96,6 +105,7 @@ class CopiedFile:
     data: bytes
     records: int
     row_groups: int
+    bloom_filter: str = "none"  # "merged" from the inputs' filters, "rebuilt: <why>", or "none"
 
 
 def binary_copy(inputs: Sequence[tuple[str, bytes]], *, file_name: str) -> CopiedFile:
@@ -117,7 +127,9 @@ def binary_copy(inputs: Sequence[tuple[str, bytes]], *, file_name: str) -> Copie
     if column is not None:
         counts = [_int(rg, _R_NUM_ROWS) for f in parsed for rg, _ in f.row_groups]
         names = _file_name_chunks(file_name, counts, codec, optional=column[1])
-    return _assemble(parsed, column[0] if column else None, names, _key_values(parsed) | hudi_footer(inputs))
+    key_footer, origin = _record_key_footer(inputs)
+    copied = _assemble(parsed, column[0] if column else None, names, _key_values(parsed) | key_footer)
+    return replace(copied, bloom_filter=origin)
 
 
 def _parse(path: str, data: bytes) -> _Input:
@@ -396,21 +408,77 @@ def _int(struct: Struct | None, field_id: int) -> int:
 
 
 def hudi_footer(inputs: Sequence[tuple[str, bytes]]) -> dict[str, str]:
-    """Hudi's record-key footer for the concatenation of the inputs, in their order.
+    """Hudi's record-key footer for the concatenation of the inputs, in their order."""
+    return _record_key_footer(inputs)[0]
 
-    Only the `_hoodie_record_key` column is decoded. A table without meta columns has no key
-    column: the range then covers the inputs' recorded ranges when every input records one.
+
+def _record_key_footer(inputs: Sequence[tuple[str, bytes]]) -> tuple[dict[str, str], str]:
+    """The footer, and where its bloom filter came from ("merged", or "rebuilt: <why>").
+
+    The key range is computed from the decoded `_hoodie_record_key` column (inputs' recorded
+    ranges may be in UTF-8 rather than Java order, `runner.hudi.footer`); the bloom filter is the
+    inputs' filters merged (`runner.hudi.bloom_merge`) when they qualify, else rebuilt from the
+    keys. A table without meta columns has no key column: the range then covers the inputs'
+    recorded ranges when every input records one, and there is no filter.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     files = [pq.ParquetFile(pa.BufferReader(data)) for _, data in inputs]
     if all(RECORD_KEY_COLUMN in f.schema_arrow.names for f in files):
-        keys = pa.chunked_array([c for f in files for c in f.read(columns=[RECORD_KEY_COLUMN]).column(0).chunks],
+        per_file = [f.read(columns=[RECORD_KEY_COLUMN]).column(0) for f in files]
+        keys = pa.chunked_array([c for k in per_file for c in k.chunks],
                                 type=files[0].schema_arrow.field(RECORD_KEY_COLUMN).type)
         # Hudi leaves the key column null when `hoodie.populate.meta.fields` is false.
         if len(keys) > keys.null_count:
-            return footer.record_key_footer(keys)
+            merged = _merged_filter([path for path, _ in inputs], files, per_file)
+            if isinstance(merged, str):
+                return footer.record_key_footer(keys), f"rebuilt: {merged}"
+            filter_entries = {footer.BLOOM_FILTER: merged.value, footer.BLOOM_FILTER_TYPE_CODE: merged.type_code}
+            return filter_entries | footer.range_footer(footer.key_range(keys)), "merged"
     ranges = [footer.range_of(f.metadata.metadata) for f in files]
     known = [r for r in ranges if r is not None]
-    return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None)
+    return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None), "none"
+
+
+def _merged_filter(paths: Sequence[str], files: Sequence[pq.ParquetFile],
+                   keys: Sequence[pa.ChunkedArray]) -> bloom_merge.MergedFilter | str:
+    """The inputs' filters merged, or why not. Besides the layout checks of `bloom_merge`, a sample
+    of every input's keys must pass the merged filter: a filter that is not its file's (copied
+    from another file, stale) is caught here rather than passed on. A null or empty key is left to
+    the rebuild, which refuses it as a rewrite does."""
+    import pyarrow as pa
+
+    try:
+        for column in keys:
+            if column.null_count:
+                return "a record key is null"
+            for chunk in column.chunks:
+                bloom.check_keys(chunk)
+    except RefusedError as error:
+        return str(error)
+    described = []
+    for path, f in zip(paths, files, strict=True):
+        meta = f.metadata.metadata or {}
+        value, code = meta.get(footer.BLOOM_FILTER.encode()), meta.get(footer.BLOOM_FILTER_TYPE_CODE.encode())
+        described.append(bloom_merge.InputFilter(path, code.decode("utf-8", "replace") if code else None,
+                                                 value.decode("ascii", "replace") if value else None,
+                                                 f.metadata.num_rows))
+    try:
+        merged = bloom_merge.merge(described)
+    except bloom_merge.NotMergeable as why:
+        return str(why)
+    sample = pa.concat_arrays([_spread_sample(column) for column in keys])
+    missing = (~bloom_merge.members(merged, sample)).nonzero()[0]
+    if len(missing):
+        return f"record key {sample[int(missing[0])].as_py()!r} fails its input's bloom filter"
+    return merged
+
+
+def _spread_sample(column: pa.ChunkedArray) -> pa.Array:
+    """Up to _SAMPLE_KEYS keys spread evenly over the column, first and last included."""
+    import numpy as np
+    import pyarrow as pa
+
+    picks = np.unique(np.linspace(0, len(column) - 1, min(len(column), _SAMPLE_KEYS)).astype(np.int64))
+    return column.take(pa.array(picks)).combine_chunks().cast(pa.large_binary())

@@ -15,16 +15,17 @@ import functools
 import io
 import struct
 import zipfile
+from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from runner.errors import RefusedError
-from runner.hudi import bloom
+from runner.hudi import bloom, bloom_merge
 from tests.conftest import FIXTURES
 
 NR, MAX_NR, BITS, HASHES = 60_000, 100_000, 2_587_966, 30  # what Hudi 0.14 derives for 60,000 keys at 1e-9
@@ -237,3 +238,149 @@ def test_a_null_or_empty_key_is_refused_like_hudi_does(keys: list[str | None], f
     with pytest.raises(RefusedError, match=found) as caught:
         bloom.serialize(pa.array(keys, pa.string()))
     assert "_hoodie_record_key" in str(caught.value)
+
+
+# -- merging the inputs' filters (binary-copy resize) ------------------------------------------------
+#
+# Checked with code that shares nothing with `runner.hudi.bloom_merge`: the filter is decoded here
+# from its bytes as Hudi's `readFields` reads it, and membership is Hudi's `membershipTest` (some
+# row holds every bit of the key), with the bit positions of the reference port above for a sample
+# of keys and of `bloom.bit_positions` (equal to the port, tested above) for every key.
+
+
+def decode_dynamic(value: str) -> tuple[tuple[int, ...], tuple[int, ...], list[np.ndarray]]:
+    """`InternalDynamicBloomFilter.readFields`: the filter header, (nr, currentNbRecord, rows) and
+    each row's bits as a boolean vector; asserts every row header equals the filter's and that no
+    byte is left over."""
+    data = base64.b64decode(value)
+    header = struct.unpack(">iibi", data[:13])
+    shape = struct.unpack(">iii", data[13:25])
+    row_bytes = (header[3] + 7) // 8
+    rows, at = [], 25
+    for _ in range(shape[2]):
+        assert struct.unpack(">iibi", data[at : at + 13]) == header
+        bits = np.unpackbits(np.frombuffer(data[at + 13 : at + 13 + row_bytes], np.uint8), bitorder="little")
+        rows.append(bits[: header[3]].astype(bool))
+        at += 13 + row_bytes
+    assert at == len(data)
+    return header, shape, rows
+
+
+def reference_shape(n: int) -> tuple[int, int, int]:
+    """(nr, currentNbRecord, rows) after `n` adds, by running `DynamicFilter`'s counters only."""
+    built = DynamicFilter()
+    for _ in range(n):
+        if built._active() is None:
+            built.matrix.append(set())
+            built.current_nb_record = 0
+        built.current_nb_record += 1
+    return NR, built.current_nb_record, len(built.matrix)
+
+
+def member_mask(rows: list[np.ndarray], positions: np.ndarray) -> np.ndarray:
+    """membershipTest for keys given as (hashes, keys) bit positions."""
+    return np.logical_or.reduce([row[positions].all(axis=0) for row in rows])
+
+
+def merged_of(parts: list[list[str]]) -> bloom_merge.MergedFilter:
+    return bloom_merge.merge([bloom_merge.InputFilter(f"in{i}", bloom.TYPE_CODE, bloom.serialize(pa.array(p)), len(p))
+                              for i, p in enumerate(parts)])
+
+
+# Totals in one row, in two rows below the bound (120,000) and in the round robin past it.
+TOTALS = st.one_of(st.integers(1, 400), st.integers(59_000, 61_000), st.integers(110_000, 135_000))
+
+
+KEY_TEXT = st.text(min_size=1, max_size=12).filter(lambda k: not any(0xD800 <= ord(c) <= 0xDFFF for c in k))
+
+
+@settings(max_examples=12, deadline=None)
+@given(total=TOTALS, cuts=st.lists(st.floats(0.0, 1.0), max_size=6), extra=st.lists(KEY_TEXT, max_size=5))
+# Always: the round robin past 120,000 from an input of two rows and one of one row, and just past it.
+@example(total=125_000, cuts=[0.8], extra=[])
+@example(total=120_002, cuts=[0.5, 0.9999], extra=["é-ü-✓ \U0001F600"])
+def test_every_key_of_every_input_is_a_member_of_the_merged_filter(total: int, cuts: list[float],
+                                                                   extra: list[str]) -> None:
+    # Inputs cut at random places (of one row and of two rows); keys of mixed lengths, some non-ASCII.
+    keys = [*extra[:total], *(f"k{i}-{'é' * (i % 7)}" for i in range(total - len(extra[:total])))]
+    bounds = sorted({0, total, *(int(c * total) for c in cuts)})
+    parts = [keys[a:b] for a, b in pairwise(bounds) if b > a]
+    merged = merged_of(parts)
+
+    header, shape, rows = decode_dynamic(merged.value)
+    assert header == (-1, HASHES, 1, BITS)
+    assert shape == reference_shape(total)  # the rows and counts Hudi's filter of these keys has
+    assert member_mask(rows, bloom.bit_positions(pa.array(keys))).all()
+    rng = np.random.default_rng(total)
+    sample = {0, total - 1} | {int(i) for i in rng.integers(0, total, 150)}
+    for i in sample:
+        assert member_mask(rows, np.array(positions(keys[i].encode()))[:, None])[0], keys[i]
+    if total <= NR:  # one row: the OR of the inputs' bits is exactly the filter of all the keys
+        assert merged.value == bloom.serialize(pa.array(keys))
+
+
+def test_the_merged_filter_s_false_positive_rate_stays_near_the_rebuilt_one() -> None:
+    # 400,000 keys: rows past the bound hold ~200,000 keys each, where the rate is measurable.
+    # Uneven inputs (one of two rows) so the balancing matters.
+    sizes = [110_000, 90_000, *([10_000] * 20)]
+    keys, parts, start = [], [], 0
+    for size in sizes:
+        part = [f"id:{start + i}" for i in range(size)]
+        parts.append(part)
+        keys += part
+        start += size
+    merged = decode_dynamic(merged_of(parts).value)[2]
+    rebuilt = decode_dynamic(bloom.serialize(pa.array(keys)))[2]
+    fresh = bloom.bit_positions(pa.array([f"fresh:{i}" for i in range(50_000)]))
+    merged_rate, rebuilt_rate = member_mask(merged, fresh).mean(), member_mask(rebuilt, fresh).mean()
+    print(f"false-positive rate over 50,000 fresh keys: merged {merged_rate:.4f}, rebuilt {rebuilt_rate:.4f}")
+    assert len(merged) == len(rebuilt) == 2
+    assert merged_rate <= 1.5 * rebuilt_rate + 0.005
+
+
+def test_simple_filters_of_one_geometry_merge_into_the_filter_of_all_their_keys() -> None:
+    header = struct.pack(">iibi", -1, HASHES, 1, BITS)
+
+    def simple(keys: list[str]) -> str:  # SimpleBloomFilter.serializeToString: one InternalBloomFilter
+        bits = bytearray((BITS + 7) // 8)
+        for key in keys:
+            for p in positions(key.encode()):
+                bits[p // 8] |= 1 << (p % 8)
+        return base64.b64encode(header + bytes(bits)).decode()
+
+    parts = [["a", "b"], ["c"], ["d", "e", "f"]]
+    merged = bloom_merge.merge([bloom_merge.InputFilter(f"in{i}", "SIMPLE", simple(p), len(p))
+                                for i, p in enumerate(parts)])
+    assert (merged.type_code, merged.value) == ("SIMPLE", simple([k for p in parts for k in p]))
+
+
+def _bad(value: str | None, records: int, type_code: str | None = bloom.TYPE_CODE) -> bloom_merge.InputFilter:
+    return bloom_merge.InputFilter("p/bad.parquet", type_code, value, records)
+
+
+GOOD = bloom_merge.InputFilter("p/good.parquet", bloom.TYPE_CODE, bloom.serialize(pa.array(["a", "b"])), 2)
+OTHER_GEOMETRY = base64.b64encode(struct.pack(">iibi", -1, 7, 1, 1000) + struct.pack(">iii", 100, 1, 1)
+                                  + struct.pack(">iibi", -1, 7, 1, 1000) + bytes(125)).decode()
+
+
+@pytest.mark.parametrize(("bad", "found"), [
+    (_bad(None, 3), "p/bad.parquet has no bloom filter"),
+    (_bad("not base64!", 3), "p/bad.parquet: bloom filter is not Base64"),
+    (_bad(OTHER_GEOMETRY, 1), "bloom filter header (-1, 7, 1, 1000), expected (-1, 30, 1, 2587966)"),
+    # A filter of 3 keys on a file of 70,000 rows: a Hudi filter of that file has two rows.
+    (_bad(bloom.serialize(pa.array(["x", "y", "z"])), 70_000),
+     "(keys per row, keys in the last row, rows) is (60000, 3, 1), expected (60000, 10000, 2) for its 70000 records"),
+    (_bad(bloom.serialize(pa.array(["x"]))[:-8], 1), "p/bad.parquet: bloom filter is"),
+    (_bad(GOOD.value, 2, "SIMPLE"), "filter types ['DYNAMIC_V0', 'SIMPLE']"),
+    (_bad(GOOD.value, 2, None), "filter types ['DYNAMIC_V0', 'None']"),
+])
+def test_filters_that_cannot_be_merged_safely_are_refused_with_the_reason(bad, found) -> None:
+    with pytest.raises(bloom_merge.NotMergeable) as caught:
+        bloom_merge.merge([GOOD, bad])
+    assert found in str(caught.value)
+
+
+def test_row_sizes_follow_hudis_row_assignment() -> None:
+    for n in (0, 1, 59_999, 60_000, 60_001, 119_999, 120_000, 120_001, 120_002, 120_003, 125_000):
+        assert bloom_merge._row_sizes(n) == [len(m) for m in bloom._row_members(n)], n
+        assert sum(bloom_merge._row_sizes(n)) == n
