@@ -2,7 +2,8 @@
 
 Generates about `--total-mb` MiB of Parquet in `--files` small files (one partition of a Hudi v6
 copy-on-write table with the `_hoodie_*` columns, snappy, data that compresses like real data:
-unique keys, random amounts and ids, a low-cardinality category), then, `--runs` times, on fresh
+unique keys, random amounts and ids, a low-cardinality category; each file carries Hudi's
+record-key footer, bloom filter and key range, as Hudi's writer puts in every base file), then, `--runs` times, on fresh
 hard-linked copies of the same files:
 
 - **pyarrow** (baseline): for each group the runner plans, `pq.read_table` every input, concatenate,
@@ -10,7 +11,8 @@ hard-linked copies of the same files:
 - **runner**: `run_resize` on the Hudi table (requested/inflight plan, one Spark task per group on
   `local[2]`, meta-column rewrite, footer keys, replacecommit); the session is started before timing;
 - **runner, binary copy**: the same with `file_sizing.strategy: binary_copy` (row groups copied
-  without decoding, only `_hoodie_file_name` written again, the same record-key footer);
+  without decoding, only `_hoodie_file_name` written again, the inputs' bloom filters merged and
+  the key range computed from the decoded key column);
 - **delta-rs**: `DeltaTable.optimize.compact(target_size=max file size)` on a Delta table made of the
   same files (`convert_to_deltalake`, not timed), with snappy so that all three write the same codec.
 
@@ -23,8 +25,10 @@ start to the last end), with pyarrow's decoding threads off (the runner's settin
 first `--probe-runs` runs. In the
 same run it times the record-key footer alone (`footer.record_key_footer`: Hudi's bloom filter plus
 the key range) on the keys of every group, serially in this process, as a share of the runner's
-time. All inputs fit in the page cache, so every system reads warm files. Needs
-`pip install deltalake` (bench only).
+time; and binary copy's footer (`parquet_copy.hudi_footer`: the key column decoded, the key range,
+the inputs' filters merged) on every group's input bytes, and decoding the key column alone.
+All inputs fit in the page cache, so every system reads warm files. Needs `pip install deltalake`
+(bench only).
 
     .venv/bin/python bench/bench_resize.py [--total-mb 1024] [--files 1000] [--max-file-mb 128] [--runs 3]
     .venv/bin/python bench/bench_resize.py --quick        # 64 MiB in 100 files, 1 run
@@ -57,7 +61,7 @@ from runner.declarations.model import FileSizing, ResizeStrategy, SparkSettings
 from runner.execute.resize import run_resize
 from runner.execute.resize_job import GroupRewrite
 from runner.execute.spark import get_spark
-from runner.hudi import bloom, footer
+from runner.hudi import bloom, footer, parquet_copy
 from runner.hudi.files import BaseFile
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
@@ -127,7 +131,9 @@ def generate(root: Path, total_mb: int, files: int) -> Path:
     stats = []
     for n in range(files):
         name = BaseFile(f"{rng.getrandbits(128):032x}-0", f"{n}-1-{n}", INSTANT, "parquet").name
-        pq.write_table(rows_table(n * rows, rows, name, rng), part / name, compression="snappy")
+        data = rows_table(n * rows, rows, name, rng)
+        data = data.replace_schema_metadata(footer.record_key_footer(data.column("_hoodie_record_key")))
+        pq.write_table(data, part / name, compression="snappy")
         size = (part / name).stat().st_size
         stats.append(WriteStat(PARTITION, name.split("_")[0], f"{PARTITION}/{name}", None,
                                num_writes=rows, num_inserts=rows, total_write_bytes=size, file_size_in_bytes=size))
@@ -245,6 +251,22 @@ def time_footers(keys: list[pa.ChunkedArray]) -> tuple[float, float]:
     return whole, time.perf_counter() - started
 
 
+def time_copy_footers(source: Path, step: SizingStep) -> tuple[float, float]:
+    """Seconds for binary copy's record-key footer of every group from its inputs' bytes (read
+    beforehand, not timed), and for decoding the `_hoodie_record_key` column alone."""
+    footer_s = decode_s = 0.0
+    for group in step.groups:
+        raw = [(f.path, (source / f.path).read_bytes()) for f in group.files]
+        started = time.perf_counter()
+        for _, data in raw:
+            pq.ParquetFile(pa.BufferReader(data)).read(columns=["_hoodie_record_key"])
+        decode_s += time.perf_counter() - started
+        started = time.perf_counter()
+        parquet_copy.hudi_footer(raw)
+        footer_s += time.perf_counter() - started
+    return footer_s, decode_s
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--total-mb", type=int, default=1024)
@@ -283,6 +305,7 @@ def report(root: Path, args: argparse.Namespace) -> None:
     times: dict[str, list[float]] = {"pyarrow": [], "runner": [], "runner, binary copy": [], "delta-rs": []}
     peaks: dict[str, list[PeakRss]] = {name: [] for name in times}
     footers: list[tuple[float, float]] = []
+    copy_footers: list[tuple[float, float]] = []
     probes: dict[bool, list[dict[str, float]]] = {False: [], True: []}
     keys = group_keys(source, step)
     outputs: dict[str, list[int]] = {}
@@ -308,6 +331,9 @@ def report(root: Path, args: argparse.Namespace) -> None:
                   f"peak RSS {memory.peak / MIB:.0f} MiB (+{memory.added / MIB:.0f} MiB)")
         footers.append(time_footers(keys))
         print(f"run {run + 1}: footers   {footers[-1][0]:7.2f} s (bloom filter alone {footers[-1][1]:.2f} s)")
+        copy_footers.append(time_copy_footers(source, step))
+        print(f"run {run + 1}: binary copy's footers {copy_footers[-1][0]:7.2f} s "
+              f"(decoding the key column alone {copy_footers[-1][1]:.2f} s)")
         for threads in (False, True) if run < args.probe_runs else ():
             os.sync()
             probe = probe_tasks(source, step, spark, work / f"probe-{threads}", threads)
@@ -317,6 +343,7 @@ def report(root: Path, args: argparse.Namespace) -> None:
         shutil.rmtree(work)
     print_table(args, len(inputs), input_bytes, step, plan_s, times, outputs, peaks)
     print_footers(keys, times["runner"], footers)
+    print_copy_footers(times["runner, binary copy"], copy_footers)
     print_probes(len(step.groups), probes)
 
 
@@ -372,6 +399,17 @@ def print_footers(keys: list[pa.ChunkedArray], runner: list[float], footers: lis
         f"parallel Spark tasks)"
     )
     print("raw footer seconds (whole, bloom alone): " + json.dumps([[round(a, 2), round(b, 2)] for a, b in footers]))
+
+
+def print_copy_footers(copy: list[float], footers: list[tuple[float, float]]) -> None:
+    whole = statistics.median(f[0] for f in footers)
+    decode = statistics.median(f[1] for f in footers)
+    share = statistics.median(f[0] / r for f, r in zip(footers, copy, strict=True))
+    print(f"\nbinary copy's record-key footer (key column decoded for the range, the inputs' filters merged), "
+          f"serially in this process: median {whole:.2f} s (decoding the key column alone {decode:.2f} s), "
+          f"{share:.0%} of the binary-copy resize (median of per-run shares)")
+    print("raw copy footer seconds (whole, decode alone): "
+          + json.dumps([[round(a, 2), round(b, 2)] for a, b in footers]))
 
 
 def print_probes(groups: int, probes: dict[bool, list[dict[str, float]]]) -> None:

@@ -75,6 +75,9 @@ def merge(inputs: Sequence[InputFilter]) -> MergedFilter:
         NotMergeable: an input has no filter, another type or geometry, or one inconsistent with
             its row count.
     """
+    for f in inputs:
+        if f.value is None:
+            raise NotMergeable(f"{f.path} has no bloom filter")
     types = {f.type_code for f in inputs}
     if types == {bloom.TYPE_CODE}:
         return _merge_dynamic(inputs)

@@ -444,9 +444,9 @@ def _record_key_footer(inputs: Sequence[tuple[str, bytes]]) -> tuple[dict[str, s
 def _merged_filter(paths: Sequence[str], files: Sequence[pq.ParquetFile],
                    keys: Sequence[pa.ChunkedArray]) -> bloom_merge.MergedFilter | str:
     """The inputs' filters merged, or why not. Besides the layout checks of `bloom_merge`, a sample
-    of every input's keys must pass the merged filter: a filter that is not its file's (copied
-    from another file, stale) is caught here rather than passed on. A null or empty key is left to
-    the rebuild, which refuses it as a rewrite does."""
+    of every input's keys must pass the merged filter, so that a filter which does not hold its
+    file's keys (taken from a file outside the group, or stale) is caught here and rebuilt rather
+    than passed on. A null or empty key is left to the rebuild, which refuses it as a rewrite does."""
     import pyarrow as pa
 
     try:
@@ -481,4 +481,4 @@ def _spread_sample(column: pa.ChunkedArray) -> pa.Array:
     import pyarrow as pa
 
     picks = np.unique(np.linspace(0, len(column) - 1, min(len(column), _SAMPLE_KEYS)).astype(np.int64))
-    return column.take(pa.array(picks)).combine_chunks().cast(pa.large_binary())
+    return column.take(pa.array(picks)).combine_chunks()

@@ -12,6 +12,7 @@ import glob
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -21,13 +22,14 @@ from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resiz
 from runner.execute.resize_copy import copy_group
 from runner.execute.resize_job import GroupRewrite, RewriteTask, rewrite_group
 from runner.execute.resize_plan import strategy_of_plan
-from runner.hudi import bloom, footer
+from runner.hudi import bloom, bloom_merge, footer
 from runner.hudi.parquet_copy import NotCopyable, binary_copy
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.hudi.thrift_compact import I64, Struct, ThriftList, decode_struct, encode_struct
 from runner.plan.sizing import plan_sizing
 from runner.storage import LocalStorage, storage_for
-from tests.execute.test_resize import SIZING, V6, V9, add_small_files, clock, snapshot
+from tests.execute.test_resize import SIZING, V6, V9, V9_MDT, add_small_files, clock, snapshot
+from tests.hudi.test_bloom import decode_dynamic, member_mask, positions, reference_shape
 
 COPY = FileSizing(max_file_size=SIZING.max_file_size, small_file_limit=SIZING.small_file_limit,
                   strategy=ResizeStrategy.BINARY_COPY)
@@ -148,7 +150,7 @@ def _chunk_bytes(data: bytes, chunk: pq.ColumnChunkMetaData) -> bytes:
     return data[start:start + chunk.total_compressed_size]
 
 
-def test_the_footer_has_a_bloom_filter_and_range_of_every_key(tmp_path):
+def test_inputs_without_a_bloom_filter_get_one_built_from_every_key(tmp_path):
     storage = LocalStorage(str(tmp_path))
     inputs = _write_inputs(tmp_path, [(300, 300), (400, 100)])
     copied = copy_group(storage, GroupRewrite("p", "c-0", inputs), INSTANT, "0-0-0")
@@ -161,6 +163,93 @@ def test_the_footer_has_a_bloom_filter_and_range_of_every_key(tmp_path):
     assert (entries[footer.MIN_RECORD_KEY.encode()], entries[footer.MAX_RECORD_KEY.encode()]) == (
         b"key-000000", b"key-000699")
     assert b"ARROW:schema" not in entries  # the file reads from its Parquet types, as a rewritten one does
+    raw = [(p, (tmp_path / p).read_bytes()) for p in inputs]
+    assert binary_copy(raw, file_name="x.parquet").bloom_filter == f"rebuilt: {inputs[0]} has no bloom filter"
+
+
+def _keyed_files(root: Path, key_lists: list[list[str]], *, footers: list[dict[str, str]] | None = None) -> list[
+        tuple[str, bytes]]:
+    """(path, bytes) of one Hudi-shaped file per key list, each with the footer Hudi's writer gives
+    it (`footers` overrides it), in the order given."""
+    (root / "p").mkdir(exist_ok=True)
+    out = []
+    for n, keys in enumerate(key_lists):
+        path = f"p/k{n}-0_0-1-1_2024010100000{n:04d}.parquet"
+        table = pa.table({KEY: pa.array(keys), NAME: pa.array([path] * len(keys)), "n": pa.array(range(len(keys)))})
+        entries = footers[n] if footers is not None else footer.record_key_footer(table.column(KEY))
+        pq.write_table(table.replace_schema_metadata(entries), root / path, row_group_size=20_000)
+        out.append((path, (root / path).read_bytes()))
+    return out
+
+
+def test_the_inputs_bloom_filters_are_merged_and_every_key_stays_a_member(tmp_path):
+    """125,000 keys (past Hudi's 120,000-key bound, where keys go round robin) from inputs of two
+    rows (70,000 keys) and of one row. The merged filter is not compared with a rebuilt one byte for
+    byte: with more than one row, which keys share a row differs (inputs' rows are ORed whole into
+    the output's rows), so the bytes differ while what a reader relies on holds: every key is a
+    member, and the layout is that of Hudi's filter of 125,000 keys. The key range is computed
+    from the keys, in Java's order, whatever the inputs' footers say."""
+    emoji, last_bmp = "\U0001F600", "\uFFFD"
+    lists = [[f"a{i:06d}" for i in range(70_000)], [f"b{i:06d}" for i in range(30_000)] + [f"z{emoji}"],
+             [f"c{i:06d}" for i in range(24_999)] + [f"z{last_bmp}"]]
+    raw = _keyed_files(tmp_path, lists)
+    copied = binary_copy(raw, file_name="out.parquet")
+    assert copied.bloom_filter == "merged"
+    written = pq.ParquetFile(pa.BufferReader(copied.data))
+    entries = written.metadata.metadata
+    merged = bloom_merge.merge([bloom_merge.InputFilter(p, "DYNAMIC_V0", pq.ParquetFile(pa.BufferReader(d)).metadata
+                                                        .metadata[footer.BLOOM_FILTER.encode()].decode(), len(k))
+                                for (p, d), k in zip(raw, lists, strict=True)])
+    assert entries[footer.BLOOM_FILTER.encode()].decode() == merged.value
+    assert entries[footer.BLOOM_FILTER_TYPE_CODE.encode()] == b"DYNAMIC_V0"
+
+    header, shape, rows = decode_dynamic(merged.value)
+    assert header == (-1, 30, 1, bloom.VECTOR_SIZE) and shape == reference_shape(125_001) == (60_000, 65_001, 2)
+    keys = written.read(columns=[KEY]).column(0).combine_chunks()
+    assert len(keys) == 125_001 and member_mask(rows, bloom.bit_positions(keys)).all()
+    for key in (lists[0][0], lists[0][-1], lists[1][-1], lists[2][-1], "a060000", "b000000"):
+        assert member_mask(rows, np.array(positions(key.encode()))[:, None])[0], key  # the Hudi port's hashes
+
+    # Java order: the supplementary character (a surrogate pair, U+D83D...) sorts before U+FFFD.
+    rewrite = footer.record_key_footer(keys)
+    assert (entries[footer.MIN_RECORD_KEY.encode()].decode(), entries[footer.MAX_RECORD_KEY.encode()].decode()) == (
+        rewrite[footer.MIN_RECORD_KEY], rewrite[footer.MAX_RECORD_KEY]) == ("a000000", f"z{last_bmp}")
+
+
+def test_a_bloom_filter_that_is_not_its_file_s_is_rebuilt_from_the_keys(tmp_path):
+    # The first file carries the filter of another file of as many rows (so the layout checks pass):
+    # its keys are in neither input's filter, and the sampled keys show it.
+    lists = [[f"a{i}" for i in range(500)], [f"b{i}" for i in range(500)]]
+    foreign = [footer.record_key_footer(pa.array([f"x{i}" for i in range(500)])),
+               footer.record_key_footer(pa.array(lists[1]))]
+    copied = binary_copy(_keyed_files(tmp_path, lists, footers=foreign), file_name="out.parquet")
+    assert copied.bloom_filter == "rebuilt: record key 'a0' fails its input's bloom filter", copied.bloom_filter
+    entries = pq.ParquetFile(pa.BufferReader(copied.data)).metadata.metadata
+    assert entries[footer.BLOOM_FILTER.encode()].decode() == bloom.serialize(pa.array(lists[0] + lists[1]))
+
+
+def test_a_filter_inconsistent_with_its_file_s_rows_is_rebuilt_from_the_keys(tmp_path):
+    lists = [[f"a{i}" for i in range(300)], [f"b{i}" for i in range(200)]]
+    stale = [footer.record_key_footer(pa.array(lists[0][:100])), footer.record_key_footer(pa.array(lists[1]))]
+    copied = binary_copy(_keyed_files(tmp_path, lists, footers=stale), file_name="out.parquet")
+    assert copied.bloom_filter.startswith(
+        "rebuilt: p/k0-0_0-1-1_20240101000000000.parquet: bloom filter (keys per row, keys in the last row, rows) "
+        "is (60000, 100, 1), expected (60000, 300, 1) for its 300 records"), copied.bloom_filter
+    entries = pq.ParquetFile(pa.BufferReader(copied.data)).metadata.metadata
+    assert entries[footer.BLOOM_FILTER.encode()].decode() == bloom.serialize(pa.array(lists[0] + lists[1]))
+
+
+def test_hudi_written_filters_merge_into_exactly_the_filter_of_all_keys(hudi_fixture):
+    """Seven files Hudi 1.1's Spark writer wrote: their filters are accepted as they are, and with
+    every key in one row (under 60,000) the OR of the inputs' bits is the rebuilt filter bit for bit."""
+    base = hudi_fixture(V9_MDT)
+    paths = sorted(glob.glob(f"{base}/region=eu/*.parquet"))
+    assert len(paths) == 7
+    copied = binary_copy([(p, Path(p).read_bytes()) for p in paths], file_name="out.parquet")
+    assert copied.bloom_filter == "merged"
+    keys = pa.concat_arrays([pq.read_table(p, columns=[KEY]).column(0).combine_chunks() for p in paths])
+    entries = pq.ParquetFile(pa.BufferReader(copied.data)).metadata.metadata
+    assert entries[footer.BLOOM_FILTER.encode()].decode() == bloom.serialize(keys)
 
 
 def test_a_table_without_meta_columns_is_copied_whole(tmp_path):
@@ -295,7 +384,11 @@ def test_a_binary_copy_resize_keeps_every_reader_s_rows(v6_mixed, spark):
     for path in paths:
         keys = pq.read_table(path, columns=[KEY]).column(0).combine_chunks()
         entries = pq.ParquetFile(path).metadata.metadata
-        assert entries[b"org.apache.hudi.bloomfilter"].decode() == bloom.serialize(keys)
+        # Not the rewrite's bytes in general (merged filters group keys into rows differently past
+        # 60,000 keys): what matters is that every key is a member and the layout is Hudi's.
+        header, shape, rows = decode_dynamic(entries[b"org.apache.hudi.bloomfilter"].decode())
+        assert header == (-1, 30, 1, bloom.VECTOR_SIZE) and shape == reference_shape(len(keys))
+        assert member_mask(rows, bloom.bit_positions(keys)).all()
         assert entries[b"hoodie_min_record_key"].decode() == min(keys.to_pylist())
 
 
