@@ -57,7 +57,7 @@ class InputFilter:
 
     path: str
     type_code: str | None
-    value: str | None
+    value: str | bytes | None  # the Base64 text
     records: int
 
 

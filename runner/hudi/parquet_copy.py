@@ -36,11 +36,23 @@ from typing import TYPE_CHECKING
 
 from runner.errors import CorruptMetadataError, RefusedError
 from runner.hudi import bloom, bloom_merge, footer
-from runner.hudi.thrift_compact import BINARY, I16, I64, LIST, STRUCT, Struct, ThriftList, decode_struct, encode_struct
+from runner.hudi.thrift_compact import (
+    BINARY,
+    I16,
+    I32,
+    I64,
+    LIST,
+    STRUCT,
+    Struct,
+    ThriftList,
+    decode_struct,
+    encode_struct,
+)
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
 MAGIC = b"PAR1"
 FILE_NAME_COLUMN = "_hoodie_file_name"
@@ -50,7 +62,8 @@ RECORD_KEY_COLUMN = "_hoodie_record_key"
 _F_SCHEMA, _F_NUM_ROWS, _F_ROW_GROUPS, _F_KEY_VALUE, _F_CREATED_BY, _F_COLUMN_ORDERS = 2, 3, 4, 5, 6, 7
 _F_ENCRYPTION, _F_SIGNING_KEY = 8, 9
 # RowGroup
-_R_COLUMNS, _R_TOTAL_BYTE_SIZE, _R_NUM_ROWS, _R_FILE_OFFSET, _R_TOTAL_COMPRESSED, _R_ORDINAL = 1, 2, 3, 5, 6, 7
+_R_COLUMNS, _R_TOTAL_BYTE_SIZE, _R_NUM_ROWS, _R_SORTING_COLUMNS, _R_FILE_OFFSET = 1, 2, 3, 4, 5
+_R_TOTAL_COMPRESSED, _R_ORDINAL = 6, 7
 # ColumnChunk
 _C_FILE_PATH, _C_FILE_OFFSET, _C_META = 1, 2, 3
 _C_PAGE_INDEX = (4, 5, 6, 7)  # offset index and column index: offset and length of each
@@ -127,7 +140,7 @@ def binary_copy(inputs: Sequence[tuple[str, bytes]], *, file_name: str) -> Copie
     if column is not None:
         counts = [_int(rg, _R_NUM_ROWS) for f in parsed for rg, _ in f.row_groups]
         names = _file_name_chunks(file_name, counts, codec, optional=column[1])
-    key_footer, origin = _record_key_footer(inputs)
+    key_footer, origin = _record_key_footer(parsed)
     copied = _assemble(parsed, column[0] if column else None, names, _key_values(parsed) | key_footer)
     return replace(copied, bloom_filter=origin)
 
@@ -244,6 +257,13 @@ def _single_codec(files: Sequence[_Input]) -> int:
 
 def _file_name_column(meta: Struct) -> tuple[int, bool] | None:
     """(leaf index, optional) of a top-level `_hoodie_file_name` string column; None without one."""
+    found = _string_column(meta, FILE_NAME_COLUMN)
+    return None if found is None else (found[0], found[2])
+
+
+def _string_column(meta: Struct, name: str) -> tuple[int, int, bool] | None:
+    """(leaf index, schema element index, optional) of a top-level string column `name`; None
+    without one. Raises NotCopyable when `name` is there but not a plain string column."""
     elements = meta.get_list(_F_SCHEMA)
     leaf, i = 0, 1
     found = None
@@ -252,12 +272,12 @@ def _file_name_column(meta: Struct) -> tuple[int, bool] | None:
     for _ in range(_int(root, _S_CHILDREN)):
         top = elements[i]
         assert isinstance(top, Struct)
-        leaves, i = _leaves(elements, i)
-        if top.get(_S_NAME) == FILE_NAME_COLUMN.encode():
+        leaves, after = _leaves(elements, i)
+        if top.get(_S_NAME) == name.encode():
             if leaves != 1 or top.get_int(_S_TYPE) != _BYTE_ARRAY or top.get_int(_S_REPETITION) == _REPEATED:
-                raise NotCopyable(f"{FILE_NAME_COLUMN} is not a plain string column")
-            found = (leaf, top.get_int(_S_REPETITION) != 0)
-        leaf += leaves
+                raise NotCopyable(f"{name} is not a plain string column")
+            found = (leaf, i, top.get_int(_S_REPETITION) != 0)
+        leaf, i = leaf + leaves, after
     return found
 
 
@@ -409,11 +429,11 @@ def _int(struct: Struct | None, field_id: int) -> int:
 
 def hudi_footer(inputs: Sequence[tuple[str, bytes]]) -> dict[str, str]:
     """Hudi's record-key footer for the concatenation of the inputs, in their order."""
-    return _record_key_footer(inputs)[0]
+    return _record_key_footer([_parse(path, data) for path, data in inputs])[0]
 
 
-def _record_key_footer(inputs: Sequence[tuple[str, bytes]]) -> tuple[dict[str, str], str]:
-    """The footer, and where its bloom filter came from ("merged", or "rebuilt: <why>").
+def _record_key_footer(files: Sequence[_Input]) -> tuple[dict[str, str], str]:
+    """The footer, and where its bloom filter came from ("merged", "rebuilt: <why>" or "none").
 
     The key range is computed from the decoded `_hoodie_record_key` column (inputs' recorded
     ranges may be in UTF-8 rather than Java order, `runner.hudi.footer`); the bloom filter is the
@@ -421,64 +441,112 @@ def _record_key_footer(inputs: Sequence[tuple[str, bytes]]) -> tuple[dict[str, s
     keys. A table without meta columns has no key column: the range then covers the inputs'
     recorded ranges when every input records one, and there is no filter.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    files = [pq.ParquetFile(pa.BufferReader(data)) for _, data in inputs]
-    if all(RECORD_KEY_COLUMN in f.schema_arrow.names for f in files):
-        per_file = [f.read(columns=[RECORD_KEY_COLUMN]).column(0) for f in files]
-        keys = pa.chunked_array([c for k in per_file for c in k.chunks],
-                                type=files[0].schema_arrow.field(RECORD_KEY_COLUMN).type)
-        # Hudi leaves the key column null when `hoodie.populate.meta.fields` is false.
-        if len(keys) > keys.null_count:
-            merged = _merged_filter([path for path, _ in inputs], files, per_file)
-            if isinstance(merged, str):
-                return footer.record_key_footer(keys), f"rebuilt: {merged}"
-            filter_entries = {footer.BLOOM_FILTER: merged.value, footer.BLOOM_FILTER_TYPE_CODE: merged.type_code}
-            return filter_entries | footer.range_footer(footer.key_range(keys)), "merged"
-    ranges = [footer.range_of(f.metadata.metadata) for f in files]
+    entries = [_footer_entries(f.meta) for f in files]
+    keys = _key_column(files)
+    # Hudi leaves the key column null when `hoodie.populate.meta.fields` is false.
+    if keys is not None and len(keys) > keys.null_count:
+        merged = _merged_filter(files, entries, keys)
+        if isinstance(merged, str):
+            return footer.record_key_footer(keys), f"rebuilt: {merged}"
+        filter_entries = {footer.BLOOM_FILTER: merged.value, footer.BLOOM_FILTER_TYPE_CODE: merged.type_code}
+        return filter_entries | footer.range_footer(footer.key_range(keys)), "merged"
+    ranges = [footer.range_of(e) for e in entries]
     known = [r for r in ranges if r is not None]
     return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None), "none"
 
 
-def _merged_filter(paths: Sequence[str], files: Sequence[pq.ParquetFile],
-                   keys: Sequence[pa.ChunkedArray]) -> bloom_merge.MergedFilter | str:
+def _footer_entries(meta: Struct) -> dict[bytes, bytes]:
+    """A footer's key-value metadata as pyarrow gives it (a key without a value is left out)."""
+    entries: dict[bytes, bytes] = {}
+    for entry in meta.get_list(_F_KEY_VALUE):
+        assert isinstance(entry, Struct)
+        key, value = entry.get(1), entry.get(2)
+        if isinstance(key, bytes) and isinstance(value, bytes):
+            entries.setdefault(key, value)
+    return entries
+
+
+def _key_column(files: Sequence[_Input]) -> pa.ChunkedArray | None:
+    """Every input's `_hoodie_record_key` values in order; None without that column.
+
+    Decoded from one Parquet file made of the key column's chunks alone, with a footer that
+    describes only them: pyarrow opening each input would parse its whole footer, whose bloom
+    filter alone is about 0.4 MB, and that cost as much as decoding the keys.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    found = _string_column(files[0].meta, RECORD_KEY_COLUMN)
+    if found is None:
+        return None
+    leaf, element, _ = found
+    schema = files[0].meta.get_list(_F_SCHEMA)
+    root = Struct(list(_struct(schema[0]).fields))
+    root.put(_S_CHILDREN, I32, 1)
+    meta = Struct(list(files[0].meta.fields))
+    meta.put(_F_SCHEMA, LIST, ThriftList(STRUCT, [root, schema[element]]))
+    orders = meta.get(_F_COLUMN_ORDERS)
+    if isinstance(orders, ThriftList):
+        meta.put(_F_COLUMN_ORDERS, LIST, ThriftList(orders.element_type, [orders.values[leaf]]))
+    only = []
+    for f in files:
+        groups = []
+        for rg, chunks in f.row_groups:
+            chunk_meta = chunks[leaf].meta.get_struct(_C_META)
+            if chunk_meta is None or chunk_meta.get_list(_M_PATH) != [RECORD_KEY_COLUMN.encode()]:
+                raise NotCopyable(f"{f.path}: column chunks are not in schema order")
+            trimmed = Struct(list(rg.fields))
+            trimmed.drop(_R_SORTING_COLUMNS)  # their column indexes are the whole schema's
+            groups.append((trimmed, (chunks[leaf],)))
+        only.append(_Input(f.path, f.data, meta, tuple(groups)))
+    keys_only = _assemble(only, None, None, {})
+    return pq.read_table(pa.BufferReader(keys_only.data), use_threads=False).column(0)
+
+
+def _struct(value: object) -> Struct:
+    assert isinstance(value, Struct)
+    return value
+
+
+def _merged_filter(files: Sequence[_Input], entries: Sequence[Mapping[bytes, bytes]],
+                   keys: pa.ChunkedArray) -> bloom_merge.MergedFilter | str:
     """The inputs' filters merged, or why not. Besides the layout checks of `bloom_merge`, a sample
     of every input's keys must pass the merged filter, so that a filter which does not hold its
     file's keys (taken from a file outside the group, or stale) is caught here and rebuilt rather
     than passed on. A null or empty key is left to the rebuild, which refuses it as a rewrite does."""
+    import numpy as np
     import pyarrow as pa
 
+    if keys.null_count:
+        return "a record key is null"
     try:
-        for column in keys:
-            if column.null_count:
-                return "a record key is null"
-            for chunk in column.chunks:
-                bloom.check_keys(chunk)
+        for chunk in keys.chunks:
+            bloom.check_keys(chunk)
     except RefusedError as error:
         return str(error)
     described = []
-    for path, f in zip(paths, files, strict=True):
-        meta = f.metadata.metadata or {}
-        value, code = meta.get(footer.BLOOM_FILTER.encode()), meta.get(footer.BLOOM_FILTER_TYPE_CODE.encode())
-        described.append(bloom_merge.InputFilter(path, code.decode("utf-8", "replace") if code else None,
-                                                 value.decode("ascii", "replace") if value else None,
-                                                 f.metadata.num_rows))
+    for f, e in zip(files, entries, strict=True):
+        value, code = e.get(footer.BLOOM_FILTER.encode()), e.get(footer.BLOOM_FILTER_TYPE_CODE.encode())
+        described.append(bloom_merge.InputFilter(f.path, code.decode("utf-8", "replace") if code else None,
+                                                 value,
+                                                 _int(f.meta, _F_NUM_ROWS)))
     try:
         merged = bloom_merge.merge(described)
     except bloom_merge.NotMergeable as why:
         return str(why)
-    sample = pa.concat_arrays([_spread_sample(column) for column in keys])
+    starts = [0]
+    for d in described:
+        starts.append(starts[-1] + d.records)
+    picks = np.concatenate([_spread(a, b) for a, b in pairwise(starts)])
+    sample = keys.take(pa.array(picks)).combine_chunks()
     missing = (~bloom_merge.members(merged, sample)).nonzero()[0]
     if len(missing):
         return f"record key {sample[int(missing[0])].as_py()!r} fails its input's bloom filter"
     return merged
 
 
-def _spread_sample(column: pa.ChunkedArray) -> pa.Array:
-    """Up to _SAMPLE_KEYS keys spread evenly over the column, first and last included."""
+def _spread(start: int, end: int) -> npt.NDArray[np.int64]:
+    """Up to _SAMPLE_KEYS indices from `start` to `end`, spread evenly, first and last included."""
     import numpy as np
-    import pyarrow as pa
 
-    picks = np.unique(np.linspace(0, len(column) - 1, min(len(column), _SAMPLE_KEYS)).astype(np.int64))
-    return column.take(pa.array(picks)).combine_chunks()
+    return np.unique(np.linspace(start, end - 1, min(end - start, _SAMPLE_KEYS)).astype(np.int64))
