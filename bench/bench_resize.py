@@ -132,9 +132,10 @@ def generate(root: Path, total_mb: int, files: int) -> Path:
     for n in range(files):
         name = BaseFile(f"{rng.getrandbits(128):032x}-0", f"{n}-1-{n}", INSTANT, "parquet").name
         data = rows_table(n * rows, rows, name, rng)
-        data = data.replace_schema_metadata(footer.record_key_footer(data.column("_hoodie_record_key")))
         # No Arrow schema: it would hold the footer's ~0.4 MB bloom filter a second time.
-        pq.write_table(data, part / name, compression="snappy", store_schema=False)
+        with pq.ParquetWriter(part / name, data.schema, compression="snappy", store_schema=False) as writer:
+            writer.add_key_value_metadata(footer.record_key_footer(data.column("_hoodie_record_key")))
+            writer.write_table(data)
         size = (part / name).stat().st_size
         stats.append(WriteStat(PARTITION, name.split("_")[0], f"{PARTITION}/{name}", None,
                                num_writes=rows, num_inserts=rows, total_write_bytes=size, file_size_in_bytes=size))
