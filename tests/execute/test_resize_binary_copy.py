@@ -22,7 +22,7 @@ from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resiz
 from runner.execute.resize_copy import copy_group
 from runner.execute.resize_job import GroupRewrite, RewriteTask, rewrite_group
 from runner.execute.resize_plan import strategy_of_plan
-from runner.hudi import bloom, bloom_merge, footer
+from runner.hudi import bloom, bloom_merge, footer, parquet_copy
 from runner.hudi.parquet_copy import NotCopyable, binary_copy
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.hudi.thrift_compact import I64, Struct, ThriftList, decode_struct, encode_struct
@@ -250,6 +250,9 @@ def test_hudi_written_filters_merge_into_exactly_the_filter_of_all_keys(hudi_fix
     keys = pa.concat_arrays([pq.read_table(p, columns=[KEY]).column(0).combine_chunks() for p in paths])
     entries = pq.ParquetFile(pa.BufferReader(copied.data)).metadata.metadata
     assert entries[footer.BLOOM_FILTER.encode()].decode() == bloom.serialize(keys)
+    # The keys as binary copy decodes them (from a file of the key column's chunks alone).
+    parsed = [parquet_copy._parse(p, Path(p).read_bytes()) for p in paths]
+    assert parquet_copy._key_column(parsed).combine_chunks().equals(keys)
 
 
 def test_a_table_without_meta_columns_is_copied_whole(tmp_path):
