@@ -3,8 +3,9 @@
 Each Spark job of an upsert has a fixed cost (scheduling, a Python worker round trip, a shuffle),
 several hundred milliseconds on a small local machine; for a small write those costs are most of
 the time. So when the master is local and the planner's size estimate of the keyed, de-duplicated
-records is at most `DRIVER_MAX_BYTES`, the writer runs one Spark action (`toArrow`) and does the
-rest here, step for step what the Spark engine does (`runner.writer.prepare`):
+records is at most `DRIVER_MAX_BYTES` (or, without an estimate, the input was built from rows the
+driver held: `built_on_driver`), the writer runs one Spark action (`toArrow`) and does the rest
+here, step for step what the Spark engine does (`runner.writer.prepare`):
 
 - keys and de-duplication stay Spark expressions (`with_keys`, `deduplicate`): one definition;
 - partition counts, the index lookup (`runner.writer.index.file_keys`, the Spark job's reader, in
@@ -25,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from runner.writer.prepare import SEQ
 from runner.writer.route import InsertRange, insert_targets
@@ -45,6 +46,12 @@ MIB = 1024 * 1024
 # are written, and the estimate can be low (a Parquet source counts its compressed bytes), so this
 # stays well under Spark's default 1 GiB of driver memory and `spark.driver.maxResultSize`.
 DRIVER_MAX_BYTES = 256 * MIB
+# What Spark reports for a plan without statistics: `spark.sql.defaultSizeInBytes`, Long.MaxValue
+# unless configured (projections above it scale it, possibly past Long.MaxValue).
+UNKNOWN_SIZE = 2**63 - 1
+# Set by tests and benchmarks to run one engine whatever the size (the driver only on a local
+# master); None chooses by size. Not a user setting.
+PINNED: Engine | None = None
 _POSITION = "_w_pos"
 
 
@@ -64,8 +71,14 @@ def choose_engine(records: DataFrame) -> Choice:
     master = str(spark.sparkContext.master)
     if not master.startswith("local"):
         return Choice("spark", f"master {master} is a cluster, whose executors write")
+    if PINNED is not None:
+        return Choice(PINNED, "pinned by runner.writer.local.PINNED")
     size = estimated_bytes(records)
     if size is None:
+        return Choice("spark", "Spark has no plan to estimate the input's size from")
+    if size >= UNKNOWN_SIZE:
+        if built_on_driver(records):
+            return Choice("driver", f"the input was built from data held by the driver, master {master}")
         return Choice("spark", "Spark has no size estimate of the input")
     limit = f"{size / MIB:.1f} MiB estimated, limit {DRIVER_MAX_BYTES / MIB:.0f} MiB"
     if size > DRIVER_MAX_BYTES:
@@ -79,6 +92,38 @@ def estimated_bytes(records: DataFrame) -> int | None:
         return int(records._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
     except Exception:  # no JVM plan to ask (or a Spark that changed the API): let Spark write
         return None
+
+
+def built_on_driver(records: DataFrame) -> bool:
+    """Every source of the plan is data the driver held: a `LocalRelation`, or an RDD whose narrow
+    lineage starts at `parallelize` (what `createDataFrame` of Python rows makes). Such inputs
+    have no size estimate, but were in the driver's memory a moment ago.
+
+    The lineage may pass through a Python function (the rows' conversion); one that expands each
+    element into many rows would escape this check. That is a performance risk, not a safety one:
+    a driver that runs out of memory fails the write, which the next write rolls back.
+    """
+    try:
+        leaves = records._jdf.queryExecution().optimizedPlan().collectLeaves()
+        found = [leaves.apply(i) for i in range(leaves.size())]
+        return bool(found) and all(_held_by_driver(leaf) for leaf in found)
+    except Exception:  # a Spark that changed these internals: assume nothing
+        return False
+
+
+def _held_by_driver(leaf: Any) -> bool:
+    kind = leaf.getClass().getSimpleName()
+    if kind == "LocalRelation":
+        return True
+    if kind != "LogicalRDD":
+        return False
+    rdd = leaf.rdd()
+    while rdd.getClass().getSimpleName() != "ParallelCollectionRDD":
+        dependencies = rdd.dependencies()
+        if dependencies.size() != 1 or dependencies.apply(0).getClass().getSimpleName() != "OneToOneDependency":
+            return False
+        rdd = dependencies.apply(0).rdd()
+    return True
 
 
 def threads(records: DataFrame) -> int:
