@@ -3,8 +3,13 @@
 One call is one commit. Under the table's runner lock it: creates the table if absent (or checks the
 declaration against it), rolls back failed writes (Hudi's EAGER policy), picks a new instant time,
 writes `T.commit.requested`, computes keys, plans where records go, writes `T.inflight`, writes the
-files in one Spark job, and completes `T.commit`. A write that dies anywhere before `T.commit`
-leaves only files of an uncommitted instant, which readers ignore and the next write removes.
+files, and completes `T.commit`. A write that dies anywhere before `T.commit` leaves only files of
+an uncommitted instant, which readers ignore and the next write removes.
+
+Two engines do the routing and the file writes (`runner.writer.local` chooses, by size, before any
+Spark action): Spark jobs whose tasks write the files, or, for a small write on a local master,
+the driver after one `toArrow`. They share every step's definition and write the same records to
+the same file groups; `WriteResult.engine` says which ran.
 
 Operations (Hudi's `WriteOperationType`):
 - `upsert`: de-duplicate the input by key (precombine field), look the keys up in the latest base
