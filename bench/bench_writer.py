@@ -14,8 +14,12 @@ resident memory of this process tree (Spark's JVM and Python workers included, s
 and how much that is above the RSS on entry. `--profile` runs one more upsert under cProfile and
 prints the driver's top functions by cumulative time. Needs `pip install deltalake` (bench only).
 
+`--engines` picks the write engines timed, each upserting the same rows into its own table (loaded
+alike): `auto` (chosen by size, as users get it), `driver` or `spark` pinned (`runner.writer.local`);
+the engine that actually wrote each run is printed.
+
 Usage (from the repository root):
-    .venv/bin/python bench/bench_writer.py --rows 200000 --runs 3
+    .venv/bin/python bench/bench_writer.py --rows 100000 --runs 3 --engines auto,spark
 """
 
 from __future__ import annotations
@@ -38,11 +42,12 @@ from _common import PeakRss
 import runner
 from runner.declarations.model import SparkSettings
 from runner.execute.spark import get_spark
+from runner.writer import local
 from runner.writer.write import WriteResult
 
 TABLE = """\
-name: bench
-path: warehouse/bench
+name: {name}
+path: warehouse/{name}
 table:
   type: COPY_ON_WRITE
   record_key: [id]
@@ -79,8 +84,21 @@ def timed(memory: list[PeakRss], action: object, *args: object) -> tuple[float, 
     return seconds, result
 
 
-def write_table(df: object, work: Path) -> WriteResult:
-    return runner.write(df, "bench", project_dir=work)  # type: ignore[arg-type]
+def write_table(df: object, work: Path, engine: str) -> WriteResult:
+    """One upsert into the engine's own table, the engine pinned unless `auto` (chosen by size)."""
+    local.PINNED = None if engine == "auto" else engine  # type: ignore[assignment]
+    try:
+        return runner.write(df, table_of(engine), project_dir=work)  # type: ignore[arg-type]
+    finally:
+        local.PINNED = None
+
+
+def table_of(engine: str) -> str:
+    return f"bench_{engine}"
+
+
+def upsert_row(engine: str) -> str:
+    return f"runner.write upsert ({engine} engine)"
 
 
 def as_arrow(df: object) -> pa.Table:
@@ -116,14 +134,14 @@ def spark_jobs(spark: object) -> int:
     return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))  # type: ignore[attr-defined]
 
 
-def profile_upsert(spark: object, df: object, work: Path, top: int) -> None:
+def profile_upsert(spark: object, df: object, work: Path, top: int, engine: str) -> None:
     """One more upsert under cProfile (the driver's side: Spark jobs show as the calls that wait)."""
     profiler = cProfile.Profile()
     jobs = spark_jobs(spark)
     profiler.enable()
-    runner.write(df, "bench", project_dir=work)
+    result = write_table(df, work, engine)
     profiler.disable()
-    print(f"\nSpark jobs run by this upsert: {spark_jobs(spark) - jobs}")
+    print(f"\nSpark jobs run by this upsert ({result.engine} engine): {spark_jobs(spark) - jobs}")
     print("\ncProfile of one upsert (driver), the runner's own functions by cumulative time:")
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats("runner/", top)
 
@@ -136,26 +154,37 @@ def main() -> None:
     parser.add_argument("--no-delta", action="store_true", help="skip the delta-rs merge")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="after the timed runs, profile one upsert and print the top N functions")
+    parser.add_argument("--engines", default="auto",
+                        help="comma-separated write engines to time, each on its own table: auto (chosen by "
+                        "size, what users get), driver, spark (default auto)")
     args = parser.parse_args()
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if not engines or any(e not in ("auto", "driver", "spark") for e in engines):
+        parser.error(f"--engines takes auto, driver and spark; got {args.engines!r}")
 
     spark = get_spark(SparkSettings(master=args.master, conf=(("spark.sql.shuffle.partitions", "8"),)))
     work = Path(tempfile.mkdtemp(prefix="bench_writer_"))
     (work / "tables").mkdir()
     (work / "project.yml").write_text("name: bench\n")
-    (work / "tables" / "bench.yml").write_text(TABLE)
+    for engine in engines:
+        (work / "tables" / f"{table_of(engine)}.yml").write_text(TABLE.format(name=table_of(engine)))
 
     half = args.rows // 2
     first = rows(spark, 0, args.rows, 0)
-    runner.write(first, "bench", operation="bulk_insert", project_dir=work)
+    for engine in engines:  # loaded by the Spark engine alike, so every table starts with the same files
+        local.PINNED = "spark"
+        runner.write(first, table_of(engine), operation="bulk_insert", project_dir=work)
+        local.PINNED = None
     delta = work / "delta"
     if not args.no_delta:
         delta_load(delta, as_arrow(first))
-    times: dict[str, list[float]] = {"runner.write upsert": [], "df.write.parquet (snappy)": [],
-                                     "df.write.parquet (gzip)": []}
+    times: dict[str, list[float]] = {upsert_row(e): [] for e in engines}
+    times |= {"df.write.parquet (snappy)": [], "df.write.parquet (gzip)": []}
     if not args.no_delta:
         times["delta-rs DeltaTable.merge"] = []
     memory: dict[str, list[PeakRss]] = {name: [] for name in times}
     rewritten: list[int] = []
+    chosen: dict[str, list[str]] = {e: [] for e in engines}
     for run in range(1, args.runs + 1):
         df = rows(spark, run * half, args.rows, run)
         out = work / f"plain_{run}"
@@ -169,9 +198,11 @@ def main() -> None:
             times[name].append(timed(memory[name], action, *action_args)[0])
         if not args.no_delta:  # every run adds `half` new keys and updates the rest
             assert delta_rows(delta) == args.rows + run * (args.rows - half), delta_rows(delta)
-        seconds, result = timed(memory["runner.write upsert"], write_table, df, work)
-        times["runner.write upsert"].append(seconds)
-        assert isinstance(result, WriteResult)
+        for engine in engines:
+            seconds, result = timed(memory[upsert_row(engine)], write_table, df, work, engine)
+            times[upsert_row(engine)].append(seconds)
+            assert isinstance(result, WriteResult)
+            chosen[engine].append(result.engine)
         rewritten.append(result.num_writes)
         df.unpersist()
         print(f"run {run}: {result}; " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), file=sys.stderr)
@@ -190,10 +221,14 @@ def main() -> None:
         added = statistics.median(m.added for m in memory[name]) / MIB
         print(f"| {name} | {median:.2f} s | {args.rows / median:,.0f} | {median / baseline:.2f}x "
               f"| {peak:.0f} MiB | {added:.0f} MiB |")
-    if not args.no_delta:
-        ours, peer = times["runner.write upsert"], times["delta-rs DeltaTable.merge"]
+    print()
+    for engine in engines:
+        print(f"engine that wrote, {upsert_row(engine)}: {', '.join(chosen[engine])}")
+    for engine in engines if not args.no_delta else []:
+        ours, peer = times[upsert_row(engine)], times["delta-rs DeltaTable.merge"]
         per_run = [o / p for o, p in zip(ours, peer, strict=True)]
-        print(f"\nrunner upsert vs delta-rs merge: {statistics.median(ours) / statistics.median(peer):.2f}x "
+        print(f"runner upsert ({engine} engine) vs delta-rs merge: "
+              f"{statistics.median(ours) / statistics.median(peer):.2f}x "
               f"(ratio of medians); per run {', '.join(f'{r:.2f}' for r in per_run)}, "
               f"median {statistics.median(per_run):.2f}x")
     print()
@@ -207,7 +242,8 @@ def main() -> None:
     )
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.profile:
-        profile_upsert(spark, rows(spark, (args.runs + 1) * half, args.rows, args.runs + 1), work, args.profile)
+        profile_upsert(spark, rows(spark, (args.runs + 1) * half, args.rows, args.runs + 1), work, args.profile,
+                       engines[0])
     spark.stop()
 
 

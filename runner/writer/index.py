@@ -4,12 +4,14 @@ Like Hudi's SIMPLE index, it reads the `_hoodie_record_key` column of the latest
 file group in the partitions the write touches, and the writer joins the incoming records against
 it on (partition path, record key). The index is partition-scoped (not global): the same key in
 another partition is another record, as with Hudi's default non-global indexes. Reading runs as a
-Spark job, one task per few files, through the table's `Storage`.
+Spark job, one task per few files, through the table's `Storage` (`index_frame`), or, when the write
+runs on the driver, in a thread pool there (`index_table`); both read a file with `file_keys`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 INDEX_SCHEMA = "_w_ipath string, _w_ikey string, _w_ifid string"
+INDEX_COLUMNS = ("_w_ipath", "_w_ikey", "_w_ifid")
 MAX_INDEX_TASKS = 64
 
 
@@ -46,6 +49,35 @@ def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str
     return map_in_arrow(listing.repartition(tasks), KeyReader(storage), INDEX_SCHEMA)
 
 
+def index_table(storage: Storage, files: Sequence[tuple[str, BaseFile]], threads: int) -> pa.Table:
+    """The same index as `index_frame`, read on the driver by `threads` threads, as one Arrow table."""
+    import pyarrow as pa
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        parts = list(pool.map(lambda item: file_keys(storage, *item), files))
+    if not parts:
+        return pa.table({name: pa.array([], pa.string()) for name in INDEX_COLUMNS})
+    return pa.Table.from_batches(parts)
+
+
+def file_keys(storage: Storage, partition: str, base: BaseFile) -> pa.RecordBatch:
+    """`(_w_ipath, _w_ikey, _w_ifid)` for every record of one base file."""
+    return _keys_of(storage, partition, base.name, base.file_id)
+
+
+def _keys_of(storage: Storage, partition: str, name: str, file_id: str) -> pa.RecordBatch:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = storage.read(relative_path(partition, name))
+    keys = pq.read_table(pa.BufferReader(data), columns=[RECORD_KEY]).column(0).combine_chunks()
+    n = len(keys)
+    return pa.RecordBatch.from_arrays(
+        [pa.repeat(pa.scalar(partition), n), keys.cast(pa.string()), pa.repeat(pa.scalar(file_id), n)],
+        names=list(INDEX_COLUMNS),
+    )
+
+
 @dataclass(frozen=True)
 class KeyReader:
     """Picklable task: reads the record key column of each listed base file."""
@@ -53,16 +85,7 @@ class KeyReader:
     storage: Storage
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         for batch in batches:
             columns = batch.to_pydict()
             for partition, name, file_id in zip(columns["partition"], columns["name"], columns["file_id"], strict=True):
-                data = self.storage.read(relative_path(partition, name))
-                keys = pq.read_table(pa.BufferReader(data), columns=[RECORD_KEY]).column(0).combine_chunks()
-                n = len(keys)
-                yield pa.RecordBatch.from_arrays(
-                    [pa.repeat(pa.scalar(partition), n), keys.cast(pa.string()), pa.repeat(pa.scalar(file_id), n)],
-                    names=["_w_ipath", "_w_ikey", "_w_ifid"],
-                )
+                yield _keys_of(self.storage, partition, name, file_id)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from runner.errors import RefusedError
 from runner.writer.create import KeyLayout
 from runner.writer.keys import partition_path_column, record_key_column
-from runner.writer.route import InsertRange
+from runner.writer.route import InsertRange, insert_targets
 from runner.writer.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, field_types
 from runner.writer.spark_hash import partition_keys
 from runner.writer.tasks import TARGET
@@ -94,15 +94,12 @@ def route_inserts(tagged: DataFrame, ranges: Sequence[InsertRange]) -> DataFrame
     if not ranges:
         return updates
     spark = tagged.sparkSession
-    per_partition: dict[str, list[InsertRange]] = {}
-    for r in ranges:
-        per_partition.setdefault(r.partition, []).append(r)
-    whole = [(p, rs[0].file_id) for p, rs in per_partition.items() if len(rs) == 1]
-    split = [r for rs in per_partition.values() if len(rs) > 1 for r in rs]
+    whole, split_by_partition = insert_targets(ranges)
+    split = [r for rs in split_by_partition.values() for r in rs]
     inserts = tagged.filter(F.col(TARGET).isNull())
     routed = updates
     if whole:
-        table = spark.createDataFrame(whole, "_w_rpath string, _w_rfid string")
+        table = spark.createDataFrame(list(whole.items()), "_w_rpath string, _w_rfid string")
         joined = inserts.join(F.broadcast(table), inserts[PARTITION_PATH] == table["_w_rpath"], "inner")
         routed = routed.unionByName(joined.withColumn(TARGET, F.col("_w_rfid")).drop("_w_rpath", "_w_rfid"))
     if split:

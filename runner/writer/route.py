@@ -69,6 +69,18 @@ class Routing:
         return next(b for b in self.buckets if b.file_id == file_id)
 
 
+def insert_targets(ranges: Sequence[InsertRange]) -> tuple[dict[str, str], dict[str, list[InsertRange]]]:
+    """How each partition's inserts are routed: `whole` maps a partition whose inserts all go to one
+    file group (the usual case) to that file id; `split` lists, per partition spread over several
+    groups, its ranges in order. Both engines route by this, so they fill the same file groups."""
+    per_partition: dict[str, list[InsertRange]] = {}
+    for r in ranges:
+        per_partition.setdefault(r.partition, []).append(r)
+    whole = {p: rs[0].file_id for p, rs in per_partition.items() if len(rs) == 1}
+    split = {p: rs for p, rs in per_partition.items() if len(rs) > 1}
+    return whole, split
+
+
 def new_file_id() -> str:
     """A new file group id as Hudi makes one: a random UUID and the first file index, `-0`."""
     return f"{uuid.uuid4()}-0"

@@ -4,7 +4,8 @@ Rows reach a task sorted by their target (the file id for upsert and insert, the
 bulk insert), so each target is one consecutive run of Arrow batches. A run for an existing file
 group is gathered and merged (copy-on-write); any other run streams into a create handle. The task
 returns one row per file written; the driver turns those into write stats. The job itself runs
-through `runner.spark_jobs.map_in_arrow`.
+through `runner.spark_jobs.map_in_arrow`. A write small enough for the driver (`runner.writer.local`)
+calls the same `WriteTask.write` there, once per target, with the task number Spark would have used.
 """
 
 from __future__ import annotations
@@ -60,12 +61,27 @@ class WriteTask:
     avg_record_size: int
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
+        from pyspark import TaskContext
 
         from runner.spark_jobs import executor_id
 
-        ctx = self._context()
+        task = TaskContext.get()
+        ids = (task.partitionId(), task.stageId(), task.taskAttemptId()) if task else (0, 0, 0)
         executor = executor_id()
+        for files in self.write(batches, *ids):
+            yield _stats(files, executor)
+
+    def on_driver(self, rows: pa.Table, task_number: int) -> list[WrittenFile]:
+        """Write `rows` (runs sorted as a task receives them) on the driver, as Spark task `task_number`
+        of stage 0 would: its number goes into the write token and `_hoodie_commit_seqno`."""
+        return [f for files in self.write(iter(rows.to_batches()), task_number, 0, 0) for f in files]
+
+    def write(self, batches: Iterator[pa.RecordBatch], partition_id: int, stage_id: int,
+              attempt_id: int) -> Iterator[list[WrittenFile]]:
+        """The files of each run of targets in `batches`, a run at a time."""
+        import pyarrow as pa
+
+        ctx = self._context(partition_id, stage_id, attempt_id)
         column = PARTITION_PATH if not self.targets else TARGET
         run: _Run | None = None
         for batch in batches:
@@ -73,11 +89,11 @@ class WriteTask:
             for key, part in _runs(table, column):
                 if run is None or run.key != key:
                     if run is not None:
-                        yield _stats(run.finish(), executor)
+                        yield run.finish()
                     run = self._run(ctx, key)
                 run.add(part)
         if run is not None:
-            yield _stats(run.finish(), executor)
+            yield run.finish()
 
     def _run(self, ctx: FileContext, key: str) -> _Run:
         from runner.writer.route import new_file_id
@@ -88,15 +104,11 @@ class WriteTask:
             raise AssertionError(f"rows routed to unknown file group {key!r}")
         return _Run(ctx, key, key, self.targets[key])
 
-    def _context(self) -> FileContext:
-        from pyspark import TaskContext
-
-        task = TaskContext.get()
-        partition_id, stage, attempt = (task.partitionId(), task.stageId(), task.taskAttemptId()) if task else (0, 0, 0)
+    def _context(self, partition_id: int, stage_id: int, attempt_id: int) -> FileContext:
         return FileContext(
             storage=self.storage,
             instant=self.instant,
-            write_token=write_token(partition_id, stage, attempt),
+            write_token=write_token(partition_id, stage_id, attempt_id),
             partition_id=partition_id,
             schema=arrow_schema(self.spark_schema),
             avro_schema=self.avro_schema,

@@ -3,8 +3,13 @@
 One call is one commit. Under the table's runner lock it: creates the table if absent (or checks the
 declaration against it), rolls back failed writes (Hudi's EAGER policy), picks a new instant time,
 writes `T.commit.requested`, computes keys, plans where records go, writes `T.inflight`, writes the
-files in one Spark job, and completes `T.commit`. A write that dies anywhere before `T.commit`
-leaves only files of an uncommitted instant, which readers ignore and the next write removes.
+files, and completes `T.commit`. A write that dies anywhere before `T.commit` leaves only files of
+an uncommitted instant, which readers ignore and the next write removes.
+
+Two engines do the routing and the file writes (`runner.writer.local` chooses, by size, before any
+Spark action): Spark jobs whose tasks write the files, or, for a small write on a local master,
+the driver after one `toArrow`. They share every step's definition and write the same records to
+the same file groups; `WriteResult.engine` says which ran.
 
 Operations (Hudi's `WriteOperationType`):
 - `upsert`: de-duplicate the input by key (precombine field), look the keys up in the latest base
@@ -21,8 +26,9 @@ Operations (Hudi's `WriteOperationType`):
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -38,10 +44,10 @@ from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableState, read_table_metadata, read_table_state
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.sizing import CommitSize, average_record_size
-from runner.spark_jobs import map_in_arrow
+from runner.spark_jobs import DRIVER, map_in_arrow
 from runner.storage import Storage, storage_for
 from runner.storage.lock import TableLock
-from runner.writer import commit
+from runner.writer import commit, local
 from runner.writer.create import (
     COMPLEX,
     KeyLayout,
@@ -51,8 +57,9 @@ from runner.writer.create import (
     open_table,
 )
 from runner.writer.files import WrittenFile
-from runner.writer.index import index_frame
+from runner.writer.index import index_frame, index_table
 from runner.writer.keys import ERROR_PREFIX, sample_record_key
+from runner.writer.local import Engine
 from runner.writer.prepare import (
     SEQ,
     data_columns,
@@ -73,6 +80,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class Operation(StrEnum):
@@ -102,7 +110,11 @@ class WriteResult:
         num_inserts, num_updates: records inserted and updated; num_writes counts every record
             in the files written (carried-over records of merged files included).
         bytes_written: total size of the files written.
-        executors: ids of the Spark executors that wrote the files (`driver` in local mode).
+        executors: ids of the Spark executors that wrote the files (`driver` in local mode and
+            when the driver engine wrote them).
+        engine: `driver` when the write ran on the driver in Arrow after one Spark action (a small
+            write on a local master), `spark` when Spark jobs routed and wrote it
+            (`runner.writer.local`).
     """
 
     table: str
@@ -117,6 +129,7 @@ class WriteResult:
     num_writes: int
     bytes_written: int
     executors: tuple[str, ...] = ()
+    engine: Engine = "spark"
 
 
 def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: str | os.PathLike[str] = ".",
@@ -163,7 +176,7 @@ def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFr
         rolled_back=rolled_back, files=tuple(relative_path(f.partition, f.name) for f in files),
         num_inserts=sum(f.num_inserts for f in files), num_updates=sum(f.num_update_writes for f in files),
         num_writes=sum(f.num_writes for f in files), bytes_written=sum(f.size for f in files),
-        executors=tuple(sorted(job.executors)),
+        executors=tuple(sorted(job.executors)), engine=job.engine,
     )
 
 
@@ -181,24 +194,19 @@ class _Job:
         self.commits = state.metadata
         self.cached: list[DataFrame] = []
         self.executors: set[str] = set()
+        self.engine: Engine = "spark"
 
     def run(self) -> list[WrittenFile]:
-
         commit.begin(self.timeline, InstantTime(self.instant))
         keyed = with_keys(self.data, self.layout)
         if self.op is Operation.UPSERT:
             keyed = deduplicate(keyed, self.layout.precombine_field)
-        keyed = self._cache(keyed)
+        choice = local.choose_engine(keyed)
+        self.engine = choice.engine
+        log.info("runner.write %s of %s at %s runs on the %s (%s).", self.op.value, self.decl.name, self.instant,
+                 choice.engine, choice.reason)
         try:
-            if self.op is Operation.BULK_INSERT:
-                profile = commit.workload_profile(self.op.hudi, {}, [])
-                inflight = commit.mark_inflight(self.timeline, self.instant, profile)
-                routed, targets = keyed.sortWithinPartitions(PARTITION_PATH, SEQ), dict[str, Target]()
-            else:
-                inflight, routed, targets = self._route(keyed)
-            failpoint("after_inflight")
-            files = self._write_files(routed, targets)
-            failpoint("after_files")
+            inflight, files = self._on_driver(keyed) if choice.engine == "driver" else self._on_spark(keyed)
         finally:
             for frame in self.cached:
                 frame.unpersist()
@@ -206,17 +214,56 @@ class _Job:
         commit.complete(self.storage, self.timeline, inflight, meta)
         return files
 
+    def _on_spark(self, keyed: DataFrame) -> tuple[Instant, list[WrittenFile]]:
+        keyed = self._cache(keyed)
+        if self.op is Operation.BULK_INSERT:
+            inflight = self._bulk_inflight()
+            routed, targets = keyed.sortWithinPartitions(PARTITION_PATH, SEQ), dict[str, Target]()
+        else:
+            inflight, routed, targets = self._route(keyed)
+        failpoint("after_inflight")
+        files = []
+        for row in map_in_arrow(routed, self._task(targets), STATS_SCHEMA).collect():
+            stat = row.asDict()
+            self.executors.add(stat.pop("executor"))
+            files.append(WrittenFile(**stat))
+        failpoint("after_files")
+        return inflight, files
+
+    def _on_driver(self, keyed: DataFrame) -> tuple[Instant, list[WrittenFile]]:
+        workers = local.threads(keyed)
+        records = local.collect(keyed)
+        self.executors.add(DRIVER)
+        if self.op is Operation.BULK_INSERT:
+            inflight = self._bulk_inflight()
+            failpoint("after_inflight")
+            files = local.write_partitions(self._task({}), records, workers)
+        else:
+            state, latest, blocked = self._touched(local.partition_counts(records))
+            index = None
+            if self.op is Operation.UPSERT:
+                index = index_table(self.storage, [(p, f) for p, fs in latest.items() for f in fs], workers)
+            tagged = local.tag(records, index)
+            inflight, routing = self._plan(state, latest, blocked, *local.target_counts(tagged))
+            routed = local.route_inserts(tagged, routing.ranges)
+            failpoint("after_inflight")
+            files = local.write_targets(self._task(_targets(routing)), routed,
+                                        [b.file_id for b in routing.buckets], workers)
+        failpoint("after_files")
+        return inflight, files
+
     def _cache(self, frame: DataFrame) -> DataFrame:
         from pyspark import StorageLevel
 
         self.cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
         return self.cached[-1]
 
+    def _bulk_inflight(self) -> Instant:
+        return commit.mark_inflight(self.timeline, self.instant, commit.workload_profile(self.op.hudi, {}, []))
+
     def _route(self, keyed: DataFrame) -> tuple[Instant, DataFrame, dict[str, Target]]:
         per_partition = {r[0]: r[1] for r in keyed.groupBy(PARTITION_PATH).count().collect()}
-        state = read_table_state(self.storage, partitions=sorted(per_partition))
-        latest = _latest_base_files(state)
-        blocked = set(state.metadata.pending_clustering) | set(state.metadata.pending_compaction)
+        state, latest, blocked = self._touched(per_partition)
         index = None
         if self.op is Operation.UPSERT:
             files = [(p, f) for p, fs in latest.items() for f in fs]
@@ -225,6 +272,21 @@ class _Job:
         counts = tagged.groupBy(PARTITION_PATH, TARGET).count().collect()
         updates = {(r[0], r[1]): r[2] for r in counts if r[1] is not None}
         inserts = {r[0]: r[2] for r in counts if r[1] is None}
+        inflight, routing = self._plan(state, latest, blocked, updates, inserts)
+        routed = one_task_per_target(route_inserts(tagged, routing.ranges), [b.file_id for b in routing.buckets])
+        return inflight, routed, _targets(routing)
+
+    def _touched(self, per_partition: Mapping[str, int]
+                 ) -> tuple[TableState, dict[str, list[BaseFile]], set[tuple[str, str]]]:
+        """The table state of the partitions the write touches, their latest base files, and the
+        file groups a pending clustering or compaction rewrites."""
+        state = read_table_state(self.storage, partitions=sorted(per_partition))
+        blocked = set(state.metadata.pending_clustering) | set(state.metadata.pending_compaction)
+        return state, _latest_base_files(state), blocked
+
+    def _plan(self, state: TableState, latest: dict[str, list[BaseFile]], blocked: set[tuple[str, str]],
+              updates: dict[tuple[str, str], int], inserts: dict[str, int]) -> tuple[Instant, Routing]:
+        """Refuse updates to blocked groups, plan the buckets, and write `T.inflight`."""
         _refuse_updates_to(blocked & set(updates), self.storage.uri)
         routing = plan_routing(
             updates,
@@ -238,11 +300,10 @@ class _Job:
         inflight = commit.mark_inflight(
             self.timeline, self.instant, commit.workload_profile(self.op.hudi, inserts, routing.buckets)
         )
-        routed = one_task_per_target(route_inserts(tagged, routing.ranges), [b.file_id for b in routing.buckets])
-        return inflight, routed, _targets(routing)
+        return inflight, routing
 
-    def _write_files(self, routed: DataFrame, targets: dict[str, Target]) -> list[WrittenFile]:
-        task = WriteTask(
+    def _task(self, targets: dict[str, Target]) -> WriteTask:
+        return WriteTask(
             storage=self.storage,
             instant=self.instant,
             spark_schema=self.schema,
@@ -251,12 +312,6 @@ class _Job:
             max_file_size=self.decl.file_sizing.max_file_size,
             avg_record_size=self._avg_record_size(None),
         )
-        files = []
-        for row in map_in_arrow(routed, task, STATS_SCHEMA).collect():
-            stat = row.asDict()
-            self.executors.add(stat.pop("executor"))
-            files.append(WrittenFile(**stat))
-        return files
 
     def _avg_record_size(self, state: TableState | None) -> int:
         meta = state.metadata if state is not None else self.commits

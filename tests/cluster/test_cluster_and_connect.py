@@ -89,6 +89,7 @@ def write_then_apply(root: Path, s3: S3Server, bucket: str) -> None:
     assert results[-1]["num_updates"] == 4
     for result in results:
         assert on_workers(result["executors"]), result
+        assert result["engine"] == "spark", result  # a cluster's executors write, never the driver
     before = oracle_rows(s3, bucket)
     assert before == expected_rows()
 

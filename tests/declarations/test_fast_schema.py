@@ -67,11 +67,14 @@ BOUNDARIES: list[object] = [
 KEYS = ["name", "path", "clean", "policy", "commits_retained", "spark", "conf", "threads", "remote", "master",
         "max_file_size", "record_key", "prod", "bogus", "1x", "x y", ""]
 
+# Drawn values are copied: BOUNDARIES holds mutable lists and dicts, and a mutation that adds a key
+# to one drawn as is would change the shared constant, so later examples (and hypothesis's replays
+# of earlier ones) would draw something else (FlakyStrategyDefinition).
 values = st.recursive(
     st.sampled_from(BOUNDARIES) | st.integers() | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=3),
     max_leaves=6,
-)
+).map(copy.deepcopy)
 
 
 def paths(node: object, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:

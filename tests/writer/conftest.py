@@ -21,3 +21,14 @@ def project(tmp_path: Path) -> Callable[..., Path]:
         return root
 
     return make
+
+
+@pytest.fixture(params=["driver", "spark"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once per write engine (the driver engine is the default for the tests' small
+    inputs, so only the Spark engine needs pinning)."""
+    from runner.writer import local
+
+    if request.param == "spark":
+        monkeypatch.setattr(local, "PINNED", "spark")
+    return str(request.param)

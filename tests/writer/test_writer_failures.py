@@ -31,6 +31,8 @@ from runner.writer import commit as commit_module
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 
 SCHEMA = "id long, region string, name string, ts long"
+# Every failure here must be handled alike by both write engines (see `engine` in conftest.py).
+pytestmark = pytest.mark.usefixtures("engine")
 
 
 def _names(base: Path) -> list[str]:
@@ -107,13 +109,17 @@ def test_a_hand_made_failed_write_without_markers_is_found_by_listing(
 
 @pytest.mark.crash
 def test_a_killed_write_leaves_its_lock_and_files_and_the_next_write_cleans_up(
-    spark: Any, project: Callable[..., Path]
+    spark: Any, project: Callable[..., Path], engine: str
 ) -> None:
     root = project(orders=table_yaml("orders"))
     base = root / "warehouse" / "orders"
     runner.write(spark.createDataFrame([(1, "eu", "a", 1)], SCHEMA), "orders", project_dir=root)
     script = textwrap.dedent(f"""
+        import logging
         import runner
+        from runner.writer import local
+        logging.basicConfig(level=logging.INFO)
+        local.PINNED = {engine!r}
         from runner.declarations.model import SparkSettings
         from runner.execute.spark import get_spark
         spark = get_spark(SparkSettings(master="local[1]"))
@@ -125,6 +131,7 @@ def test_a_killed_write_leaves_its_lock_and_files_and_the_next_write_cleans_up(
         [sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True, timeout=300
     )
     assert killed.returncode == FAILPOINT_EXIT, killed.stderr[-2000:]
+    assert f"runs on the {engine}" in killed.stderr
     assert (base / ".hoodie/.locks/runner.lock").exists()
     (failed,) = _pending_instants(base)
     assert len(_pending_files(base)) == 2

@@ -32,7 +32,7 @@ def test_spark_hash_and_partition_keys_agree_with_spark(spark: Any) -> None:
         assert sorted(placed) == sorted(enumerate(keys))  # each key alone in the partition it was picked for
 
 
-def test_the_index_finds_updates_per_partition(spark: Any, project: Callable[..., Path]) -> None:
+def test_the_index_finds_updates_per_partition(spark: Any, project: Callable[..., Path], engine: str) -> None:
     root = project(t=table_yaml("t"))
     base = root / "warehouse" / "t"
     first = [(i, ("eu", "us", "ap")[i % 3], f"v1-{i}", 1) for i in range(60)]
@@ -41,7 +41,7 @@ def test_the_index_finds_updates_per_partition(spark: Any, project: Callable[...
     # A key of `eu` arriving in `us` is another record: the index is partition-scoped.
     second.append((0, "us", "moved", 2))
     result = runner.write(spark.createDataFrame(second, SCHEMA), "t", project_dir=root)
-    assert (result.num_updates, result.num_inserts) == (30, 31)
+    assert (result.num_updates, result.num_inserts, result.engine) == (30, 31, engine)
     expected = {(i, ("eu", "us", "ap")[i % 3]): f"v1-{i}" for i in range(30)}
     expected |= {(i, ("eu", "us", "ap")[i % 3]): f"v2-{i}" for i in range(30, 90)}
     expected[(0, "us")] = "moved"
@@ -50,7 +50,7 @@ def test_the_index_finds_updates_per_partition(spark: Any, project: Callable[...
 
 
 def test_one_write_routes_single_and_split_insert_partitions_exactly_as_planned(
-    spark: Any, project: Callable[..., Path]
+    spark: Any, project: Callable[..., Path], engine: str
 ) -> None:
     split = 25
     sizing = f"file_sizing:\n  max_file_size: 600000\n  small_file_limit: 550000\n  insert_split_size: {split}\n"
@@ -59,6 +59,7 @@ def test_one_write_routes_single_and_split_insert_partitions_exactly_as_planned(
     # `eu` gets 130 inserts (split over new groups, numbered in input order), `us` 7 (one bucket).
     rows = [(i, "eu", f"n{i}", 1) for i in range(130)] + [(1000 + i, "us", f"m{i}", 1) for i in range(7)]
     result = runner.write(spark.createDataFrame(rows, SCHEMA), "t", project_dir=root)
+    assert result.engine == engine
     stats = _stats(base, result.instant)
     planned = {
         region: sorted(b.records for b in assign_inserts(

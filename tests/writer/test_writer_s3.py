@@ -29,7 +29,8 @@ table:
 
 
 def test_upsert_into_an_s3_table(
-    spark: Any, project: Callable[..., Path], s3_server: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+    spark: Any, project: Callable[..., Path], s3_server: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch,
+    engine: str,
 ) -> None:
     options = s3_server.options()
     for key, value in {"AWS_ENDPOINT_URL_S3": options["endpoint_override"], "AWS_ACCESS_KEY_ID": options["access_key"],
@@ -39,7 +40,7 @@ def test_upsert_into_an_s3_table(
     schema = "id long, region string, name string, ts long"
     runner.write(spark.createDataFrame([(1, "eu", "a", 1), (2, "us", "b", 1)], schema), "orders", project_dir=root)
     second = runner.write(spark.createDataFrame([(1, "eu", "a2", 2)], schema), "orders", project_dir=root)
-    assert (second.num_updates, second.num_inserts) == (1, 0)
+    assert (second.num_updates, second.num_inserts, second.engine) == (1, 0, engine)
 
     storage = storage_for(f"s3://{s3_bucket}/warehouse/orders")
     state = read_table_state(storage)

@@ -181,7 +181,9 @@ def test_small_files_are_topped_up_as_assign_inserts_plans(spark: Any, project: 
         assert sorted(r["id"] for r in _rows(base, instant)) == list(range(total))
 
 
-def test_bulk_insert_opens_new_groups_only_and_rolls_over(spark: Any, project: Callable[..., Path]) -> None:
+def test_bulk_insert_opens_new_groups_only_and_rolls_over(
+    spark: Any, project: Callable[..., Path], engine: str
+) -> None:
     sizing = "file_sizing:\n  max_file_size: 5000\n  small_file_limit: 4000\n"
     root = project(t=table_yaml("t", sizing=sizing))
     base = root / "warehouse" / "t"
@@ -189,6 +191,7 @@ def test_bulk_insert_opens_new_groups_only_and_rolls_over(spark: Any, project: C
     first_groups = {f for _, f, _ in oracle_slices(base)}
     rows = [(i, "eu", f"name-{i:05d}-" + "y" * 40, 1) for i in range(2, 600)]
     result = runner.write(_df(spark, rows).coalesce(1), "t", operation="bulk_insert", project_dir=root)
+    assert result.engine == engine
     stats = [s for ss in _commit(base, result.instant)["partitionToWriteStats"].values() for s in ss]
     assert all(s["prevCommit"] == "null" and s["fileId"] not in first_groups for s in stats)
     assert len(stats) > 1  # rolled over at max_file_size

@@ -1,0 +1,229 @@
+"""The driver engine: a write small enough to hold on the driver runs there, in Arrow and a thread pool.
+
+Each Spark job of an upsert has a fixed cost (scheduling, a Python worker round trip, a shuffle),
+several hundred milliseconds on a small local machine; for a small write those costs are most of
+the time. So when the master is local and the planner's size estimate of the keyed, de-duplicated
+records is at most `DRIVER_MAX_BYTES` (or, without an estimate, the input was built from rows the
+driver held: `built_on_driver`), the writer runs one Spark action (`toArrow`) and does the rest
+here, step for step what the Spark engine does (`runner.writer.prepare`):
+
+- keys and de-duplication stay Spark expressions (`with_keys`, `deduplicate`): one definition;
+- partition counts, the index lookup (`runner.writer.index.file_keys`, the Spark job's reader, in
+  threads), tagging (a left join on partition and key: a key held by two groups tags the record
+  for both, as the Spark join does), update and insert counts;
+- routing with `plan_routing` and `insert_targets` (the same ranges in the same input order);
+- each target's rows sorted by input position and written by `WriteTask.write` as Spark task
+  number `i` of the i-th bucket would, which is the task the Spark engine gives it
+  (`one_task_per_target`), so both engines write the same records to the same file groups with the
+  same `_hoodie_commit_seqno`.
+
+On a cluster the executors write: the driver would be a bottleneck there and its memory is not
+sized for data. Spark Connect sessions have no local master to check and always use Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from runner.writer.prepare import SEQ
+from runner.writer.route import InsertRange, insert_targets
+from runner.writer.schema import PARTITION_PATH, RECORD_KEY
+from runner.writer.tasks import TARGET
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+    from runner.writer.files import WrittenFile
+    from runner.writer.tasks import WriteTask
+
+Engine = Literal["driver", "spark"]
+MIB = 1024 * 1024
+# Largest estimated input the driver takes. The whole keyed input is held as Arrow while the files
+# are written, and the estimate can be low (a Parquet source counts its compressed bytes), so this
+# stays well under Spark's default 1 GiB of driver memory and `spark.driver.maxResultSize`.
+DRIVER_MAX_BYTES = 256 * MIB
+# What Spark reports for a plan without statistics: `spark.sql.defaultSizeInBytes`, Long.MaxValue
+# unless configured (projections above it scale it, possibly past Long.MaxValue).
+UNKNOWN_SIZE = 2**63 - 1
+# Set by tests and benchmarks to run one engine whatever the size (the driver only on a local
+# master); None chooses by size. Not a user setting.
+PINNED: Engine | None = None
+_POSITION = "_w_pos"
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """Which engine writes, and why, in words for the log."""
+
+    engine: Engine
+    reason: str
+
+
+def choose_engine(records: DataFrame) -> Choice:
+    """The driver for a small write on a local master, Spark otherwise (see the module docstring)."""
+    spark = records.sparkSession
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return Choice("spark", "a Spark Connect session")
+    master = str(spark.sparkContext.master)
+    if not master.startswith("local"):
+        return Choice("spark", f"master {master} is a cluster, whose executors write")
+    if PINNED is not None:
+        return Choice(PINNED, "pinned by runner.writer.local.PINNED")
+    size = estimated_bytes(records)
+    if size is None:
+        return Choice("spark", "Spark has no plan to estimate the input's size from")
+    if size >= UNKNOWN_SIZE:
+        if built_on_driver(records):
+            return Choice("driver", f"the input was built from data held by the driver, master {master}")
+        return Choice("spark", "Spark has no size estimate of the input")
+    limit = f"{size / MIB:.1f} MiB estimated, limit {DRIVER_MAX_BYTES / MIB:.0f} MiB"
+    if size > DRIVER_MAX_BYTES:
+        return Choice("spark", limit)
+    return Choice("driver", f"{limit}, master {master}")
+
+
+def estimated_bytes(records: DataFrame) -> int | None:
+    """Spark's size estimate of the optimized plan, without running it; None if it has none."""
+    try:
+        return int(records._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+    except Exception:  # no JVM plan to ask (or a Spark that changed the API): let Spark write
+        return None
+
+
+def built_on_driver(records: DataFrame) -> bool:
+    """Every source of the plan is data the driver held: a `LocalRelation`, or an RDD whose narrow
+    lineage starts at `parallelize` (what `createDataFrame` of Python rows makes). Such inputs
+    have no size estimate, but were in the driver's memory a moment ago.
+
+    The lineage may pass through a Python function (the rows' conversion); one that expands each
+    element into many rows would escape this check. That is a performance risk, not a safety one:
+    a driver that runs out of memory fails the write, which the next write rolls back.
+    """
+    try:
+        leaves = records._jdf.queryExecution().optimizedPlan().collectLeaves()
+        found = [leaves.apply(i) for i in range(leaves.size())]
+        return bool(found) and all(_held_by_driver(leaf) for leaf in found)
+    except Exception:  # a Spark that changed these internals: assume nothing
+        return False
+
+
+def _held_by_driver(leaf: Any) -> bool:
+    kind = leaf.getClass().getSimpleName()
+    if kind == "LocalRelation":
+        return True
+    if kind != "LogicalRDD":
+        return False
+    rdd = leaf.rdd()
+    while rdd.getClass().getSimpleName() != "ParallelCollectionRDD":
+        dependencies = rdd.dependencies()
+        if dependencies.size() != 1 or dependencies.apply(0).getClass().getSimpleName() != "OneToOneDependency":
+            return False
+        rdd = dependencies.apply(0).rdd()
+    return True
+
+
+def threads(records: DataFrame) -> int:
+    """The session's cores: a local master's `defaultParallelism` is its thread count."""
+    return max(1, int(records.sparkSession.sparkContext.defaultParallelism))
+
+
+def collect(records: DataFrame) -> pa.Table:
+    """The keyed records on the driver, in one Spark action."""
+    return records.toArrow()
+
+
+def partition_counts(records: pa.Table) -> dict[str, int]:
+    counts = records.group_by(PARTITION_PATH, use_threads=False).aggregate([([], "count_all")])
+    return dict(zip(counts.column(PARTITION_PATH).to_pylist(), counts.column("count_all").to_pylist(), strict=True))
+
+
+def tag(records: pa.Table, index: pa.Table | None) -> pa.Table:
+    """`runner.writer.prepare.tag` in Arrow: `_w_fid` per record, a row per matching group."""
+    import numpy as np
+    import pyarrow as pa
+
+    if index is None:
+        return records.append_column(TARGET, pa.nulls(records.num_rows, pa.string()))
+    keys = pa.table({
+        PARTITION_PATH: records.column(PARTITION_PATH),
+        RECORD_KEY: records.column(RECORD_KEY),
+        _POSITION: pa.array(np.arange(records.num_rows, dtype=np.int64)),
+    })
+    joined = keys.join(index, keys=[PARTITION_PATH, RECORD_KEY], right_keys=["_w_ipath", "_w_ikey"],
+                       join_type="left outer", use_threads=False)
+    return records.take(joined.column(_POSITION)).append_column(TARGET, joined.column("_w_ifid"))
+
+
+def target_counts(tagged: pa.Table) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+    """Records per (partition, file group) to update, and per partition to insert."""
+    counts = tagged.group_by([PARTITION_PATH, TARGET], use_threads=False).aggregate([([], "count_all")])
+    updates: dict[tuple[str, str], int] = {}
+    inserts: dict[str, int] = {}
+    for partition, file_id, n in zip(counts.column(PARTITION_PATH).to_pylist(), counts.column(TARGET).to_pylist(),
+                                     counts.column("count_all").to_pylist(), strict=True):
+        if file_id is None:
+            inserts[partition] = n
+        else:
+            updates[(partition, file_id)] = n
+    return updates, inserts
+
+
+def route_inserts(tagged: pa.Table, ranges: Sequence[InsertRange]) -> pa.Table:
+    """`runner.writer.prepare.route_inserts` in Arrow: every insert gets the file id of its range."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    is_insert = tagged.column(TARGET).is_null()
+    parts = [tagged.filter(pc.invert(is_insert))]
+    inserts = tagged.filter(is_insert)
+    whole, split = insert_targets(ranges)
+    if whole:
+        paths = pa.array(list(whole), pa.string())
+        found = pc.index_in(inserts.column(PARTITION_PATH), value_set=paths)
+        routed = inserts.filter(found.is_valid())
+        file_ids = pa.array(list(whole.values()), pa.string()).take(found.drop_null())
+        parts.append(routed.set_column(routed.schema.get_field_index(TARGET), TARGET, file_ids))
+    for partition, partition_ranges in split.items():
+        numbered = inserts.filter(pc.equal(inserts.column(PARTITION_PATH), partition)).sort_by(SEQ)
+        for r in partition_ranges:
+            rows = numbered.slice(r.start, r.end - r.start)
+            parts.append(rows.set_column(rows.schema.get_field_index(TARGET), TARGET,
+                                         pa.repeat(pa.scalar(r.file_id), rows.num_rows)))
+    return pa.concat_tables(parts)
+
+
+def runs_by(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
+    """The rows of each value of `column`, sorted by input position, as a task receives them."""
+    import pyarrow.compute as pc
+
+    ordered = table.sort_by([(column, "ascending"), (SEQ, "ascending")])
+    if ordered.num_rows == 0:
+        return
+    encoded = pc.run_end_encode(ordered.column(column).combine_chunks())
+    start = 0
+    for end, value in zip(encoded.run_ends.to_pylist(), encoded.values.to_pylist(), strict=True):
+        yield str(value), ordered.slice(start, end - start)
+        start = end
+
+
+def write_targets(task: WriteTask, routed: pa.Table, order: Sequence[str], workers: int) -> list[WrittenFile]:
+    """Write each target's rows as the task numbered by its place in `order` (buckets' file ids)."""
+    number = {file_id: i for i, file_id in enumerate(order)}
+    jobs = [(number[key], rows) for key, rows in runs_by(routed, TARGET)]
+    return _in_threads(task, jobs, workers)
+
+
+def write_partitions(task: WriteTask, records: pa.Table, workers: int) -> list[WrittenFile]:
+    """Bulk insert: each partition path's rows, in input order, into new file groups of one task."""
+    jobs = list(enumerate(rows for _, rows in runs_by(records, PARTITION_PATH)))
+    return _in_threads(task, jobs, workers)
+
+
+def _in_threads(task: WriteTask, jobs: list[tuple[int, pa.Table]], workers: int) -> list[WrittenFile]:
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs) or 1))) as pool:
+        done = list(pool.map(lambda job: task.on_driver(job[1], job[0]), jobs))
+    return [f for files in done for f in files]
