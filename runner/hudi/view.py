@@ -187,18 +187,29 @@ def build_file_groups(
     slices: dict[tuple[str, str], dict[InstantTime, _Parts]] = defaultdict(dict)
     uncommitted: list[str] = []
     logs: list[tuple[str, LogFile]] = []
+    # A table's files carry few distinct instant times: each is judged once, not once per file.
+    judged: dict[InstantTime, bool] = {}
     for partition, entries in listed.files.items():
         for name, size in entries:
             base = BaseFile.parse(name, size)
-            if base is not None:
-                if is_committed(base.instant_time):
-                    _add_base(slices[(partition, base.file_id)], base, partition, commits, uncommitted)
-                else:
-                    uncommitted.append(relative_path(partition, name))
+            if base is None:
+                log = LogFile.parse(name, size)
+                if log is not None:
+                    logs.append((partition, log))
                 continue
-            log = LogFile.parse(name, size)
-            if log is not None:
-                logs.append((partition, log))
+            time = base.instant_time
+            ok = judged.get(time)
+            if ok is None:
+                ok = judged[time] = is_committed(time)
+            if not ok:
+                uncommitted.append(relative_path(partition, name))
+                continue
+            by_time = slices[(partition, base.file_id)]
+            entry = by_time.get(time)
+            if entry is None:
+                by_time[time] = _Parts(base)
+            else:
+                _add_base(entry, base, partition, commits, uncommitted)
     for instant, ops in pending_compaction.items():
         for op in ops:
             slices[(op.partition_path, op.file_id)].setdefault(instant.time, _Parts())
@@ -221,15 +232,15 @@ class _Parts:
 
 
 def _add_base(
-    by_time: dict[InstantTime, _Parts],
+    entry: _Parts,
     base: BaseFile,
     partition: str,
     commits: Mapping[InstantTime, CommitMetadata],
     uncommitted: list[str],
 ) -> None:
-    """Add a committed base file; of two with the same instant (a retried task's leftover), keep
-    the one the commit's write stats name and treat the other as uncommitted."""
-    entry = by_time.setdefault(base.instant_time, _Parts())
+    """Add a committed base file to the slice of its instant; of two with the same instant (a
+    retried task's leftover), keep the one the commit's write stats name and treat the other as
+    uncommitted."""
     current = entry.base
     if current is None:
         entry.base = base
@@ -276,12 +287,21 @@ def _slice_for_log(
 
 
 def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, _Parts]) -> FileGroup:
-    ordered = sorted(by_time.items(), key=lambda kv: kv[0].normalized, reverse=True)
+    ordered = sorted(by_time.items(), key=_base_instant_order, reverse=True) if len(by_time) > 1 else by_time.items()
     return FileGroup(
         partition,
         file_id,
         tuple(
-            FileSlice(partition, file_id, time, parts.base, tuple(sorted(parts.logs, key=lambda lf: lf.sort_key)))
+            FileSlice(partition, file_id, time, parts.base,
+                      tuple(sorted(parts.logs, key=_log_order)) if parts.logs else ())
             for time, parts in ordered
         ),
     )
+
+
+def _base_instant_order(item: tuple[InstantTime, _Parts]) -> str:
+    return item[0].normalized
+
+
+def _log_order(log: LogFile) -> tuple[str, int, str]:
+    return log.sort_key
