@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 
 from runner.failpoints import EXIT_CODE
-from runner.hudi.instant import Action
-from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
-from runner.hudi.state import read_table_metadata, read_table_state
+from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from tests.conftest import FIXTURES
 from tests.crash import apply_process, crash_project
 from tests.execute.conftest import oracle_snapshot
+from tests.mdt.crash_states import assert_metadata_table_healthy, clean_end_state, uninterrupted
 
 # Every test here runs `runner apply` as a process that exits at a failpoint, with Spark in that
 # process (so no fixture marks it `spark`).
@@ -36,26 +35,11 @@ POINTS = [
 ]
 
 
-def _end_state(table: Path) -> tuple[list[str], list[str], dict[str, list[str]], list[str]]:
-    storage = storage_for(str(table))
-    files = sorted(str(p.relative_to(table)) for p in table.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
-    meta = read_table_metadata(storage)
-    cleans = [f"{i.action}.{i.state}" for i in meta.timeline.instants if i.action is Action.CLEAN]
-    listing = read_files_listing(storage, meta)
-    mdt = read_metadata_table(storage)
-    mirrors = [f"{i.action}.{i.state}" for i in mdt.timeline.instants
-               if any(i.time == c.time for c in meta.timeline.instants if c.action is Action.CLEAN)]
-    return files, cleans, {p: sorted(names) for p, names in sorted(listing.files.items())}, mirrors
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory):
     project = crash_project(tmp_path_factory.mktemp("ref") / "p", FIXTURE)
-    before = oracle_snapshot(project / "table")
-    done = apply_process(project)
-    assert done.returncode == 0, done.stderr + done.stdout
-    assert oracle_snapshot(project / "table") == before
-    return _end_state(project / "table"), before
+    before = uninterrupted(project, oracle_snapshot)
+    return clean_end_state(project / "table"), before
 
 
 @pytest.mark.parametrize("point", POINTS)
@@ -70,10 +54,8 @@ def test_killed_apply_is_finished_by_the_next_one(point: str, tmp_path: Path, re
     recovered = apply_process(project)
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
-    assert _end_state(table) == end_state
-    storage = storage_for(str(table))
-    health = check_metadata_table(storage, read_table_state(storage))
-    assert health.ok, health.to_json()
+    assert clean_end_state(table) == end_state
+    assert_metadata_table_healthy(table)
     assert oracle_snapshot(table) == rows
 
 

@@ -14,12 +14,12 @@ import pytest
 
 from runner.failpoints import EXIT_CODE
 from runner.hudi.instant import Action
-from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
-from runner.hudi.state import read_table_metadata, read_table_state
+from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from tests.conftest import FIXTURES
 from tests.crash import RESIZE_POINTS, RESIZE_YAML, apply_process, crash_project
+from tests.mdt.crash_states import assert_metadata_table_healthy, resize_end_state, uninterrupted
 from tests.mdt.test_resize_mdt import rows
 
 FIXTURE = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
@@ -33,31 +33,16 @@ def resize_project(root: Path) -> Path:
 
 
 def end_state(table: Path) -> dict[str, object]:
-    """The table's shape after the resize, independent of the new files' random ids."""
-    storage = storage_for(str(table))
-    meta = read_table_metadata(storage)
-    (resize,) = meta.timeline.completed(Action.REPLACE_COMMIT)[-1:]
-    mdt = read_metadata_table(storage)
-    listing = read_files_listing(storage, meta, mdt)
-    new = sorted(str(p.relative_to(table).parent) for p in table.rglob(f"*_{resize.time}.parquet"))
+    """The resize's shape, plus which MDT partitions got a log for it (exactly once each)."""
+    (resize,) = read_table_metadata(storage_for(str(table))).timeline.completed(Action.REPLACE_COMMIT)[-1:]
     mdt_logs = (table / ".hoodie/metadata").rglob(f".*_{resize.time}.log.*")
-    return {
-        "data timeline": sorted(f"{i.action}.{i.state}" for i in meta.timeline.instants if i.time == resize.time),
-        "mdt timeline": sorted(f"{i.action}.{i.state}" for i in mdt.timeline.instants if i.time == resize.time),
-        "pending": [i.file_name for i in meta.timeline.instants if not i.is_completed],
-        "new files per partition": new,
-        "listed files": sorted(len(names) for names in listing.files.values()),
-        "mdt logs of the resize": sorted(p.parent.name for p in mdt_logs),
-    }
+    return resize_end_state(table) | {"mdt logs of the resize": sorted(p.parent.name for p in mdt_logs)}
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory):
     project = resize_project(tmp_path_factory.mktemp("ref") / "p")
-    before = rows(project / "table")
-    done = apply_process(project)
-    assert done.returncode == 0, done.stderr + done.stdout
-    assert rows(project / "table") == before
+    before = uninterrupted(project, rows)
     return end_state(project / "table"), before
 
 
@@ -75,9 +60,7 @@ def test_killed_resize_is_finished_by_the_next_apply(point: str, tmp_path: Path,
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert end_state(table) == state
-    storage = storage_for(str(table))
-    health = check_metadata_table(storage, read_table_state(storage))
-    assert health.ok, health.to_json()
+    assert_metadata_table_healthy(table)
     assert rows(table) == before
 
 

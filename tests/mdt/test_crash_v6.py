@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 
 from runner.failpoints import EXIT_CODE
-from runner.hudi.instant import Action
-from runner.hudi.mdt.check import check_metadata_table
-from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
-from runner.hudi.state import read_table_metadata, read_table_state
+from runner.hudi.mdt.reader import read_files_listing
+from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from runner.testing import COPY_ON_WRITE
 from tests.crash import RESIZE_POINTS, RESIZE_YAML, TABLE_YAML, apply_process
 from tests.execute.conftest import oracle_snapshot
+from tests.mdt.crash_states import assert_metadata_table_healthy, clean_end_state, resize_end_state, uninterrupted
 from tests.mdt.synthetic import build_with_mdt
 
 # Every test here runs `runner apply` as a process that exits at a failpoint, with Spark in that
@@ -39,29 +38,20 @@ def _project(root: Path) -> Path:
     return root
 
 
-def _end_state(table: Path) -> tuple[list[str], list[str], dict[str, list[str]], list[str], list[str]]:
-    storage = storage_for(str(table))
-    files = sorted(str(p.relative_to(table)) for p in table.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
-    meta = read_table_metadata(storage)
-    cleans = [f"{i.action}.{i.state}" for i in meta.timeline.instants if i.action is Action.CLEAN]
-    listing = read_files_listing(storage, meta)
-    mdt = read_metadata_table(storage)
-    mirrors = [
-        f"{i.action}.{i.state}"
-        for i in mdt.timeline.instants
-        if any(i.time == c.time for c in meta.timeline.instants if c.action is Action.CLEAN)
-    ]
-    mdt_files = sorted(p.name for p in (table / ".hoodie/metadata/files").iterdir())
-    return files, cleans, {p: sorted(n) for p, n in sorted(listing.files.items())}, mirrors, mdt_files
+def _end_state(table: Path) -> dict[str, object]:
+    """On v6 the MDT log names are fixed too (log versions over the slice): a retry must leave
+    exactly the uninterrupted run's."""
+    return clean_end_state(table) | {"mdt files": _mdt_file_names(table)}
+
+
+def _mdt_file_names(table: Path) -> list[str]:
+    return sorted(p.name for p in (table / ".hoodie/metadata/files").iterdir())
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory):
     project = _project(tmp_path_factory.mktemp("ref") / "p")
-    before = oracle_snapshot(project / "table")
-    done = apply_process(project)
-    assert done.returncode == 0, done.stderr + done.stdout
-    assert oracle_snapshot(project / "table") == before
+    before = uninterrupted(project, oracle_snapshot)
     return _end_state(project / "table"), before
 
 
@@ -84,8 +74,7 @@ def test_killed_v6_apply_is_finished_by_the_next_one(point: str, tmp_path: Path,
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert _end_state(table) == end_state
-    health = check_metadata_table(storage, read_table_state(storage))
-    assert health.ok, health.to_json()
+    assert_metadata_table_healthy(table)
     assert oracle_snapshot(table) == rows
 
 
@@ -99,23 +88,7 @@ def _resize_project(root: Path) -> Path:
 
 
 def _resize_end_state(table: Path) -> dict[str, object]:
-    """The table after the resize, independent of the new files' random ids; on v6 the MDT log
-    names are not (log versions over the slice), so a retry must leave exactly the same ones."""
-    storage = storage_for(str(table))
-    meta = read_table_metadata(storage)
-    (resize,) = meta.timeline.completed(Action.REPLACE_COMMIT)[-1:]
-    mdt = read_metadata_table(storage)
-    listing = read_files_listing(storage, meta, mdt)
-    return {
-        "data timeline": sorted(f"{i.action}.{i.state}" for i in meta.timeline.instants if i.time == resize.time),
-        "mdt timeline": sorted(f"{i.action}.{i.state}" for i in mdt.timeline.instants if i.time == resize.time),
-        "pending": [i.file_name for i in meta.timeline.instants if not i.is_completed],
-        "new files per partition": sorted(
-            str(p.relative_to(table).parent) for p in table.rglob(f"*_{resize.time}.parquet")
-        ),
-        "listed files": sorted(len(names) for names in listing.files.values()),
-        "mdt files": sorted(p.name for p in (table / ".hoodie/metadata/files").iterdir()),
-    }
+    return resize_end_state(table) | {"mdt files": _mdt_file_names(table)}
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +111,4 @@ def test_killed_v6_resize_is_finished_by_the_next_apply(point: str, tmp_path: Pa
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert _resize_end_state(table) == state
-    storage = storage_for(str(table))
-    health = check_metadata_table(storage, read_table_state(storage))
-    assert health.ok, health.to_json()
+    assert_metadata_table_healthy(table)

@@ -126,8 +126,7 @@ def _write_partition(
                 )
             stat = _append_to_slice(partition, slices[file_id], names, len(cells), len(data))
         else:
-            name = LogFile(file_id, time, 1, WRITE_TOKEN).name
-            stat = _write_stat(partition, file_id, name, time, len(cells), len(data))
+            stat = _log_write_stat(partition, LogFile(file_id, time, 1, WRITE_TOKEN), time, len(cells), len(data))
         storage.write_new(f"{METADATA_TABLE}/{stat.path}", data)
         stats.append(stat)
     return stats
@@ -162,20 +161,9 @@ def _append_to_slice(partition: str, mdt_slice: MdtSlice, names: list[str], coun
         and log.instant_time == base_instant
     ]
     log = LogFile(mdt_slice.file_id, base_instant, max(taken, default=0) + 1, WRITE_TOKEN)
-    return WriteStat(
-        partition_path=partition,
-        file_id=mdt_slice.file_id,
-        path=f"{partition}/{log.name}",
-        prev_commit=base_instant,
-        num_writes=count,
-        num_update_writes=count,
-        total_write_bytes=size,
-        file_size_in_bytes=size,
-        log_version=log.version,
-        log_offset=0,
-        base_file=base.name if base else "",
-        log_files=(*(existing.name for existing in mdt_slice.log_files), log.name),
-    )
+    earlier = tuple(existing.name for existing in mdt_slice.log_files)
+    return _log_write_stat(partition, log, base_instant, count, size, base_file=base.name if base else "",
+                           earlier_logs=earlier)
 
 
 def _remove_logs_of(storage: Storage, time: InstantTime, version: int | None = None) -> list[str]:
@@ -245,20 +233,23 @@ def _log_file(cells: Cells, time: str, schema: str, created_ms: int, version: in
     return encode_log_block(LogBlock(BlockType.HFILE_DATA, header, write_hfile(cells, info, checksum_type=checksum)))
 
 
-def _write_stat(partition: str, file_id: str, name: str, time: str, count: int, size: int) -> WriteStat:
+def _log_write_stat(partition: str, log: LogFile, prev_commit: str, count: int, size: int, *,
+                    base_file: str = "", earlier_logs: tuple[str, ...] = ()) -> WriteStat:
+    """The write stat of one new MDT log file: every record counts as an update write (Hudi's
+    append handle), and the slice's file list ends with the new log."""
     return WriteStat(
         partition_path=partition,
-        file_id=file_id,
-        path=f"{partition}/{name}",
-        prev_commit=time,
+        file_id=log.file_id,
+        path=f"{partition}/{log.name}",
+        prev_commit=prev_commit,
         num_writes=count,
         num_update_writes=count,
         total_write_bytes=size,
         file_size_in_bytes=size,
-        log_version=1,
+        log_version=log.version,
         log_offset=0,
-        base_file="",
-        log_files=(name,),
+        base_file=base_file,
+        log_files=(*earlier_logs, log.name),
     )
 
 
