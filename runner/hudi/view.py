@@ -112,9 +112,9 @@ def _walked(storage: Storage) -> dict[str, list[_Entry]]:
 
 
 def nested_table_roots(folders: Iterable[str]) -> frozenset[str]:
-    """Of the folders that hold files (relative to the base path), the ones below the base path
-    (never "") that hold a `.hoodie` folder of their own: the first `.hoodie` segment past the
-    first one names the root before it."""
+    """Folders below the base path (relative, never "") that hold a `.hoodie` folder of their own,
+    found among the folders that hold files: a folder's first `.hoodie` segment other than the
+    table's own (at the top) names the root before it."""
     roots = set()
     for folder in folders:
         if ".hoodie" not in folder:

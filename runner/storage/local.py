@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from stat import S_ISDIR
+from stat import S_ISDIR, S_ISLNK
 from typing import BinaryIO
 
 from runner.errors import RefusedError, StorageError
@@ -412,8 +412,8 @@ def _walk_open_folder(fd: int, full: str, rel: str) -> Iterator[FileInfo]:
             try:
                 sub = os.open(name, _DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
             except OSError as e:
-                if e.errno == errno.ELOOP:  # became a link since the listing: not entered, as any link
-                    continue
+                if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link_now(fd, name):
+                    continue  # became a link since the listing: not entered, as any link
                 raise _os_error("list", os.path.join(full, name), e) from e
             yield from _walk_open_folder(sub, os.path.join(full, name), prefix + name)
     finally:
@@ -441,6 +441,15 @@ def _scan(fd: int) -> tuple[list[str], list[str]]:
     files.sort()
     folders.sort()
     return files, folders
+
+
+def _is_link_now(fd: int, name: str) -> bool:
+    """`name` in the open folder is a symlink (Linux refuses to open one as a folder with either
+    ELOOP or ENOTDIR, which a folder replaced by a plain file also gives)."""
+    try:
+        return S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _is_link(entry: os.DirEntry[str]) -> bool:

@@ -139,3 +139,51 @@ def test_walk_of_a_file_or_a_missing_folder_is_empty(trap_table: Path) -> None:
     assert list(storage.walk("loose.parquet")) == []
     assert list(storage.walk("no/such/folder")) == []
     assert [i.path for i in storage.walk("dt=3")] == [i.path for i in storage.walk() if i.path.startswith("dt=3/")]
+
+
+def test_a_folder_swapped_for_a_link_after_the_listing_is_not_entered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race `os.walk` left open: a folder listed as a real folder, then replaced by a link to
+    somewhere else before the walk enters it. The walk opens it with `O_NOFOLLOW` and skips it."""
+    import runner.storage.local as local
+
+    root = tmp_path / "t"
+    (root / "p").mkdir(parents=True)
+    (root / "p" / "a.parquet").write_bytes(b"x")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.parquet").write_bytes(b"x")
+    (root / "p" / "swapped").symlink_to(outside, target_is_directory=True)
+    listed = local._scan
+
+    def as_listed_before_the_swap(fd: int) -> tuple[list[str], list[str]]:
+        files, folders = listed(fd)
+        return files, sorted({*folders, "swapped"}) if "a.parquet" in files else folders
+
+    monkeypatch.setattr(local, "_scan", as_listed_before_the_swap)
+    assert [i.path for i in LocalStorage(str(root)).walk()] == ["p/a.parquet"]
+
+
+def test_a_folder_replaced_by_a_plain_file_after_the_listing_fails_the_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As with `os.walk` before: a listing that changed under the walk is an error naming the
+    folder, never a silently shorter listing."""
+    import runner.storage.local as local
+    from runner.errors import StorageError
+
+    root = tmp_path / "t"
+    (root / "p").mkdir(parents=True)
+    (root / "p" / "was_a_folder").write_bytes(b"x")
+    listed = local._scan
+
+    def as_listed_before_the_swap(fd: int) -> tuple[list[str], list[str]]:
+        files, folders = listed(fd)
+        if "was_a_folder" not in files:
+            return files, folders
+        return [f for f in files if f != "was_a_folder"], ["was_a_folder"]
+
+    monkeypatch.setattr(local, "_scan", as_listed_before_the_swap)
+    with pytest.raises(StorageError, match=r"Cannot list .*p/was_a_folder"):
+        list(LocalStorage(str(root)).walk())
