@@ -92,7 +92,7 @@ clean: {{policy: KEEP_LATEST_FILE_VERSIONS, file_versions_retained: 1}}
 file_sizing: {{small_file_limit: 0}}
 """
 FLOOR = "floor: os.unlink loop (baseline)"
-RUNNER = "runner in-process (apply_table, Spark warm)"
+RUNNER = "runner in-process (apply_table; deletes on threads)"
 STORAGE_DELETE = "LocalStorage.delete_many alone (thread pool, one check per folder)"
 SPARK_JOB = "Spark delete job alone (delete_files, warm session)"
 PLAN_ONLY = "plan_one alone (what `runner plan` computes), in-process"

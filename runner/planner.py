@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from runner.allocation import bulk_allocation
 from runner.declarations.model import MetadataTableMode, TableDeclaration
 from runner.hudi.mdt.maintain import refusal_reasons
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
@@ -22,6 +23,12 @@ def plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
              metadata: TableMetadata | None = None, explain: bool = True) -> TablePlan:
     """Read what the declaration needs and plan it (incremental listing when sizing is off);
     `explain=False` leaves out the per-file reasons, which only people read (see `plan_table`)."""
+    with bulk_allocation():  # a large table makes a few objects per file here, none in a cycle
+        return _plan_one(decl, storage, now=now, metadata=metadata, explain=explain)
+
+
+def _plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
+              metadata: TableMetadata | None, explain: bool) -> TablePlan:
     meta = metadata or read_table_metadata(storage)
     scope = clean_scope(decl.clean, meta, now=now)
     needs_full = decl.file_sizing.small_file_limit > 0 or scope.partitions is None

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import runner.progress as progress
+from runner.allocation import bulk_allocation
 from runner.errors import RefusedError
 from runner.execute.paths import partition_path, relativize
 from runner.failpoints import failpoint
@@ -133,8 +134,9 @@ class CleanRunner:
         if not step.files_to_delete and not step.partitions_to_delete:
             raise RefusedError(f"clean {time_} on {self.storage.uri} lists no files and no partitions; "
                                "Hudi never schedules such a clean, so none is written")
-        plan = to_plan(step, self.storage.uri)
-        data = encode_clean_plan(plan)
+        with bulk_allocation():  # a few objects per file, none in a cycle (see runner.allocation)
+            plan = to_plan(step, self.storage.uri)
+            data = encode_clean_plan(plan)
         self.writer.requested(time_, Action.CLEAN, data)
         failpoint("after_clean_requested")
         inflight = self.writer.inflight(time_, Action.CLEAN, data)
@@ -143,8 +145,9 @@ class CleanRunner:
 
     def finish(self, pending: Instant, plan: CleanPlan, *, sizes: dict[str, int] | None = None) -> CleanOutcome:
         """Delete what the plan lists and complete the instant (writing inflight first if needed)."""
-        files = files_of(plan, self.storage.uri)  # checked before anything is written
-        flat = [path for paths in files.values() for path in paths]
+        with bulk_allocation():
+            files = files_of(plan, self.storage.uri)  # checked before anything is written
+            flat = [path for paths in files.values() for path in paths]
         written: list[str] = []
         if pending.state.value == "requested":
             self.writer.inflight(pending.time, Action.CLEAN, encode_clean_plan(plan))
@@ -157,11 +160,13 @@ class CleanRunner:
         deleted_partitions = tuple(p for p in dict.fromkeys(plan.partitions_to_delete)
                                    if self._delete_partition(partition_path(p)))
         failpoint("after_delete")
-        meta = self._metadata(pending, plan, files, outcomes, deleted_partitions, started)
+        with bulk_allocation():  # not around the deleter, which may run a Spark job for minutes
+            meta = self._metadata(pending, plan, files, outcomes, deleted_partitions, started)
+            data = encode_clean_metadata(meta)
         if self.before_complete is not None:
             written.extend(self.before_complete(pending.time, meta, self.completion_time))
             failpoint("after_metadata_table_commit")
-        done = self.writer.complete(pending, encode_clean_metadata(meta), completion=self.completion_time())
+        done = self.writer.complete(pending, data, completion=self.completion_time())
         written.append(done.file_name)
         failpoint("after_clean_completed")
         ok = [o for o in outcomes.values() if o.error is None]

@@ -29,9 +29,10 @@ from runner.hudi.metadata import CommitMetadata, CompactionOperation
 from runner.hudi.timeline import Timeline
 
 if TYPE_CHECKING:  # annotations only: the Hudi model reads through whatever Storage it is given
-    from runner.storage import FileInfo, Storage
+    from runner.storage import Storage
 
 PARTITION_MARKER = ".hoodie_partition_metadata"
+_MARKER_DOT = PARTITION_MARKER + "."
 _REPORT_EVERY = 1_000  # files listed between two progress reports
 
 
@@ -51,74 +52,91 @@ class View:
 
 
 def _is_marker(name: str) -> bool:
-    return name == PARTITION_MARKER or name.startswith(PARTITION_MARKER + ".")
+    return name.startswith(PARTITION_MARKER) and (name == PARTITION_MARKER or name.startswith(_MARKER_DOT))
 
 
 def discover_partitions(storage: Storage) -> ListedFiles:
     """List the whole table once and find its partitions by their marker files.
 
     Files inside a nested table (a folder below the base path holding its own `.hoodie`) are left
-    out entirely: they are neither partitions nor unrecognised files of this table.
+    out entirely: they are neither partitions nor unrecognised files of this table. Every rule here
+    is decided once per folder, not once per file: a table has a hundred files per folder or more.
     """
-    infos = _walked(storage)
-    nested = nested_table_roots(info.path for info in infos)
-    by_dir: dict[str, list[FileInfo]] = defaultdict(list)
-    for info in infos:
-        if _is_hoodie_path(info.path) or _inside(info.path, nested):
+    by_dir = _walked(storage)
+    nested = nested_table_roots(by_dir)
+    ours: dict[str, list[_Entry]] = {}
+    for folder, entries in by_dir.items():
+        if _is_hoodie_folder(folder) or _inside(folder, nested):
             continue
-        folder, _, _ = info.path.rpartition("/")
-        by_dir[folder].append(info)
-    return _classify(by_dir)
+        ours[folder] = entries if folder else [e for e in entries if e[0] != ".hoodie"]
+    return _classify(ours)
 
 
 def list_partitions(storage: Storage, partitions: Collection[str]) -> ListedFiles:
     """List only the given partitions (one directory listing each); missing ones are skipped,
     and so is a folder that is, or lies inside, a nested table's base path."""
-    by_dir: dict[str, list[FileInfo]] = {}
+    by_dir: dict[str, list[_Entry]] = {}
     is_table: dict[str, bool] = {}
     wanted = sorted(set(partitions))
     progress.begin("listing partitions", "partitions", len(wanted))
     for partition in wanted:
         if not _in_nested_table(storage, partition, is_table):
-            by_dir[partition] = [f for f in storage.list_dir(partition) if not f.is_dir]
-        progress.advance(1, sum(f.size for f in by_dir.get(partition, ())))
+            by_dir[partition] = [(_name(f.path), f.size) for f in storage.list_dir(partition) if not f.is_dir]
+        progress.advance(1, sum(size for _, size in by_dir.get(partition, ())))
     return _classify(by_dir)
 
 
-def _walked(storage: Storage) -> list[FileInfo]:
-    """Everything below the base path, with the running count reported every `_REPORT_EVERY` files
-    (a whole-table listing of S3 can take minutes)."""
+# One listed file: its name (no folder) and size in bytes.
+_Entry = tuple[str, int]
+
+
+def _walked(storage: Storage) -> dict[str, list[_Entry]]:
+    """Everything below the base path by folder, with the running count reported every
+    `_REPORT_EVERY` files (a whole-table listing of S3 can take minutes)."""
     progress.begin("listing the table's files", "files")
-    infos: list[FileInfo] = []
-    reported = 0
+    by_dir: dict[str, list[_Entry]] = {}
+    count = size = 0
     for info in storage.walk(""):
-        infos.append(info)
-        if len(infos) - reported == _REPORT_EVERY:
-            progress.advance(_REPORT_EVERY, sum(i.size for i in infos[reported:]))
-            reported = len(infos)
-    progress.advance(len(infos) - reported, sum(i.size for i in infos[reported:]))
-    return infos
+        folder, _, name = info.path.rpartition("/")
+        entries = by_dir.get(folder)
+        if entries is None:
+            entries = by_dir[folder] = []
+        entries.append((name, info.size))
+        count += 1
+        size += info.size
+        if count == _REPORT_EVERY:
+            progress.advance(count, size)
+            count = size = 0
+    progress.advance(count, size)
+    return by_dir
 
 
-def nested_table_roots(paths: Iterable[str]) -> frozenset[str]:
-    """Folders below the base path (relative, never "") that hold a `.hoodie` folder of their own."""
+def nested_table_roots(folders: Iterable[str]) -> frozenset[str]:
+    """Folders below the base path (relative, never "") that hold a `.hoodie` folder of their own,
+    found among the folders that hold files: a folder's first `.hoodie` segment other than the
+    table's own (at the top) names the root before it."""
     roots = set()
-    for path in paths:
-        parts = path.split("/")
-        for depth, part in enumerate(parts[:-1]):
+    for folder in folders:
+        if ".hoodie" not in folder:
+            continue
+        parts = folder.split("/")
+        for depth, part in enumerate(parts):
             if part == ".hoodie" and depth > 0:
                 roots.add("/".join(parts[:depth]))
                 break
     return frozenset(roots)
 
 
-def _is_hoodie_path(path: str) -> bool:
-    return path == ".hoodie" or path.startswith(".hoodie/")
+def _is_hoodie_folder(folder: str) -> bool:
+    return folder == ".hoodie" or folder.startswith(".hoodie/")
 
 
-def _inside(path: str, roots: frozenset[str]) -> bool:
-    parts = path.split("/")
-    return any("/".join(parts[:depth]) in roots for depth in range(1, len(parts)))
+def _inside(folder: str, roots: frozenset[str]) -> bool:
+    """`folder` is one of `roots` or lies below one."""
+    if not roots or not folder:
+        return False
+    parts = folder.split("/")
+    return any("/".join(parts[:depth]) in roots for depth in range(1, len(parts) + 1))
 
 
 def _in_nested_table(storage: Storage, partition: str, cache: dict[str, bool]) -> bool:
@@ -133,22 +151,21 @@ def _in_nested_table(storage: Storage, partition: str, cache: dict[str, bool]) -
     return False
 
 
-def _classify(by_dir: Mapping[str, list[FileInfo]]) -> ListedFiles:
-    partitions = sorted(d for d, files in by_dir.items() if any(_is_marker(_name(f)) for f in files))
+def _classify(by_dir: Mapping[str, list[_Entry]]) -> ListedFiles:
+    partitions = sorted(d for d, entries in by_dir.items() if any(_is_marker(n) for n, _ in entries))
     partition_set = set(partitions)
-    files: dict[str, tuple[tuple[str, int], ...]] = {}
+    files: dict[str, tuple[_Entry, ...]] = {}
     unrecognized: list[str] = []
-    for folder, infos in by_dir.items():
-        names = [(_name(f), f.size) for f in infos]
+    for folder, entries in by_dir.items():
         if folder in partition_set:
-            files[folder] = tuple(sorted((n, s) for n, s in names if not _is_marker(n)))
+            files[folder] = tuple(sorted(e for e in entries if not _is_marker(e[0])))
         else:
-            unrecognized.extend(relative_path(folder, n) for n, _ in names)
+            unrecognized.extend(relative_path(folder, n) for n, _ in entries)
     return ListedFiles(tuple(partitions), files, tuple(sorted(unrecognized)))
 
 
-def _name(info: FileInfo) -> str:
-    return info.path.rsplit("/", 1)[-1]
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def build_file_groups(
@@ -170,18 +187,29 @@ def build_file_groups(
     slices: dict[tuple[str, str], dict[InstantTime, _Parts]] = defaultdict(dict)
     uncommitted: list[str] = []
     logs: list[tuple[str, LogFile]] = []
+    # A table's files carry few distinct instant times: each is judged once, not once per file.
+    judged: dict[InstantTime, bool] = {}
     for partition, entries in listed.files.items():
         for name, size in entries:
             base = BaseFile.parse(name, size)
-            if base is not None:
-                if is_committed(base.instant_time):
-                    _add_base(slices[(partition, base.file_id)], base, partition, commits, uncommitted)
-                else:
-                    uncommitted.append(relative_path(partition, name))
+            if base is None:
+                log = LogFile.parse(name, size)
+                if log is not None:
+                    logs.append((partition, log))
                 continue
-            log = LogFile.parse(name, size)
-            if log is not None:
-                logs.append((partition, log))
+            time = base.instant_time
+            ok = judged.get(time)
+            if ok is None:
+                ok = judged[time] = is_committed(time)
+            if not ok:
+                uncommitted.append(relative_path(partition, name))
+                continue
+            by_time = slices[(partition, base.file_id)]
+            entry = by_time.get(time)
+            if entry is None:
+                by_time[time] = _Parts(base)
+            else:
+                _add_base(entry, base, partition, commits, uncommitted)
     for instant, ops in pending_compaction.items():
         for op in ops:
             slices[(op.partition_path, op.file_id)].setdefault(instant.time, _Parts())
@@ -204,15 +232,15 @@ class _Parts:
 
 
 def _add_base(
-    by_time: dict[InstantTime, _Parts],
+    entry: _Parts,
     base: BaseFile,
     partition: str,
     commits: Mapping[InstantTime, CommitMetadata],
     uncommitted: list[str],
 ) -> None:
-    """Add a committed base file; of two with the same instant (a retried task's leftover), keep
-    the one the commit's write stats name and treat the other as uncommitted."""
-    entry = by_time.setdefault(base.instant_time, _Parts())
+    """Add a committed base file to the slice of its instant; of two with the same instant (a
+    retried task's leftover), keep the one the commit's write stats name and treat the other as
+    uncommitted."""
     current = entry.base
     if current is None:
         entry.base = base
@@ -259,12 +287,21 @@ def _slice_for_log(
 
 
 def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, _Parts]) -> FileGroup:
-    ordered = sorted(by_time.items(), key=lambda kv: kv[0].normalized, reverse=True)
+    ordered = sorted(by_time.items(), key=_base_instant_order, reverse=True) if len(by_time) > 1 else by_time.items()
     return FileGroup(
         partition,
         file_id,
         tuple(
-            FileSlice(partition, file_id, time, parts.base, tuple(sorted(parts.logs, key=lambda lf: lf.sort_key)))
+            FileSlice(partition, file_id, time, parts.base,
+                      tuple(sorted(parts.logs, key=_log_order)) if parts.logs else ())
             for time, parts in ordered
         ),
     )
+
+
+def _base_instant_order(item: tuple[InstantTime, _Parts]) -> str:
+    return item[0].normalized
+
+
+def _log_order(log: LogFile) -> tuple[str, int, str]:
+    return log.sort_key

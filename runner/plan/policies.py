@@ -33,15 +33,19 @@ class Protection:
         self.savepointed = state.metadata.savepointed_files
         self.compaction = state.metadata.pending_compaction
         self.log_compaction = state.metadata.pending_log_compaction
+        # Most tables have neither savepoints nor pending compactions: then no slice is protected,
+        # and the per-slice questions below answer at once instead of once per file.
+        self._any_compaction = bool(self.compaction) or bool(self.log_compaction)
 
     def savepointed_slice(self, file_slice: FileSlice) -> bool:
-        return any(name in self.savepointed for name in file_slice.file_names)
+        savepointed = self.savepointed
+        return bool(savepointed) and any(name in savepointed for name in file_slice.file_names)
 
     def in_pending_compaction(self, group: FileGroup) -> bool:
-        return group.key in self.compaction or group.key in self.log_compaction
+        return self._any_compaction and (group.key in self.compaction or group.key in self.log_compaction)
 
     def needed_for_compaction(self, group: FileGroup, file_slice: FileSlice) -> bool:
-        return any(
+        return self._any_compaction and any(
             ops.get(group.key) is not None and file_slice.base_instant >= ops[group.key]
             for ops in (self.compaction, self.log_compaction)
         )

@@ -10,6 +10,7 @@ safe once and unlinks on a thread pool.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import threading
@@ -17,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from stat import S_ISDIR
+from stat import S_ISDIR, S_ISLNK
 from typing import BinaryIO
 
 from runner.errors import RefusedError, StorageError
@@ -69,17 +70,15 @@ class LocalStorage:
         return [info for info in infos if info is not None]
 
     def walk(self, path: str = "") -> Iterator[FileInfo]:
-        top = self._full(normalize(path))
-        # Every `dirpath` starts with the root and a separator, so slicing gives the relative folder
-        # (`os.path.relpath` per file was a third of a full listing's time).
-        skip = len(os.path.join(self.root, ""))
-        for dirpath, dirnames, filenames in os.walk(top, onerror=_walk_error(top)):
-            dirnames.sort()
-            folder = dirpath[skip:].replace(os.sep, "/")
-            for name in sorted(filenames):
-                info = self._stat_full(os.path.join(dirpath, name), child(folder, name))
-                if info is not None and not info.is_dir:
-                    yield info
+        rel = normalize(path)
+        top = self._full(rel)
+        try:
+            fd = os.open(top, _DIRECTORY_FLAGS)  # the top itself may be a link, as `os.walk` allows
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as e:
+            raise _os_error("list", top, e) from e
+        yield from _walk_open_folder(fd, top, rel)
 
     def read(self, path: str) -> bytes:
         full = self._full(normalize(path))
@@ -379,6 +378,85 @@ class _FolderLinks:
             if found is None:
                 found = self._found[folder] = _symlink_names(fd)
             return found
+
+
+_DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+
+
+def _walk_open_folder(fd: int, full: str, rel: str) -> Iterator[FileInfo]:
+    """The files below the open folder `fd` (closed here), its own files first, names sorted.
+
+    The order and the rules are those of the `os.walk` it replaces: symlinks to files are followed
+    (their target's size), broken links and files that vanish are left out, and linked folders are
+    never entered (the loop or the escape a listing must not make). Each folder is listed once and
+    its files are stat-ed relative to the open folder, so no path is built or resolved per file;
+    a subfolder is opened with `O_NOFOLLOW` relative to its parent, so one swapped for a link in
+    between is skipped rather than followed.
+    """
+    try:
+        try:
+            files, folders = _scan(fd)
+        except OSError as e:
+            raise _os_error("list", full, e) from e
+        prefix = f"{rel}/" if rel else ""
+        for name in files:
+            try:
+                st = os.stat(name, dir_fd=fd)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as e:
+                raise _os_error("stat", os.path.join(full, name), e) from e
+            if not S_ISDIR(st.st_mode):
+                yield FileInfo(prefix + name, st.st_size, False, st.st_mtime_ns // 1_000_000)
+        for name in folders:
+            try:
+                sub = os.open(name, _DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link_now(fd, name):
+                    continue  # became a link since the listing: not entered, as any link
+                raise _os_error("list", os.path.join(full, name), e) from e
+            yield from _walk_open_folder(sub, os.path.join(full, name), prefix + name)
+    finally:
+        os.close(fd)
+
+
+def _scan(fd: int) -> tuple[list[str], list[str]]:
+    """The open folder's non-folder names and its real (not linked) subfolders, each sorted.
+
+    The entry types come from the listing itself; only a link (or a file system that gives no
+    types) costs a `stat` to tell a linked folder from a linked file.
+    """
+    files: list[str] = []
+    folders: list[str] = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                files.append(entry.name)
+            elif not _is_link(entry):
+                folders.append(entry.name)
+    files.sort()
+    folders.sort()
+    return files, folders
+
+
+def _is_link_now(fd: int, name: str) -> bool:
+    """`name` in the open folder is a symlink (Linux refuses to open one as a folder with either
+    ELOOP or ENOTDIR, which a folder replaced by a plain file also gives)."""
+    try:
+        return S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:  # as `os.walk`: an entry that cannot be examined is entered, and fails there
+        return False
 
 
 def _symlink_names(fd: int) -> frozenset[str]:
