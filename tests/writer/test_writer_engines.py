@@ -154,9 +154,12 @@ def test_a_driver_write_failing_in_one_thread_is_rolled_back_by_the_next_write(
         runner.write(update, "t", project_dir=root)
     monkeypatch.undo()
 
-    assert oracle_rows(base) == before  # the eu file written by the other thread is invisible
+    assert oracle_rows(base) == before  # an eu file the other thread may have written is invisible
     state = read_table_state(storage_for(str(base)))
-    assert len(state.uncommitted_files) == 1
+    # Whether the eu task ran depends on timing: `Executor.map` cancels the tasks not yet started
+    # once the us task's error is raised. What it wrote, if anything, is an uncommitted eu file.
+    assert len(state.uncommitted_files) <= 1
+    assert all(path.startswith("region=eu/") for path in state.uncommitted_files)
     result = runner.write(update, "t", project_dir=root)
     assert result.engine == "driver" and len(result.rolled_back) == 1
     assert read_table_state(storage_for(str(base))).uncommitted_files == ()
