@@ -133,6 +133,21 @@ def build_table(path: Path, args: argparse.Namespace) -> tuple[TableBuilder, lis
     return builder, touched
 
 
+def kept_or_built(master: Path, args: argparse.Namespace) -> tuple[TableBuilder | None, list[str]]:
+    """The table at `master`: reused when its stamp says it has this run's shape, else (re)built
+    there; the builder is None when reused (only the apply measurement runs then)."""
+    shape = {k: getattr(args, k) for k in ("partitions", "groups", "versions", "touched")}
+    stamp = master.parent / f"{master.name}.shape.json"
+    if stamp.exists() and json.loads(stamp.read_text()) == shape and (master / ".hoodie").is_dir():
+        partitions = [f"dt={i:04d}" for i in range(args.partitions)]
+        return None, touched_partitions(partitions, args.touched)
+    remove_tree(master)
+    stamp.unlink(missing_ok=True)
+    built = build_table(master, args)
+    stamp.write_text(json.dumps(shape))
+    return built
+
+
 def touched_partitions(partitions: list[str], percent: float) -> list[str]:
     """`percent` % of the partitions (at least one), spread evenly."""
     count = max(1, round(len(partitions) * percent / 100))
@@ -405,7 +420,14 @@ def main() -> None:
     parser.add_argument("--no-spark", action="store_true",
                         help="leave out the Spark delete job row (and the session it starts)")
     parser.add_argument("--workdir", help="parent folder of the temporary data (default: system temp)")
+    parser.add_argument(
+        "--table",
+        help="keep the built table here and reuse it on later runs with the same shape (a stamp file "
+        "records it); only with --only apply, which never changes the table it copies",
+    )
     args = parser.parse_args()
+    if args.table and args.only != "apply":
+        parser.error("--table needs --only apply: the planning measurement changes the table")
     files = args.partitions * args.groups * args.versions
     print(
         f"{args.partitions} partitions × {args.groups} file groups × {args.versions} versions = {files:,} "
@@ -416,16 +438,18 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="bench_clean_", dir=args.workdir) as folder:
         work = Path(folder)
-        master = work / "table"
-        seconds, (builder, touched) = timed(lambda: build_table(master, args))
-        print(f"built the table in {seconds:.1f} s", flush=True)
+        master = Path(args.table) if args.table else work / "table"
+        seconds, (builder, touched) = timed(lambda: kept_or_built(master, args))
+        print(f"built the table in {seconds:.1f} s" if builder else f"reused the table at {master}", flush=True)
         apply_rows = None
         if args.only in (None, "apply"):
             apply_rows = measure_apply(master, work, args)
         plan_rows = None
         if args.only in (None, "plan"):
+            assert builder is not None
             plan_rows = measure_planning(master, builder, touched, args)
-        remove_tree(master)
+        if not args.table:
+            remove_tree(master)
     if apply_rows:
         print(
             f"\n### Clean apply vs the floor: KEEP_LATEST_FILE_VERSIONS 1, median of {args.runs} runs "

@@ -44,9 +44,10 @@ class EngineChoice:
     engine: Engine
     files: int
     reason: str
+    threads: int = DEFAULT_DELETE_THREADS  # the pool's size when the engine is "threads"
 
     def describe(self) -> str:
-        where = f"{DEFAULT_DELETE_THREADS} threads in-process" if self.engine == "threads" else "a Spark job"
+        where = f"{self.threads} threads in-process" if self.engine == "threads" else "a Spark job"
         return f"deleted {self.files:,} file{'' if self.files == 1 else 's'} on {where}: {self.reason}"
 
 
@@ -55,8 +56,10 @@ def is_local_master(master: str) -> bool:
     return _LOCAL_MASTER.fullmatch(master.strip()) is not None
 
 
-def choose_engine(files: int, master: str, *, threads_up_to: int = THREADS_UP_TO) -> EngineChoice:
-    """Threads for a local master up to `threads_up_to` files; Spark on a cluster or beyond that."""
+def choose_engine(files: int, master: str, *, threads_up_to: int = THREADS_UP_TO,
+                  threads: int = DEFAULT_DELETE_THREADS) -> EngineChoice:
+    """Threads for a local master up to `threads_up_to` files; Spark on a cluster or beyond that.
+    `threads`: the size of the storage's delete pool (`delete_threads`), for the report."""
     if not is_local_master(master):
         return EngineChoice("spark", files, f"spark.master is {master}, so the cluster does the deletes")
     if files <= threads_up_to:
@@ -64,8 +67,16 @@ def choose_engine(files: int, master: str, *, threads_up_to: int = THREADS_UP_TO
             "threads", files,
             f"local master and at most {threads_up_to:,} files, which a thread pool finishes before "
             "Spark would have started",
+            threads,
         )
     return EngineChoice("spark", files, f"more than {threads_up_to:,} files, too many for one process")
+
+
+def delete_threads(storage: Storage) -> int:
+    """How many threads `storage.delete_many` runs by default: a store may size its own pool (local
+    disk does, by measurement); otherwise the shared default."""
+    threads = getattr(storage, "delete_threads", DEFAULT_DELETE_THREADS)
+    return threads if isinstance(threads, int) else DEFAULT_DELETE_THREADS
 
 
 class Deleter:
@@ -87,7 +98,8 @@ class Deleter:
     def __call__(self, storage: Storage, paths: Sequence[str]) -> list[DeleteResult]:
         if not paths:
             return []
-        choice = choose_engine(len(paths), self._settings.master, threads_up_to=self._threads_up_to)
+        choice = choose_engine(len(paths), self._settings.master, threads_up_to=self._threads_up_to,
+                               threads=delete_threads(storage))
         self.notes.append(choice.describe())
         return storage.delete_many(paths) if choice.engine == "threads" else self._spark_job(storage, paths)
 

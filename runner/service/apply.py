@@ -22,7 +22,7 @@ from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
 from runner.errors import InternalError, PlanError, RunnerError
 from runner.execute.apply import TableResult, apply_table
-from runner.execute.deleter import choose_engine
+from runner.execute.deleter import choose_engine, delete_threads
 from runner.execute.session import session_notes, size_session
 from runner.execute.spark import get_spark
 from runner.plan.model import Plan, TablePlan, TableStatus
@@ -328,7 +328,8 @@ class _TableDeleter:
 
         jobs = self.jobs
         # A Spark Connect endpoint is a cluster too: its deletes run there, not in this process.
-        choice = choose_engine(len(paths), jobs.project.spark.remote or jobs.project.spark.master)
+        choice = choose_engine(len(paths), jobs.project.spark.remote or jobs.project.spark.master,
+                               threads=delete_threads(storage))
         self.notes.append(choice.describe())
         spark = jobs.start_spark() if choice.engine == "spark" else None
         progress.begin("deleting", "files", len(paths), progress.bytes_of(paths))

@@ -12,6 +12,7 @@ import pytest
 from runner.cli import main
 from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
+from runner.storage.local import LOCAL_DELETE_THREADS
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot
 from tests.plan_json import step
@@ -77,8 +78,8 @@ def test_apply_saved_plan_then_plan_is_in_sync(tmp_path, capsys, spark):
     code, report = run_json(capsys, "apply", "--project-dir", str(root), str(plan_file))
     assert code == 0, report
     assert report["tables"][0]["files_deleted"] == 4
-    # A local master deletes on the runner's thread pool, and the report says so.
-    assert any("on 8 threads in-process" in note for note in report["tables"][0]["notes"]), report
+    # A local master deletes on the runner's thread pool, and the report says so (with the local pool's size).
+    assert any(f"on {LOCAL_DELETE_THREADS} threads in-process" in note for note in report["tables"][0]["notes"]), report
     saved = json.loads((root / "target" / "run_results.json").read_text())
     jsonschema.validate(saved, json.loads((SCHEMAS / "run_results.schema.json").read_text()))
     assert oracle_snapshot(root / "table") == before

@@ -12,7 +12,8 @@ from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, 
 from runner.execute.apply import apply_table
 from runner.execute.deleter import THREADS_UP_TO, Deleter, choose_engine, is_local_master
 from runner.planner import plan_one
-from runner.storage import DeleteResult, LocalStorage, storage_for
+from runner.storage import DEFAULT_DELETE_THREADS, DeleteResult, LocalStorage, storage_for
+from runner.storage.local import LOCAL_DELETE_THREADS
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot
 from tests.s3 import S3Server
@@ -60,7 +61,7 @@ def test_a_local_master_deletes_on_threads_without_starting_spark(tmp_path: Path
     assert outcomes == [DeleteResult(n, True) for n in names[:30]] + [DeleteResult("p=9/gone.parquet", False)]
     assert not started
     assert len(list(tmp_path.rglob("*.parquet"))) == 20
-    assert deleter.notes == [deleter.notes[0]] and "31 files on 8 threads in-process" in deleter.notes[0]
+    assert deleter.notes == [deleter.notes[0]] and f"31 files on {LOCAL_DELETE_THREADS} threads in-process" in deleter.notes[0]
 
 
 def test_past_the_bound_a_local_master_uses_the_spark_job(tmp_path: Path, spark: Any) -> None:
@@ -91,6 +92,23 @@ def test_a_cluster_master_always_uses_spark_also_on_s3(spark: Any, s3_server: S3
     left = sorted(o["Key"] for o in client.list_objects_v2(Bucket=s3_bucket, Prefix="t/")["Contents"])
     assert left == sorted(f"t/{k}" for k in keys[1100:])
     assert "a Spark job" in deleter.notes[0] and CLUSTER in deleter.notes[0]
+
+
+def test_the_note_names_the_pool_size_of_the_storage_that_deleted(
+    tmp_path: Path, s3_server: S3Server, s3_bucket: str
+) -> None:
+    # Local disk runs a larger pool than S3 (measured, runner/storage/local.py); the run report must
+    # name the pool that actually ran, not one shared number.
+    assert LOCAL_DELETE_THREADS != DEFAULT_DELETE_THREADS
+    local = Deleter(SparkSettings(master="local[2]"))
+    local(LocalStorage(str(tmp_path)), _files(tmp_path, 3))
+    s3_server.client().put_object(Bucket=s3_bucket, Key="t/p=1/a.parquet", Body=b"x")
+    on_s3 = Deleter(SparkSettings(master="local[2]"))
+    outcomes = on_s3(storage_for(f"s3://{s3_bucket}/t", options=s3_server.options()), ["p=1/a.parquet"])
+
+    assert outcomes == [DeleteResult("p=1/a.parquet", True)]
+    assert f"on {LOCAL_DELETE_THREADS} threads in-process" in local.notes[0]
+    assert f"on {DEFAULT_DELETE_THREADS} threads in-process" in on_s3.notes[0]
 
 
 def test_apply_reports_the_engine_and_keeps_what_readers_see(tmp_path: Path) -> None:
