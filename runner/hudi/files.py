@@ -102,8 +102,15 @@ class LogFile:
 
 
 def is_data_file_name(name: str) -> bool:
-    """True for names a cleaner may ever delete: Hudi base files and (CDC) log files."""
-    return BaseFile.parse(name) is not None or LogFile.parse(name) is not None
+    """True for names a cleaner may ever delete: Hudi base files and (CDC) log files.
+
+    Exactly the names `BaseFile.parse` or `LogFile.parse` accepts (the matches are their only
+    conditions), without building the parsed object: every path of a clean plan is checked.
+    """
+    if _BASE_RE.fullmatch(name) is not None:
+        return True
+    log = _LOG_RE.fullmatch(name)
+    return log is not None and log["ext"] == "log"
 
 
 @dataclass(frozen=True, slots=True)

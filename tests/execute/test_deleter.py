@@ -61,7 +61,8 @@ def test_a_local_master_deletes_on_threads_without_starting_spark(tmp_path: Path
     assert outcomes == [DeleteResult(n, True) for n in names[:30]] + [DeleteResult("p=9/gone.parquet", False)]
     assert not started
     assert len(list(tmp_path.rglob("*.parquet"))) == 20
-    assert deleter.notes == [deleter.notes[0]] and f"31 files on {LOCAL_DELETE_THREADS} threads in-process" in deleter.notes[0]
+    assert deleter.notes == [deleter.notes[0]]
+    assert f"31 files on {LOCAL_DELETE_THREADS} threads in-process" in deleter.notes[0]
 
 
 def test_past_the_bound_a_local_master_uses_the_spark_job(tmp_path: Path, spark: Any) -> None:

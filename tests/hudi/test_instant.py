@@ -127,3 +127,13 @@ def test_log_file_names_round_trip(name):
 ])
 def test_other_files_are_not_data_files(name):
     assert not is_data_file_name(name)
+
+
+@pytest.mark.parametrize("name", [
+    "f1-0_1-0-1_20240101000000.orc", "abc_0-1-2_2024010100000.parquet", "abc_0-1-2_20240101000000123.avro",
+    ".abc-0_20240101000000123.log.12_1-2-3.cdc", ".abc_20240101000000.archive.1_1-0-1", ".abc-0_2024.log.1",
+    "x/abc_0-1-2_20240101000000123.parquet", "", ".hoodie_partition_metadata.parquet",
+])
+def test_the_data_file_check_agrees_with_the_parsers(name):
+    # `is_data_file_name` skips building the parsed object; it must accept exactly what they accept.
+    assert is_data_file_name(name) == (BaseFile.parse(name) is not None or LogFile.parse(name) is not None)
