@@ -11,9 +11,11 @@ every group, then one more commit updating every group of `--touched` % of the p
    `_common.fresh_copy`; `--hardlink` for hard links, which takes the file system's cost of freeing
    blocks out and leaves the CPU cost) and times, interleaved:
    - floor (the baseline): a bare `os.unlink` loop over exactly the files the runner's plan lists;
-   - the same unlinks spread over `--threads` threads, for reference;
+   - the same unlinks spread over `--threads` threads, for reference (and over each count of
+     `--sweep`, which picks the pool size: `LOCAL_DELETE_THREADS`);
    - the runner's bulk delete alone, `LocalStorage.delete_many` (one containment and symlink check
-     per folder, `--threads`-thread pool), which is what the cleaner runs on a local master;
+     per folder, `--threads`-thread pool, and each `--sweep` count), which is what the cleaner runs
+     on a local master;
    - the Spark delete job alone (`delete_files` on the warm session: the same `delete_many` inside
      each task), which a cluster master or a job past `THREADS_UP_TO` runs: the pair of rows is
      the measurement behind the threads-or-Spark choice;
@@ -60,6 +62,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from _common import fresh_copy, markdown_table, median, remove_tree, timed
@@ -80,6 +83,7 @@ from runner.hudi.timeline_metadata import DECODED
 from runner.plan.model import TablePlan
 from runner.planner import plan_one
 from runner.storage import DeleteResult, Storage, storage_for
+from runner.storage.local import LOCAL_DELETE_THREADS
 from runner.testing import TableBuilder
 
 NAME = "bench_clean"
@@ -93,7 +97,7 @@ file_sizing: {{small_file_limit: 0}}
 """
 FLOOR = "floor: os.unlink loop (baseline)"
 RUNNER = "runner in-process (apply_table; deletes on threads)"
-STORAGE_DELETE = "LocalStorage.delete_many alone (thread pool, one check per folder)"
+STORAGE_DELETE = "LocalStorage.delete_many alone on {threads} threads (one check per folder)"
 SPARK_JOB = "Spark delete job alone (delete_files, warm session)"
 PLAN_ONLY = "plan_one alone (what `runner plan` computes), in-process"
 METADATA_ONLY = "read_table_metadata alone (timeline and commit metadata)"
@@ -257,8 +261,14 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
     copy_storage = storage_for(str(copy))
     variants: dict[str, Callable[[], object]] = {
         FLOOR: lambda: unlink_loop(absolute),
-        f"os.unlink on {args.threads} threads": lambda: unlink_threads(absolute, args.threads),
-        STORAGE_DELETE: lambda: copy_storage.delete_many(paths, threads=args.threads),
+        **{
+            label.format(threads=count): action
+            for count in sorted({args.threads, *args.sweep})
+            for label, action in (
+                ("os.unlink on {threads} threads", partial(unlink_threads, absolute, count)),
+                (STORAGE_DELETE, partial(copy_storage.delete_many, paths, threads=count)),
+            )
+        },
         SPARK_JOB: lambda: delete_files(get_spark(settings), copy_storage, paths),
         RUNNER: lambda: runner_in_process(decl, project, job_seconds),
         CLI: lambda: runner_cli(project_dir),
@@ -409,7 +419,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of every apply variant")
     parser.add_argument("--cli-runs", type=int, default=3, help="of which with the CLI (JVM start-up each)")
     parser.add_argument("--plan-runs", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=8, help="threads of the thread-pool rows")
+    parser.add_argument("--threads", type=int, default=LOCAL_DELETE_THREADS,
+                        help="threads of the thread-pool rows (default: the local delete pool's size)")
+    parser.add_argument("--sweep", type=lambda text: [int(n) for n in text.split(",") if n], default=[],
+                        help="more thread counts for the bare-unlink and delete_many rows, e.g. 8,16,64")
     parser.add_argument("--master", default="local[2]", help="Spark master of the apply runs")
     parser.add_argument(
         "--hardlink",
