@@ -84,6 +84,19 @@ def test_local_many_folders_and_large_folders_on_the_pool(tmp_path: Path, monkey
     assert left == sorted(set(names) - set(doomed))
 
 
+def test_local_tasks_go_round_robin_across_folders(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pool's threads should work in different folders at once (an unlink locks its folder), so
+    # a folder's second chunk comes only after every folder's first; every file is in one task.
+    monkeypatch.setattr(storage_module, "FOLDER_CHUNK", 2)
+    by_folder = {f"p={p}": [(p * 10 + i, f"f{i}.parquet") for i in range(n)] for p, n in ((0, 5), (1, 2), (2, 3))}
+
+    chunks = storage_module._interleaved_chunks(by_folder)
+
+    assert [folder for folder, _ in chunks] == ["p=0", "p=1", "p=2", "p=0", "p=2", "p=0"]
+    assert sorted(e for _, entries in chunks for e in entries) == sorted(e for v in by_folder.values() for e in v)
+    assert all(len(entries) <= 2 for _, entries in chunks)
+
+
 def test_local_each_folder_is_listed_once_however_many_chunks_share_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
