@@ -36,8 +36,10 @@ from runner.storage import DeleteResult, Storage
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-# Deletes run in rounds of at least this many files, so that a progress display moves.
-DELETE_CHUNK = 5_000
+# Deletes run in rounds of at least this many files, so that a progress display moves. A round
+# keeps the whole delete pool busy only if it spans about as many folder tasks as the pool has
+# threads (32 locally; a partition often holds a few hundred files), hence not smaller.
+DELETE_CHUNK = 20_000
 
 
 class Progress(Protocol):

@@ -33,12 +33,11 @@ from runner.storage.base import (
 )
 from runner.storage.fence import check_fence
 
-# Files of one folder handled by one pool task: large enough that the per-task safety check (an
-# open, a `realpath`, two stats: tens of microseconds) stays under 1 % of the unlinks, small enough
-# that the last tasks of a batch do not leave most of the pool idle (with one task per 400-file
-# folder, 100 folders on 32 threads ended on 4 busy threads for a whole folder's time) and that a
-# single huge partition still spreads over the pool.
-FOLDER_CHUNK = 128
+# Files of one folder handled by one pool task: large enough that the per-task work (an open, a
+# `realpath`, two stats, and the cost of switching folders) stays small: 128-file tasks cost about
+# 2 us more CPU per file than 512-file ones on 40,000 hard-linked files (bench/README.md, "clean");
+# small enough that a single huge partition still spreads over the pool.
+FOLDER_CHUNK = 512
 
 # Threads of `delete_many` on a local disk. An unlink spends its time in the kernel (directory
 # entry, inode, journal; the GIL is released), and more threads let the file system overlap that
