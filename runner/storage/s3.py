@@ -11,6 +11,11 @@ S3 has no directories and no rename; the semantics of `Storage` map onto it as f
   that ignores the headers silently loses this guarantee, so check yours before relying on it.
 - `replace_if` and `delete_if` read the object, compare its bytes and then put or delete with
   `If-Match: <ETag read>`, so the change happens only if nobody wrote the object in between.
+- boto3 retries a request whose answer was lost (a dropped connection, a 5xx). If the first
+  attempt of a conditional request took effect, its retry fails its own condition (412, or 404 for
+  a delete). Such a failure after a retry is checked against the object: if it now holds the bytes
+  we sent (or, for a delete, is gone), the request is reported as done, so a blip on the network
+  never leaves a lock or an instant file of ours behind as if someone else had written it.
 - A put becomes visible only when complete, so readers never see a partial object and `overwrite`
   is atomic in that sense.
 - Deleting the last object under a prefix makes pyarrow leave an empty `prefix/` marker object, as
@@ -26,7 +31,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
@@ -185,7 +190,8 @@ class ObjectStorage:
         rel = normalize(path)
         refuse_root(rel, "create", self.uri)
         if not self._conditional("write", rel, lambda c, k: c.put_object(Bucket=self.bucket, Key=k, Body=data,
-                                                                         IfNoneMatch="*")):
+                                                                         IfNoneMatch="*"),
+                                 took_effect=lambda: self._holds(rel, data)):
             raise AlreadyExists(self._location(rel))
 
     def create_new(self, path: str) -> AbstractContextManager[BinaryIO]:
@@ -214,14 +220,16 @@ class ObjectStorage:
         refuse_root(rel, "overwrite", self.uri)
         etag = self._etag_if_holds(rel, expected)
         return etag is not None and self._conditional(
-            "overwrite", rel, lambda c, k: c.put_object(Bucket=self.bucket, Key=k, Body=data, IfMatch=etag))
+            "overwrite", rel, lambda c, k: c.put_object(Bucket=self.bucket, Key=k, Body=data, IfMatch=etag),
+            took_effect=lambda: self._holds(rel, data))
 
     def delete_if(self, path: str, expected: bytes) -> bool:
         rel = normalize(path)
         refuse_root(rel, "delete", self.uri)
         etag = self._etag_if_holds(rel, expected)
         return etag is not None and self._conditional(
-            "delete", rel, lambda c, k: c.delete_object(Bucket=self.bucket, Key=k, IfMatch=etag))
+            "delete", rel, lambda c, k: c.delete_object(Bucket=self.bucket, Key=k, IfMatch=etag),
+            took_effect=lambda: self.stat(rel) is None)
 
     def delete(self, path: str) -> bool:
         check_fence(self.uri)
@@ -312,14 +320,21 @@ class ObjectStorage:
             raise self._error("read", rel, e) from e
         return str(found["ETag"]) if body == expected else None
 
-    def _conditional(self, action: str, rel: str, request: Any) -> bool:
-        """Send one conditional request; False if S3 refused it because its condition failed."""
+    def _holds(self, rel: str, data: bytes) -> bool:
+        return self._etag_if_holds(rel, data) is not None
+
+    def _conditional(self, action: str, rel: str, request: Any, *, took_effect: Callable[[], bool]) -> bool:
+        """Send one conditional request; False if S3 refused it because its condition failed.
+
+        A refusal that came after boto3 retried may be the retry tripping over the first attempt's
+        own success; `took_effect` then tells whether the object is in the state we asked for.
+        """
         try:
             request(self._client(), self._object_key(rel))
         except Exception as e:
             code = _error_code(e)
             if code in _LOST_CONDITION or (action != "write" and code in _MISSING):
-                return False
+                return _retried(e) and took_effect()
             raise self._error(action, rel, e) from e
         return True
 
@@ -402,6 +417,13 @@ def _boto3_client(options: S3Options) -> Any:
     # One connection per pool thread, so parallel batches never wait for a free connection.
     config = Config(max_pool_connections=max(10, DEFAULT_DELETE_THREADS), retries={"mode": "standard"})
     return session.client("s3", endpoint_url=endpoint, config=config)
+
+
+def _retried(error: Exception) -> bool:
+    """Whether botocore sent the request more than once before this error came back."""
+    response = getattr(error, "response", None)
+    metadata = response.get("ResponseMetadata", {}) if isinstance(response, dict) else {}
+    return bool(metadata.get("RetryAttempts"))
 
 
 def _error_code(error: Exception) -> str | None:
