@@ -18,6 +18,9 @@ S3 has no directories and no rename; the semantics of `Storage` map onto it as f
   never leaves a lock or an instant file of ours behind as if someone else had written it.
 - A put becomes visible only when complete, so readers never see a partial object and `overwrite`
   is atomic in that sense.
+- `create_new` streams a large file as a multipart upload whose completion carries the same
+  `If-None-Match: *` (S3 has honoured it there since 2024): parts are invisible until the upload
+  completes, and a writer's memory stays at one part (see `s3_stream`).
 - Deleting the last object under a prefix makes pyarrow leave an empty `prefix/` marker object, as
   Hadoop's S3A does, so the "directory" keeps existing. Markers are listed as directories and
   never returned by `walk`.
@@ -46,12 +49,12 @@ from runner.storage.base import (
     AlreadyExists,
     DeleteResult,
     FileInfo,
-    buffered_create,
     child,
     normalize,
     refuse_root,
 )
 from runner.storage.fence import check_fence
+from runner.storage.s3_stream import streamed_create
 
 # S3's DeleteObjects accepts at most 1,000 keys per request.
 MAX_KEYS_PER_DELETE = 1000
@@ -195,9 +198,11 @@ class ObjectStorage:
             raise AlreadyExists(self._location(rel))
 
     def create_new(self, path: str) -> AbstractContextManager[BinaryIO]:
-        """Buffered in memory, then sent as one conditional put (`write_new`): S3 creates an
-        object from one body, so the create-once rule needs the whole object at hand."""
-        return buffered_create(self.write_new, path)
+        """Streamed in parts of `s3_stream.PART_BYTES` through a multipart upload completed with
+        `If-None-Match: *`, so memory stays bounded; a smaller file is one conditional put."""
+        rel = normalize(path)
+        refuse_root(rel, "create", self.uri)
+        return streamed_create(self, rel)
 
     def open_input(self, path: str) -> BinaryIO:
         """A seekable reader that fetches byte ranges on demand (the Parquet footer, column chunks)."""
