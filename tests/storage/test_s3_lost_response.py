@@ -9,21 +9,12 @@ from typing import Any
 
 import pytest
 
-from runner.storage import storage_for
 from runner.storage.base import AlreadyExists
 from runner.storage.guard import PROPERTIES
 from runner.storage.lock import LOCK_PATH, TableLock
 from runner.storage.s3 import ObjectStorage
-from tests.s3 import S3Server
 
 pytestmark = pytest.mark.s3
-
-
-@pytest.fixture
-def s3(s3_server: S3Server, s3_bucket: str) -> ObjectStorage:
-    storage = storage_for(f"s3://{s3_bucket}/warehouse/table", options=s3_server.options())
-    assert isinstance(storage, ObjectStorage)
-    return storage
 
 
 @contextmanager

@@ -12,22 +12,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runner.storage import AlreadyExists, storage_for
+from runner.storage import AlreadyExists
 from runner.storage.s3 import ObjectStorage
 from runner.storage.s3_stream import streamed_create
-from tests.s3 import S3Server
 
 pytestmark = pytest.mark.s3
 
 MIB = 1024 * 1024
 PART = 5 * MIB  # S3's smallest part, which the local server enforces as S3 does
-
-
-@pytest.fixture
-def s3(s3_server: S3Server, s3_bucket: str) -> ObjectStorage:
-    storage = storage_for(f"s3://{s3_bucket}/warehouse/table", options=s3_server.options())
-    assert isinstance(storage, ObjectStorage)
-    return storage
 
 
 @contextmanager
