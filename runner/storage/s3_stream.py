@@ -68,6 +68,7 @@ class _Upload:
 
     def __init__(self, storage: ObjectStorage, rel: str) -> None:
         self._storage = storage
+        self._rel = rel
         self._key = storage._object_key(rel)
         self._client = storage._client()
         self._id: str | None = None
@@ -79,12 +80,20 @@ class _Upload:
         return self._id is not None
 
     def add(self, part: bytes) -> None:
+        """Send one part (starting the upload with the first).
+
+        Raises:
+            StorageError: S3 refused or never answered (after boto3's retries).
+        """
         bucket = self._storage.bucket
-        if self._id is None:
-            self._id = str(self._client.create_multipart_upload(Bucket=bucket, Key=self._key)["UploadId"])
         number = len(self._parts) + 1
-        answer = self._client.upload_part(Bucket=bucket, Key=self._key, UploadId=self._id,
-                                          PartNumber=number, Body=part)
+        try:
+            if self._id is None:
+                self._id = str(self._client.create_multipart_upload(Bucket=bucket, Key=self._key)["UploadId"])
+            answer = self._client.upload_part(Bucket=bucket, Key=self._key, UploadId=self._id,
+                                              PartNumber=number, Body=part)
+        except Exception as e:
+            raise self._storage._error(f"upload part {number} of", self._rel, e) from e
         self._parts.append({"PartNumber": number, "ETag": answer["ETag"]})
         self._digests.append(hashlib.md5(part, usedforsecurity=False).digest())
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from runner.errors import StorageError
 from runner.storage import AlreadyExists
 from runner.storage.s3 import ObjectStorage
 from runner.storage.s3_stream import streamed_create
@@ -105,6 +106,26 @@ def test_a_failing_writer_publishes_nothing_and_leaves_no_parts(s3: ObjectStorag
     with pytest.raises(ValueError, match="bad row"), streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
         write_in_chunks(out, os.urandom(PART + 1))
         raise ValueError("bad row")
+
+    assert s3.stat("p/a.parquet") is None
+    assert pending_uploads(s3) == []
+
+
+def test_a_part_that_cannot_be_sent_fails_with_a_storage_error_naming_the_file(s3: ObjectStorage) -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    events = s3._client().meta.events
+
+    def unreachable(**_: Any) -> None:
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+
+    events.register("before-call.s3.UploadPart", unreachable, unique_id="test-unreachable")
+    try:
+        with pytest.raises(StorageError, match=r"Cannot upload part 1 of s3://.*/p/a\.parquet: Could not connect"), \
+                streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
+            write_in_chunks(out, os.urandom(PART + 1))
+    finally:
+        events.unregister("before-call.s3.UploadPart", unique_id="test-unreachable")
 
     assert s3.stat("p/a.parquet") is None
     assert pending_uploads(s3) == []
