@@ -60,7 +60,7 @@ from runner.storage.s3_stream import streamed_create
 MAX_KEYS_PER_DELETE = 1000
 # S3's answers to a conditional request that lost: the condition failed, or a rival conditional
 # write on the same key was in progress.
-_LOST_CONDITION = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
+LOST_CONDITION = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 _MISSING = ("NoSuchKey", "404", "NotFound")
 
 _ENV_FALLBACKS = {
@@ -320,7 +320,7 @@ class ObjectStorage:
             found = self._client().get_object(Bucket=self.bucket, Key=self._object_key(rel))
             body = found["Body"].read()
         except Exception as e:
-            if _error_code(e) in _MISSING:
+            if error_code(e) in _MISSING:
                 return None
             raise self._error("read", rel, e) from e
         return str(found["ETag"]) if body == expected else None
@@ -337,8 +337,8 @@ class ObjectStorage:
         try:
             request(self._client(), self._object_key(rel))
         except Exception as e:
-            code = _error_code(e)
-            if code in _LOST_CONDITION or (action != "write" and code in _MISSING):
+            code = error_code(e)
+            if code in LOST_CONDITION or (action != "write" and code in _MISSING):
                 return _retried(e) and took_effect()
             raise self._error(action, rel, e) from e
         return True
@@ -431,7 +431,7 @@ def _retried(error: Exception) -> bool:
     return bool(metadata.get("RetryAttempts"))
 
 
-def _error_code(error: Exception) -> str | None:
+def error_code(error: Exception) -> str | None:
     """The S3 error code of a botocore `ClientError` (None for any other exception)."""
     response = getattr(error, "response", None)
     if not isinstance(response, dict):

@@ -97,13 +97,28 @@ class _Upload:
         self._parts.append({"PartNumber": number, "ETag": answer["ETag"]})
         self._digests.append(hashlib.md5(part, usedforsecurity=False).digest())
 
-    def complete(self, rel: str) -> bool:
-        """Publish the object unless its key is taken; False if it was."""
-        def request(client: Any, key: str) -> None:
-            client.complete_multipart_upload(Bucket=self._storage.bucket, Key=key, UploadId=self._id,
-                                             MultipartUpload={"Parts": self._parts}, IfNoneMatch="*")
+    def complete(self) -> bool:
+        """Publish the object unless its key is taken; False if it was.
 
-        return self._storage._conditional("write", rel, request, took_effect=self._published)
+        Whatever S3 answers, an object whose ETag is this upload's (the MD5 of exactly our parts)
+        was published by us: a retried completion may trip over the first attempt's success with a
+        412 or, once the upload id is spent, a `NoSuchUpload`.
+
+        Raises:
+            StorageError: S3 failed the completion for another reason.
+        """
+        from runner.storage.s3 import LOST_CONDITION, error_code  # s3 imports this module
+
+        try:
+            self._client.complete_multipart_upload(Bucket=self._storage.bucket, Key=self._key, UploadId=self._id,
+                                                   MultipartUpload={"Parts": self._parts}, IfNoneMatch="*")
+        except Exception as e:
+            if self._published():
+                return True
+            if error_code(e) in LOST_CONDITION:
+                return False
+            raise self._storage._error("complete the upload of", self._rel, e) from e
+        return True
 
     def abort(self) -> None:
         if self._id is not None:
@@ -139,7 +154,7 @@ def streamed_create(storage: ObjectStorage, rel: str, *, part_bytes: int = PART_
         if stream.rest():
             upload.add(stream.rest())
         check_fence(storage.uri)
-        if not upload.complete(rel):
+        if not upload.complete():
             raise AlreadyExists(storage._location(rel))
     except BaseException:
         upload.abort()

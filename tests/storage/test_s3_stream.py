@@ -153,6 +153,66 @@ def test_a_completion_whose_answer_was_lost_is_reported_as_published(s3: ObjectS
     assert pending_uploads(s3) == []
 
 
+class _Body:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self.data
+
+
+def test_a_completion_retried_into_no_such_upload_is_reported_as_published(s3: ObjectStorage) -> None:
+    """Once S3 has completed an upload its id is spent: a retry of the completion can answer
+    NoSuchUpload although the object is ours. The multipart ETag (MD5 of our parts) tells."""
+    from botocore.awsrequest import AWSResponse
+
+    events = s3._client().meta.events
+    sends: list[str] = []
+    no_such_upload = (b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>NoSuchUpload</Code>"
+                      b"<Message>The specified upload does not exist.</Message></Error>")
+
+    def second_send_finds_the_upload_gone(request: Any, **_: Any) -> AWSResponse | None:
+        sends.append(request.url)
+        return AWSResponse(request.url, 404, {}, _Body(no_such_upload)) if len(sends) == 2 else None
+
+    def lose_first_answer(attempts: int, **_: Any) -> int | None:
+        return 0 if attempts == 1 else None
+
+    events.register("before-send.s3.CompleteMultipartUpload", second_send_finds_the_upload_gone, unique_id="t-gone")
+    events.register("needs-retry.s3.CompleteMultipartUpload", lose_first_answer, unique_id="t-retry")
+    try:
+        data = os.urandom(PART + 11)
+        with streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
+            write_in_chunks(out, data)
+    finally:
+        events.unregister("before-send.s3.CompleteMultipartUpload", unique_id="t-gone")
+        events.unregister("needs-retry.s3.CompleteMultipartUpload", unique_id="t-retry")
+
+    assert len(sends) == 2, "the completion was not retried into the spent upload id"
+    assert s3.read("p/a.parquet") == data
+
+
+def test_a_no_such_upload_for_an_upload_that_never_completed_is_an_error(s3: ObjectStorage) -> None:
+    from botocore.awsrequest import AWSResponse
+
+    events = s3._client().meta.events
+    gone = (b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>NoSuchUpload</Code>"
+            b"<Message>The specified upload does not exist.</Message></Error>")
+
+    def upload_gone(request: Any, **_: Any) -> AWSResponse:
+        return AWSResponse(request.url, 404, {}, _Body(gone))
+
+    events.register("before-send.s3.CompleteMultipartUpload", upload_gone, unique_id="t-gone")
+    try:
+        with pytest.raises(StorageError, match=r"Cannot complete the upload of s3://.*/p/a\.parquet: .*NoSuchUpload"), \
+                streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
+            write_in_chunks(out, os.urandom(PART + 11))
+    finally:
+        events.unregister("before-send.s3.CompleteMultipartUpload", unique_id="t-gone")
+
+    assert s3.stat("p/a.parquet") is None
+
+
 def test_a_parquet_writer_streams_into_it(s3: ObjectStorage) -> None:
     """What resize and the writer do: pyarrow writes straight into the upload."""
     table = pa.table({"k": [f"key-{i:08d}" for i in range(300_000)], "v": pa.array(range(300_000))})
