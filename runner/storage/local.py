@@ -41,10 +41,12 @@ FOLDER_CHUNK = 512
 
 # Threads of `delete_many` on a local disk. An unlink spends its time in the kernel (directory
 # entry, inode, journal; the GIL is released), and more threads let the file system overlap that
-# work across folders even on 2 cores. Measured on this machine's ext4 (bench/README.md, "clean:
-# delete threads"): 8 bare unlink threads 0.27x the single-thread floor, 16 0.13x, 32 0.11x, 64
-# 0.12x, and `delete_many` at 32 within a few percent of bare threads at 32. Bounded, since each
-# thread holds an open folder and a stack, and past 32 nothing more was gained.
+# work across folders even on 2 cores. Measured on this machine's ext4 (bench/README.md, "clean",
+# clean-fast round; a loaded machine): bare unlink threads 0.27x the single-thread floor at 8,
+# 0.13x at 16, 0.11x at 32, 0.12x at 64; `delete_many` 0.22x at 8 and 0.12x at 32. A later
+# interleaved comparison of a whole apply at 8 and 32, while the disk itself was the bottleneck,
+# tied. Never slower, so 32; bounded, since each thread holds an open folder and a stack and 64
+# gained nothing.
 LOCAL_DELETE_THREADS = 32
 
 
