@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from runner.writer.prepare import SEQ
 from runner.writer.route import InsertRange, insert_targets
-from runner.writer.schema import PARTITION_PATH, RECORD_KEY
+from runner.writer.schema import PARTITION_PATH, RECORD_KEY, field_types
 from runner.writer.tasks import TARGET
 
 if TYPE_CHECKING:
@@ -131,9 +131,21 @@ def threads(records: DataFrame) -> int:
     return max(1, int(records.sparkSession.sparkContext.defaultParallelism))
 
 
-def collect(records: DataFrame) -> pa.Table:
-    """The keyed records on the driver, in one Spark action."""
-    return records.toArrow()
+def collect(keyed: DataFrame, *, deduplicate: bool, precombine_field: str | None) -> pa.Table:
+    """The keyed records on the driver in one Spark action, de-duplicated (upsert) when asked.
+
+    De-duplication runs in Arrow after the collect (`runner.writer.dedup`, the rule of
+    `prepare.deduplicate`), which spares the action the window's shuffle; a precombine type whose
+    Arrow order is not Spark's keeps the Spark window before the collect.
+    """
+    from runner.writer import dedup, prepare
+
+    if not deduplicate:
+        return keyed.toArrow()
+    precombine_type = field_types(keyed.schema.jsonValue()).get(precombine_field) if precombine_field else None
+    if not dedup.orders_like_spark(precombine_type):
+        return prepare.deduplicate(keyed, precombine_field).toArrow()
+    return dedup.deduplicate(keyed.toArrow(), precombine_field)
 
 
 def partition_counts(records: pa.Table) -> dict[str, int]:

@@ -199,14 +199,18 @@ class _Job:
     def run(self) -> list[WrittenFile]:
         commit.begin(self.timeline, InstantTime(self.instant))
         keyed = with_keys(self.data, self.layout)
-        if self.op is Operation.UPSERT:
-            keyed = deduplicate(keyed, self.layout.precombine_field)
+        # Chosen on the keyed records: de-duplication only drops rows, so this estimate bounds its output's.
         choice = local.choose_engine(keyed)
         self.engine = choice.engine
         log.info("runner.write %s of %s at %s runs on the %s (%s).", self.op.value, self.decl.name, self.instant,
                  choice.engine, choice.reason)
         try:
-            inflight, files = self._on_driver(keyed) if choice.engine == "driver" else self._on_spark(keyed)
+            if choice.engine == "driver":
+                inflight, files = self._on_driver(keyed)
+            else:
+                if self.op is Operation.UPSERT:
+                    keyed = deduplicate(keyed, self.layout.precombine_field)
+                inflight, files = self._on_spark(keyed)
         finally:
             for frame in self.cached:
                 frame.unpersist()
@@ -232,7 +236,8 @@ class _Job:
 
     def _on_driver(self, keyed: DataFrame) -> tuple[Instant, list[WrittenFile]]:
         workers = local.threads(keyed)
-        records = local.collect(keyed)
+        records = local.collect(keyed, deduplicate=self.op is Operation.UPSERT,
+                                precombine_field=self.layout.precombine_field)
         self.executors.add(DRIVER)
         if self.op is Operation.BULK_INSERT:
             inflight = self._bulk_inflight()
