@@ -35,6 +35,7 @@ from runner.hudi.footer import record_key_footer
 from runner.hudi.properties import format_properties
 from runner.storage import AlreadyExists, Storage
 from runner.writer.markers import marker_path
+from runner.writer.options import GZIP, ParquetCodec
 from runner.writer.schema import (
     FILE_NAME,
     META_COLUMNS,
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 PARTITION_METADATA = ".hoodie_partition_metadata"
-CODEC = "gzip"
-CODEC_LEVEL = 6
 ROW_GROUP_ROWS = 131_072
 
 
@@ -78,6 +77,7 @@ class FileContext:
         avro_schema: the `parquet.avro.schema` footer value.
         max_file_size: bytes at which a create handle rolls over.
         avg_record_size: bytes per record to expect before the first row group is written.
+        codec: the Parquet codec of the files written (`hoodie.parquet.compression.codec`).
     """
 
     storage: Storage
@@ -88,6 +88,7 @@ class FileContext:
     avro_schema: str
     max_file_size: int
     avg_record_size: int
+    codec: ParquetCodec = GZIP
 
     def file_name(self, file_id: str) -> str:
         return BaseFile(file_id, self.write_token, self.instant, "parquet").name  # type: ignore[arg-type]
@@ -290,7 +291,8 @@ class _OpenFile:
         self._all_keys: list[pa.ChunkedArray] = []
         self._sink = pa.BufferOutputStream()
         self._writer = pq.ParquetWriter(
-            self._sink, ctx.schema, compression=CODEC, compression_level=CODEC_LEVEL, store_schema=False
+            self._sink, ctx.schema, compression=ctx.codec.name, compression_level=ctx.codec.level,
+            store_schema=False,
         )
 
     @property
