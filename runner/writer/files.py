@@ -336,8 +336,8 @@ class _OpenFile:
     (`.<name>.<hex>.tmp`) that becomes the file only when `close` completes, so a failed or killed
     write never leaves a truncated base file, and what it leaves is found by its marker and removed
     by the next write's rollback. The footer's record-key entries need every key of the file, so
-    only the key column is kept until `close`. On S3 `create_new` buffers the object for its one
-    conditional put.
+    only the key column is kept until `close`. On S3 `create_new` streams a multipart upload (one part
+    in memory) that completes only if the object is still absent.
     """
 
     def __init__(self, ctx: FileContext, partition: str, file_id: str, *, prev_commit: str | None,
@@ -390,7 +390,7 @@ class _OpenFile:
         except BaseException:
             self.abort()
             raise
-        self._stream.close()  # publishes the file: fsync and link (local) or the conditional put (S3)
+        self._stream.close()  # publishes the file: fsync and link (local), the conditional completion (S3)
         return WrittenFile(self.partition, self.file_id, self.name, self.prev_commit, self.rows,
                            num_inserts, num_updates, size)
 
