@@ -164,6 +164,31 @@ def profile_upsert(spark: object, df: object, work: Path, top: int, engine: str,
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats("runner/", top)
 
 
+def collect_both_ways(spark: object, df: object, runs: int) -> None:
+    """The driver engine's Spark action, interleaved: the window's de-duplication before `toArrow`
+    (as before this round) against `toArrow` of the keyed records and Arrow's de-duplication."""
+    from runner.writer.create import SIMPLE, KeyLayout
+    from runner.writer.prepare import deduplicate, with_keys
+
+    layout = KeyLayout("bench", ("id",), ("region",), "ts", SIMPLE, hive_style=False)
+    keyed = with_keys(df, layout)  # type: ignore[arg-type]
+    ways = {
+        "window, then toArrow": lambda: deduplicate(keyed, "ts").toArrow(),
+        "toArrow, then Arrow de-dup": lambda: local.collect(keyed, deduplicate=True, precombine_field="ts"),
+    }
+    seconds: dict[str, list[float]] = {name: [] for name in ways}
+    counts: dict[str, int] = {}
+    for _ in range(runs):
+        for name, way in ways.items():
+            start = time.perf_counter()
+            counts[name] = way().num_rows
+            seconds[name].append(time.perf_counter() - start)
+    assert len(set(counts.values())) == 1, counts
+    print(f"\nthe driver engine's Spark action, {runs} interleaved runs each ({counts[next(iter(counts))]:,} rows):")
+    for name, values in seconds.items():
+        print(f"  {name}: median {statistics.median(values):.3f} s; raw {', '.join(f'{v:.3f}' for v in values)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=200_000, help="records per upsert (default 200000)")
@@ -175,6 +200,9 @@ def main() -> None:
     parser.add_argument("--engines", default="auto",
                         help="comma-separated write engines to time, each on its own table: auto (chosen by "
                         "size, what users get), driver, spark (default auto)")
+    parser.add_argument("--collect-runs", type=int, default=0, metavar="N",
+                        help="after the timed runs, time the driver engine's Spark action with and without "
+                        "the window's shuffle, N interleaved runs each")
     parser.add_argument("--codecs", default="gzip,snappy",
                         help="comma-separated Parquet codecs, each timed for the runner and delta-rs alike: gzip "
                         "(Hudi's default), snappy (delta-rs's default) (default gzip,snappy)")
@@ -278,6 +306,8 @@ def main() -> None:
         f"{', '.join(f'{n:,}' for n in rewritten)}"
     )
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if args.collect_runs:
+        collect_both_ways(spark, rows(spark, (args.runs + 2) * half, args.rows, args.runs + 2), args.collect_runs)
     if args.profile:
         profile_upsert(spark, rows(spark, (args.runs + 1) * half, args.rows, args.runs + 1), work, args.profile,
                        *pairs[0])
