@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from runner.writer.prepare import SEQ
 from runner.writer.route import InsertRange, insert_targets
 from runner.writer.schema import PARTITION_PATH, RECORD_KEY, field_types
-from runner.writer.tasks import TARGET
+from runner.writer.tasks import TARGET, runs
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -246,16 +246,9 @@ def route_inserts(tagged: pa.Table, ranges: Sequence[InsertRange]) -> pa.Table:
 
 def runs_by(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
     """The rows of each value of `column`, sorted by input position, as a task receives them."""
-    import pyarrow.compute as pc
-
     ordered = table.sort_by([(column, "ascending"), (SEQ, "ascending")])
-    if ordered.num_rows == 0:
-        return
-    encoded = pc.run_end_encode(ordered.column(column).combine_chunks())
-    start = 0
-    for end, value in zip(encoded.run_ends.to_pylist(), encoded.values.to_pylist(), strict=True):
-        yield str(value), ordered.slice(start, end - start)
-        start = end
+    if ordered.num_rows:
+        yield from runs(ordered, column)
 
 
 def write_targets(task: WriteTask, routed: pa.Table, order: Sequence[str], workers: int) -> list[WrittenFile]:

@@ -89,7 +89,7 @@ class WriteTask:
         run: _Run | None = None
         for batch in batches:
             table = pa.Table.from_batches([batch])
-            for key, part in _runs(table, column):
+            for key, part in runs(table, column):
                 if run is None or run.key != key:
                     if run is not None:
                         yield run.finish()
@@ -144,7 +144,7 @@ class _Run:
         return [merge(self.ctx, self.target.partition, self.target.base_file, pa.concat_tables(self._rows))]
 
 
-def _runs(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
+def runs(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
     """Consecutive runs of equal values of `column`, with their rows."""
     import pyarrow.compute as pc
 
