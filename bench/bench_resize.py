@@ -260,11 +260,13 @@ def time_copy_footers(source: Path, step: SizingStep) -> tuple[float, float]:
     footer_s = decode_s = 0.0
     for group in step.groups:
         parsed = [parquet_copy._parse(f.path, (source / f.path).read_bytes()) for f in group.files]
+        files, chunks = [f for f, _ in parsed], parquet_copy.key_chunks(parsed)
+        assert chunks is not None
         started = time.perf_counter()
-        parquet_copy._key_column(parsed)
+        parquet_copy._key_column(files, chunks)
         decode_s += time.perf_counter() - started
         started = time.perf_counter()
-        parquet_copy._record_key_footer(parsed)
+        parquet_copy._record_key_footer(files, chunks)
         footer_s += time.perf_counter() - started
     return footer_s, decode_s
 

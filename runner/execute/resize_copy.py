@@ -2,18 +2,24 @@
 
 A group whose inputs qualify becomes one file of the inputs' row groups, copied without decoding
 (`runner.hudi.parquet_copy`); one that does not returns the reason, and the task rewrites it the
-normal way. Either way the file is created with `Storage.write_new`, as a rewrite is, so crash
-safety is the same: a file of a pending instant is invisible and the next apply deletes it.
+normal way. The copy streams into `Storage.create_new`, input by input, as a rewrite does: on local
+storage a hidden temporary file is linked to its name only once complete, so a crash leaves only
+that temporary file (the next apply deletes it), and a group found not to qualify part way (a
+chunk whose pages do not match its metadata) publishes nothing. A task holds the inputs' footers,
+one input's bytes and the record-key column's chunks, not the group (on S3 `create_new` still
+collects the whole object for its one conditional PUT).
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 from runner.execute.resize_job import GroupRewrite, RewrittenFile, _newest_first
+from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import InstantTime
-from runner.hudi.parquet_copy import NotCopyable, binary_copy
+from runner.hudi.parquet_copy import NotCopyable, Source, copy_into
 from runner.storage import Storage
 
 BINARY_COPY = "binary_copy"
@@ -28,22 +34,34 @@ def copy_group(storage: Storage, group: GroupRewrite, instant: str, token: str) 
     """
     started = time.monotonic()
     inputs = _newest_first(group.inputs)
-    raw = [(path, storage.read(path)) for path in inputs]
+    sources = [_source(storage, path) for path in inputs]
     name = BaseFile(group.file_id, token, InstantTime(instant), "parquet").name
+    path = relative_path(group.partition, name)
     try:
-        copied = binary_copy(raw, file_name=name)
+        with storage.create_new(path) as out:
+            copied = copy_into(sources, out, file_name=name, after_input=lambda: failpoint("mid_rewrite"))
     except NotCopyable as why:
         return str(why)
-    path = relative_path(group.partition, name)
-    storage.write_new(path, copied.data)
     return RewrittenFile(
         partition=group.partition,
         file_id=group.file_id,
         path=path,
         records=copied.records,
-        size=len(copied.data),
+        size=copied.size,
         input_files=len(inputs),
-        input_bytes=sum(len(data) for _, data in raw),
+        input_bytes=sum(s.size for s in sources),
         create_ms=int((time.monotonic() - started) * 1000),
         strategy=BINARY_COPY,
     )
+
+
+def _source(storage: Storage, path: str) -> Source:
+    with storage.open_input(path) as f:
+        size = f.seek(0, os.SEEK_END)
+
+    def read(start: int, length: int) -> bytes:
+        with storage.open_input(path) as f:
+            f.seek(start)
+            return f.read(length)
+
+    return Source(path, size, read)
