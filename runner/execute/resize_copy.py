@@ -23,6 +23,9 @@ from runner.hudi.parquet_copy import NotCopyable, Source, copy_into
 from runner.storage import Storage
 
 BINARY_COPY = "binary_copy"
+# Read with an input's size: a footer without Hudi's bloom filter fits (one with it, ~0.4 MB, is
+# read on its own).
+_TAIL_BYTES = 64 * 1024
 REWRITE = "rewrite"
 
 
@@ -34,9 +37,9 @@ def copy_group(storage: Storage, group: GroupRewrite, instant: str, token: str) 
     """
     started = time.monotonic()
     inputs = _newest_first(group.inputs)
-    sources = [_source(storage, path) for path in inputs]
     name = BaseFile(group.file_id, token, InstantTime(instant), "parquet").name
     path = relative_path(group.partition, name)
+    sources = [_source(storage, p) for p in inputs]
     try:
         with storage.create_new(path) as out:
             copied = copy_into(sources, out, file_name=name, after_input=lambda: failpoint("mid_rewrite"))
@@ -56,10 +59,18 @@ def copy_group(storage: Storage, group: GroupRewrite, instant: str, token: str) 
 
 
 def _source(storage: Storage, path: str) -> Source:
+    """The input as `copy_into` reads it. Its last bytes are read with its size (the footer's
+    length and, for a small footer, the footer itself); other ranges open the file again, so no
+    more than one input is open at a time however many a group has."""
     with storage.open_input(path) as f:
         size = f.seek(0, os.SEEK_END)
+        tail_start = max(0, size - _TAIL_BYTES)
+        f.seek(tail_start)
+        tail = f.read()
 
     def read(start: int, length: int) -> bytes:
+        if start >= tail_start:
+            return tail[start - tail_start:start - tail_start + length]
         with storage.open_input(path) as f:
             f.seek(start)
             return f.read(length)

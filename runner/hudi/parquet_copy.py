@@ -198,8 +198,8 @@ def copy_into(sources: Sequence[Source], out: BinaryIO, *, file_name: str,
     keys: list[list[tuple[Struct, _Chunk, bytes]]] = []
     for source, f in zip(sources, parsed, strict=True):
         data = source.read(0, f.data_end)
-        if len(data) != f.data_end:
-            raise NotCopyable(f"{f.path}: read {len(data)} of its first {f.data_end} bytes")
+        if len(data) != f.data_end or data[:4] != MAGIC:
+            raise NotCopyable(f"{f.path} is not a plain Parquet file (it does not start with {MAGIC!r})")
         view = memoryview(data)
         kept: list[tuple[Struct, _Chunk, bytes]] = []
         for rg, chunks in f.row_groups:
@@ -225,6 +225,8 @@ def copy_into(sources: Sequence[Source], out: BinaryIO, *, file_name: str,
 def _parse(path: str, data: bytes) -> tuple[_Input, bytes]:
     """An input held in memory: its footer parsed and every chunk's pages checked."""
     parsed = _parse_footer(Source.of_bytes(path, data))
+    if data[:4] != MAGIC:
+        raise NotCopyable(f"{path} is not a plain Parquet file (it does not start with {MAGIC!r})")
     for _, chunks in parsed.row_groups:
         for chunk in chunks:
             _check_pages(path, data, chunk)
@@ -233,9 +235,8 @@ def _parse(path: str, data: bytes) -> tuple[_Input, bytes]:
 
 def _parse_footer(source: Source) -> _Input:
     path, size = source.path, source.size
-    head = source.read(0, 4) if size >= 12 else b""
     tail = source.read(size - 8, 8) if size >= 12 else b""
-    if len(head) != 4 or head != MAGIC or tail[4:] != MAGIC:
+    if tail[4:] != MAGIC:  # the leading PAR1 is checked when the data is read
         raise NotCopyable(f"{path} is not a plain Parquet file (encrypted files end in PARE)")
     length = int.from_bytes(tail[:4], "little")
     start = size - 8 - length
