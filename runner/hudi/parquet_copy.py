@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, BinaryIO
 
-from runner.errors import CorruptMetadataError, RefusedError
-from runner.hudi import bloom, bloom_merge, footer
+from runner.errors import CorruptMetadataError
+from runner.hudi import footer
 from runner.hudi.thrift_compact import (
     BINARY,
     I16,
@@ -51,8 +51,6 @@ from runner.hudi.thrift_compact import (
 )
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
     import pyarrow as pa
 
 MAGIC = b"PAR1"
@@ -85,9 +83,6 @@ _REPEATED = 2
 _CODECS = {0: "none", 1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4"}
 # Writer schemas that describe a file as its writer saw it; Hudi's copier drops the first two.
 _DROPPED_KEYS = frozenset({"parquet.avro.schema", "org.apache.spark.sql.parquet.row.metadata", "ARROW:schema"})
-# Keys of each input checked against the merged bloom filter: a filter that is not its file's
-# fails nearly every key, so a few catch it, and hashing them is little next to the merge itself.
-_SAMPLE_KEYS = 32
 _HUDI_KEYS = frozenset({footer.BLOOM_FILTER, footer.BLOOM_FILTER_TYPE_CODE, footer.MIN_RECORD_KEY,
                         footer.MAX_RECORD_KEY})
 
@@ -563,11 +558,9 @@ def _record_key_footer(files: Sequence[_Input], keys_chunks: KeyChunks | None) -
     keys = _key_column(files, keys_chunks) if keys_chunks is not None else None
     # Hudi leaves the key column null when `hoodie.populate.meta.fields` is false.
     if keys is not None and len(keys) > keys.null_count:
-        merged = _merged_filter(files, entries, keys)
-        if isinstance(merged, str):
-            return footer.record_key_footer(keys), f"rebuilt: {merged}"
-        filter_entries = {footer.BLOOM_FILTER: merged.value, footer.BLOOM_FILTER_TYPE_CODE: merged.type_code}
-        return filter_entries | footer.range_footer(footer.key_range(keys)), "merged"
+        filters = [footer.input_filter(f.path, e, _int(f.meta, _F_NUM_ROWS))
+                   for f, e in zip(files, entries, strict=True)]
+        return footer.merged_record_key_footer(filters, keys)
     ranges = [footer.range_of(e) for e in entries]
     known = [r for r in ranges if r is not None]
     return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None), "none"
@@ -623,47 +616,3 @@ def _key_column(files: Sequence[_Input], keys_chunks: KeyChunks) -> pa.ChunkedAr
 def _struct(value: object) -> Struct:
     assert isinstance(value, Struct)
     return value
-
-
-def _merged_filter(files: Sequence[_Input], entries: Sequence[Mapping[bytes, bytes]],
-                   keys: pa.ChunkedArray) -> bloom_merge.MergedFilter | str:
-    """The inputs' filters merged, or why not. Besides the layout checks of `bloom_merge`, a sample
-    of every input's keys must pass the merged filter, so that a filter which does not hold its
-    file's keys (taken from a file outside the group, or stale) is caught here and rebuilt rather
-    than passed on. A null or empty key is left to the rebuild, which refuses it as a rewrite does."""
-    import numpy as np
-    import pyarrow as pa
-
-    if keys.null_count:
-        return "a record key is null"
-    try:
-        for chunk in keys.chunks:
-            bloom.check_keys(chunk)
-    except RefusedError as error:
-        return str(error)
-    described = []
-    for f, e in zip(files, entries, strict=True):
-        value, code = e.get(footer.BLOOM_FILTER.encode()), e.get(footer.BLOOM_FILTER_TYPE_CODE.encode())
-        described.append(bloom_merge.InputFilter(f.path, code.decode("utf-8", "replace") if code else None,
-                                                 value,
-                                                 _int(f.meta, _F_NUM_ROWS)))
-    try:
-        merged = bloom_merge.merge(described)
-    except bloom_merge.NotMergeable as why:
-        return str(why)
-    starts = [0]
-    for d in described:
-        starts.append(starts[-1] + d.records)
-    picks = np.concatenate([_spread(a, b) for a, b in pairwise(starts)])
-    sample = keys.take(pa.array(picks)).combine_chunks()
-    missing = (~bloom_merge.members(merged, sample)).nonzero()[0]
-    if len(missing):
-        return f"record key {sample[int(missing[0])].as_py()!r} fails its input's bloom filter"
-    return merged
-
-
-def _spread(start: int, end: int) -> npt.NDArray[np.int64]:
-    """Up to _SAMPLE_KEYS indices from `start` to `end`, spread evenly, first and last included."""
-    import numpy as np
-
-    return np.unique(np.linspace(start, end - 1, min(end - start, _SAMPLE_KEYS)).astype(np.int64))

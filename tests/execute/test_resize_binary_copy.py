@@ -248,6 +248,44 @@ def test_a_filter_inconsistent_with_its_file_s_rows_is_rebuilt_from_the_keys(tmp
     assert entries[footer.BLOOM_FILTER.encode()].decode() == bloom.serialize(pa.array(lists[0] + lists[1]))
 
 
+def test_the_rewrite_merges_the_inputs_bloom_filters_too(tmp_path):
+    """The rewrite writes exactly its inputs' keys, so it merges their filters as binary copy does
+    (past 60,000 keys a merged filter's bytes differ from a rebuilt one's) instead of hashing
+    every key again; every key stays a member and the range is computed from the keys."""
+    lists = [[f"a{i:06d}" for i in range(70_000)], [f"b{i:06d}" for i in range(30_000)],
+             [f"c{i:06d}" for i in range(25_000)]]
+    raw = _keyed_files(tmp_path, lists)
+    newest_first = list(reversed(raw))
+    storage = LocalStorage(str(tmp_path))
+
+    done = rewrite_group(storage, GroupRewrite("p", "r-0", tuple(p for p, _ in raw)), INSTANT, "0-0-0")
+
+    entries = pq.ParquetFile(tmp_path / done.path).metadata.metadata
+    merged = bloom_merge.merge([bloom_merge.InputFilter(p, "DYNAMIC_V0", pq.ParquetFile(pa.BufferReader(d)).metadata
+                                                        .metadata[footer.BLOOM_FILTER.encode()].decode(),
+                                                        pq.ParquetFile(pa.BufferReader(d)).metadata.num_rows)
+                                for p, d in newest_first])
+    keys = pq.read_table(tmp_path / done.path, columns=[KEY]).column(0).combine_chunks()
+    assert entries[footer.BLOOM_FILTER.encode()].decode() == merged.value != bloom.serialize(keys)
+    _, shape, rows = decode_dynamic(merged.value)
+    assert shape == reference_shape(125_000) and member_mask(rows, bloom.bit_positions(keys)).all()
+    assert (entries[footer.MIN_RECORD_KEY.encode()], entries[footer.MAX_RECORD_KEY.encode()]) == (
+        b"a000000", b"c024999")
+
+
+def test_the_rewrite_rebuilds_a_filter_that_is_not_its_file_s(tmp_path):
+    lists = [[f"a{i}" for i in range(500)], [f"b{i}" for i in range(500)]]
+    foreign = [footer.record_key_footer(pa.array([f"x{i}" for i in range(500)])),
+               footer.record_key_footer(pa.array(lists[1]))]
+    raw = _keyed_files(tmp_path, lists, footers=foreign)
+
+    done = rewrite_group(LocalStorage(str(tmp_path)), GroupRewrite("p", "r-0", tuple(p for p, _ in raw)),
+                         INSTANT, "0-0-0")
+
+    entries = pq.ParquetFile(tmp_path / done.path).metadata.metadata
+    assert entries[footer.BLOOM_FILTER.encode()].decode() == bloom.serialize(pa.array(lists[1] + lists[0]))
+
+
 def test_hudi_written_filters_merge_into_exactly_the_filter_of_all_keys(hudi_fixture):
     """Seven files Hudi 1.1's Spark writer wrote: their filters are accepted as they are, and with
     every key in one row (under 60,000) the OR of the inputs' bits is the rebuilt filter bit for bit."""
