@@ -40,8 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from runner.hudi.instant import InstantTime  # noqa: E402
-from runner.hudi.mdt.actions import COLUMN_STATS, MdtCommit, clean_commit  # noqa: E402
+from runner.hudi.mdt.actions import MdtCommit, clean_commit  # noqa: E402
 from runner.hudi.mdt.hfile import DEFAULT_BLOCK_SIZE, gzip_member  # noqa: E402
+from runner.hudi.mdt.partitions import COLUMN_STATS  # noqa: E402
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table, read_partition  # noqa: E402
 from runner.hudi.mdt.tombstones import IndexTombstones  # noqa: E402
 from runner.hudi.mdt.writer import write_mdt_commit  # noqa: E402

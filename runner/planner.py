@@ -11,7 +11,6 @@ from datetime import datetime
 
 from runner.allocation import bulk_allocation
 from runner.declarations.model import MetadataTableMode, TableDeclaration
-from runner.hudi.mdt.maintain import refusal_reasons
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
 from runner.plan.build import metadata_table_mode, plan_table
 from runner.plan.clean import clean_scope
@@ -36,5 +35,7 @@ def _plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
     refusals: tuple[str, ...] = ()
     if metadata_table_mode(decl, meta) is MetadataTableMode.KEEP:
         resuming = frozenset(str(i.time) for i, p in meta.pending_cleans if p is not None)
+        from runner.hudi.mdt.maintain import refusal_reasons  # heavy (numpy, pyarrow): MDT tables only
+
         refusals = tuple(refusal_reasons(storage, meta, resuming=resuming))
     return plan_table(decl, state, scope, refusals, explain=explain)

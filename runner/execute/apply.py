@@ -31,7 +31,6 @@ from runner.execute.paths import partition_path
 from runner.failpoints import failpoint
 from runner.hudi.files import relative_path
 from runner.hudi.instant import InstantTime
-from runner.hudi.mdt.maintain import CleanMaintenance, prepare_clean_maintenance
 from runner.hudi.metadata import CleanPlan
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
@@ -54,6 +53,8 @@ from runner.storage.lock import TableLock
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from runner.hudi.mdt.maintain import CleanMaintenance
 
 __all__ = ["HANDLERS", "TableResult", "apply_table"]
 
@@ -239,6 +240,8 @@ def _update_metadata_table(step: UpdateMetadataTable, run: _Run) -> None:
             "`metadata_table: disable` to remove it (readers then list files; indexes are lost).",
         )
     resuming = frozenset(str(i.time) for i, p in run.meta.pending_cleans if p is not None)
+    from runner.hudi.mdt.maintain import prepare_clean_maintenance  # heavy (numpy, pyarrow): MDT tables only
+
     run.maintenance = prepare_clean_maintenance(run.storage, run.meta, resuming=resuming, step=failpoint)
 
 

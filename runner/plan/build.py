@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 from runner.declarations.model import MetadataTableMode, TableDeclaration
 from runner.hudi.instant import Action
-from runner.hudi.mdt.actions import BLOOM_FILTERS, COLUMN_STATS, EXPRESSION_INDEX_PREFIX, FILES
-from runner.hudi.mdt.clustering import resize_refusals
+from runner.hudi.mdt.partitions import BLOOM_FILTERS, COLUMN_STATS, EXPRESSION_INDEX_PREFIX, FILES
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.clean import CleanScope, plan_clean
 from runner.plan.model import Requirements, TablePlan, TableStatus, ordered
@@ -150,6 +149,8 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope,
         notes.append(info)
     mdt = metadata_table_mode(decl, state.metadata)
     if mdt is MetadataTableMode.KEEP and resize is not None and not resize.is_empty:
+        from runner.hudi.mdt.clustering import resize_refusals  # only for tables with an MDT
+
         notes.append(_resize_mdt_note(resize_refusals(state.metadata.config)))
     return TablePlan(
         name=decl.name,

@@ -8,9 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
@@ -20,6 +18,9 @@ from runner.plan.model import FORMAT_VERSION, Plan, TablePlan, TableStatus
 from runner.planner import plan_one
 from runner.service.locations import guarded_location, instant_text, plan_project
 from runner.storage import storage_for
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 PLAN_SCHEMA = SCHEMA_DIR / "plan.schema.json"
 
@@ -93,5 +94,7 @@ def load_plan(path: str | Path) -> Plan:
 
 @functools.cache
 def _plan_validator() -> Draft202012Validator:
+    from jsonschema import Draft202012Validator  # only a saved plan needs it; keep start-up light
+
     schema: dict[str, Any] = json.loads(PLAN_SCHEMA.read_text())
     return Draft202012Validator(schema)

@@ -20,9 +20,8 @@ raising, so one bad file never hides what happened to the others.
 
 from __future__ import annotations
 
-import io
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
@@ -113,9 +112,9 @@ class Storage(Protocol):
         is present by then (it is never replaced), and nothing is published if the block raises.
         `LocalStorage` streams to a hidden temporary file beside the target
         (`.<name>.<hex>.tmp`, fsynced, then linked into place), so memory stays bounded and a crash
-        leaves at most that temporary file. S3 buffers the whole object in memory and sends one
-        conditional PUT at the end (a conditional PUT carries one body; multipart uploads would
-        lose the create-once guarantee on stores without conditional completes).
+        leaves at most that temporary file. S3 uploads the stream in parts of a multipart upload
+        completed with `If-None-Match: *`, so memory stays at one part and a crash leaves only
+        invisible parts; a file smaller than a part is one conditional PUT.
         """
         ...
 
@@ -157,15 +156,6 @@ class Storage(Protocol):
     def delete_tree(self, path: str) -> int:
         """Delete `path` and everything below it; returns the number of files removed."""
         ...
-
-
-@contextmanager
-def buffered_create(write_new: Callable[[str, bytes], None], path: str) -> Iterator[BinaryIO]:
-    """`create_new` for a store that can only create a file whole: collect the bytes, then
-    `write_new` them once the block exits normally (never if it raises)."""
-    buffer = io.BytesIO()
-    yield buffer
-    write_new(path, buffer.getvalue())
 
 
 def normalize(path: str) -> str:

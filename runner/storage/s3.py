@@ -11,8 +11,16 @@ S3 has no directories and no rename; the semantics of `Storage` map onto it as f
   that ignores the headers silently loses this guarantee, so check yours before relying on it.
 - `replace_if` and `delete_if` read the object, compare its bytes and then put or delete with
   `If-Match: <ETag read>`, so the change happens only if nobody wrote the object in between.
+- boto3 retries a request whose answer was lost (a dropped connection, a 5xx). If the first
+  attempt of a conditional request took effect, its retry fails its own condition (412, or 404 for
+  a delete). Such a failure after a retry is checked against the object: if it now holds the bytes
+  we sent (or, for a delete, is gone), the request is reported as done, so a blip on the network
+  never leaves a lock or an instant file of ours behind as if someone else had written it.
 - A put becomes visible only when complete, so readers never see a partial object and `overwrite`
   is atomic in that sense.
+- `create_new` streams a large file as a multipart upload whose completion carries the same
+  `If-None-Match: *` (S3 has honoured it there since 2024): parts are invisible until the upload
+  completes, and a writer's memory stays at one part (see `s3_stream`).
 - Deleting the last object under a prefix makes pyarrow leave an empty `prefix/` marker object, as
   Hadoop's S3A does, so the "directory" keeps existing. Markers are listed as directories and
   never returned by `walk`.
@@ -26,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
@@ -41,18 +49,18 @@ from runner.storage.base import (
     AlreadyExists,
     DeleteResult,
     FileInfo,
-    buffered_create,
     child,
     normalize,
     refuse_root,
 )
 from runner.storage.fence import check_fence
+from runner.storage.s3_stream import streamed_create
 
 # S3's DeleteObjects accepts at most 1,000 keys per request.
 MAX_KEYS_PER_DELETE = 1000
 # S3's answers to a conditional request that lost: the condition failed, or a rival conditional
 # write on the same key was in progress.
-_LOST_CONDITION = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
+LOST_CONDITION = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 _MISSING = ("NoSuchKey", "404", "NotFound")
 
 _ENV_FALLBACKS = {
@@ -185,13 +193,16 @@ class ObjectStorage:
         rel = normalize(path)
         refuse_root(rel, "create", self.uri)
         if not self._conditional("write", rel, lambda c, k: c.put_object(Bucket=self.bucket, Key=k, Body=data,
-                                                                         IfNoneMatch="*")):
+                                                                         IfNoneMatch="*"),
+                                 took_effect=lambda: self._holds(rel, data)):
             raise AlreadyExists(self._location(rel))
 
     def create_new(self, path: str) -> AbstractContextManager[BinaryIO]:
-        """Buffered in memory, then sent as one conditional put (`write_new`): S3 creates an
-        object from one body, so the create-once rule needs the whole object at hand."""
-        return buffered_create(self.write_new, path)
+        """Streamed in parts of `s3_stream.PART_BYTES` through a multipart upload completed with
+        `If-None-Match: *`, so memory stays bounded; a smaller file is one conditional put."""
+        rel = normalize(path)
+        refuse_root(rel, "create", self.uri)
+        return streamed_create(self, rel)
 
     def open_input(self, path: str) -> BinaryIO:
         """A seekable reader that fetches byte ranges on demand (the Parquet footer, column chunks)."""
@@ -214,14 +225,16 @@ class ObjectStorage:
         refuse_root(rel, "overwrite", self.uri)
         etag = self._etag_if_holds(rel, expected)
         return etag is not None and self._conditional(
-            "overwrite", rel, lambda c, k: c.put_object(Bucket=self.bucket, Key=k, Body=data, IfMatch=etag))
+            "overwrite", rel, lambda c, k: c.put_object(Bucket=self.bucket, Key=k, Body=data, IfMatch=etag),
+            took_effect=lambda: self._holds(rel, data))
 
     def delete_if(self, path: str, expected: bytes) -> bool:
         rel = normalize(path)
         refuse_root(rel, "delete", self.uri)
         etag = self._etag_if_holds(rel, expected)
         return etag is not None and self._conditional(
-            "delete", rel, lambda c, k: c.delete_object(Bucket=self.bucket, Key=k, IfMatch=etag))
+            "delete", rel, lambda c, k: c.delete_object(Bucket=self.bucket, Key=k, IfMatch=etag),
+            took_effect=lambda: self.stat(rel) is None)
 
     def delete(self, path: str) -> bool:
         check_fence(self.uri)
@@ -307,19 +320,26 @@ class ObjectStorage:
             found = self._client().get_object(Bucket=self.bucket, Key=self._object_key(rel))
             body = found["Body"].read()
         except Exception as e:
-            if _error_code(e) in _MISSING:
+            if error_code(e) in _MISSING:
                 return None
             raise self._error("read", rel, e) from e
         return str(found["ETag"]) if body == expected else None
 
-    def _conditional(self, action: str, rel: str, request: Any) -> bool:
-        """Send one conditional request; False if S3 refused it because its condition failed."""
+    def _holds(self, rel: str, data: bytes) -> bool:
+        return self._etag_if_holds(rel, data) is not None
+
+    def _conditional(self, action: str, rel: str, request: Any, *, took_effect: Callable[[], bool]) -> bool:
+        """Send one conditional request; False if S3 refused it because its condition failed.
+
+        A refusal that came after boto3 retried may be the retry tripping over the first attempt's
+        own success; `took_effect` then tells whether the object is in the state we asked for.
+        """
         try:
             request(self._client(), self._object_key(rel))
         except Exception as e:
-            code = _error_code(e)
-            if code in _LOST_CONDITION or (action != "write" and code in _MISSING):
-                return False
+            code = error_code(e)
+            if code in LOST_CONDITION or (action != "write" and code in _MISSING):
+                return _retried(e) and took_effect()
             raise self._error(action, rel, e) from e
         return True
 
@@ -404,7 +424,14 @@ def _boto3_client(options: S3Options) -> Any:
     return session.client("s3", endpoint_url=endpoint, config=config)
 
 
-def _error_code(error: Exception) -> str | None:
+def _retried(error: Exception) -> bool:
+    """Whether botocore sent the request more than once before this error came back."""
+    response = getattr(error, "response", None)
+    metadata = response.get("ResponseMetadata", {}) if isinstance(response, dict) else {}
+    return bool(metadata.get("RetryAttempts"))
+
+
+def error_code(error: Exception) -> str | None:
     """The S3 error code of a botocore `ClientError` (None for any other exception)."""
     response = getattr(error, "response", None)
     if not isinstance(response, dict):

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from runner.storage import Storage, storage_for
+from runner.storage.s3 import ObjectStorage
 from tests.s3 import S3Server
 
 
@@ -18,3 +19,11 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
     server: S3Server = request.getfixturevalue("s3_server")
     bucket: str = request.getfixturevalue("s3_bucket")
     return storage_for(f"s3://{bucket}/warehouse/table", options=server.options())
+
+
+@pytest.fixture
+def s3(s3_server: S3Server, s3_bucket: str) -> ObjectStorage:
+    """An empty table root in a fresh bucket of the local S3 server, as the S3 class itself."""
+    storage = storage_for(f"s3://{s3_bucket}/warehouse/table", options=s3_server.options())
+    assert isinstance(storage, ObjectStorage)
+    return storage

@@ -23,18 +23,15 @@ from dataclasses import dataclass
 from runner.hudi.files import BaseFile
 from runner.hudi.mdt import keys
 from runner.hudi.mdt import records as rec
+from runner.hudi.mdt.partitions import (
+    BLOOM_FILTERS,
+    COLUMN_STATS,
+    EXPRESSION_INDEX_PREFIX,
+    FILES,
+    UNTOUCHED_BY_CLEAN,
+)
 from runner.hudi.mdt.tombstones import IndexTombstones
 from runner.hudi.metadata import CleanMetadata
-
-FILES = "files"
-COLUMN_STATS = "column_stats"
-BLOOM_FILTERS = "bloom_filters"
-# Expression indexes: column stats or bloom filters of an expression over columns, in their own partition.
-EXPRESSION_INDEX_PREFIX = "expr_index_"
-# The index types an expression index can have whose clean the runner records (`ExpressionIndexer.buildClean`).
-EXPRESSION_INDEX_TYPES = (COLUMN_STATS, BLOOM_FILTERS)
-# Partitions a clean leaves alone: they map record keys or partitions, not files.
-UNTOUCHED_BY_CLEAN = ("record_index", "partition_stats", "secondary_index_")
 
 
 @dataclass(frozen=True, slots=True)

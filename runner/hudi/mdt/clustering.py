@@ -39,7 +39,8 @@ from runner.errors import InternalError
 from runner.hudi.instant import InstantTime
 from runner.hudi.mdt import keys
 from runner.hudi.mdt import records as rec
-from runner.hudi.mdt.actions import BLOOM_FILTERS, COLUMN_STATS, FILES, MdtCommit, partition_id
+from runner.hudi.mdt.actions import MdtCommit, partition_id
+from runner.hudi.mdt.partitions import BLOOM_FILTERS, COLUMN_STATS, FILES
 from runner.hudi.properties import TableConfig
 
 PARTITION_STATS = "partition_stats"

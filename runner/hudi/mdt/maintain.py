@@ -20,15 +20,7 @@ from runner.errors import CorruptMetadataError, RefusedError, StorageError
 from runner.hudi.footer import BLOOM_FILTER, BLOOM_FILTER_TYPE_CODE
 from runner.hudi.instant import Action, InstantTime, State
 from runner.hudi.mdt import records as rec
-from runner.hudi.mdt.actions import (
-    BLOOM_FILTERS,
-    COLUMN_STATS,
-    EXPRESSION_INDEX_PREFIX,
-    EXPRESSION_INDEX_TYPES,
-    clean_commit,
-    held_by_file,
-    unsupported_partitions,
-)
+from runner.hudi.mdt.actions import clean_commit, held_by_file, unsupported_partitions
 from runner.hudi.mdt.check import consistency_problems
 from runner.hudi.mdt.clustering import (
     PARTITION_STATS,
@@ -38,6 +30,7 @@ from runner.hudi.mdt.clustering import (
     resize_commit,
     resize_refusals,
 )
+from runner.hudi.mdt.partitions import BLOOM_FILTERS, COLUMN_STATS, EXPRESSION_INDEX_PREFIX, EXPRESSION_INDEX_TYPES
 from runner.hudi.mdt.reader import MetadataTable, read_files_listing, read_metadata_table, read_partition
 from runner.hudi.mdt.writer import SUPPORTED_VERSIONS, _remove_logs_of, write_mdt_commit
 from runner.hudi.metadata import CleanMetadata
