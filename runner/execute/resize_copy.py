@@ -6,8 +6,8 @@ normal way. The copy streams into `Storage.create_new`, input by input, as a rew
 storage a hidden temporary file is linked to its name only once complete, so a crash leaves only
 that temporary file (the next apply deletes it), and a group found not to qualify part way (a
 chunk whose pages do not match its metadata) publishes nothing. A task holds the inputs' footers,
-one input's bytes and the record-key column's chunks, not the group (on S3 `create_new` still
-collects the whole object for its one conditional PUT).
+one input's bytes and the record-key column's chunks, not the group (on S3 `create_new` streams
+a multipart upload in bounded parts).
 """
 
 from __future__ import annotations

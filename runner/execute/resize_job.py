@@ -24,11 +24,12 @@ null.
 
 The rewrite streams: the inputs' footers fix the schema and codec first, then the rows pass through
 in batches and are encoded in row groups of at most `ROW_GROUP_BUFFER_BYTES` decoded bytes, so a
-task's memory does not grow with its group (only the record keys are kept to the end, for the bloom
-filter). The file is created with `Storage.create_new`: on local storage it is written to a hidden
-temporary file beside its final name and linked into place when complete, so a crash leaves only
-that temporary file, which the resize's leftover reconciliation deletes (`runner.execute.resize`).
-On S3 the whole object is still sent as one conditional PUT, so it is held in memory once.
+task's memory does not grow with its group (only the record keys are kept to the end, for the key
+range and the bloom filter check). The file is created with `Storage.create_new`: on local storage
+it is written to a hidden temporary file beside its final name and linked into place when
+complete, so a crash leaves only that temporary file, which the resize's leftover reconciliation
+deletes (`runner.execute.resize`). On S3 `create_new` streams a multipart upload completed only if
+the key is absent.
 """
 
 from __future__ import annotations
@@ -163,9 +164,10 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
 
     Memory stays bounded whatever the group's size: inputs are decoded `batch_rows` rows at a time,
     at most `buffer_bytes` of decoded rows wait to be encoded as one row group, and only the record
-    keys of the whole group are kept (the bloom filter needs every key; it goes into the footer when
-    the file is closed). Locally the file is written to a hidden temporary name and published only
-    when complete; on S3 `create_new` collects the whole object for its one conditional put.
+    keys of the whole group are kept (for the key range and the check of the merged bloom filter,
+    or its rebuild; the footer is written when the file is closed). Locally the file is written to
+    a hidden temporary name and published only when complete; on S3 `create_new` streams it as a
+    multipart upload.
     """
     started = time.monotonic()
     inputs = _newest_first(group.inputs)
