@@ -402,28 +402,30 @@ def _leaves(elements: Sequence[object], i: int) -> tuple[int, int]:
 
 def _file_name_chunks(name: str, counts: Sequence[int], codec: int, *,
                       optional: bool) -> Iterator[tuple[_Chunk, bytes | memoryview]]:
-    """The chunks of a one-column Parquet file of `name` repeated, one row group per entry of
-    `counts`, with their bytes."""
+    """A `_hoodie_file_name` chunk holding `name` for each entry of `counts` (rows per row group),
+    with its bytes. Row groups of equal row counts get the same chunk, so one pyarrow file of one
+    row group per distinct count is written (inputs of a bulk insert mostly share their counts)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    total = sum(counts)
-    zeros = pa.Array.from_buffers(pa.int32(), total, [None, pa.py_buffer(bytes(4 * total))])
+    distinct = sorted(set(counts))
+    longest = distinct[-1]
+    zeros = pa.Array.from_buffers(pa.int32(), longest, [None, pa.py_buffer(bytes(4 * longest))])
     column = pa.DictionaryArray.from_arrays(zeros, pa.array([name], type=pa.string()))
     schema = pa.schema([pa.field(FILE_NAME_COLUMN, column.type, nullable=optional)])
     sink = pa.BufferOutputStream()
     with pq.ParquetWriter(sink, schema, compression=_CODECS[codec], store_schema=False,
                           write_page_index=False, write_statistics=True) as writer:
-        offset = 0
-        for count in counts:
-            writer.write_table(pa.table([column.slice(offset, count)], schema=schema), row_group_size=count)
-            offset += count
+        for count in distinct:
+            writer.write_table(pa.table([column.slice(0, count)], schema=schema), row_group_size=count)
     written, data = _parse("<_hoodie_file_name>", bytes(sink.getvalue().to_pybytes()))
     got = [_int(rg, _R_NUM_ROWS) for rg, _ in written.row_groups]
-    if got != list(counts):  # pyarrow caps row groups at 64 Mi rows
+    if got != distinct:  # pyarrow caps row groups at 64 Mi rows
         raise NotCopyable(f"{FILE_NAME_COLUMN} could not be written in the inputs' row groups")
     view = memoryview(data)
-    return iter([(c, view[c.start:c.start + c.length]) for _, (c,) in written.row_groups])
+    by_count = {count: (c, view[c.start:c.start + c.length]) for count, (_, (c,)) in zip(
+        distinct, written.row_groups, strict=True)}
+    return iter([by_count[count] for count in counts])
 
 
 def _key_values(files: Sequence[_Input]) -> dict[str, str | None]:
