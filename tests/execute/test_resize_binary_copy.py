@@ -39,6 +39,7 @@ from runner.plan.sizing import plan_sizing
 from runner.storage import LocalStorage, storage_for
 from tests.execute.test_resize import SIZING, V6, V9, V9_MDT, add_small_files, clock, snapshot
 from tests.hudi.test_bloom import decode_dynamic, member_mask, positions, reference_shape
+from tests.s3 import S3Server, upload_tree
 
 COPY = FileSizing(max_file_size=SIZING.max_file_size, small_file_limit=SIZING.small_file_limit,
                   strategy=ResizeStrategy.BINARY_COPY)
@@ -665,3 +666,22 @@ def test_a_crash_mid_copy_leaves_only_a_temporary_file_which_the_next_apply_remo
     assert not list(v6_mixed.rglob("*.tmp"))
     assert snapshot(v6_mixed) == before
     assert not read_table_metadata(storage).timeline.pending()
+
+
+@pytest.mark.s3
+def test_on_s3_the_copy_reads_ranges_and_streams_the_same_bytes(tmp_path, s3_server: S3Server, s3_bucket: str):
+    """Inputs read by range from the local S3 server, the output streamed through `create_new`:
+    the object is byte for byte the file a local copy of the same group writes."""
+    local = tmp_path / "local"
+    local.mkdir()
+    inputs = _write_inputs(local, [(700, 300), (50, 50), (1200, 1000)])
+    upload_tree(local, s3_bucket, "t", s3_server)
+    storage = storage_for(f"s3://{s3_bucket}/t", options=s3_server.options())
+
+    on_s3 = copy_group(storage, GroupRewrite("p", "c-0", inputs), INSTANT, "0-0-0")
+    here = copy_group(LocalStorage(str(local)), GroupRewrite("p", "c-0", inputs), INSTANT, "0-0-0")
+
+    assert not isinstance(on_s3, str) and not isinstance(here, str), (on_s3, here)
+    assert on_s3.path == here.path and on_s3.records == here.records == 1950
+    assert storage.read(on_s3.path) == (local / here.path).read_bytes()
+    assert on_s3.size == here.size and on_s3.input_bytes == here.input_bytes
