@@ -4,10 +4,12 @@ Hudi 1.1's `SparkBinaryCopyClusteringExecutionStrategy` (with `HoodieParquetFile
 merges a clustering group's base files row group by row group: every column chunk is copied byte
 for byte except `_hoodie_file_name`, which is written again holding the new file's name; the other
 meta columns keep their values. Rows stay in input order and in the inputs' row groups (nothing is
-re-encoded, so small inputs stay small row groups). This module does the same for one group:
+re-encoded, so small inputs stay small row groups). This module does the same for one group,
+streaming (`copy_into`): the inputs' footers are read and checked first, then each input's chunks
+are copied to the output in turn, and the footer is written last:
 
 - the inputs must agree on everything the copied bytes depend on, or the group is rewritten the
-  normal way (`copy_problem` says why): one Parquet schema, one codec for every chunk, one
+  normal way (`NotCopyable` says why): one Parquet schema, one codec for every chunk, one
   `created_by` (readers decide which statistics to trust by the writer that made them), no
   encryption, no chunk stored in another file, and every chunk exactly the pages its metadata
   claims (checked by walking the page headers);
