@@ -23,10 +23,12 @@ It also runs the groups once more as bare Spark tasks (one per group, as `run_re
 reports how many cores were busy on average (the tasks' summed time over the time from the first
 start to the last end), with pyarrow's decoding threads off (the runner's setting) and on, in the
 first `--probe-runs` runs. In the
-same run it times the record-key footer alone (`footer.record_key_footer`: Hudi's bloom filter plus
-the key range) on the keys of every group, serially in this process, as a share of the runner's
-time; and binary copy's footer (`parquet_copy._record_key_footer`: the key column decoded, the key
-range, the inputs' filters merged) on every group's parsed inputs, and decoding the key column alone.
+same run it times the rewrite's record-key footer alone (`footer.merged_record_key_footer`: the
+inputs' bloom filters merged and checked, plus the key range) on the keys of every group, serially
+in this process, as a share of the runner's time, and building the filter from every key instead
+(`bloom.serialize`, what the rewrite did before); and binary copy's footer
+(`parquet_copy._record_key_footer`: the key column decoded, the key range, the inputs' filters
+merged) on every group's parsed inputs, and decoding the key column alone.
 All inputs fit in the page cache, so every system reads warm files. Needs `pip install deltalake`
 (bench only).
 
@@ -61,7 +63,7 @@ from runner.declarations.model import FileSizing, ResizeStrategy, SparkSettings
 from runner.execute.resize import run_resize
 from runner.execute.resize_job import GroupRewrite
 from runner.execute.spark import get_spark
-from runner.hudi import bloom, footer, parquet_copy
+from runner.hudi import bloom, bloom_merge, footer, parquet_copy
 from runner.hudi.files import BaseFile
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
@@ -232,7 +234,7 @@ def probe_tasks(source: Path, step: SizingStep, spark: object, work: Path, decod
 
 
 def group_keys(table: Path, step: SizingStep) -> list[pa.ChunkedArray]:
-    """The record keys of each group's inputs, in the order the runner writes them (not timed)."""
+    """The record keys of each group's inputs, in the order given (not timed)."""
     return [
         pa.concat_tables(
             [pq.read_table(table / f.path, columns=["_hoodie_record_key"]) for f in group.files]
@@ -241,11 +243,24 @@ def group_keys(table: Path, step: SizingStep) -> list[pa.ChunkedArray]:
     ]
 
 
-def time_footers(keys: list[pa.ChunkedArray]) -> tuple[float, float]:
-    """Seconds for the whole record-key footer of every group, and for the bloom filter alone."""
+def group_filters(table: Path, step: SizingStep) -> list[list[bloom_merge.InputFilter]]:
+    """Each group's inputs' bloom filters from their footers, in the same order (not timed)."""
+    filters = []
+    for group in step.groups:
+        metas = [pq.read_metadata(table / f.path) for f in group.files]
+        filters.append([footer.input_filter(f.path, m.metadata, m.num_rows)
+                        for f, m in zip(group.files, metas, strict=True)])
+    return filters
+
+
+def time_footers(keys: list[pa.ChunkedArray], filters: list[list[bloom_merge.InputFilter]]) -> tuple[float, float]:
+    """Seconds for the rewrite's record-key footer of every group (the inputs' filters merged,
+    checked by a sample of keys, and the key range), and for building the bloom filter from every
+    key instead (what the rewrite did before)."""
     started = time.perf_counter()
-    for group in keys:
-        footer.record_key_footer(group)
+    for group, group_filters in zip(keys, filters, strict=True):
+        _, origin = footer.merged_record_key_footer(group_filters, group)
+        assert origin == "merged", origin
     whole = time.perf_counter() - started
     started = time.perf_counter()
     for group in keys:
@@ -260,11 +275,13 @@ def time_copy_footers(source: Path, step: SizingStep) -> tuple[float, float]:
     footer_s = decode_s = 0.0
     for group in step.groups:
         parsed = [parquet_copy._parse(f.path, (source / f.path).read_bytes()) for f in group.files]
+        files, chunks = [f for f, _ in parsed], parquet_copy.key_chunks(parsed)
+        assert chunks is not None
         started = time.perf_counter()
-        parquet_copy._key_column(parsed)
+        parquet_copy._key_column(files, chunks)
         decode_s += time.perf_counter() - started
         started = time.perf_counter()
-        parquet_copy._record_key_footer(parsed)
+        parquet_copy._record_key_footer(files, chunks)
         footer_s += time.perf_counter() - started
     return footer_s, decode_s
 
@@ -310,6 +327,7 @@ def report(root: Path, args: argparse.Namespace) -> None:
     copy_footers: list[tuple[float, float]] = []
     probes: dict[bool, list[dict[str, float]]] = {False: [], True: []}
     keys = group_keys(source, step)
+    filters = group_filters(source, step)
     outputs: dict[str, list[int]] = {}
     for run in range(args.runs):
         work = root / f"run{run}"
@@ -331,8 +349,9 @@ def report(root: Path, args: argparse.Namespace) -> None:
             outputs[name] = sizes
             print(f"run {run + 1}: {name:19s} {seconds:7.2f} s, {len(sizes)} files written, "
                   f"peak RSS {memory.peak / MIB:.0f} MiB (+{memory.added / MIB:.0f} MiB)")
-        footers.append(time_footers(keys))
-        print(f"run {run + 1}: footers   {footers[-1][0]:7.2f} s (bloom filter alone {footers[-1][1]:.2f} s)")
+        footers.append(time_footers(keys, filters))
+        print(f"run {run + 1}: rewrite's footers {footers[-1][0]:7.2f} s (filters merged; "
+              f"building them from the keys instead {footers[-1][1]:.2f} s)")
         copy_footers.append(time_copy_footers(source, step))
         print(f"run {run + 1}: binary copy's footers {copy_footers[-1][0]:7.2f} s "
               f"(decoding the key column alone {copy_footers[-1][1]:.2f} s)")
@@ -395,12 +414,13 @@ def print_footers(keys: list[pa.ChunkedArray], runner: list[float], footers: lis
     alone = statistics.median(f[1] for f in footers)
     share = statistics.median(f[0] / r for f, r in zip(footers, runner, strict=True))
     print(
-        f"\nrecord-key footer of all {sum(len(k) for k in keys):,} keys in {len(keys)} groups, serially in this "
-        f"process: median {whole:.2f} s (bloom filter alone {alone:.2f} s), "
-        f"{share:.0%} of the runner's resize (median of per-run shares; the runner builds them in two "
-        f"parallel Spark tasks)"
+        f"\nthe rewrite's record-key footer of all {sum(len(k) for k in keys):,} keys in {len(keys)} groups "
+        f"(inputs' filters merged, key range), serially in this process: median {whole:.2f} s "
+        f"(building the filters from every key instead: {alone:.2f} s), {share:.0%} of the runner's resize "
+        f"(median of per-run shares; the runner builds them in two parallel Spark tasks)"
     )
-    print("raw footer seconds (whole, bloom alone): " + json.dumps([[round(a, 2), round(b, 2)] for a, b in footers]))
+    print("raw footer seconds (merged footer, rebuilt filter): "
+          + json.dumps([[round(a, 2), round(b, 2)] for a, b in footers]))
 
 
 def print_copy_footers(copy: list[float], footers: list[tuple[float, float]]) -> None:

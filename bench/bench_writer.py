@@ -8,18 +8,21 @@ with gzip, Hudi 0.14's default codec, which the runner's files use. Also in the 
 delta-rs `DeltaTable.merge` of the same rows (as Arrow, converted before timing) into a Delta table
 partitioned the same way and loaded with the same first rows, updating every matched record
 (`t.region = s.region AND t.id = s.id`, the runner's non-global index) and inserting the rest; it
-writes delta-rs's default codec (snappy). Runs are interleaved so that background load hits every
+is measured twice, like for like with the runner's codecs: with gzip (`WriterProperties(compression="GZIP")`,
+against the runner on a table with Hudi's default gzip) and with its default snappy (against the
+runner writing `hoodie.parquet.compression.codec=snappy`, a write option). `--codecs` picks which
+pairs run. Runs are interleaved so that background load hits every
 row alike; the tables are loaded once before the timed runs. Each step also reports the peak
 resident memory of this process tree (Spark's JVM and Python workers included, sampled every 20 ms)
 and how much that is above the RSS on entry. `--profile` runs one more upsert under cProfile and
 prints the driver's top functions by cumulative time. Needs `pip install deltalake` (bench only).
 
-`--engines` picks the write engines timed, each upserting the same rows into its own table (loaded
-alike): `auto` (chosen by size, as users get it), `driver` or `spark` pinned (`runner.writer.local`);
+`--engines` picks the write engines timed, each upserting the same rows into its own table per
+codec (loaded alike): `auto` (chosen by size, as users get it), `driver` or `spark` pinned (`runner.writer.local`);
 the engine that actually wrote each run is printed.
 
 Usage (from the repository root):
-    .venv/bin/python bench/bench_writer.py --rows 100000 --runs 3 --engines auto,spark
+    .venv/bin/python bench/bench_writer.py --rows 100000 --runs 3 --engines auto,spark --codecs gzip,snappy
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import runner
 from runner.declarations.model import SparkSettings
 from runner.execute.spark import get_spark
 from runner.writer import local
+from runner.writer.options import CODEC_KEY as CODEC_OPTION
 from runner.writer.write import WriteResult
 
 TABLE = """\
@@ -84,39 +88,53 @@ def timed(memory: list[PeakRss], action: object, *args: object) -> tuple[float, 
     return seconds, result
 
 
-def write_table(df: object, work: Path, engine: str) -> WriteResult:
-    """One upsert into the engine's own table, the engine pinned unless `auto` (chosen by size)."""
+def write_table(df: object, work: Path, engine: str, codec: str = "gzip") -> WriteResult:
+    """One upsert into the engine's own table of `codec`, the engine pinned unless `auto` (chosen by size)."""
     local.PINNED = None if engine == "auto" else engine  # type: ignore[assignment]
     try:
-        return runner.write(df, table_of(engine), project_dir=work)  # type: ignore[arg-type]
+        return runner.write(df, table_of(engine, codec), project_dir=work,  # type: ignore[arg-type]
+                            options={CODEC_OPTION: codec})
     finally:
         local.PINNED = None
 
 
-def table_of(engine: str) -> str:
-    return f"bench_{engine}"
+def table_of(engine: str, codec: str) -> str:
+    return f"bench_{engine}" if codec == "gzip" else f"bench_{engine}_{codec}"
 
 
-def upsert_row(engine: str) -> str:
-    return f"runner.write upsert ({engine} engine)"
+def upsert_row(engine: str, codec: str) -> str:
+    return f"runner.write upsert ({engine} engine, {codec})"
+
+
+def delta_row(codec: str) -> str:
+    return f"delta-rs DeltaTable.merge ({codec})"
 
 
 def as_arrow(df: object) -> pa.Table:
     return df.toArrow()  # type: ignore[attr-defined,no-any-return]
 
 
-def delta_load(path: Path, rows: pa.Table) -> None:
+def delta_properties(codec: str) -> object:
+    """delta-rs's writer properties for `codec` (gzip at the parquet crate's default level, 6)."""
+    from deltalake import WriterProperties
+
+    return WriterProperties(compression=codec.upper())  # type: ignore[arg-type]
+
+
+def delta_load(path: Path, rows: pa.Table, codec: str) -> None:
     from deltalake import write_deltalake
 
-    write_deltalake(str(path), rows, partition_by=["region"])
+    write_deltalake(str(path), rows, partition_by=["region"],
+                    writer_properties=delta_properties(codec))  # type: ignore[arg-type]
 
 
-def delta_merge(path: Path, rows: pa.Table) -> None:
+def delta_merge(path: Path, rows: pa.Table, codec: str) -> None:
     from deltalake import DeltaTable
 
     (
         DeltaTable(str(path))
-        .merge(source=rows, predicate="t.region = s.region AND t.id = s.id", source_alias="s", target_alias="t")
+        .merge(source=rows, predicate="t.region = s.region AND t.id = s.id", source_alias="s", target_alias="t",
+               writer_properties=delta_properties(codec))  # type: ignore[arg-type]
         .when_matched_update_all()
         .when_not_matched_insert_all()
         .execute()
@@ -134,16 +152,41 @@ def spark_jobs(spark: object) -> int:
     return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))  # type: ignore[attr-defined]
 
 
-def profile_upsert(spark: object, df: object, work: Path, top: int, engine: str) -> None:
+def profile_upsert(spark: object, df: object, work: Path, top: int, engine: str, codec: str) -> None:
     """One more upsert under cProfile (the driver's side: Spark jobs show as the calls that wait)."""
     profiler = cProfile.Profile()
     jobs = spark_jobs(spark)
     profiler.enable()
-    result = write_table(df, work, engine)
+    result = write_table(df, work, engine, codec)
     profiler.disable()
-    print(f"\nSpark jobs run by this upsert ({result.engine} engine): {spark_jobs(spark) - jobs}")
+    print(f"\nSpark jobs run by this upsert ({result.engine} engine, {codec}): {spark_jobs(spark) - jobs}")
     print("\ncProfile of one upsert (driver), the runner's own functions by cumulative time:")
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats("runner/", top)
+
+
+def collect_both_ways(spark: object, df: object, runs: int) -> None:
+    """The driver engine's Spark action, interleaved: the window's de-duplication before `toArrow`
+    (as before this round) against `toArrow` of the keyed records and Arrow's de-duplication."""
+    from runner.writer.create import SIMPLE, KeyLayout
+    from runner.writer.prepare import deduplicate, with_keys
+
+    layout = KeyLayout("bench", ("id",), ("region",), "ts", SIMPLE, hive_style=False)
+    keyed = with_keys(df, layout)  # type: ignore[arg-type]
+    ways = {
+        "window, then toArrow": lambda: deduplicate(keyed, "ts").toArrow(),
+        "toArrow, then Arrow de-dup": lambda: local.collect(keyed, deduplicate=True, precombine_field="ts"),
+    }
+    seconds: dict[str, list[float]] = {name: [] for name in ways}
+    counts: dict[str, int] = {}
+    for _ in range(runs):
+        for name, way in ways.items():
+            start = time.perf_counter()
+            counts[name] = way().num_rows
+            seconds[name].append(time.perf_counter() - start)
+    assert len(set(counts.values())) == 1, counts
+    print(f"\nthe driver engine's Spark action, {runs} interleaved runs each ({counts[next(iter(counts))]:,} rows):")
+    for name, values in seconds.items():
+        print(f"  {name}: median {statistics.median(values):.3f} s; raw {', '.join(f'{v:.3f}' for v in values)}")
 
 
 def main() -> None:
@@ -157,34 +200,47 @@ def main() -> None:
     parser.add_argument("--engines", default="auto",
                         help="comma-separated write engines to time, each on its own table: auto (chosen by "
                         "size, what users get), driver, spark (default auto)")
+    parser.add_argument("--collect-runs", type=int, default=0, metavar="N",
+                        help="after the timed runs, time the driver engine's Spark action with and without "
+                        "the window's shuffle, N interleaved runs each")
+    parser.add_argument("--codecs", default="gzip,snappy",
+                        help="comma-separated Parquet codecs, each timed for the runner and delta-rs alike: gzip "
+                        "(Hudi's default), snappy (delta-rs's default) (default gzip,snappy)")
     args = parser.parse_args()
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if not engines or any(e not in ("auto", "driver", "spark") for e in engines):
         parser.error(f"--engines takes auto, driver and spark; got {args.engines!r}")
+    codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
+    if not codecs or any(c not in ("gzip", "snappy") for c in codecs):
+        parser.error(f"--codecs takes gzip and snappy; got {args.codecs!r}")
+    pairs = [(e, c) for c in codecs for e in engines]
 
     spark = get_spark(SparkSettings(master=args.master, conf=(("spark.sql.shuffle.partitions", "8"),)))
     work = Path(tempfile.mkdtemp(prefix="bench_writer_"))
     (work / "tables").mkdir()
     (work / "project.yml").write_text("name: bench\n")
-    for engine in engines:
-        (work / "tables" / f"{table_of(engine)}.yml").write_text(TABLE.format(name=table_of(engine)))
+    for engine, codec in pairs:
+        name = table_of(engine, codec)
+        (work / "tables" / f"{name}.yml").write_text(TABLE.format(name=name))
 
     half = args.rows // 2
     first = rows(spark, 0, args.rows, 0)
-    for engine in engines:  # loaded by the Spark engine alike, so every table starts with the same files
+    for engine, codec in pairs:  # loaded by the Spark engine alike, so every table starts with the same files
         local.PINNED = "spark"
-        runner.write(first, table_of(engine), operation="bulk_insert", project_dir=work)
+        runner.write(first, table_of(engine, codec), operation="bulk_insert", project_dir=work,
+                     options={CODEC_OPTION: codec})
         local.PINNED = None
-    delta = work / "delta"
+    delta = {codec: work / f"delta_{codec}" for codec in codecs}
     if not args.no_delta:
-        delta_load(delta, as_arrow(first))
-    times: dict[str, list[float]] = {upsert_row(e): [] for e in engines}
+        for codec in codecs:
+            delta_load(delta[codec], as_arrow(first), codec)
+    times: dict[str, list[float]] = {upsert_row(e, c): [] for e, c in pairs}
     times |= {"df.write.parquet (snappy)": [], "df.write.parquet (gzip)": []}
     if not args.no_delta:
-        times["delta-rs DeltaTable.merge"] = []
+        times |= {delta_row(codec): [] for codec in codecs}
     memory: dict[str, list[PeakRss]] = {name: [] for name in times}
     rewritten: list[int] = []
-    chosen: dict[str, list[str]] = {e: [] for e in engines}
+    chosen: dict[str, list[str]] = {upsert_row(e, c): [] for e, c in pairs}
     for run in range(1, args.runs + 1):
         df = rows(spark, run * half, args.rows, run)
         out = work / f"plain_{run}"
@@ -193,19 +249,22 @@ def main() -> None:
             ("df.write.parquet (gzip)", df.write.option("compression", "gzip").parquet, (str(out / "gzip"),)),
         ]
         if not args.no_delta:
-            steps.append(("delta-rs DeltaTable.merge", delta_merge, (delta, as_arrow(df))))
+            source = as_arrow(df)
+            steps += [(delta_row(codec), delta_merge, (delta[codec], source, codec)) for codec in codecs]
         for name, action, action_args in steps:
             times[name].append(timed(memory[name], action, *action_args)[0])
-        if not args.no_delta:  # every run adds `half` new keys and updates the rest
-            assert delta_rows(delta) == args.rows + run * (args.rows - half), delta_rows(delta)
-        for engine in engines:
-            seconds, result = timed(memory[upsert_row(engine)], write_table, df, work, engine)
-            times[upsert_row(engine)].append(seconds)
+        for codec in codecs if not args.no_delta else []:  # every run adds `half` new keys and updates the rest
+            expected = args.rows + run * (args.rows - half)
+            assert delta_rows(delta[codec]) == expected, (codec, delta_rows(delta[codec]))
+        for engine, codec in pairs:
+            row = upsert_row(engine, codec)
+            seconds, result = timed(memory[row], write_table, df, work, engine, codec)
+            times[row].append(seconds)
             assert isinstance(result, WriteResult)
-            chosen[engine].append(result.engine)
+            chosen[row].append(result.engine)
         rewritten.append(result.num_writes)
         df.unpersist()
-        print(f"run {run}: {result}; " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), file=sys.stderr)
+        print(f"run {run}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), file=sys.stderr)
 
     baseline = statistics.median(times["df.write.parquet (snappy)"])
     print(
@@ -222,15 +281,21 @@ def main() -> None:
         print(f"| {name} | {median:.2f} s | {args.rows / median:,.0f} | {median / baseline:.2f}x "
               f"| {peak:.0f} MiB | {added:.0f} MiB |")
     print()
-    for engine in engines:
-        print(f"engine that wrote, {upsert_row(engine)}: {', '.join(chosen[engine])}")
-    for engine in engines if not args.no_delta else []:
-        ours, peer = times[upsert_row(engine)], times["delta-rs DeltaTable.merge"]
+    for row, engines_used in chosen.items():
+        print(f"engine that wrote, {row}: {', '.join(engines_used)}")
+    for engine, codec in pairs if not args.no_delta else []:
+        ours, peer = times[upsert_row(engine, codec)], times[delta_row(codec)]
         per_run = [o / p for o, p in zip(ours, peer, strict=True)]
-        print(f"runner upsert ({engine} engine) vs delta-rs merge: "
+        label = "like for like, Hudi's default codec" if codec == "gzip" else "like for like, delta-rs's default codec"
+        print(f"runner upsert ({engine} engine) vs delta-rs merge, both {codec} ({label}): "
               f"{statistics.median(ours) / statistics.median(peer):.2f}x "
               f"(ratio of medians); per run {', '.join(f'{r:.2f}' for r in per_run)}, "
               f"median {statistics.median(per_run):.2f}x")
+    if not args.no_delta and "gzip" in codecs and "snappy" in codecs:
+        for engine in engines:
+            ours, peer = times[upsert_row(engine, "gzip")], times[delta_row("snappy")]
+            print(f"runner upsert ({engine} engine, gzip) vs delta-rs merge (snappy), codecs differ as in the "
+                  f"earlier rounds: {statistics.median(ours) / statistics.median(peer):.2f}x (ratio of medians)")
     print()
     for name, values in times.items():
         print(f"raw seconds, {name}: {', '.join(f'{v:.2f}' for v in values)}")
@@ -241,9 +306,11 @@ def main() -> None:
         f"{', '.join(f'{n:,}' for n in rewritten)}"
     )
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if args.collect_runs:
+        collect_both_ways(spark, rows(spark, (args.runs + 2) * half, args.rows, args.runs + 2), args.collect_runs)
     if args.profile:
         profile_upsert(spark, rows(spark, (args.runs + 1) * half, args.rows, args.runs + 1), work, args.profile,
-                       engines[0])
+                       *pairs[0])
     spark.stop()
 
 

@@ -31,6 +31,7 @@ POINTS = (
     # the writer (runner.writer.write)
     "after_inflight",
     "after_files",
+    "mid_file",  # inside a write task or driver thread, after each row group of a base file is written
 )
 
 

@@ -11,8 +11,10 @@ the `v9_txns_simple_nometa` fixture and `HoodieRowCreateHandle`):
 - the footer keys `hoodie_min_record_key` / `hoodie_max_record_key`, which Hudi's bloom index
   requires to prune files by key range, and Hudi's bloom filter of the file's record keys
   (`org.apache.hudi.bloomfilter`, DYNAMIC_V0), which a writer using the BLOOM or GLOBAL_BLOOM
-  index reads for every candidate file; all built by `runner.hudi.footer`, the builder the writer
-  uses too, with the range in Java's string order as the bloom index compares it.
+  index reads for every candidate file; all from `runner.hudi.footer`, with the range in Java's
+  string order as the bloom index compares it. The new file holds exactly its inputs' keys, so the
+  filter is the inputs' filters merged when they qualify (as Hudi's binary-copy clustering merges
+  them; every key stays a member, `runner.hudi.bloom_merge`) and built from the keys otherwise.
 
 Columns keep the Parquet physical types Arrow reads them as: decimals stay fixed-length, list
 elements keep their names (`array` for parquet-avro's legacy lists), INT96 timestamps stay INT96,
@@ -22,11 +24,12 @@ null.
 
 The rewrite streams: the inputs' footers fix the schema and codec first, then the rows pass through
 in batches and are encoded in row groups of at most `ROW_GROUP_BUFFER_BYTES` decoded bytes, so a
-task's memory does not grow with its group (only the record keys are kept to the end, for the bloom
-filter). The file is created with `Storage.create_new`: on local storage it is written to a hidden
-temporary file beside its final name and linked into place when complete, so a crash leaves only
-that temporary file, which the resize's leftover reconciliation deletes (`runner.execute.resize`).
-On S3 the whole object is still sent as one conditional PUT, so it is held in memory once.
+task's memory does not grow with its group (only the record keys are kept to the end, for the key
+range and the bloom filter check). The file is created with `Storage.create_new`: on local storage
+it is written to a hidden temporary file beside its final name and linked into place when
+complete, so a crash leaves only that temporary file, which the resize's leftover reconciliation
+deletes (`runner.execute.resize`). On S3 `create_new` streams a multipart upload completed only if
+the key is absent.
 """
 
 from __future__ import annotations
@@ -161,9 +164,10 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
 
     Memory stays bounded whatever the group's size: inputs are decoded `batch_rows` rows at a time,
     at most `buffer_bytes` of decoded rows wait to be encoded as one row group, and only the record
-    keys of the whole group are kept (the bloom filter needs every key; it goes into the footer when
-    the file is closed). Locally the file is written to a hidden temporary name and published only
-    when complete; on S3 `create_new` collects the whole object for its one conditional put.
+    keys of the whole group are kept (for the key range and the check of the merged bloom filter,
+    or its rebuild; the footer is written when the file is closed). Locally the file is written to
+    a hidden temporary name and published only when complete; on S3 `create_new` streams it as a
+    multipart upload.
     """
     started = time.monotonic()
     inputs = _newest_first(group.inputs)
@@ -181,13 +185,13 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
     with storage.create_new(path) as out:
         with _open_writer(out, schema, sources) as writer:
             row_groups = _RowGroups(writer, max_rows=max_rows, max_bytes=buffer_bytes)
-            for source_path in inputs:
-                for part in _batches(storage, source_path, schema, name, batch_rows):
+            for source_path, source in zip(inputs, sources, strict=True):
+                for part in _batches(storage, source_path, source.metadata, schema, name, batch_rows):
                     if RECORD_KEY_COLUMN in part.column_names:
                         keys.append(part.column(RECORD_KEY_COLUMN))
                     row_groups.add(part)
             row_groups.flush()
-            entries = _footer(keys, schema, sources)
+            entries = _footer(keys, schema, sources, inputs)
             if entries:
                 writer.add_key_value_metadata(entries)
         size = out.tell()
@@ -219,10 +223,14 @@ def _read_source(storage: Storage, path: str) -> _Source:
         return _Source(parquet.metadata, parquet.schema_arrow.remove_metadata(), size)
 
 
-def _batches(storage: Storage, path: str, schema: pa.Schema, name: str, batch_rows: int) -> Iterator[pa.Table]:
-    """The rows of one input, `batch_rows` at a time, in the output's schema and with its file name."""
+def _batches(storage: Storage, path: str, metadata: pq.FileMetaData, schema: pa.Schema, name: str,
+             batch_rows: int) -> Iterator[pa.Table]:
+    """The rows of one input, `batch_rows` at a time, in the output's schema and with its file name.
+    The footer read first (`_read_source`) is passed in rather than parsed a second time (with
+    Hudi's bloom filter it is about 0.4 MB)."""
     with storage.open_input(path) as f:
-        for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, use_threads=DECODE_WITH_THREADS):
+        parquet = pq.ParquetFile(f, metadata=metadata)
+        for batch in parquet.iter_batches(batch_size=batch_rows, use_threads=DECODE_WITH_THREADS):
             part = pa.Table.from_batches([batch]).replace_schema_metadata(None)
             if not part.schema.equals(schema):
                 part = _conform(part, schema)
@@ -316,17 +324,23 @@ def _with_file_name_type(schema: pa.Schema) -> pa.Schema:
     return schema.set(index, pa.field(field.name, pa.dictionary(pa.int32(), field.type), field.nullable))
 
 
-def _footer(keys: Sequence[pa.ChunkedArray], schema: pa.Schema, sources: Sequence[_Source]) -> dict[str, str]:
+def _footer(keys: Sequence[pa.ChunkedArray], schema: pa.Schema, sources: Sequence[_Source],
+            paths: Sequence[str]) -> dict[str, str]:
     """Hudi's record-key footer for the new file, from its record keys (`runner.hudi.footer`).
 
     A Hudi writer using the BLOOM index reads the filter of every candidate file without a null
-    check, so a rewritten file must carry one. A table without meta columns
-    (`hoodie.populate.meta.fields=false`) has no key column, or one that Hudi left null, and no
-    key footer: the new range then covers the inputs' ranges when every input records one.
+    check, so a rewritten file must carry one. The new file holds exactly its inputs' keys, so the
+    inputs' filters are merged when they qualify, as binary copy does (no key hashed again; every
+    key stays a member), and the filter is built from the keys otherwise. A table without meta
+    columns (`hoodie.populate.meta.fields=false`) has no key column, or one that Hudi left null, and
+    no key footer: the new range then covers the inputs' ranges when every input records one.
     """
     if RECORD_KEY_COLUMN in schema.names and any(len(k) > k.null_count for k in keys):
         field = schema.field(RECORD_KEY_COLUMN)
-        return footer.record_key_footer(pa.chunked_array([c for k in keys for c in k.chunks], field.type))
+        filters = [footer.input_filter(path, s.metadata.metadata, s.metadata.num_rows)
+                   for path, s in zip(paths, sources, strict=True)]
+        all_keys = pa.chunked_array([c for k in keys for c in k.chunks], field.type)
+        return footer.merged_record_key_footer(filters, all_keys)[0]
     ranges = [footer.range_of(s.metadata.metadata) for s in sources]
     known = [r for r in ranges if r is not None]
     return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None)

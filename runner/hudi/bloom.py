@@ -17,7 +17,7 @@ carry one, built exactly as Hudi 0.14 builds its default filter:
 
 Keys are the UTF-8 bytes of `_hoodie_record_key`, in file order.
 
-A binary-copy resize does not hash the keys again: it ORs its inputs' filters into one with the
+A resize (binary copy or rewrite) does not hash the keys again: it ORs its inputs' filters into one with the
 rows and header a filter of all their keys would have (`runner.hudi.bloom_merge`). That is safe
 because membership is tested against every row: an input's key has all its bits in one of that
 input's rows, whose bits all land in some output row, and bits are only added; so no key is

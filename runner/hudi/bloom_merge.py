@@ -1,6 +1,7 @@
 """One bloom filter for a file made of other files' rows, from those files' filters: no key hashed.
 
-Binary-copy resize (`runner.hudi.parquet_copy`) concatenates base files' row groups. Hudi 1.x's own
+A resize writes a file of exactly its inputs' rows (binary copy, `runner.hudi.parquet_copy`, and
+the rewrite alike), so its filter is theirs merged (`footer.merged_record_key_footer`). Hudi 1.x's own
 binary-copy clustering (`HoodieFileMetadataMerger`) ORs the inputs' `org.apache.hudi.bloomfilter`
 values into the first one (`InternalDynamicBloomFilter.or`, which requires equal row counts and
 ORs row `i` into row `i`) and keeps the first input's header. This does the same with care:

@@ -14,12 +14,16 @@ index would then miss the file and write a duplicate record. So both bounds foll
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from runner.hudi import bloom
+from runner.errors import RefusedError
+from runner.hudi import bloom, bloom_merge
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import pyarrow as pa
 
 MIN_RECORD_KEY = "hoodie_min_record_key"
@@ -32,6 +36,9 @@ BLOOM_FILTER_TYPE_CODE = "hoodie_bloom_filter_type_code"
 # UTF-8 exactly those characters start with a byte from 0xEE up (U+E000 is EE 80 80; 4-byte
 # sequences start F0-F4; every other byte is below 0xEE), so one pass over the bytes finds them.
 _FIRST_BYTE_FROM_E000 = 0xEE
+# Keys of each input checked against the merged bloom filter: a filter that is not its file's
+# fails nearly every key, so a few catch it, and hashing them is little next to the merge itself.
+_SAMPLE_KEYS = 32
 
 
 def java_order(text: str) -> bytes:
@@ -101,3 +108,62 @@ def record_key_footer(keys: pa.Array | pa.ChunkedArray) -> dict[str, str]:
 def range_footer(bounds: tuple[str, str] | None) -> dict[str, str]:
     """The two key-range footer entries, none without a range."""
     return {} if bounds is None else {MIN_RECORD_KEY: bounds[0], MAX_RECORD_KEY: bounds[1]}
+
+
+def input_filter(path: str, entries: Mapping[bytes, bytes] | None, records: int) -> bloom_merge.InputFilter:
+    """An input file's bloom filter as its footer entries (pyarrow's key-value metadata) give it."""
+    entries = entries or {}
+    value, code = entries.get(BLOOM_FILTER.encode()), entries.get(BLOOM_FILTER_TYPE_CODE.encode())
+    return bloom_merge.InputFilter(path, code.decode("utf-8", "replace") if code else None, value, records)
+
+
+def merged_record_key_footer(inputs: Sequence[bloom_merge.InputFilter],
+                             keys: pa.ChunkedArray) -> tuple[dict[str, str], str]:
+    """The footer of a file holding the inputs' rows, whose record keys are `keys` (each input's in
+    turn, in input order), and where its bloom filter came from: "merged" from the inputs' filters
+    (`runner.hudi.bloom_merge`, no key hashed) when they qualify, else "rebuilt: <why>" from the
+    keys. The key range is always computed from the keys, in Java's order (an input's recorded range
+    may be in another order). Besides the layout checks of `bloom_merge`, a sample of every input's
+    keys must pass the merged filter, so that a filter which does not hold its file's keys (taken
+    from a file outside the group, or stale) is caught and rebuilt rather than passed on. A null or
+    empty key is left to the rebuild, which refuses it."""
+    merged = _checked_merge(inputs, keys)
+    if isinstance(merged, str):
+        return record_key_footer(keys), f"rebuilt: {merged}"
+    entries = {BLOOM_FILTER: merged.value, BLOOM_FILTER_TYPE_CODE: merged.type_code}
+    return entries | range_footer(key_range(keys)), "merged"
+
+
+def _checked_merge(inputs: Sequence[bloom_merge.InputFilter], keys: pa.ChunkedArray) -> bloom_merge.MergedFilter | str:
+    import numpy as np
+    import pyarrow as pa
+
+    if keys.null_count:
+        return "a record key is null"
+    if sum(f.records for f in inputs) != len(keys):
+        return f"the inputs record {sum(f.records for f in inputs)} rows but hold {len(keys)} record keys"
+    try:
+        for chunk in keys.chunks:
+            bloom.check_keys(chunk)
+    except RefusedError as error:
+        return str(error)
+    try:
+        merged = bloom_merge.merge(inputs)
+    except bloom_merge.NotMergeable as why:
+        return str(why)
+    starts = [0]
+    for f in inputs:
+        starts.append(starts[-1] + f.records)
+    picks = np.concatenate([_spread(a, b) for a, b in pairwise(starts)])
+    sample = keys.take(pa.array(picks)).combine_chunks()
+    missing = (~bloom_merge.members(merged, sample)).nonzero()[0]
+    if len(missing):
+        return f"record key {sample[int(missing[0])].as_py()!r} fails its input's bloom filter"
+    return merged
+
+
+def _spread(start: int, end: int) -> npt.NDArray[np.int64]:
+    """Up to _SAMPLE_KEYS indices from `start` to `end`, spread evenly, first and last included."""
+    import numpy as np
+
+    return np.unique(np.linspace(start, end - 1, min(end - start, _SAMPLE_KEYS)).astype(np.int64))

@@ -4,10 +4,12 @@ Hudi 1.1's `SparkBinaryCopyClusteringExecutionStrategy` (with `HoodieParquetFile
 merges a clustering group's base files row group by row group: every column chunk is copied byte
 for byte except `_hoodie_file_name`, which is written again holding the new file's name; the other
 meta columns keep their values. Rows stay in input order and in the inputs' row groups (nothing is
-re-encoded, so small inputs stay small row groups). This module does the same for one group:
+re-encoded, so small inputs stay small row groups). This module does the same for one group,
+streaming (`copy_into`): the inputs' footers are read and checked first, then each input's chunks
+are copied to the output in turn, and the footer is written last:
 
 - the inputs must agree on everything the copied bytes depend on, or the group is rewritten the
-  normal way (`copy_problem` says why): one Parquet schema, one codec for every chunk, one
+  normal way (`NotCopyable` says why): one Parquet schema, one codec for every chunk, one
   `created_by` (readers decide which statistics to trust by the writer that made them), no
   encryption, no chunk stored in another file, and every chunk exactly the pages its metadata
   claims (checked by walking the page headers);
@@ -29,13 +31,14 @@ SchemaElement, PageHeader).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+import io
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
-from runner.errors import CorruptMetadataError, RefusedError
-from runner.hudi import bloom, bloom_merge, footer
+from runner.errors import CorruptMetadataError
+from runner.hudi import footer
 from runner.hudi.thrift_compact import (
     BINARY,
     I16,
@@ -50,8 +53,6 @@ from runner.hudi.thrift_compact import (
 )
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
     import pyarrow as pa
 
 MAGIC = b"PAR1"
@@ -84,9 +85,6 @@ _REPEATED = 2
 _CODECS = {0: "none", 1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4"}
 # Writer schemas that describe a file as its writer saw it; Hudi's copier drops the first two.
 _DROPPED_KEYS = frozenset({"parquet.avro.schema", "org.apache.spark.sql.parquet.row.metadata", "ARROW:schema"})
-# Keys of each input checked against the merged bloom filter: a filter that is not its file's
-# fails nearly every key, so a few catch it, and hashing them is little next to the merge itself.
-_SAMPLE_KEYS = 32
 _HUDI_KEYS = frozenset({footer.BLOOM_FILTER, footer.BLOOM_FILTER_TYPE_CODE, footer.MIN_RECORD_KEY,
                         footer.MAX_RECORD_KEY})
 
@@ -106,24 +104,54 @@ class _Chunk:
 
 @dataclass(frozen=True, slots=True)
 class _Input:
+    """An input's parsed footer; its column chunks all lie in bytes [4, data_end)."""
+
     path: str
-    data: bytes
     meta: Struct  # the FileMetaData
     row_groups: tuple[tuple[Struct, tuple[_Chunk, ...]], ...]
+    data_end: int  # where the footer starts
 
 
 @dataclass(frozen=True, slots=True)
-class CopiedFile:
-    """The new base file's bytes and what it holds."""
+class Source:
+    """One input file: its path, size and a reader of byte ranges (`read(start, length)`).
 
-    data: bytes
+    The footer is read first (two small reads from the end), then the column chunks in one read
+    of everything before the footer, one input at a time, so at most one input's data is held.
+    """
+
+    path: str
+    size: int
+    read: Callable[[int, int], bytes]
+
+    @classmethod
+    def of_bytes(cls, path: str, data: bytes) -> Source:
+        return cls(path, len(data), lambda start, length: data[start:start + length])
+
+
+@dataclass(frozen=True, slots=True)
+class Copied:
+    """What a binary copy wrote: the file's size and what it holds."""
+
+    size: int
     records: int
     row_groups: int
     bloom_filter: str = "none"  # "merged" from the inputs' filters, "rebuilt: <why>", or "none"
 
 
+@dataclass(frozen=True, slots=True)
+class CopiedFile:
+    """The new base file's bytes and what it holds (`binary_copy`, in memory)."""
+
+    data: bytes
+    records: int
+    row_groups: int
+    bloom_filter: str = "none"
+
+
 def binary_copy(inputs: Sequence[tuple[str, bytes]], *, file_name: str) -> CopiedFile:
-    """Concatenate the inputs' row groups into one file whose `_hoodie_file_name` is `file_name`.
+    """Concatenate the inputs' row groups into one file whose `_hoodie_file_name` is `file_name`,
+    in memory (`copy_into` a buffer).
 
     Args:
         inputs: (path, content) of each input base file, in the order their rows go.
@@ -132,40 +160,99 @@ def binary_copy(inputs: Sequence[tuple[str, bytes]], *, file_name: str) -> Copie
     Raises:
         NotCopyable: the inputs do not qualify (nothing was produced; rewrite them instead).
     """
-    parsed = [_parse(path, data) for path, data in inputs]
+    out = io.BytesIO()
+    copied = copy_into([Source.of_bytes(path, data) for path, data in inputs], out, file_name=file_name)
+    return CopiedFile(out.getvalue(), copied.records, copied.row_groups, copied.bloom_filter)
+
+
+def copy_into(sources: Sequence[Source], out: BinaryIO, *, file_name: str,
+              after_input: Callable[[], None] = lambda: None) -> Copied:
+    """Write the inputs' row groups, input by input, to `out` as one file whose `_hoodie_file_name`
+    is `file_name`; the footer goes last.
+
+    Every check that needs only the footers runs before the first byte is written; the page walk of
+    each input runs when that input is read, so `NotCopyable` can also come part way through, with
+    some bytes written: the caller then discards `out` (`Storage.create_new` publishes nothing
+    when its block raises). Held at once: the inputs' footers, one input's data, and the record
+    key column's chunks (for the key range and the bloom filter check). `after_input` is called
+    once each input's row groups are written (a crash point for tests).
+
+    Raises:
+        NotCopyable: the inputs do not qualify (rewrite them instead).
+    """
+    parsed = [_parse_footer(source) for source in sources]
     schema = _check_alike(parsed)
     codec = _single_codec(parsed)
     column = _file_name_column(schema)
-    _check_column_order(parsed, column[0] if column else None)
-    names = None
+    name_leaf = column[0] if column else None
+    _check_column_order(parsed, name_leaf)
+    key_leaf = _key_leaf(schema)
+    names: Iterator[tuple[_Chunk, bytes | memoryview]] | None = None
     if column is not None:
         counts = [_int(rg, _R_NUM_ROWS) for f in parsed for rg, _ in f.row_groups]
         names = _file_name_chunks(file_name, counts, codec, optional=column[1])
-    key_footer, origin = _record_key_footer(parsed)
-    copied = _assemble(parsed, column[0] if column else None, names, _key_values(parsed) | key_footer)
-    return replace(copied, bloom_filter=origin)
+    writer = _Writer(out)
+    keys: list[list[tuple[Struct, _Chunk, bytes]]] = []
+    for source, f in zip(sources, parsed, strict=True):
+        data = source.read(0, f.data_end)
+        if len(data) != f.data_end or data[:4] != MAGIC:
+            raise NotCopyable(f"{f.path} is not a plain Parquet file (it does not start with {MAGIC!r})")
+        view = memoryview(data)
+        kept: list[tuple[Struct, _Chunk, bytes]] = []
+        for rg, chunks in f.row_groups:
+            for chunk in chunks:
+                _check_pages(f.path, data, chunk)
+            pieces: list[tuple[_Chunk, bytes | memoryview]] = [(c, view[c.start:c.start + c.length]) for c in chunks]
+            byte_size = _int(rg, _R_TOTAL_BYTE_SIZE)
+            if names is not None and name_leaf is not None:
+                spliced = next(names)
+                byte_size += _uncompressed(spliced[0]) - _uncompressed(chunks[name_leaf])
+                pieces[name_leaf] = spliced
+            writer.row_group(rg, pieces, byte_size)
+            if key_leaf is not None:
+                kept.append((rg, chunks[key_leaf], bytes(pieces[key_leaf][1])))
+        keys.append(kept)
+        del view, data
+        after_input()
+    key_footer, origin = _record_key_footer(parsed, keys if key_leaf is not None else None)
+    size = writer.finish(parsed[0].meta, _key_values(parsed) | key_footer)
+    return Copied(size, writer.records, len(writer.row_groups), origin)
 
 
-def _parse(path: str, data: bytes) -> _Input:
-    if len(data) < 12 or data[:4] != MAGIC or data[-4:] != MAGIC:
+def _parse(path: str, data: bytes) -> tuple[_Input, bytes]:
+    """An input held in memory: its footer parsed and every chunk's pages checked."""
+    parsed = _parse_footer(Source.of_bytes(path, data))
+    if data[:4] != MAGIC:
+        raise NotCopyable(f"{path} is not a plain Parquet file (it does not start with {MAGIC!r})")
+    for _, chunks in parsed.row_groups:
+        for chunk in chunks:
+            _check_pages(path, data, chunk)
+    return parsed, data
+
+
+def _parse_footer(source: Source) -> _Input:
+    path, size = source.path, source.size
+    tail = source.read(size - 8, 8) if size >= 12 else b""
+    if tail[4:] != MAGIC:  # the leading PAR1 is checked when the data is read
         raise NotCopyable(f"{path} is not a plain Parquet file (encrypted files end in PARE)")
-    size = int.from_bytes(data[-8:-4], "little")
-    start = len(data) - 8 - size
+    length = int.from_bytes(tail[:4], "little")
+    start = size - 8 - length
     if start < 4:
-        raise NotCopyable(f"{path}: footer length {size} does not fit a file of {len(data)} bytes")
+        raise NotCopyable(f"{path}: footer length {length} does not fit a file of {size} bytes")
+    encoded = bytes(source.read(start, length))
     try:
-        meta, end = decode_struct(data, what=path, offset=start)
+        meta, end = decode_struct(encoded, what=path)
     except CorruptMetadataError as error:
         raise NotCopyable(str(error)) from error
-    if end != len(data) - 8:
-        raise NotCopyable(f"{path}: the footer takes {end - start} of its {size} bytes")
+    if end != length:
+        raise NotCopyable(f"{path}: the footer takes {end} of its {length} bytes")
     if meta.has(_F_ENCRYPTION) or meta.has(_F_SIGNING_KEY):
         raise NotCopyable(f"{path} is encrypted")
     row_groups = []
     ranges: list[tuple[int, int]] = []
     for rg in meta.get_list(_F_ROW_GROUPS):
         assert isinstance(rg, Struct)
-        chunks = tuple(_chunk(path, data, c) for c in rg.get_list(_R_COLUMNS))
+        chunks = tuple(_chunk(path, c) for c in rg.get_list(_R_COLUMNS))
         if _int(rg, _R_NUM_ROWS) <= 0:
             raise NotCopyable(f"{path} has an empty row group")
         row_groups.append((rg, chunks))
@@ -176,10 +263,10 @@ def _parse(path: str, data: bytes) -> _Input:
         raise NotCopyable(f"{path}: column chunks overlap or lie outside the data")
     if not row_groups:
         raise NotCopyable(f"{path} holds no rows")
-    return _Input(path, data, meta, tuple(row_groups))
+    return _Input(path, meta, tuple(row_groups), start)
 
 
-def _chunk(path: str, data: bytes, chunk: object) -> _Chunk:
+def _chunk(path: str, chunk: object) -> _Chunk:
     assert isinstance(chunk, Struct)
     meta = chunk.get_struct(_C_META)
     if meta is None or chunk.has(_C_FILE_PATH) or any(chunk.has(f) for f in _C_CRYPTO):
@@ -188,17 +275,21 @@ def _chunk(path: str, data: bytes, chunk: object) -> _Chunk:
     dictionary = meta.get_int(_M_DICTIONARY_PAGE)
     if dictionary is not None and 0 < dictionary < start:
         start = dictionary
-    length = _int(meta, _M_COMPRESSED)
-    _check_pages(path, data, start, length, _int(meta, _M_NUM_VALUES))
-    return _Chunk(chunk, start, length)
+    return _Chunk(chunk, start, _int(meta, _M_COMPRESSED))
 
 
-def _check_pages(path: str, data: bytes, start: int, length: int, values: int) -> None:
-    """Walk the chunk's page headers: they must fill exactly `length` bytes and hold `values` values.
+def _uncompressed(chunk: _Chunk) -> int:
+    return _int(chunk.meta.get_struct(_C_META), _M_UNCOMPRESSED)
+
+
+def _check_pages(path: str, data: bytes, chunk: _Chunk) -> None:
+    """Walk the chunk's page headers: they must fill exactly its length and hold its values.
 
     Some old writers recorded chunk sizes that leave out a page header; copying such a chunk by its
     recorded size would cut a page, so anything but an exact fit is not copied.
     """
+    start, length = chunk.start, chunk.length
+    values = _int(chunk.meta.get_struct(_C_META), _M_NUM_VALUES)
     pos, end, seen = start, start + length, 0
     while pos < end:
         try:
@@ -311,27 +402,32 @@ def _leaves(elements: Sequence[object], i: int) -> tuple[int, int]:
     return total, i
 
 
-def _file_name_chunks(name: str, counts: Sequence[int], codec: int, *, optional: bool) -> _Input:
-    """A one-column Parquet file of `name` repeated, one row group per entry of `counts`."""
+def _file_name_chunks(name: str, counts: Sequence[int], codec: int, *,
+                      optional: bool) -> Iterator[tuple[_Chunk, bytes | memoryview]]:
+    """A `_hoodie_file_name` chunk holding `name` for each entry of `counts` (rows per row group),
+    with its bytes. Row groups of equal row counts get the same chunk, so one pyarrow file of one
+    row group per distinct count is written (inputs of a bulk insert mostly share their counts)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    total = sum(counts)
-    zeros = pa.Array.from_buffers(pa.int32(), total, [None, pa.py_buffer(bytes(4 * total))])
+    distinct = sorted(set(counts))
+    longest = distinct[-1]
+    zeros = pa.Array.from_buffers(pa.int32(), longest, [None, pa.py_buffer(bytes(4 * longest))])
     column = pa.DictionaryArray.from_arrays(zeros, pa.array([name], type=pa.string()))
     schema = pa.schema([pa.field(FILE_NAME_COLUMN, column.type, nullable=optional)])
     sink = pa.BufferOutputStream()
     with pq.ParquetWriter(sink, schema, compression=_CODECS[codec], store_schema=False,
                           write_page_index=False, write_statistics=True) as writer:
-        offset = 0
-        for count in counts:
-            writer.write_table(pa.table([column.slice(offset, count)], schema=schema), row_group_size=count)
-            offset += count
-    written = _parse("<_hoodie_file_name>", bytes(sink.getvalue().to_pybytes()))
+        for count in distinct:
+            writer.write_table(pa.table([column.slice(0, count)], schema=schema), row_group_size=count)
+    written, data = _parse("<_hoodie_file_name>", bytes(sink.getvalue().to_pybytes()))
     got = [_int(rg, _R_NUM_ROWS) for rg, _ in written.row_groups]
-    if got != list(counts):  # pyarrow caps row groups at 64 Mi rows
+    if got != distinct:  # pyarrow caps row groups at 64 Mi rows
         raise NotCopyable(f"{FILE_NAME_COLUMN} could not be written in the inputs' row groups")
-    return written
+    view = memoryview(data)
+    by_count = {count: (c, view[c.start:c.start + c.length]) for count, (_, (c,)) in zip(
+        distinct, written.row_groups, strict=True)}
+    return iter([by_count[count] for count in counts])
 
 
 def _key_values(files: Sequence[_Input]) -> dict[str, str | None]:
@@ -350,40 +446,40 @@ def _key_values(files: Sequence[_Input]) -> dict[str, str | None]:
     return merged
 
 
-def _assemble(files: Sequence[_Input], name_leaf: int | None, names: _Input | None,
-              key_values: Mapping[str, str | None]) -> CopiedFile:
-    pieces: list[bytes | memoryview] = [MAGIC]
-    pos = len(MAGIC)
-    row_groups: list[Struct] = []
-    replacement = iter(names.row_groups) if names is not None else None
-    for f in files:
-        view = memoryview(f.data)
-        for rg, chunks in f.row_groups:
-            columns: list[Struct] = []
-            byte_size = _int(rg, _R_TOTAL_BYTE_SIZE)
-            spliced = next(replacement) if replacement is not None else None
-            for leaf, chunk in enumerate(chunks):
-                source, source_view = chunk, view
-                if leaf == name_leaf and spliced is not None and names is not None:
-                    source, source_view = spliced[1][0], memoryview(names.data)
-                    byte_size += _int(source.meta.get_struct(_C_META), _M_UNCOMPRESSED) \
-                        - _int(chunk.meta.get_struct(_C_META), _M_UNCOMPRESSED)
-                pieces.append(source_view[source.start:source.start + source.length])
-                columns.append(_moved(source, pos))
-                pos += source.length
-            row_groups.append(_row_group(rg, columns, byte_size, len(row_groups)))
-    meta = Struct(list(files[0].meta.fields))
-    meta.put(_F_NUM_ROWS, I64, sum(_int(rg, _R_NUM_ROWS) for rg in row_groups))
-    meta.put(_F_ROW_GROUPS, LIST, ThriftList(STRUCT, list(row_groups)))
-    entries = [Struct([(1, BINARY, k.encode()), *([] if v is None else [(2, BINARY, v.encode())])])
-               for k, v in key_values.items()]
-    if entries:
-        meta.put(_F_KEY_VALUE, LIST, ThriftList(STRUCT, list(entries)))
-    else:
-        meta.drop(_F_KEY_VALUE)
-    encoded = encode_struct(meta)
-    pieces += [encoded, len(encoded).to_bytes(4, "little"), MAGIC]
-    return CopiedFile(b"".join(pieces), sum(_int(rg, _R_NUM_ROWS) for rg in row_groups), len(row_groups))
+class _Writer:
+    """Writes a Parquet file's column chunks as they come, and its footer at the end."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        out.write(MAGIC)
+        self.pos = len(MAGIC)
+        self.row_groups: list[Struct] = []
+        self.records = 0
+
+    def row_group(self, rg: Struct, pieces: Sequence[tuple[_Chunk, bytes | memoryview]], byte_size: int) -> None:
+        """Append one row group: `rg` as its input had it, and each chunk with its bytes."""
+        columns: list[Struct] = []
+        for chunk, data in pieces:
+            self.out.write(data)
+            columns.append(_moved(chunk, self.pos))
+            self.pos += chunk.length
+        self.row_groups.append(_row_group(rg, columns, byte_size, len(self.row_groups)))
+        self.records += _int(rg, _R_NUM_ROWS)
+
+    def finish(self, first: Struct, key_values: Mapping[str, str | None]) -> int:
+        """Write the footer (`first`'s, with these row groups and key-value metadata); the file's size."""
+        meta = Struct(list(first.fields))
+        meta.put(_F_NUM_ROWS, I64, self.records)
+        meta.put(_F_ROW_GROUPS, LIST, ThriftList(STRUCT, list(self.row_groups)))
+        entries = [Struct([(1, BINARY, k.encode()), *([] if v is None else [(2, BINARY, v.encode())])])
+                   for k, v in key_values.items()]
+        if entries:
+            meta.put(_F_KEY_VALUE, LIST, ThriftList(STRUCT, list(entries)))
+        else:
+            meta.drop(_F_KEY_VALUE)
+        encoded = encode_struct(meta)
+        self.out.write(encoded + len(encoded).to_bytes(4, "little") + MAGIC)
+        return self.pos + len(encoded) + 8
 
 
 def _moved(chunk: _Chunk, start: int) -> Struct:
@@ -430,10 +526,30 @@ def _int(struct: Struct | None, field_id: int) -> int:
 
 def hudi_footer(inputs: Sequence[tuple[str, bytes]]) -> dict[str, str]:
     """Hudi's record-key footer for the concatenation of the inputs, in their order."""
-    return _record_key_footer([_parse(path, data) for path, data in inputs])[0]
+    parsed = [_parse(path, data) for path, data in inputs]
+    return _record_key_footer([f for f, _ in parsed], key_chunks(parsed))[0]
 
 
-def _record_key_footer(files: Sequence[_Input]) -> tuple[dict[str, str], str]:
+KeyChunks = list[list[tuple[Struct, _Chunk, bytes]]]  # per input, per row group: (row group, chunk, bytes)
+
+
+def key_chunks(inputs: Sequence[tuple[_Input, bytes]]) -> KeyChunks | None:
+    """Each input's `_hoodie_record_key` chunks with their bytes; None without that column."""
+    if not inputs:
+        return None
+    leaf = _key_leaf(inputs[0][0].meta)
+    if leaf is None:
+        return None
+    return [[(rg, chunks[leaf], data[chunks[leaf].start:chunks[leaf].start + chunks[leaf].length])
+             for rg, chunks in f.row_groups] for f, data in inputs]
+
+
+def _key_leaf(meta: Struct) -> int | None:
+    found = _string_column(meta, RECORD_KEY_COLUMN)
+    return None if found is None else found[0]
+
+
+def _record_key_footer(files: Sequence[_Input], keys_chunks: KeyChunks | None) -> tuple[dict[str, str], str]:
     """The footer, and where its bloom filter came from ("merged", "rebuilt: <why>" or "none").
 
     The key range is computed from the decoded `_hoodie_record_key` column (inputs' recorded
@@ -443,14 +559,12 @@ def _record_key_footer(files: Sequence[_Input]) -> tuple[dict[str, str], str]:
     recorded ranges when every input records one, and there is no filter.
     """
     entries = [_footer_entries(f.meta) for f in files]
-    keys = _key_column(files)
+    keys = _key_column(files, keys_chunks) if keys_chunks is not None else None
     # Hudi leaves the key column null when `hoodie.populate.meta.fields` is false.
     if keys is not None and len(keys) > keys.null_count:
-        merged = _merged_filter(files, entries, keys)
-        if isinstance(merged, str):
-            return footer.record_key_footer(keys), f"rebuilt: {merged}"
-        filter_entries = {footer.BLOOM_FILTER: merged.value, footer.BLOOM_FILTER_TYPE_CODE: merged.type_code}
-        return filter_entries | footer.range_footer(footer.key_range(keys)), "merged"
+        filters = [footer.input_filter(f.path, e, _int(f.meta, _F_NUM_ROWS))
+                   for f, e in zip(files, entries, strict=True)]
+        return footer.merged_record_key_footer(filters, keys)
     ranges = [footer.range_of(e) for e in entries]
     known = [r for r in ranges if r is not None]
     return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None), "none"
@@ -467,7 +581,7 @@ def _footer_entries(meta: Struct) -> dict[bytes, bytes]:
     return entries
 
 
-def _key_column(files: Sequence[_Input]) -> pa.ChunkedArray | None:
+def _key_column(files: Sequence[_Input], keys_chunks: KeyChunks) -> pa.ChunkedArray | None:
     """Every input's `_hoodie_record_key` values in order; None without that column.
 
     Decoded from one Parquet file made of the key column's chunks alone, with a footer that
@@ -489,65 +603,20 @@ def _key_column(files: Sequence[_Input]) -> pa.ChunkedArray | None:
     orders = meta.get(_F_COLUMN_ORDERS)
     if isinstance(orders, ThriftList):
         meta.put(_F_COLUMN_ORDERS, LIST, ThriftList(orders.element_type, [orders.values[leaf]]))
-    only = []
-    for f in files:
-        groups = []
-        for rg, chunks in f.row_groups:
-            chunk_meta = chunks[leaf].meta.get_struct(_C_META)
+    out = io.BytesIO()
+    writer = _Writer(out)
+    for f, chunks in zip(files, keys_chunks, strict=True):
+        for rg, chunk, data in chunks:
+            chunk_meta = chunk.meta.get_struct(_C_META)
             if chunk_meta is None or chunk_meta.get_list(_M_PATH) != [RECORD_KEY_COLUMN.encode()]:
                 raise NotCopyable(f"{f.path}: column chunks are not in schema order")
             trimmed = Struct(list(rg.fields))
             trimmed.drop(_R_SORTING_COLUMNS)  # their column indexes are the whole schema's
-            groups.append((trimmed, (chunks[leaf],)))
-        only.append(_Input(f.path, f.data, meta, tuple(groups)))
-    keys_only = _assemble(only, None, None, {})
-    return pq.read_table(pa.BufferReader(keys_only.data), use_threads=False).column(0)
+            writer.row_group(trimmed, [(chunk, data)], _int(rg, _R_TOTAL_BYTE_SIZE))
+    writer.finish(meta, {})
+    return pq.read_table(pa.BufferReader(out.getvalue()), use_threads=False).column(0)
 
 
 def _struct(value: object) -> Struct:
     assert isinstance(value, Struct)
     return value
-
-
-def _merged_filter(files: Sequence[_Input], entries: Sequence[Mapping[bytes, bytes]],
-                   keys: pa.ChunkedArray) -> bloom_merge.MergedFilter | str:
-    """The inputs' filters merged, or why not. Besides the layout checks of `bloom_merge`, a sample
-    of every input's keys must pass the merged filter, so that a filter which does not hold its
-    file's keys (taken from a file outside the group, or stale) is caught here and rebuilt rather
-    than passed on. A null or empty key is left to the rebuild, which refuses it as a rewrite does."""
-    import numpy as np
-    import pyarrow as pa
-
-    if keys.null_count:
-        return "a record key is null"
-    try:
-        for chunk in keys.chunks:
-            bloom.check_keys(chunk)
-    except RefusedError as error:
-        return str(error)
-    described = []
-    for f, e in zip(files, entries, strict=True):
-        value, code = e.get(footer.BLOOM_FILTER.encode()), e.get(footer.BLOOM_FILTER_TYPE_CODE.encode())
-        described.append(bloom_merge.InputFilter(f.path, code.decode("utf-8", "replace") if code else None,
-                                                 value,
-                                                 _int(f.meta, _F_NUM_ROWS)))
-    try:
-        merged = bloom_merge.merge(described)
-    except bloom_merge.NotMergeable as why:
-        return str(why)
-    starts = [0]
-    for d in described:
-        starts.append(starts[-1] + d.records)
-    picks = np.concatenate([_spread(a, b) for a, b in pairwise(starts)])
-    sample = keys.take(pa.array(picks)).combine_chunks()
-    missing = (~bloom_merge.members(merged, sample)).nonzero()[0]
-    if len(missing):
-        return f"record key {sample[int(missing[0])].as_py()!r} fails its input's bloom filter"
-    return merged
-
-
-def _spread(start: int, end: int) -> npt.NDArray[np.int64]:
-    """Up to _SAMPLE_KEYS indices from `start` to `end`, spread evenly, first and last included."""
-    import numpy as np
-
-    return np.unique(np.linspace(start, end - 1, min(end - start, _SAMPLE_KEYS)).astype(np.int64))

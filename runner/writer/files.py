@@ -7,7 +7,8 @@ file's own name. Its footer carries the Avro schema (`parquet.avro.schema`) and 
 entries built by `runner.hudi.footer` (the one builder resize uses too): Hudi's bloom filter of the
 keys and `hoodie_min_record_key` / `hoodie_max_record_key` in Java's string order. Parquet columns
 are gzip-compressed, Hudi 0.14's default codec, at zlib's default level 6 as Hadoop's GzipCodec
-uses it (pyarrow's own default, 9, is six times slower).
+uses it (pyarrow's own default, 9, is six times slower), unless the write's
+`hoodie.parquet.compression.codec` option picks another (`runner.writer.options`).
 
 - Create handle (new file group): writes the records in order; when the file reaches
   `max_file_size` it rolls over to the next file id of the same prefix (`<uuid>-1`, `-2`, ...).
@@ -17,24 +18,29 @@ uses it (pyarrow's own default, 9, is six times slower).
   remaining new records follow as inserts. As in Hudi's `HoodieMergeHandle`, new records of one key
   collapse to the last one first.
 
-Before a data file exists, its marker `.hoodie/.temp/<instant>/<partition>/<file>.marker.<CREATE|MERGE>`
-is created (Hudi's direct markers), so a failed write's files can always be found and removed.
+Before a data file is opened, its marker `.hoodie/.temp/<instant>/<partition>/<file>.marker.<CREATE|MERGE>`
+is created (Hudi's direct markers, created by the write handle's constructor as Hudi's are), so a
+failed write's files can always be found and removed. The file then streams to storage row group by
+row group (`Storage.create_new`) and is published only when complete.
 A partition gets its `.hoodie_partition_metadata` (`commitTime`, `partitionDepth`) when the first
 file is written there.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from runner.errors import RefusedError
+from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.footer import record_key_footer
 from runner.hudi.properties import format_properties
 from runner.storage import AlreadyExists, Storage
 from runner.writer.markers import marker_path
+from runner.writer.options import GZIP, ParquetCodec
 from runner.writer.schema import (
     FILE_NAME,
     META_COLUMNS,
@@ -43,11 +49,11 @@ from runner.writer.schema import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
 PARTITION_METADATA = ".hoodie_partition_metadata"
-CODEC = "gzip"
-CODEC_LEVEL = 6
 ROW_GROUP_ROWS = 131_072
 
 
@@ -78,6 +84,7 @@ class FileContext:
         avro_schema: the `parquet.avro.schema` footer value.
         max_file_size: bytes at which a create handle rolls over.
         avg_record_size: bytes per record to expect before the first row group is written.
+        codec: the Parquet codec of the files written (`hoodie.parquet.compression.codec`).
     """
 
     storage: Storage
@@ -88,6 +95,7 @@ class FileContext:
     avro_schema: str
     max_file_size: int
     avg_record_size: int
+    codec: ParquetCodec = GZIP
 
     def file_name(self, file_id: str) -> str:
         return BaseFile(file_id, self.write_token, self.instant, "parquet").name  # type: ignore[arg-type]
@@ -131,14 +139,27 @@ class CreateHandle:
         self._pending.append(rows)
         self._pending_rows += rows.num_rows
         if self._pending_rows >= ROW_GROUP_ROWS:
-            self._flush()
+            with self._aborting():
+                self._flush()
 
     def close(self) -> list[WrittenFile]:
-        self._flush()
-        if self._file is not None:
-            self.written.append(self._file.close(num_inserts=self._file.rows, num_updates=0))
-            self._file = None
+        with self._aborting():
+            self._flush()
+            if self._file is not None:
+                current, self._file = self._file, None
+                self.written.append(current.close(num_inserts=current.rows, num_updates=0))
         return self.written
+
+    @contextlib.contextmanager
+    def _aborting(self) -> Iterator[None]:
+        """On any error, give up the file being written (its temporary file goes, its marker stays)."""
+        try:
+            yield
+        except BaseException:
+            if self._file is not None:
+                self._file.abort()
+                self._file = None
+            raise
 
     def _flush(self) -> None:
         import pyarrow as pa
@@ -154,8 +175,8 @@ class CreateHandle:
             current.write(stamp(self.ctx, rows.slice(offset, take), current.name, current.rows))
             offset += take
             if current.size >= self.ctx.max_file_size:
-                self.written.append(current.close(num_inserts=current.rows, num_updates=0))
                 self._file = None
+                self.written.append(current.close(num_inserts=current.rows, num_updates=0))
                 self._index += 1
 
     def _open(self) -> _OpenFile:
@@ -175,16 +196,31 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table) 
     """
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     newest = _newest_per_key(incoming)
     new_keys = newest.column(RECORD_KEY).combine_chunks().cast(pa.string())
     replaced = np.zeros(newest.num_rows, dtype=bool)
+    old_batches = _read_base(ctx, partition, base)  # refuses a differing schema before anything is written
     out = _OpenFile(ctx, partition, base.file_id, prev_commit=str(base.instant_time), io_type="MERGE")
+    try:
+        inserts, updates = _merge_into(ctx, out, old_batches, newest, new_keys, replaced)
+    except BaseException:
+        out.abort()
+        raise
+    return out.close(num_inserts=inserts, num_updates=updates)
+
+
+def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[pa.Table], newest: pa.Table,
+                new_keys: pa.Array, replaced: np.ndarray[Any, Any]) -> tuple[int, int]:
+    """Write the old records with updates in place, then the inserts; (inserts, updates) written."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     rows = _RowGroups(out)
     file_name = pa.scalar(out.name)
     updates = 0
-    for old in _read_base(ctx, partition, base):
+    for old in old_batches:
         found = pc.index_in(old.column(RECORD_KEY), value_set=new_keys)
         hit = found.is_valid().to_numpy(zero_copy_only=False)
         old = old.set_column(old.schema.get_field_index(FILE_NAME), FILE_NAME, pa.repeat(file_name, old.num_rows))
@@ -202,7 +238,7 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table) 
     inserts = newest.filter(pa.array(~replaced))
     rows.add(stamp(ctx, inserts, out.name, updates))
     rows.flush_all()
-    return out.close(num_inserts=inserts.num_rows, num_updates=updates)
+    return inserts.num_rows, updates
 
 
 def _newest_per_key(incoming: pa.Table) -> pa.Table:
@@ -251,36 +287,61 @@ class _RowGroups:
 
 
 def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> Iterator[pa.Table]:
-    """The base file's records a batch at a time, in the written column order and types."""
-    import pyarrow as pa
+    """The base file's records a batch at a time, in the written column order and types.
+
+    The columns are checked here, before the caller writes anything; the file is read through
+    `Storage.open_input` (ranges of it, not the whole object in memory) and closed when the batches
+    are exhausted or abandoned.
+    """
     import pyarrow.parquet as pq
 
     path = relative_path(partition, base.name)
-    parquet = pq.ParquetFile(pa.BufferReader(ctx.storage.read(path)))
-    found = parquet.schema_arrow.names
-    names = [f.name for f in ctx.schema]
-    if sorted(found) != sorted(names):
-        raise RefusedError(
-            f"Cannot merge into {path}: its columns {found} differ from the written "
-            f"columns {names}; schema evolution is not supported by the writer.",
-            hint="write the same columns as the table already has.",
-        )
-    for batch in parquet.iter_batches(batch_size=ROW_GROUP_ROWS, columns=names):
-        try:
-            yield pa.Table.from_batches([batch]).select(names).cast(ctx.schema)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+    source = ctx.storage.open_input(path)
+    try:
+        parquet = pq.ParquetFile(source)
+        found = parquet.schema_arrow.names
+        names = [f.name for f in ctx.schema]
+        if sorted(found) != sorted(names):
             raise RefusedError(
-                f"Cannot merge into {path}: its column types differ from the written ones ({error}).",
-                hint="cast the DataFrame's columns to the table's types.",
-            ) from error
+                f"Cannot merge into {path}: its columns {found} differ from the written "
+                f"columns {names}; schema evolution is not supported by the writer.",
+                hint="write the same columns as the table already has.",
+            )
+    except BaseException:
+        source.close()
+        raise
+    return _batches(ctx, path, source, parquet, names)
+
+
+def _batches(ctx: FileContext, path: str, source: BinaryIO, parquet: pq.ParquetFile,
+             names: list[str]) -> Iterator[pa.Table]:
+    import pyarrow as pa
+
+    with source:
+        for batch in parquet.iter_batches(batch_size=ROW_GROUP_ROWS, columns=names):
+            try:
+                yield pa.Table.from_batches([batch]).select(names).cast(ctx.schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+                raise RefusedError(
+                    f"Cannot merge into {path}: its column types differ from the written ones ({error}).",
+                    hint="cast the DataFrame's columns to the table's types.",
+                ) from error
 
 
 class _OpenFile:
-    """A base file being written to memory; `close` stores it (after its marker) and reports it."""
+    """A base file streamed to storage as it is written; `close` publishes it and reports it.
+
+    The partition metadata and the file's marker are created first, then the file is opened with
+    `Storage.create_new`: on local storage every row group goes straight to a hidden temporary file
+    (`.<name>.<hex>.tmp`) that becomes the file only when `close` completes, so a failed or killed
+    write never leaves a truncated base file, and what it leaves is found by its marker and removed
+    by the next write's rollback. The footer's record-key entries need every key of the file, so
+    only the key column is kept until `close`. On S3 `create_new` streams a multipart upload (one part
+    in memory) that completes only if the object is still absent.
+    """
 
     def __init__(self, ctx: FileContext, partition: str, file_id: str, *, prev_commit: str | None,
                  io_type: str) -> None:
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         self.ctx, self.partition, self.file_id = ctx, partition, file_id
@@ -288,10 +349,18 @@ class _OpenFile:
         self.name = ctx.file_name(file_id)
         self.rows = 0
         self._all_keys: list[pa.ChunkedArray] = []
-        self._sink = pa.BufferOutputStream()
-        self._writer = pq.ParquetWriter(
-            self._sink, ctx.schema, compression=CODEC, compression_level=CODEC_LEVEL, store_schema=False
-        )
+        ensure_partition_metadata(ctx.storage, partition, ctx.instant)
+        ctx.storage.write_new(marker_path(ctx.instant, partition, self.name, io_type), b"")
+        self._stream = contextlib.ExitStack()
+        self._sink = self._stream.enter_context(ctx.storage.create_new(relative_path(partition, self.name)))
+        try:
+            self._writer = pq.ParquetWriter(
+                self._sink, ctx.schema, compression=ctx.codec.name, compression_level=ctx.codec.level,
+                store_schema=False,
+            )
+        except BaseException:
+            self.abort()
+            raise
 
     @property
     def size(self) -> int:
@@ -307,20 +376,34 @@ class _OpenFile:
         self._all_keys.append(table.column(RECORD_KEY))
         self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.rows += table.num_rows
+        failpoint("mid_file")
 
     def close(self, *, num_inserts: int, num_updates: int) -> WrittenFile:
         import pyarrow as pa
 
-        keys = pa.chunked_array([c for chunked in self._all_keys for c in chunked.chunks], pa.string())
-        footer = {"parquet.avro.schema": self.ctx.avro_schema, "writer.model.name": "avro"}
-        self._writer.add_key_value_metadata(footer | record_key_footer(keys))
-        self._writer.close()
-        data = self._sink.getvalue().to_pybytes()
-        ensure_partition_metadata(self.ctx.storage, self.partition, self.ctx.instant)
-        self.ctx.storage.write_new(marker_path(self.ctx.instant, self.partition, self.name, self.io_type), b"")
-        self.ctx.storage.write_new(relative_path(self.partition, self.name), data)
+        try:
+            keys = pa.chunked_array([c for chunked in self._all_keys for c in chunked.chunks], pa.string())
+            footer = {"parquet.avro.schema": self.ctx.avro_schema, "writer.model.name": "avro"}
+            self._writer.add_key_value_metadata(footer | record_key_footer(keys))
+            self._writer.close()
+            size = self.size
+        except BaseException:
+            self.abort()
+            raise
+        self._stream.close()  # publishes the file: fsync and link (local), the conditional completion (S3)
         return WrittenFile(self.partition, self.file_id, self.name, self.prev_commit, self.rows,
-                           num_inserts, num_updates, len(data))
+                           num_inserts, num_updates, size)
+
+    def abort(self) -> None:
+        """Give up the file: nothing is published and the temporary file is removed (the marker stays,
+        for the rollback)."""
+        writer = getattr(self, "_writer", None)
+        if writer is not None:
+            # Closed here, into the doomed temporary file, rather than by its finalizer after the
+            # file is gone; an error of that close is beside the one being handled.
+            with contextlib.suppress(Exception):
+                writer.close()
+        self._stream.__exit__(RuntimeError, RuntimeError("write abandoned"), None)
 
 
 def ensure_partition_metadata(storage: Storage, partition: str, instant: str) -> None:

@@ -2,15 +2,18 @@
 
 Each Spark job of an upsert has a fixed cost (scheduling, a Python worker round trip, a shuffle),
 several hundred milliseconds on a small local machine; for a small write those costs are most of
-the time. So when the master is local and the planner's size estimate of the keyed, de-duplicated
-records is at most `DRIVER_MAX_BYTES` (or, without an estimate, the input was built from rows the
-driver held: `built_on_driver`), the writer runs one Spark action (`toArrow`) and does the rest
-here, step for step what the Spark engine does (`runner.writer.prepare`):
+the time. So when the master is local and the planner's size estimate of the keyed records (before
+de-duplication, which only drops rows) is at most `DRIVER_MAX_BYTES` (or, without an estimate, the
+input was built from rows the driver held: `built_on_driver`), the writer runs one Spark action
+(`toArrow`) and does the rest here, step for step what the Spark engine does
+(`runner.writer.prepare`):
 
-- keys and de-duplication stay Spark expressions (`with_keys`, `deduplicate`): one definition;
+- keys stay Spark expressions (`with_keys`); de-duplication runs here after the collect, by the
+  rule of the Spark window (`runner.writer.dedup`, tested against it);
 - partition counts, the index lookup (`runner.writer.index.file_keys`, the Spark job's reader, in
   threads), tagging (a left join on partition and key: a key held by two groups tags the record
-  for both, as the Spark join does), update and insert counts;
+  for both, as the Spark join does; a lookup of the key alone when no key is in two groups),
+  update and insert counts;
 - routing with `plan_routing` and `insert_targets` (the same ranges in the same input order);
 - each target's rows sorted by input position and written by `WriteTask.write` as Spark task
   number `i` of the i-th bucket would, which is the task the Spark engine gives it
@@ -30,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from runner.writer.prepare import SEQ
 from runner.writer.route import InsertRange, insert_targets
-from runner.writer.schema import PARTITION_PATH, RECORD_KEY
-from runner.writer.tasks import TARGET
+from runner.writer.schema import PARTITION_PATH, RECORD_KEY, field_types
+from runner.writer.tasks import TARGET, runs
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -131,9 +134,21 @@ def threads(records: DataFrame) -> int:
     return max(1, int(records.sparkSession.sparkContext.defaultParallelism))
 
 
-def collect(records: DataFrame) -> pa.Table:
-    """The keyed records on the driver, in one Spark action."""
-    return records.toArrow()
+def collect(keyed: DataFrame, *, deduplicate: bool, precombine_field: str | None) -> pa.Table:
+    """The keyed records on the driver in one Spark action, de-duplicated (upsert) when asked.
+
+    De-duplication runs in Arrow after the collect (`runner.writer.dedup`, the rule of
+    `prepare.deduplicate`), which spares the action the window's shuffle; a precombine type whose
+    Arrow order is not Spark's keeps the Spark window before the collect.
+    """
+    from runner.writer import dedup, prepare
+
+    if not deduplicate:
+        return keyed.toArrow()
+    precombine_type = field_types(keyed.schema.jsonValue()).get(precombine_field) if precombine_field else None
+    if not dedup.orders_like_spark(precombine_type):
+        return prepare.deduplicate(keyed, precombine_field).toArrow()
+    return dedup.deduplicate(keyed.toArrow(), precombine_field)
 
 
 def partition_counts(records: pa.Table) -> dict[str, int]:
@@ -143,11 +158,44 @@ def partition_counts(records: pa.Table) -> dict[str, int]:
 
 def tag(records: pa.Table, index: pa.Table | None) -> pa.Table:
     """`runner.writer.prepare.tag` in Arrow: `_w_fid` per record, a row per matching group."""
-    import numpy as np
     import pyarrow as pa
 
     if index is None:
         return records.append_column(TARGET, pa.nulls(records.num_rows, pa.string()))
+    if _unique(index.column("_w_ikey")):
+        return _tag_by_key(records, index)
+    return _tag_by_join(records, index)
+
+
+def _unique(values: pa.ChunkedArray) -> bool:
+    # A one-column group-by: cheaper than `count_distinct`, which also spends threads.
+    return bool(_as_table(values).group_by("v", use_threads=False).aggregate([]).num_rows == len(values))
+
+
+def _as_table(values: pa.ChunkedArray) -> pa.Table:
+    import pyarrow as pa
+
+    return pa.table({"v": values})
+
+
+def _tag_by_key(records: pa.Table, index: pa.Table) -> pa.Table:
+    """`tag` when no key is in two index rows (the usual table): a lookup of the key alone finds its
+    only group, which tags the record when the partitions match too. The join's rows, in input
+    order, without hashing the partition column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = pc.index_in(records.column(RECORD_KEY), value_set=index.column("_w_ikey").combine_chunks())
+    same = pc.fill_null(pc.equal(records.column(PARTITION_PATH), index.column("_w_ipath").take(found)), False)
+    target = pc.if_else(same, index.column("_w_ifid").take(found), pa.scalar(None, pa.string()))
+    return records.append_column(TARGET, target)
+
+
+def _tag_by_join(records: pa.Table, index: pa.Table) -> pa.Table:
+    """`tag` by a left join on partition and key: a key held by two groups tags the record for both."""
+    import numpy as np
+    import pyarrow as pa
+
     keys = pa.table({
         PARTITION_PATH: records.column(PARTITION_PATH),
         RECORD_KEY: records.column(RECORD_KEY),
@@ -198,16 +246,9 @@ def route_inserts(tagged: pa.Table, ranges: Sequence[InsertRange]) -> pa.Table:
 
 def runs_by(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
     """The rows of each value of `column`, sorted by input position, as a task receives them."""
-    import pyarrow.compute as pc
-
     ordered = table.sort_by([(column, "ascending"), (SEQ, "ascending")])
-    if ordered.num_rows == 0:
-        return
-    encoded = pc.run_end_encode(ordered.column(column).combine_chunks())
-    start = 0
-    for end, value in zip(encoded.run_ends.to_pylist(), encoded.values.to_pylist(), strict=True):
-        yield str(value), ordered.slice(start, end - start)
-        start = end
+    if ordered.num_rows:
+        yield from runs(ordered, column)
 
 
 def write_targets(task: WriteTask, routed: pa.Table, order: Sequence[str], workers: int) -> list[WrittenFile]:

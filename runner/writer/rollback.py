@@ -9,6 +9,9 @@ each such commit `T` is rolled back the way Hudi 0.14's `BaseRollbackActionExecu
 3. Delete `T`'s data files: every file its markers name, plus any base file of instant `T` in the
    partitions those markers or `T`'s workload profile name. With no markers at all (a writer that
    writes none), every partition is listed.
+   Hidden temporary files of `T`'s data files (`.<name>.<hex>.tmp`, what a writer killed while
+   streaming a file leaves on local storage) in those partitions are deleted too; they were never
+   published, so the plan and the metadata do not list them.
 4. Delete `T`'s marker folder, then `T.inflight`, then `T.commit.requested`.
 5. `R.rollback`: a `HoodieRollbackMetadata` listing the deleted files per partition.
 
@@ -119,6 +122,13 @@ def rollback_failed_writes(storage: Storage, config: TableConfig) -> tuple[str, 
 
 def failed_files(storage: Storage, folder: str, timeline: Timeline, instant: InstantTime) -> list[str]:
     """Relative paths of every data file instant `instant` may have written (see module doc)."""
+    return _written_by(storage, folder, timeline, instant)[0]
+
+
+def _written_by(storage: Storage, folder: str, timeline: Timeline, instant: InstantTime
+                ) -> tuple[list[str], list[str]]:
+    """The data files instant `instant` may have written, and the hidden temporary files
+    (`.<name>.<hex>.tmp`) of its data files that a write killed while streaming them left behind."""
     marked = marked_files(storage, str(instant))
     if storage.stat(marker_dir(str(instant))) is None:
         listed = discover_partitions(storage)
@@ -127,12 +137,23 @@ def failed_files(storage: Storage, folder: str, timeline: Timeline, instant: Ins
         partitions |= _profile_partitions(storage, folder, timeline, instant)
         listed = list_partitions(storage, partitions)
     found = set(marked)
+    temporary: set[str] = set()
     for partition, entries in listed.files.items():
         for name, _ in entries:
-            parsed = BaseFile.parse(name) or LogFile.parse(name)
+            leftover = _temporary_file_of(name)
+            parsed = BaseFile.parse(leftover or name) or LogFile.parse(leftover or name)
             if parsed is not None and parsed.instant_time == instant:
-                found.add(f"{partition}/{name}" if partition else name)
-    return sorted(p for p in found if storage.stat(p) is not None)
+                (temporary if leftover else found).add(f"{partition}/{name}" if partition else name)
+    return sorted(p for p in found if storage.stat(p) is not None), sorted(temporary)
+
+
+def _temporary_file_of(name: str) -> str | None:
+    """The file a hidden temporary file is being written for (`LocalStorage.create_new` streams a
+    file to `.<name>.<hex>.tmp` and links it into place when complete), or None for any other name."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    target, _, _ = name[1:].removesuffix(".tmp").rpartition(".")
+    return target or None
 
 
 def _execute(storage: Storage, writer: TimelineWriter, timeline: Timeline, rollback: Instant, target: str) -> None:
@@ -140,8 +161,11 @@ def _execute(storage: Storage, writer: TimelineWriter, timeline: Timeline, rollb
     if rollback.state is State.REQUESTED:
         rollback = writer.inflight(rollback.time, Action.ROLLBACK, b"")
     _, current, folder = read_timeline(storage)
-    files = failed_files(storage, folder, current, InstantTime(target))
+    files, temporary = _written_by(storage, folder, current, InstantTime(target))
     deleted = [path for path in files if storage.delete(path)]
+    # Never published, so no reader or Hudi plan knows them: removed, but not listed as rolled back.
+    for path in temporary:
+        storage.delete(path)
     delete_markers(storage, target)
     for state in (State.INFLIGHT, State.REQUESTED):
         instant = current.file_for(target, Action.COMMIT, state)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from runner.hudi.files import BaseFile, write_token
 from runner.storage import Storage
 from runner.writer.files import CreateHandle, FileContext, WrittenFile, merge, stat_rows
+from runner.writer.options import GZIP, ParquetCodec
 from runner.writer.schema import PARTITION_PATH, arrow_schema
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class WriteTask:
             partition paths and always open new file groups.
         max_file_size: the create handle's roll-over size.
         avg_record_size: bytes per record expected before a file has any row group.
+        codec: the Parquet codec of the files written.
     """
 
     storage: Storage
@@ -59,6 +61,7 @@ class WriteTask:
     targets: Mapping[str, Target]
     max_file_size: int
     avg_record_size: int
+    codec: ParquetCodec = GZIP
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -86,7 +89,7 @@ class WriteTask:
         run: _Run | None = None
         for batch in batches:
             table = pa.Table.from_batches([batch])
-            for key, part in _runs(table, column):
+            for key, part in runs(table, column):
                 if run is None or run.key != key:
                     if run is not None:
                         yield run.finish()
@@ -114,6 +117,7 @@ class WriteTask:
             avro_schema=self.avro_schema,
             max_file_size=self.max_file_size,
             avg_record_size=self.avg_record_size,
+            codec=self.codec,
         )
 
 
@@ -140,7 +144,7 @@ class _Run:
         return [merge(self.ctx, self.target.partition, self.target.base_file, pa.concat_tables(self._rows))]
 
 
-def _runs(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
+def runs(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
     """Consecutive runs of equal values of `column`, with their rows."""
     import pyarrow.compute as pc
 

@@ -60,6 +60,7 @@ from runner.writer.files import WrittenFile
 from runner.writer.index import index_frame, index_table
 from runner.writer.keys import ERROR_PREFIX, sample_record_key
 from runner.writer.local import Engine
+from runner.writer.options import WriteOptions, parse_options
 from runner.writer.prepare import (
     SEQ,
     data_columns,
@@ -133,7 +134,7 @@ class WriteResult:
 
 
 def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: str | os.PathLike[str] = ".",
-          target: str | None = None) -> WriteResult:
+          target: str | None = None, options: Mapping[str, str] | None = None) -> WriteResult:
     """Write a DataFrame into the declared table as one Hudi commit (see the module docstring).
 
     Args:
@@ -142,34 +143,38 @@ def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: 
         operation: `upsert`, `insert` or `bulk_insert`.
         project_dir: the project holding the table's declaration.
         target: the project's target to load (as `--target`); the write itself runs on `df`'s session.
+        options: Hudi write options, as `df.write.format("hudi").option(...)` takes them; only those
+            `runner.writer.options` lists are accepted (`hoodie.parquet.compression.codec`).
 
     Returns:
         What was written.
 
     Raises:
         DeclarationError: invalid declarations, or an absent table without a `table:` block.
-        RefusedError: an unknown table or operation, a declaration that contradicts the table, a
+        RefusedError: an unknown table, operation or option, a declaration that contradicts the table, a
             table this writer does not write, or records it cannot write (null keys, bad types).
         LockError: another runner holds the table.
         StepFailed: the Spark job or a file operation failed; the commit stays pending and the
             next write rolls it back.
     """
     op = _operation(operation)
+    write_options = parse_options(options)
     decl = _declaration(project_dir, table, target)
     storage = storage_for(decl.path)
     data = data_columns(df)
     with writer_workers(df.sparkSession):
-        return _write(storage, decl, op, data)
+        return _write(storage, decl, op, data, write_options)
 
 
-def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFrame) -> WriteResult:
+def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFrame,
+           options: WriteOptions) -> WriteResult:
     created = create_table_if_absent(storage, decl, avro_schema_json(data.schema.jsonValue(), decl.name))
     with TableLock(storage, owner=f"runner.write({op.value})"):
         config = open_table(storage, decl)
         data, schema = _conformed(storage, config, data)
         rolled_back = _guard(lambda: rollback_failed_writes(storage, config), "rollback of failed writes")
         layout = _layout(storage, config)
-        job = _Job(storage, decl, layout, op, data, schema, config.timezone)
+        job = _Job(storage, decl, layout, op, data, schema, config.timezone, options)
         files = _guard(job.run, "write")
     return WriteResult(
         table=decl.name, path=decl.path, instant=str(job.instant), operation=op.hudi, created=created,
@@ -184,8 +189,9 @@ class _Job:
     """One commit's worth of work, run under the lock."""
 
     def __init__(self, storage: Storage, decl: TableDeclaration, layout: KeyLayout, op: Operation,
-                 data: DataFrame, schema: dict[str, object], timezone: str) -> None:
+                 data: DataFrame, schema: dict[str, object], timezone: str, options: WriteOptions) -> None:
         self.storage, self.decl, self.layout, self.op, self.data = storage, decl, layout, op, data
+        self.options = options
         self.schema = schema
         state = read_table_state(storage, partitions=())
         self.folder = state.metadata.timeline_folder
@@ -199,14 +205,18 @@ class _Job:
     def run(self) -> list[WrittenFile]:
         commit.begin(self.timeline, InstantTime(self.instant))
         keyed = with_keys(self.data, self.layout)
-        if self.op is Operation.UPSERT:
-            keyed = deduplicate(keyed, self.layout.precombine_field)
+        # Chosen on the keyed records: de-duplication only drops rows, so this estimate bounds its output's.
         choice = local.choose_engine(keyed)
         self.engine = choice.engine
         log.info("runner.write %s of %s at %s runs on the %s (%s).", self.op.value, self.decl.name, self.instant,
                  choice.engine, choice.reason)
         try:
-            inflight, files = self._on_driver(keyed) if choice.engine == "driver" else self._on_spark(keyed)
+            if choice.engine == "driver":
+                inflight, files = self._on_driver(keyed)
+            else:
+                if self.op is Operation.UPSERT:
+                    keyed = deduplicate(keyed, self.layout.precombine_field)
+                inflight, files = self._on_spark(keyed)
         finally:
             for frame in self.cached:
                 frame.unpersist()
@@ -232,7 +242,8 @@ class _Job:
 
     def _on_driver(self, keyed: DataFrame) -> tuple[Instant, list[WrittenFile]]:
         workers = local.threads(keyed)
-        records = local.collect(keyed)
+        records = local.collect(keyed, deduplicate=self.op is Operation.UPSERT,
+                                precombine_field=self.layout.precombine_field)
         self.executors.add(DRIVER)
         if self.op is Operation.BULK_INSERT:
             inflight = self._bulk_inflight()
@@ -311,6 +322,7 @@ class _Job:
             targets=targets,
             max_file_size=self.decl.file_sizing.max_file_size,
             avg_record_size=self._avg_record_size(None),
+            codec=self.options.codec,
         )
 
     def _avg_record_size(self, state: TableState | None) -> int:

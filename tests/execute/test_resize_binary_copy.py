@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import decimal
 import glob
+import io
+import os
+import re
+import subprocess
+import sys
+import textwrap
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +29,9 @@ from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resiz
 from runner.execute.resize_copy import copy_group
 from runner.execute.resize_job import GroupRewrite, RewriteTask, rewrite_group
 from runner.execute.resize_plan import strategy_of_plan
+from runner.failpoints import EXIT_CODE
 from runner.hudi import bloom, bloom_merge, footer, parquet_copy
+from runner.hudi.files import BaseFile
 from runner.hudi.parquet_copy import NotCopyable, binary_copy
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.hudi.thrift_compact import I64, Struct, ThriftList, decode_struct, encode_struct
@@ -30,6 +39,7 @@ from runner.plan.sizing import plan_sizing
 from runner.storage import LocalStorage, storage_for
 from tests.execute.test_resize import SIZING, V6, V9, V9_MDT, add_small_files, clock, snapshot
 from tests.hudi.test_bloom import decode_dynamic, member_mask, positions, reference_shape
+from tests.s3 import S3Server, upload_tree
 
 COPY = FileSizing(max_file_size=SIZING.max_file_size, small_file_limit=SIZING.small_file_limit,
                   strategy=ResizeStrategy.BINARY_COPY)
@@ -239,6 +249,44 @@ def test_a_filter_inconsistent_with_its_file_s_rows_is_rebuilt_from_the_keys(tmp
     assert entries[footer.BLOOM_FILTER.encode()].decode() == bloom.serialize(pa.array(lists[0] + lists[1]))
 
 
+def test_the_rewrite_merges_the_inputs_bloom_filters_too(tmp_path):
+    """The rewrite writes exactly its inputs' keys, so it merges their filters as binary copy does
+    (past 60,000 keys a merged filter's bytes differ from a rebuilt one's) instead of hashing
+    every key again; every key stays a member and the range is computed from the keys."""
+    lists = [[f"a{i:06d}" for i in range(70_000)], [f"b{i:06d}" for i in range(30_000)],
+             [f"c{i:06d}" for i in range(25_000)]]
+    raw = _keyed_files(tmp_path, lists)
+    newest_first = list(reversed(raw))
+    storage = LocalStorage(str(tmp_path))
+
+    done = rewrite_group(storage, GroupRewrite("p", "r-0", tuple(p for p, _ in raw)), INSTANT, "0-0-0")
+
+    entries = pq.ParquetFile(tmp_path / done.path).metadata.metadata
+    merged = bloom_merge.merge([bloom_merge.InputFilter(p, "DYNAMIC_V0", pq.ParquetFile(pa.BufferReader(d)).metadata
+                                                        .metadata[footer.BLOOM_FILTER.encode()].decode(),
+                                                        pq.ParquetFile(pa.BufferReader(d)).metadata.num_rows)
+                                for p, d in newest_first])
+    keys = pq.read_table(tmp_path / done.path, columns=[KEY]).column(0).combine_chunks()
+    assert entries[footer.BLOOM_FILTER.encode()].decode() == merged.value != bloom.serialize(keys)
+    _, shape, rows = decode_dynamic(merged.value)
+    assert shape == reference_shape(125_000) and member_mask(rows, bloom.bit_positions(keys)).all()
+    assert (entries[footer.MIN_RECORD_KEY.encode()], entries[footer.MAX_RECORD_KEY.encode()]) == (
+        b"a000000", b"c024999")
+
+
+def test_the_rewrite_rebuilds_a_filter_that_is_not_its_file_s(tmp_path):
+    lists = [[f"a{i}" for i in range(500)], [f"b{i}" for i in range(500)]]
+    foreign = [footer.record_key_footer(pa.array([f"x{i}" for i in range(500)])),
+               footer.record_key_footer(pa.array(lists[1]))]
+    raw = _keyed_files(tmp_path, lists, footers=foreign)
+
+    done = rewrite_group(LocalStorage(str(tmp_path)), GroupRewrite("p", "r-0", tuple(p for p, _ in raw)),
+                         INSTANT, "0-0-0")
+
+    entries = pq.ParquetFile(tmp_path / done.path).metadata.metadata
+    assert entries[footer.BLOOM_FILTER.encode()].decode() == bloom.serialize(pa.array(lists[1] + lists[0]))
+
+
 def test_hudi_written_filters_merge_into_exactly_the_filter_of_all_keys(hudi_fixture):
     """Seven files Hudi 1.1's Spark writer wrote: their filters are accepted as they are, and with
     every key in one row (under 60,000) the OR of the inputs' bits is the rebuilt filter bit for bit."""
@@ -252,7 +300,9 @@ def test_hudi_written_filters_merge_into_exactly_the_filter_of_all_keys(hudi_fix
     assert entries[footer.BLOOM_FILTER.encode()].decode() == bloom.serialize(keys)
     # The keys as binary copy decodes them (from a file of the key column's chunks alone).
     parsed = [parquet_copy._parse(p, Path(p).read_bytes()) for p in paths]
-    assert parquet_copy._key_column(parsed).combine_chunks().equals(keys)
+    chunks = parquet_copy.key_chunks(parsed)
+    assert chunks is not None
+    assert parquet_copy._key_column([f for f, _ in parsed], chunks).combine_chunks().equals(keys)
 
 
 def test_a_table_without_meta_columns_is_copied_whole(tmp_path):
@@ -499,3 +549,139 @@ def test_a_merge_on_read_table_is_rewritten_as_hudi_copies_copy_on_write_only(hu
     assert outcome.notes == ("binary copy applies to copy-on-write tables only: every group was rewritten",)
     assert all(pq.ParquetFile(base / p).metadata.created_by.startswith("parquet-cpp-arrow")
                for p in outcome.output_files)
+
+
+# -- streaming the copy into `create_new` ----------------------------------------------------------
+
+
+class _Recorder(io.BytesIO):
+    """An output that logs each write next to the sources' reads, to see their interleaving."""
+
+    def __init__(self, log: list[tuple[str, str, int, int]]) -> None:
+        super().__init__()
+        self.log = log
+
+    def write(self, data) -> int:  # type: ignore[override]
+        self.log.append(("write", "", 0, len(data)))
+        return super().write(data)
+
+
+def test_the_copy_reads_one_input_s_data_at_a_time_and_writes_it_before_the_next(tmp_path):
+    inputs = _write_inputs(tmp_path, [(700, 300), (500, 500), (900, 900)])
+    log: list[tuple[str, str, int, int]] = []
+
+    def source(path: str) -> parquet_copy.Source:
+        data = (tmp_path / path).read_bytes()
+
+        def read(start: int, length: int) -> bytes:
+            log.append(("read", path, start, length))
+            return data[start:start + length]
+
+        return parquet_copy.Source(path, len(data), read)
+
+    out = _Recorder(log)
+    copied = parquet_copy.copy_into([source(p) for p in inputs], out, file_name="x.parquet")
+
+    reference = binary_copy([(p, (tmp_path / p).read_bytes()) for p in inputs], file_name="x.parquet")
+    assert out.getvalue() == reference.data and copied.size == len(reference.data)
+    assert copied.records == 2100 and copied.row_groups == 5
+    # Every footer first (small reads), then each input's data in one read from its start, followed
+    # by its chunks' writes and nothing else, before the next input's data is read.
+    data_reads = [i for i, (kind, _, start, length) in enumerate(log) if kind == "read" and start == 0 and length > 4]
+    assert [log[i][1] for i in data_reads] == list(inputs)
+    assert {path for kind, path, _, _ in log[:data_reads[0]] if kind == "read"} == set(inputs)
+    assert [e for e in log[:data_reads[0]] if e[0] == "write"] == [("write", "", 0, 4)]  # PAR1
+    for here, after in pairwise([*data_reads, len(log)]):
+        between = log[here + 1:after]
+        assert between and all(kind == "write" for kind, _, _, _ in between)
+
+
+def test_a_chunk_found_wrong_part_way_publishes_nothing(tmp_path):
+    """The page walk of the last input fails after the first inputs' chunks were streamed: the
+    temporary file is dropped and the target never appears (the task then rewrites the group; a
+    chunk this broken fails the rewrite's reader too, so that is not exercised here)."""
+    storage = LocalStorage(str(tmp_path))
+    inputs = _write_inputs(tmp_path, [(100, 100), (100, 100), (100, 100)])
+    oldest = tmp_path / inputs[0]  # copied last (newest first)
+
+    def shrink(meta: Struct) -> None:
+        rg = meta.get_list(4)[0]
+        assert isinstance(rg, Struct)
+        chunk = rg.get_list(1)[5]
+        assert isinstance(chunk, Struct)
+        column = chunk.get_struct(3)
+        assert column is not None
+        column.put(7, I64, (column.get_int(7) or 0) - 5)
+
+    _patch_footer(oldest, shrink)
+    before = sorted(p.name for p in (tmp_path / "p").iterdir())
+
+    why = copy_group(storage, GroupRewrite("p", "c-0", inputs), INSTANT, "0-0-0")
+
+    assert isinstance(why, str) and "pages do not match its metadata" in why and inputs[0] in why
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == before  # no target, no temporary file
+
+
+CRASHING_COPY = textwrap.dedent("""
+    import sys
+    from runner.execute.resize_copy import copy_group
+    from runner.execute.resize_job import GroupRewrite
+    from runner.storage import storage_for
+
+    base, partition, file_id, instant, *inputs = sys.argv[1:]
+    copy_group(storage_for(base), GroupRewrite(partition, file_id, tuple(inputs), binary_copy=True), instant, "0-9-9")
+""")
+
+
+def test_a_crash_mid_copy_leaves_only_a_temporary_file_which_the_next_apply_removes(v6_mixed, spark, tmp_path):
+    before = snapshot(v6_mixed)
+    storage, state, step = _step(v6_mixed, COPY)
+    pending, _ = ResizeRunner(storage, state.metadata, spark=spark, clock=clock).schedule(step)
+    group = next(g for g in step.groups if len(g.files) > 1)
+    folder = v6_mixed / group.partition
+    listed = {p.name for p in folder.iterdir()}
+    script = tmp_path / "task.py"
+    script.write_text(CRASHING_COPY)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {"RUNNER_FAILPOINT": "mid_rewrite"}
+
+    killed = subprocess.run(
+        [sys.executable, str(script), str(v6_mixed), group.partition, "dead0000-0", str(pending.time),
+         *(f.path for f in group.files)],
+        check=False, capture_output=True, text=True, env=env, timeout=300,
+    )
+
+    assert killed.returncode == EXIT_CODE, killed.stderr[-3000:]
+    name = BaseFile("dead0000-0", "0-9-9", pending.time, "parquet").name
+    (left,) = {p.name for p in folder.iterdir()} - listed
+    assert re.fullmatch(rf"\.{re.escape(name)}\.[0-9a-f]{{32}}\.tmp", left)
+    assert (folder / left).stat().st_size > 4  # the first input's chunks were written before the crash
+    assert not (folder / name).exists()
+    assert snapshot(v6_mixed) == before
+
+    outcome = finish_pending_resize(storage, read_table_metadata(storage), spark=spark, clock=clock)
+
+    assert outcome is not None and outcome.instants == (str(pending.time),)
+    assert f"{group.partition}/{left}" in outcome.partial_files_deleted
+    assert any(n.startswith("binary copy:") for n in outcome.notes), outcome.notes
+    assert not list(v6_mixed.rglob("*.tmp"))
+    assert snapshot(v6_mixed) == before
+    assert not read_table_metadata(storage).timeline.pending()
+
+
+@pytest.mark.s3
+def test_on_s3_the_copy_reads_ranges_and_streams_the_same_bytes(tmp_path, s3_server: S3Server, s3_bucket: str):
+    """Inputs read by range from the local S3 server, the output streamed through `create_new`:
+    the object is byte for byte the file a local copy of the same group writes."""
+    local = tmp_path / "local"
+    local.mkdir()
+    inputs = _write_inputs(local, [(700, 300), (50, 50), (1200, 1000)])
+    upload_tree(local, s3_bucket, "t", s3_server)
+    storage = storage_for(f"s3://{s3_bucket}/t", options=s3_server.options())
+
+    on_s3 = copy_group(storage, GroupRewrite("p", "c-0", inputs), INSTANT, "0-0-0")
+    here = copy_group(LocalStorage(str(local)), GroupRewrite("p", "c-0", inputs), INSTANT, "0-0-0")
+
+    assert not isinstance(on_s3, str) and not isinstance(here, str), (on_s3, here)
+    assert on_s3.path == here.path and on_s3.records == here.records == 1950
+    assert storage.read(on_s3.path) == (local / here.path).read_bytes()
+    assert on_s3.size == here.size and on_s3.input_bytes == here.input_bytes

@@ -164,3 +164,32 @@ def test_a_driver_write_failing_in_one_thread_is_rolled_back_by_the_next_write(
     assert result.engine == "driver" and len(result.rolled_back) == 1
     assert read_table_state(storage_for(str(base))).uncommitted_files == ()
     assert sorted(r["name"] for r in oracle_rows(base)) == ["a2", "b2"]
+
+
+def test_a_driver_upsert_runs_one_spark_job_and_deduplicates_like_spark(
+    spark: Any, project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """The driver engine collects the keyed records without the window's shuffle (one job) and
+    de-duplicates them in Arrow; the Spark engine's window keeps the same records."""
+    first = project(t=table_yaml("t"))
+    second = shutil.copytree(first, tmp_path / "copy", symlinks=True)
+    rows = [(1, "eu", "old", 1), (1, "eu", "new", 2), (1, "eu", "tie-late", 2), (2, "us", "null-ts", None),
+            (2, "us", "kept", 0), (3, "us", "only", None), (3, "us", "only-later", None)]
+    df = spark.createDataFrame(rows, SCHEMA)
+    sc = spark.sparkContext
+    sc.setJobGroup("driver-upsert", "counted by the test")
+    try:
+        on_driver = runner.write(df, "t", project_dir=first)
+    finally:
+        sc.setJobGroup(None, None)  # type: ignore[arg-type]
+    assert on_driver.engine == "driver"
+    assert len(sc.statusTracker().getJobIdsForGroup("driver-upsert")) == 1
+    local.PINNED = "spark"
+    try:
+        on_spark = runner.write(df, "t", project_dir=second)
+    finally:
+        local.PINNED = None
+    assert on_spark.engine == "spark"
+    driver_rows = oracle_rows(first / "warehouse" / "t", columns=("id", "name"))
+    assert driver_rows == oracle_rows(second / "warehouse" / "t", columns=("id", "name"))
+    assert driver_rows == [{"id": 1, "name": "tie-late"}, {"id": 2, "name": "kept"}, {"id": 3, "name": "only-later"}]

@@ -197,3 +197,44 @@ def test_a_rollback_interrupted_after_deleting_is_finished_by_the_next_write(
     result = runner.write(spark.createDataFrame([(4, "eu", "d", 1)], SCHEMA), "orders", project_dir=root)
     _assert_rolled_back(base, failed, result)
     assert sorted(r["id"] for r in oracle_rows(base)) == [1, 4]
+
+
+@pytest.mark.crash
+def test_a_write_killed_mid_file_leaves_a_temporary_file_which_the_next_write_removes(
+    spark: Any, project: Callable[..., Path], engine: str
+) -> None:
+    """Base files stream to a hidden temporary file (`Storage.create_new`); a write killed while
+    writing one leaves that file, never a truncated base file, and the rollback removes it."""
+    root = project(orders=table_yaml("orders"))
+    base = root / "warehouse" / "orders"
+    runner.write(spark.createDataFrame([(1, "eu", "a", 1)], SCHEMA), "orders", project_dir=root)
+    script = textwrap.dedent(f"""
+        import logging
+        import runner
+        from runner.writer import local
+        logging.basicConfig(level=logging.INFO)
+        local.PINNED = {engine!r}
+        from runner.declarations.model import SparkSettings
+        from runner.execute.spark import get_spark
+        spark = get_spark(SparkSettings(master="local[1]"))
+        df = spark.createDataFrame([(1, "eu", "x", 5), (9, "eu", "y", 5)], "{SCHEMA}")
+        runner.write(df, "orders", project_dir={str(root)!r})
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {FAILPOINT_ENV: "mid_file"}
+    killed = subprocess.run(
+        [sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True, timeout=300
+    )
+    # The driver engine writes in the killed process itself; the Spark engine's task dies in its
+    # Python worker, so the job fails and the driver reports the failure.
+    expected = FAILPOINT_EXIT if engine == "driver" else 1
+    assert killed.returncode == expected, killed.stderr[-2000:]
+    (failed,) = _pending_instants(base)
+    (left,) = list(base.rglob("*.tmp"))
+    assert left.parent.name == "region=eu" and left.name.startswith(".") and failed in left.name
+    assert not [p for p in base.rglob("*.parquet") if failed in p.name]  # nothing was published
+    assert sorted(r["name"] for r in oracle_rows(base)) == ["a"]
+
+    result = runner.write(spark.createDataFrame([(2, "eu", "b", 1)], SCHEMA), "orders", project_dir=root)
+    _assert_rolled_back(base, failed, result)
+    assert not list(base.rglob("*.tmp"))
+    assert sorted(r["name"] for r in oracle_rows(base)) == ["a", "b"]
