@@ -332,16 +332,31 @@ class TableLock:
         A lock file that cannot be parsed (hand-edited, or written by another tool) is reported as an
         unknown holder dated by the file's modification time, so it too becomes stale with age.
         """
-        try:
-            data = self.storage.read(LOCK_PATH)
-        except StorageError:
-            if self.storage.stat(LOCK_PATH) is None:
-                return None
-            raise
+        data = self._read_bytes()
+        if data is None:
+            return None
         try:
             return LockHolder.from_json_bytes(data), data
         except (ValueError, KeyError, TypeError):
             return self._unreadable_holder(), data
+
+    def _read_bytes(self, attempts: int = 3) -> bytes | None:
+        """The lock file's bytes, or None if there is none.
+
+        A read that fails while the file exists may have met a rival's takeover half way (deleted
+        when read, re-created when checked): it is read again, and an error stands only if it
+        persists.
+        """
+        attempt = 1
+        while True:
+            try:
+                return self.storage.read(LOCK_PATH)
+            except StorageError:
+                if self.storage.stat(LOCK_PATH) is None:
+                    return None
+                if attempt == attempts:
+                    raise
+                attempt += 1
 
     def _unreadable_holder(self) -> LockHolder:
         info = self.storage.stat(LOCK_PATH)

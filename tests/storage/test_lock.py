@@ -13,13 +13,14 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
-from runner.errors import LockError, NotAHudiTableError
+from runner.errors import LockError, NotAHudiTableError, StorageError
 from runner.hudi.instant import Action, InstantTime
 from runner.hudi.timeline_writer import TimelineWriter
-from runner.storage import Storage, storage_for
+from runner.storage import LocalStorage, Storage, storage_for
 from runner.storage.guard import PROPERTIES
 from runner.storage.lock import LOCK_PATH, LockHolder, TableLock, pid_alive
 from tests.s3 import S3Server
@@ -416,3 +417,37 @@ def test_apply_on_a_missing_path_or_a_plain_folder_writes_nothing(
         assert message in out.out + out.err
     assert not (root / "missing").exists()
     assert [p.name for p in (root / "plain").iterdir()] == ["notes.txt"]
+
+
+class _TakeoverMidRead:
+    """Local storage on which a read of the lock can meet a rival's takeover half way: the file is
+    gone when read and back (the rival's) when checked."""
+
+    def __init__(self, root: str) -> None:
+        self._local = LocalStorage(root)
+        self.race_next_read = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._local, name)
+
+    def read(self, path: str) -> bytes:
+        if path == LOCK_PATH and self.race_next_read:
+            self.race_next_read = False
+            # The rival deleted the lock just before this read, and creates its own just after.
+            plant_lock(self._local, host="other-host", pid=1, age=timedelta(0), run_id="intruder")
+            raise StorageError(f"Cannot read {path}: no such file.")
+        return self._local.read(path)
+
+
+def test_a_takeover_met_half_way_by_a_read_names_the_new_holder(tmp_path: Path) -> None:
+    storage = _TakeoverMidRead(str(tmp_path))
+    storage.write_new(PROPERTIES, b"hoodie.table.name=t\n")
+    lock = TableLock(cast(Storage, storage), owner="alice", run_id="run-1", stale_after_s=60, heartbeat_interval_s=30)
+    lock.acquire()
+    storage.race_next_read = True
+
+    why = lock._why_not_ours()
+
+    assert not storage.race_next_read, "the read never met the takeover: the test proves nothing"
+    assert why.startswith("it is now held by") and "intruder" in why, why
+    assert lock.release() is False  # the rival's lock is left alone
