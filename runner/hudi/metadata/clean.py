@@ -9,11 +9,12 @@ see version 2 content. The newest Hudi writes version 3, with the same content.
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from runner.hudi.avro import write_container
+from runner.hudi.avro import encode_long, encode_string, write_container_with
 from runner.hudi.metadata._fields import (
     Fields,
     FrozenMap,
@@ -81,11 +82,7 @@ def encode_clean_plan(plan: CleanPlan) -> bytes:
     if plan.version < 2:
         raise ValueError(f"clean plans are written as version 2 or later, got version {plan.version}")
     ectr = plan.earliest_instant_to_retain
-    files = {
-        partition: [{"filePath": f.file_path, "isBootstrapBaseFile": f.is_bootstrap_base_file} for f in infos]
-        for partition, infos in plan.file_paths_to_delete.items()
-    }
-    return write_container(
+    return write_container_with(
         "HoodieCleanerPlan",
         {
             "earliestInstantToRetain": None if ectr is None else _instant_record(ectr),
@@ -93,11 +90,49 @@ def encode_clean_plan(plan: CleanPlan) -> bytes:
             "policy": plan.policy,
             "filesToBeDeletedPerPartition": {},
             "version": plan.version,
-            "filePathsToBeDeletedPerPartition": files,
             "partitionsToBeDeleted": list(plan.partitions_to_delete),
             "extraMetadata": dict(plan.extra_metadata),
         },
+        {"filePathsToBeDeletedPerPartition": _NON_NULL + _encoded_file_infos(plan.file_paths_to_delete)},
     )
+
+
+# Avro binary pieces of the per-file lists (see `runner.hudi.avro.write_container_with`): a union's
+# branch is its index as a long, so 0x00 is null and 0x02 the second branch; blocks end with 0x00.
+_NON_NULL = b"\x02"
+_END = b"\x00"
+_FLAG = {True: b"\x02\x01", False: b"\x02\x00", None: b"\x00"}  # ["null", "boolean"]
+
+
+def _encoded_file_infos(files: Mapping[str, Sequence[CleanFileInfo]]) -> bytes:
+    """`map<array<HoodieCleanFileInfo>>` as fastavro encodes it: one block of entries, each array
+    one block of records (filePath: ["null", "string"], isBootstrapBaseFile: ["null", "boolean"])."""
+    parts = [encode_long(len(files))] if files else []
+    for partition, infos in files.items():
+        parts.append(encode_string(partition))
+        if infos:
+            parts.append(encode_long(len(infos)))
+            for info in infos:
+                path = info.file_path.encode("utf-8")
+                parts += (_NON_NULL, _length(len(path)), path, _FLAG[info.is_bootstrap_base_file])
+        parts.append(_END)
+    parts.append(_END)
+    return b"".join(parts)
+
+
+def _encoded_strings(values: Sequence[str]) -> bytes:
+    """`array<string>` as fastavro encodes it."""
+    if not values:
+        return _END
+    parts = [encode_long(len(values))]
+    for value in values:
+        data = value.encode("utf-8")
+        parts += (_length(len(data)), data)
+    parts.append(_END)
+    return b"".join(parts)
+
+
+_length = functools.lru_cache(maxsize=1024)(encode_long)  # file names and paths share a few lengths
 
 
 def decode_clean_plan(data: bytes, *, path: str, base_path: str) -> CleanPlan:
@@ -247,18 +282,7 @@ class LazyPartitions(Mapping[str, CleanPartitionMetadata]):
 
 def encode_clean_metadata(meta: CleanMetadata) -> bytes:
     """Encode a completed clean as Hudi's `CleanerUtils.convertCleanMetadata` does."""
-    partitions = {
-        partition: {
-            "partitionPath": m.partition_path,
-            "policy": m.policy,
-            "deletePathPatterns": list(m.delete_path_patterns),
-            "successDeleteFiles": list(m.success_delete_files),
-            "failedDeleteFiles": list(m.failed_delete_files),
-            "isPartitionDeleted": m.is_partition_deleted,
-        }
-        for partition, m in meta.partition_metadata.items()
-    }
-    return write_container(
+    return write_container_with(
         "HoodieCleanMetadata",
         {
             "startCleanTime": meta.start_clean_time,
@@ -266,12 +290,29 @@ def encode_clean_metadata(meta: CleanMetadata) -> bytes:
             "totalFilesDeleted": meta.total_files_deleted,
             "earliestCommitToRetain": meta.earliest_commit_to_retain,
             "lastCompletedCommitTimestamp": meta.last_completed_commit_timestamp,
-            "partitionMetadata": partitions,
             "version": meta.version,
             "bootstrapPartitionMetadata": {},
             "extraMetadata": dict(meta.extra_metadata),
         },
+        {"partitionMetadata": _encoded_partition_metadata(meta.partition_metadata)},
     )
+
+
+def _encoded_partition_metadata(partitions: Mapping[str, CleanPartitionMetadata]) -> bytes:
+    """`map<HoodieCleanPartitionMetadata>` as fastavro encodes it (the record's fields in order)."""
+    parts = [encode_long(len(partitions))] if partitions else []
+    for partition, m in partitions.items():
+        parts += (
+            encode_string(partition),
+            encode_string(m.partition_path),
+            encode_string(m.policy),
+            _encoded_strings(m.delete_path_patterns),
+            _encoded_strings(m.success_delete_files),
+            _encoded_strings(m.failed_delete_files),
+            _FLAG[m.is_partition_deleted],
+        )
+    parts.append(_END)
+    return b"".join(parts)
 
 
 def decode_clean_metadata(data: bytes, *, path: str) -> CleanMetadata:
