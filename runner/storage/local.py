@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from stat import S_ISDIR, S_ISLNK
 from typing import BinaryIO
 
+from runner.allocation import bulk_allocation
 from runner.errors import RefusedError, StorageError
 from runner.storage.base import (
     AlreadyExists,
@@ -232,6 +233,13 @@ class LocalStorage:
         does.
         """
         check_fence(self.root)
+        # A result and a few small objects per file, none in a cycle: without the cyclic collector,
+        # which would otherwise walk the whole heap (the clean plan included) while the pool's
+        # threads wait for the GIL (see runner.allocation).
+        with bulk_allocation():
+            return self._delete_many(paths, threads)
+
+    def _delete_many(self, paths: Sequence[str], threads: int) -> list[DeleteResult]:
         # Each slot is filled exactly once: here for a refused path, else by the pool task that owns
         # the path's folder chunk (list item assignment is atomic, so tasks need no lock).
         results: list[DeleteResult | None] = [None] * len(paths)

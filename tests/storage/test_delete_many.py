@@ -249,3 +249,33 @@ def test_s3_an_endpoint_without_a_scheme_uses_the_scheme_option(s3_server: S3Ser
 
     assert storage.delete_many(["p/a.parquet"]) == [DeleteResult("p/a.parquet", True)]
     assert "Contents" not in client.list_objects_v2(Bucket=s3_bucket, Prefix="t/")
+
+
+def test_local_bulk_delete_runs_without_the_cyclic_collector(tmp_path: Path) -> None:
+    """Thousands of results and none in a cycle: a collection would walk the whole heap while the
+    pool's threads wait for the GIL, so none runs during the delete (one young collection may run
+    as the block ends, the first after it), and the collector is back on afterwards."""
+    import gc
+
+    storage = LocalStorage(str(tmp_path))
+    names = [f"p={i % 4}/f{i}.parquet" for i in range(3_000)]
+    for name in names:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        assert gc.isenabled()
+        results = storage.delete_many(names, threads=4)
+        during = list(collections)
+        gc.collect()
+    finally:
+        gc.callbacks.remove(count)
+    assert all(r.deleted for r in results) and len(results) == len(names)
+    assert len(during) <= 1, f"collections during the delete: {during}"
+    assert gc.isenabled() and collections, "the collector did not run again afterwards"
