@@ -215,7 +215,7 @@ def _field_schemas(schema_name: str) -> tuple[tuple[str, Schema, object], ...]:
     """Each top-level field of the record: its name, a one-field record schema holding just it
     (whose encoding is exactly the field's, in the record's namespace), and its default. Parsed in
     field order with shared names, so a named type an earlier field defines resolves in a later one."""
-    named: dict[str, Schema] = {}
+    named: dict[str, dict[str, object]] = {}
     fields = cast(list[dict[str, object]], schema_json(schema_name)["fields"])
     return tuple(
         (

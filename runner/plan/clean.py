@@ -98,12 +98,13 @@ def plan_clean(policy: CleanPolicy, state: TableState, scope: CleanScope) -> Cle
     planner = planner_for(policy)
     protected = Protection(state)
     by_partition = _groups_by_partition(state.file_groups)
+    pending = _partitions_with_pending_files(state.uncommitted_files)
     files: list[FileToDelete] = []
     to_delete_partitions: list[str] = []
     for partition in partitions:
         groups = by_partition.get(partition, ())
         slices, drop_partition = planner.partition_deletions(
-            state, groups, ectr, protected, has_pending_files=_has_pending_files(state, partition))
+            state, groups, ectr, protected, has_pending_files=partition in pending)
         files.extend(_to_files(slices))
         if drop_partition and partition:
             to_delete_partitions.append(partition)
@@ -118,11 +119,11 @@ def plan_clean(policy: CleanPolicy, state: TableState, scope: CleanScope) -> Cle
     )
 
 
-def _has_pending_files(state: TableState, partition: str) -> bool:
-    """An uncommitted file lies in the partition: a write in flight may still commit it."""
-    return any(path.rpartition("/")[0] == partition for path in state.uncommitted_files) or (
-        partition == "" and any("/" not in path for path in state.uncommitted_files)
-    )
+def _partitions_with_pending_files(uncommitted: Iterable[str]) -> frozenset[str]:
+    """The partitions (the folder; "" for the table root) holding an uncommitted file, which a
+    write in flight may still commit. Collected once: asking per partition made planning
+    partitions x uncommitted files."""
+    return frozenset(path.rpartition("/")[0] for path in uncommitted)
 
 
 def _to_files(slices: Iterable[FileSlice]) -> list[FileToDelete]:

@@ -59,11 +59,15 @@ class PolicyPlanner(ABC):
     def __init__(self, clean: CleanPolicy) -> None:
         assert clean.policy is self.name, f"{type(self).__name__} planned with policy {clean.policy}"
         self.clean = clean
+        self._retained: int | None = None
 
     @property
     def retained(self) -> int:
-        """The declared value of the retention field this policy owns."""
-        return rule_for(self.name).retained(self.clean)
+        """The declared value of the retention field this policy owns (read once: the per-group
+        rules ask for it for every file group of the table)."""
+        if self._retained is None:
+            self._retained = rule_for(self.name).retained(self.clean)
+        return self._retained
 
     @abstractmethod
     def earliest_commit_to_retain(self, meta: TableMetadata, *, now: datetime) -> Instant | None:

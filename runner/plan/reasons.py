@@ -26,8 +26,9 @@ def explain_clean(policy: CleanPolicy, state: TableState, scope: CleanScope, ste
     reasons = dict(_policy_reasons(policy, state, scope))
     planned = {f.path for f in step.files_to_delete}
     files = tuple(replace(f, reason=reasons.get(f.path, f.reason)) for f in step.files_to_delete)
+    kept_by = _Protections(state)
     kept = tuple(sorted(
-        (FileKept(partition, path, size, _protection(state, partition, path))
+        (FileKept(partition, path, size, kept_by.of(partition, path))
          for path, (partition, size) in _would_delete_files(policy, state, scope).items() if path not in planned),
         key=lambda f: f.path,
     ))
@@ -57,21 +58,47 @@ def _would_delete(policy: CleanPolicy, state: TableState, scope: CleanScope) -> 
     return planner_for(policy).bare_deletions(state, groups, scope.earliest_commit_to_retain)
 
 
-def _protection(state: TableState, partition: str, path: str) -> str:
-    meta = state.metadata
-    name = path.rsplit("/", 1)[-1]
-    savepoints = sorted(str(t) for t, sp in meta.savepoints.items()
-                        if any(name in names for names in sp.partition_files.values()))
-    if savepoints:
-        return f"kept for savepoint {', '.join(savepoints)}"
-    file_id = next((g.file_id for g in state.file_groups if g.partition == partition
-                    for s in g.slices if name in s.file_names), None)
-    for instant, operations in meta.compaction_plans.items():
-        if any(op.partition_path == partition and op.file_id == file_id for op in operations):
-            return f"kept for pending compaction {instant.time}"
-    if (partition, file_id) in meta.pending_log_compaction:
-        return "kept for a pending log compaction"
-    return "kept: a pending compaction needs its slice"
+class _Protections:
+    """Which savepoint or pending compaction keeps a file, from indexes built once on first use:
+    a savepoint can keep a large share of a table, and searching every file group and savepoint
+    list per kept file made explaining it kept files x files."""
+
+    def __init__(self, state: TableState) -> None:
+        self._state = state
+        self._savepoints: dict[str, set[str]] | None = None
+        self._file_ids: dict[tuple[str, str], str] | None = None
+        self._compactions: dict[tuple[str, str], str] | None = None
+
+    def of(self, partition: str, path: str) -> str:
+        meta = self._state.metadata
+        name = path.rsplit("/", 1)[-1]
+        if self._savepoints is None:
+            self._savepoints = {}
+            for time, sp in meta.savepoints.items():
+                for names in sp.partition_files.values():
+                    for saved in names:
+                        self._savepoints.setdefault(saved, set()).add(str(time))
+        savepoints = sorted(self._savepoints.get(name, ()))
+        if savepoints:
+            return f"kept for savepoint {', '.join(savepoints)}"
+        if self._file_ids is None:  # the first group and slice naming the file, as a search would find
+            self._file_ids = {}
+            for g in self._state.file_groups:
+                for s in g.slices:
+                    for file_name in s.file_names:
+                        self._file_ids.setdefault((g.partition, file_name), g.file_id)
+        if self._compactions is None:  # the first plan, in timeline order, holding the group
+            self._compactions = {}
+            for instant, operations in meta.compaction_plans.items():
+                for op in operations:
+                    self._compactions.setdefault((op.partition_path, op.file_id), str(instant.time))
+        file_id = self._file_ids.get((partition, name))
+        compaction = self._compactions.get((partition, file_id)) if file_id is not None else None
+        if compaction is not None:
+            return f"kept for pending compaction {compaction}"
+        if (partition, file_id) in meta.pending_log_compaction:
+            return "kept for a pending log compaction"
+        return "kept: a pending compaction needs its slice"
 
 
 def _why(policy: CleanPolicy, state: TableState, scope: CleanScope, step: CleanStep) -> str:
