@@ -275,6 +275,8 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
     }
     if args.no_spark:
         del variants[SPARK_JOB]
+    if args.floor_and_runner:
+        variants = {label: action for label, action in variants.items() if label in (FLOOR, RUNNER, CLI)}
     if args.cli_runs == 0:
         del variants[CLI]
     runner_cpu: list[float] = []
@@ -291,7 +293,8 @@ def measure_apply(master: Path, work: Path, args: argparse.Namespace) -> list[li
                 runner_cpu.append(time.process_time() - cpu)
             check(result if isinstance(result, (TableResult, dict, list)) else None)
             runs.add(label, seconds)
-            print(f"  run {run + 1}: {label}: {seconds:.2f} s", flush=True)
+            load = os.getloadavg()[0]  # the machine is shared: ratios against a floor under another load mislead
+            print(f"  run {run + 1}: {label}: {seconds:.2f} s (load average {load:.1f})", flush=True)
         runs.add(METADATA_ONLY, timed(lambda: read_table_metadata(storage_for(str(master))))[0])
         runs.add(
             PLAN_ONLY,
@@ -430,6 +433,9 @@ def main() -> None:
         help="hard-linked instead of real copies per run: faster set-up, cheaper unlinks",
     )
     parser.add_argument("--only", choices=("apply", "plan"), help="run one measurement")
+    parser.add_argument("--floor-and-runner", action="store_true",
+                        help="time only the floor and the runner (in-process, and the CLI with --cli-runs): "
+                        "a fresh copy per variant makes the full-size run long")
     parser.add_argument("--no-spark", action="store_true",
                         help="leave out the Spark delete job row (and the session it starts)")
     parser.add_argument("--workdir", help="parent folder of the temporary data (default: system temp)")
