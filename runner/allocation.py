@@ -5,7 +5,9 @@ delete, the clean plan's records): hundreds of thousands for a large table. CPyt
 collector runs every few hundred allocations and, as its older generations fill up, re-walks the
 growing set of live objects each time, only to find nothing: these objects hold no reference
 cycles, and reference counting frees them as usual. Measured on a 50,000-file table, the collector
-was about a quarter of `plan_one`'s CPU (bench/README.md, "clean").
+was about a quarter of `plan_one`'s CPU (bench/README.md, "clean"). A local bulk delete
+(`LocalStorage.delete_many`) is the same kind of work: a result per file, and a full collection
+there walked the whole heap, the clean plan included, while the delete threads waited for the GIL.
 
 Pausing it is safe for that reason: nothing is leaked, and any cycle made meanwhile is collected
 at the first collection after the block.
