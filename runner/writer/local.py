@@ -11,9 +11,10 @@ input was built from rows the driver held: `built_on_driver`), the writer runs o
 - keys stay Spark expressions (`with_keys`); de-duplication runs here after the collect, by the
   rule of the Spark window (`runner.writer.dedup`, tested against it);
 - partition counts, the index lookup (`runner.writer.index.index_table`, in threads: each base file
-  read whole once and, within `OLD_FILES_MAX_BYTES`, kept for the merge of its group), tagging (a left join on partition and key: a key held by two groups tags the record
-  for both, as the Spark join does; a lookup of the key alone when no key is in two groups),
-  update and insert counts;
+  read whole once and, within `OLD_FILES_MAX_BYTES`, kept for the merge of its group), tagging
+  (a left join on partition and key: a key held by two groups tags the record for both, as the
+  Spark join does; a lookup of the key alone when no key is in two groups), update and insert
+  counts;
 - routing with `plan_routing` and `insert_targets` (the same ranges in the same input order);
 - each target's rows sorted by input position and written by `WriteTask.write` as Spark task
   number `i` of the i-th bucket would, which is the task the Spark engine gives it

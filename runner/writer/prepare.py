@@ -35,8 +35,10 @@ RANK = "_w_rank"
 
 
 def data_columns(df: DataFrame) -> DataFrame:
-    """The input without Hudi meta columns (a DataFrame read from a Hudi table carries them)."""
-    return df.drop(*[c for c in df.columns if c in META_COLUMNS])
+    """The input without Hudi meta columns (a DataFrame read from a Hudi table carries them); the
+    input itself when it has none, which spares Spark analysing one more plan."""
+    meta = [c for c in df.columns if c in META_COLUMNS]
+    return df.drop(*meta) if meta else df
 
 
 def with_keys(df: DataFrame, layout: KeyLayout) -> DataFrame:

@@ -353,6 +353,8 @@ def _conformed(storage: Storage, config: TableConfig, data: DataFrame) -> tuple[
     if table_schema is None:
         return data, spark_schema
     order, schema = reconcile(spark_schema, table_schema, table=config.name, where=storage.uri)
+    if order == data.columns:  # already in the table's order: no new plan for Spark to analyse
+        return data, schema
     return data.select(*order), schema
 
 

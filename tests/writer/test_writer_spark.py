@@ -328,3 +328,13 @@ def test_key_expressions_are_built_once_and_keep_their_checks(spark: Any, projec
     with pytest.raises(RefusedError, match="record key field 'id' is null or empty"):
         runner.write(_df(spark, [(None, "eu", "a", 1)]), "orders", project_dir=root)
     assert sorted(r["id"] for r in _rows(root / "warehouse" / "orders")) == [1, 2]
+
+
+def test_input_already_in_shape_is_used_as_given(spark: Any) -> None:
+    # Each needless select or drop is one more plan for Spark to analyse on every write.
+    from runner.writer.prepare import data_columns
+
+    plain = _df(spark, [(1, "eu", "a", 1)])
+    assert data_columns(plain) is plain
+    with_meta = plain.selectExpr("'x' as _hoodie_record_key", "*")
+    assert data_columns(with_meta).columns == plain.columns
