@@ -241,6 +241,7 @@ def main() -> None:
     memory: dict[str, list[PeakRss]] = {name: [] for name in times}
     rewritten: list[int] = []
     chosen: dict[str, list[str]] = {upsert_row(e, c): [] for e, c in pairs}
+    written: dict[str, list[int]] = {upsert_row(e, c): [] for e, c in pairs}
     for run in range(1, args.runs + 1):
         df = rows(spark, run * half, args.rows, run)
         out = work / f"plain_{run}"
@@ -262,6 +263,7 @@ def main() -> None:
             times[row].append(seconds)
             assert isinstance(result, WriteResult)
             chosen[row].append(result.engine)
+            written[row].append(result.bytes_written)
         rewritten.append(result.num_writes)
         df.unpersist()
         print(f"run {run}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), file=sys.stderr)
@@ -305,6 +307,8 @@ def main() -> None:
         f"records in the files each upsert wrote (copy-on-write rewrites whole file groups): "
         f"{', '.join(f'{n:,}' for n in rewritten)}"
     )
+    for row, sizes in written.items():
+        print(f"bytes of the files each upsert wrote, {row}: {', '.join(f'{n:,}' for n in sizes)}")
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.collect_runs:
         collect_both_ways(spark, rows(spark, (args.runs + 2) * half, args.rows, args.runs + 2), args.collect_runs)
