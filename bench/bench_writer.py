@@ -215,6 +215,7 @@ def main() -> None:
         parser.error(f"--codecs takes gzip and snappy; got {args.codecs!r}")
     pairs = [(e, c) for c in codecs for e in engines]
 
+    load_at_start = os.getloadavg()
     spark = get_spark(SparkSettings(master=args.master, conf=(("spark.sql.shuffle.partitions", "8"),)))
     work = Path(tempfile.mkdtemp(prefix="bench_writer_"))
     (work / "tables").mkdir()
@@ -309,7 +310,8 @@ def main() -> None:
     )
     for row, sizes in written.items():
         print(f"bytes of the files each upsert wrote, {row}: {', '.join(f'{n:,}' for n in sizes)}")
-    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"load average at the start: {' '.join(f'{x:.1f}' for x in load_at_start)}; "
+          f"at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.collect_runs:
         collect_both_ways(spark, rows(spark, (args.runs + 2) * half, args.rows, args.runs + 2), args.collect_runs)
     if args.profile:
