@@ -30,6 +30,12 @@ it is written to a hidden temporary file beside its final name and linked into p
 complete, so a crash leaves only that temporary file, which the resize's leftover reconciliation
 deletes (`runner.execute.resize`). On S3 `create_new` streams a multipart upload completed only if
 the key is absent.
+
+Decoding and encoding are nearly all of a task's time, so the rewrite decodes only what it writes:
+the inputs' `_hoodie_file_name` is not read (every value is replaced), and string columns whose
+inputs hold small dictionaries (`dictionary_columns`) are read as Arrow dictionaries and written
+from one dictionary per row group, so their values are neither materialised nor hashed again. The
+file is the same to a reader: same Parquet types, values, statistics and dictionary encoding.
 """
 
 from __future__ import annotations
