@@ -13,6 +13,7 @@ Caveat: moto keeps its buckets in process-global state, so a test that uses moto
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -111,3 +112,20 @@ def _remove_bucket(client: Any, bucket: str) -> None:
         if keys:
             client.delete_objects(Bucket=bucket, Delete={"Objects": keys})
     client.delete_bucket(Bucket=bucket)
+
+
+@contextlib.contextmanager
+def botocore_hooks(client: Any, hooks: dict[str, Any]) -> Iterator[None]:
+    """Register `{event: handler}` on a boto3 client's event emitter for the block.
+
+    The emitter is shared by clients of one session, so every hook gets its own unique id and is
+    unregistered on the way out, even when the block raises."""
+    events = client.meta.events
+    ids = {event: f"tests-s3-{uuid.uuid4().hex}" for event in hooks}
+    for event, handler in hooks.items():
+        events.register(event, handler, unique_id=ids[event])
+    try:
+        yield
+    finally:
+        for event, unique_id in ids.items():
+            events.unregister(event, unique_id=unique_id)

@@ -13,6 +13,7 @@ from runner.storage.base import AlreadyExists
 from runner.storage.guard import PROPERTIES
 from runner.storage.lock import LOCK_PATH, TableLock
 from runner.storage.s3 import ObjectStorage
+from tests.s3 import botocore_hooks
 
 pytestmark = pytest.mark.s3
 
@@ -21,19 +22,14 @@ pytestmark = pytest.mark.s3
 def first_answer_lost(storage: ObjectStorage, operation: str) -> Iterator[list[int]]:
     """Make botocore retry the first `operation` request after S3 has carried it out, as it does
     when the connection drops before the answer arrives. Yields the attempts seen."""
-    events = storage._client().meta.events
     attempts_seen: list[int] = []
 
     def lose_first_answer(attempts: int, **_: Any) -> int | None:
         attempts_seen.append(attempts)
         return 0 if attempts == 1 else None  # retry at once, once
 
-    event = f"needs-retry.s3.{operation}"
-    events.register(event, lose_first_answer, unique_id="test-lost-answer")
-    try:
+    with botocore_hooks(storage._client(), {f"needs-retry.s3.{operation}": lose_first_answer}):
         yield attempts_seen
-    finally:
-        events.unregister(event, unique_id="test-lost-answer")
 
 
 def test_a_create_whose_answer_was_lost_is_reported_as_created(s3: ObjectStorage) -> None:

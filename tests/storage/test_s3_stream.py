@@ -16,6 +16,7 @@ from runner.errors import StorageError
 from runner.storage import AlreadyExists
 from runner.storage.s3 import ObjectStorage
 from runner.storage.s3_stream import streamed_create
+from tests.s3 import botocore_hooks
 
 pytestmark = pytest.mark.s3
 
@@ -26,17 +27,13 @@ PART = 5 * MIB  # S3's smallest part, which the local server enforces as S3 does
 @contextmanager
 def requests_seen(storage: ObjectStorage) -> Iterator[list[str]]:
     """The names of the S3 operations the storage's boto3 client sends inside the block."""
-    events = storage._client().meta.events
     seen: list[str] = []
 
     def record(model: Any, **_: Any) -> None:
         seen.append(model.name)
 
-    events.register("before-call.s3", record, unique_id="test-requests-seen")
-    try:
+    with botocore_hooks(storage._client(), {"before-call.s3": record}):
         yield seen
-    finally:
-        events.unregister("before-call.s3", unique_id="test-requests-seen")
 
 
 def pending_uploads(s3: ObjectStorage) -> list[Any]:
@@ -114,39 +111,29 @@ def test_a_failing_writer_publishes_nothing_and_leaves_no_parts(s3: ObjectStorag
 def test_a_part_that_cannot_be_sent_fails_with_a_storage_error_naming_the_file(s3: ObjectStorage) -> None:
     from botocore.exceptions import EndpointConnectionError
 
-    events = s3._client().meta.events
-
     def unreachable(**_: Any) -> None:
         raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
 
-    events.register("before-call.s3.UploadPart", unreachable, unique_id="test-unreachable")
-    try:
-        with pytest.raises(StorageError, match=r"Cannot upload part 1 of s3://.*/p/a\.parquet: Could not connect"), \
-                streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
-            write_in_chunks(out, os.urandom(PART + 1))
-    finally:
-        events.unregister("before-call.s3.UploadPart", unique_id="test-unreachable")
+    with botocore_hooks(s3._client(), {"before-call.s3.UploadPart": unreachable}), \
+            pytest.raises(StorageError, match=r"Cannot upload part 1 of s3://.*/p/a\.parquet: Could not connect"), \
+            streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
+        write_in_chunks(out, os.urandom(PART + 1))
 
     assert s3.stat("p/a.parquet") is None
     assert pending_uploads(s3) == []
 
 
 def test_a_completion_whose_answer_was_lost_is_reported_as_published(s3: ObjectStorage) -> None:
-    events = s3._client().meta.events
     seen: list[int] = []
 
     def lose_first_answer(attempts: int, **_: Any) -> int | None:
         seen.append(attempts)
         return 0 if attempts == 1 else None  # retry at once, once
 
-    event = "needs-retry.s3.CompleteMultipartUpload"
-    events.register(event, lose_first_answer, unique_id="test-lost-answer")
-    try:
-        data = os.urandom(PART + 7)
-        with streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
-            write_in_chunks(out, data)
-    finally:
-        events.unregister(event, unique_id="test-lost-answer")
+    data = os.urandom(PART + 7)
+    with botocore_hooks(s3._client(), {"needs-retry.s3.CompleteMultipartUpload": lose_first_answer}), \
+            streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
+        write_in_chunks(out, data)
 
     assert seen[:2] == [1, 2], "the completion was not retried"
     assert s3.read("p/a.parquet") == data
@@ -166,7 +153,6 @@ def test_a_completion_retried_into_no_such_upload_is_reported_as_published(s3: O
     NoSuchUpload although the object is ours. The multipart ETag (MD5 of our parts) tells."""
     from botocore.awsrequest import AWSResponse
 
-    events = s3._client().meta.events
     sends: list[str] = []
     no_such_upload = (b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>NoSuchUpload</Code>"
                       b"<Message>The specified upload does not exist.</Message></Error>")
@@ -178,15 +164,11 @@ def test_a_completion_retried_into_no_such_upload_is_reported_as_published(s3: O
     def lose_first_answer(attempts: int, **_: Any) -> int | None:
         return 0 if attempts == 1 else None
 
-    events.register("before-send.s3.CompleteMultipartUpload", second_send_finds_the_upload_gone, unique_id="t-gone")
-    events.register("needs-retry.s3.CompleteMultipartUpload", lose_first_answer, unique_id="t-retry")
-    try:
-        data = os.urandom(PART + 11)
-        with streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
-            write_in_chunks(out, data)
-    finally:
-        events.unregister("before-send.s3.CompleteMultipartUpload", unique_id="t-gone")
-        events.unregister("needs-retry.s3.CompleteMultipartUpload", unique_id="t-retry")
+    hooks = {"before-send.s3.CompleteMultipartUpload": second_send_finds_the_upload_gone,
+             "needs-retry.s3.CompleteMultipartUpload": lose_first_answer}
+    data = os.urandom(PART + 11)
+    with botocore_hooks(s3._client(), hooks), streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
+        write_in_chunks(out, data)
 
     assert len(sends) == 2, "the completion was not retried into the spent upload id"
     assert s3.read("p/a.parquet") == data
@@ -195,20 +177,16 @@ def test_a_completion_retried_into_no_such_upload_is_reported_as_published(s3: O
 def test_a_no_such_upload_for_an_upload_that_never_completed_is_an_error(s3: ObjectStorage) -> None:
     from botocore.awsrequest import AWSResponse
 
-    events = s3._client().meta.events
     gone = (b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>NoSuchUpload</Code>"
             b"<Message>The specified upload does not exist.</Message></Error>")
 
     def upload_gone(request: Any, **_: Any) -> AWSResponse:
         return AWSResponse(request.url, 404, {}, _Body(gone))
 
-    events.register("before-send.s3.CompleteMultipartUpload", upload_gone, unique_id="t-gone")
-    try:
-        with pytest.raises(StorageError, match=r"Cannot complete the upload of s3://.*/p/a\.parquet: .*NoSuchUpload"), \
-                streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
-            write_in_chunks(out, os.urandom(PART + 11))
-    finally:
-        events.unregister("before-send.s3.CompleteMultipartUpload", unique_id="t-gone")
+    with botocore_hooks(s3._client(), {"before-send.s3.CompleteMultipartUpload": upload_gone}), \
+            pytest.raises(StorageError, match=r"Cannot complete the upload of s3://.*/p/a\.parquet: .*NoSuchUpload"), \
+            streamed_create(s3, "p/a.parquet", part_bytes=PART) as out:
+        write_in_chunks(out, os.urandom(PART + 11))
 
     assert s3.stat("p/a.parquet") is None
 
