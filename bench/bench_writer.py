@@ -215,6 +215,7 @@ def main() -> None:
         parser.error(f"--codecs takes gzip and snappy; got {args.codecs!r}")
     pairs = [(e, c) for c in codecs for e in engines]
 
+    load_at_start = os.getloadavg()
     spark = get_spark(SparkSettings(master=args.master, conf=(("spark.sql.shuffle.partitions", "8"),)))
     work = Path(tempfile.mkdtemp(prefix="bench_writer_"))
     (work / "tables").mkdir()
@@ -241,6 +242,7 @@ def main() -> None:
     memory: dict[str, list[PeakRss]] = {name: [] for name in times}
     rewritten: list[int] = []
     chosen: dict[str, list[str]] = {upsert_row(e, c): [] for e, c in pairs}
+    written: dict[str, list[int]] = {upsert_row(e, c): [] for e, c in pairs}
     for run in range(1, args.runs + 1):
         df = rows(spark, run * half, args.rows, run)
         out = work / f"plain_{run}"
@@ -262,6 +264,7 @@ def main() -> None:
             times[row].append(seconds)
             assert isinstance(result, WriteResult)
             chosen[row].append(result.engine)
+            written[row].append(result.bytes_written)
         rewritten.append(result.num_writes)
         df.unpersist()
         print(f"run {run}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), file=sys.stderr)
@@ -305,7 +308,10 @@ def main() -> None:
         f"records in the files each upsert wrote (copy-on-write rewrites whole file groups): "
         f"{', '.join(f'{n:,}' for n in rewritten)}"
     )
-    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    for row, sizes in written.items():
+        print(f"bytes of the files each upsert wrote, {row}: {', '.join(f'{n:,}' for n in sizes)}")
+    print(f"load average at the start: {' '.join(f'{x:.1f}' for x in load_at_start)}; "
+          f"at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.collect_runs:
         collect_both_ways(spark, rows(spark, (args.runs + 2) * half, args.rows, args.runs + 2), args.collect_runs)
     if args.profile:

@@ -282,7 +282,8 @@ class ResizeRunner:
         partitions = sorted({g.partition for g in groups})
         removed = self._delete_instant_files(pending.time, partitions, keep=frozenset())
         copy, strategy_notes = self._binary_copy(strategy)
-        tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs, binary_copy=copy) for g in groups]
+        tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs, binary_copy=copy)
+                 for g in _largest_first(groups)]
         results = self._rewrite(pending.time, tasks)
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))
         failpoint("after_rewrite")
@@ -421,6 +422,13 @@ class ResizeRunner:
             value = InstantTime(self._completions[-1].normalized[:17]).plus_millis(1)
         self._completions.append(value)
         return value
+
+
+def _largest_first(groups: Sequence[PlannedGroup]) -> list[PlannedGroup]:
+    """The groups in the order their tasks should start: Spark hands a job's tasks to free cores in
+    partition order, so starting the largest first keeps a large group from running alone at the
+    end while the other cores idle (longest job first). Ties keep the plan's order."""
+    return sorted(groups, key=lambda g: (g.input_bytes, len(g.inputs)), reverse=True)
 
 
 def _strategy_notes(results: Sequence[RewrittenFile]) -> tuple[str, ...]:

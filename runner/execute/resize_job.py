@@ -30,6 +30,12 @@ it is written to a hidden temporary file beside its final name and linked into p
 complete, so a crash leaves only that temporary file, which the resize's leftover reconciliation
 deletes (`runner.execute.resize`). On S3 `create_new` streams a multipart upload completed only if
 the key is absent.
+
+Decoding and encoding are nearly all of a task's time, so the rewrite decodes only what it writes:
+the inputs' `_hoodie_file_name` is not read (every value is replaced), and string columns whose
+inputs hold small dictionaries (`dictionary_columns`) are read as Arrow dictionaries and written
+from one dictionary per row group, so their values are neither materialised nor hashed again. The
+file is the same to a reader: same Parquet types, values, statistics and dictionary encoding.
 """
 
 from __future__ import annotations
@@ -66,6 +72,14 @@ ROW_GROUP_BUFFER_BYTES = 128 * 1024 * 1024
 # Decode on the task's own thread: Spark already runs one task per core, and pyarrow's pool would
 # put a second decoding thread on each core (bench/README.md, "resize: streaming").
 DECODE_WITH_THREADS = False
+# A string or binary column whose chunks, over all of a group's inputs, hold at most this many
+# uncompressed bytes (dictionary page and indices) is decoded as an Arrow dictionary and written from
+# it: no value is materialised and hashed again. The sum bounds the union of the inputs'
+# dictionaries, so a row group's unified dictionary stays within the 1 MiB dictionary page at
+# which Parquet writers fall back to plain pages (pyarrow's `dictionary_pagesize_limit`,
+# parquet-mr's `parquet.dictionary.page.size`); the writer writes an Arrow dictionary as it is,
+# whatever its size (bench/README.md, "resize: the rewrite's decode").
+SMALL_DICTIONARY_BYTES = 1024 * 1024
 
 _CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4", "LZ4_RAW": "lz4",
            "BROTLI": "brotli", "UNCOMPRESSED": "none"}
@@ -175,6 +189,7 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
     name = BaseFile(group.file_id, token, InstantTime(instant), "parquet").name
     path = relative_path(group.partition, name)
     schema = merged_schema([s.schema for s in sources])
+    written = _written_schema(schema, dictionary_columns(schema, sources))
     input_bytes = sum(s.size for s in sources)
     total_rows = sum(s.metadata.num_rows for s in sources)
     # Hudi's block size caps a row group's rows (estimated from the inputs' bytes per row); the
@@ -183,10 +198,10 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
     max_rows = max(1, ROW_GROUP_BYTES // max(1, input_bytes // max(1, total_rows)))
     keys: list[pa.ChunkedArray] = []
     with storage.create_new(path) as out:
-        with _open_writer(out, schema, sources) as writer:
+        with _open_writer(out, written, sources) as writer:
             row_groups = _RowGroups(writer, max_rows=max_rows, max_bytes=buffer_bytes)
             for source_path, source in zip(inputs, sources, strict=True):
-                for part in _batches(storage, source_path, source.metadata, schema, name, batch_rows):
+                for part in _batches(storage, source_path, source.metadata, written, name, batch_rows):
                     if RECORD_KEY_COLUMN in part.column_names:
                         keys.append(part.column(RECORD_KEY_COLUMN))
                     row_groups.add(part)
@@ -225,16 +240,20 @@ def _read_source(storage: Storage, path: str) -> _Source:
 
 def _batches(storage: Storage, path: str, metadata: pq.FileMetaData, schema: pa.Schema, name: str,
              batch_rows: int) -> Iterator[pa.Table]:
-    """The rows of one input, `batch_rows` at a time, in the output's schema and with its file name.
-    The footer read first (`_read_source`) is passed in rather than parsed a second time (with
-    Hudi's bloom filter it is about 0.4 MB)."""
+    """The rows of one input, `batch_rows` at a time, in the written schema `schema` and with the new
+    file name. The footer read first (`_read_source`) is passed in rather than parsed a second time
+    (with Hudi's bloom filter it is about 0.4 MB). The input's own `_hoodie_file_name` is not decoded:
+    every value is replaced."""
+    dictionaries = [f.name for f in schema if pa.types.is_dictionary(f.type) and f.name != FILE_NAME_COLUMN]
     with storage.open_input(path) as f:
-        parquet = pq.ParquetFile(f, metadata=metadata)
-        for batch in parquet.iter_batches(batch_size=batch_rows, use_threads=DECODE_WITH_THREADS):
+        parquet = pq.ParquetFile(f, metadata=metadata, read_dictionary=dictionaries or None)
+        columns = [n for n in parquet.schema_arrow.names if n != FILE_NAME_COLUMN]
+        read = schema.remove(schema.get_field_index(FILE_NAME_COLUMN)) if FILE_NAME_COLUMN in schema.names else schema
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns, use_threads=DECODE_WITH_THREADS):
             part = pa.Table.from_batches([batch]).replace_schema_metadata(None)
-            if not part.schema.equals(schema):
-                part = _conform(part, schema)
-            yield _with_file_name(part, name)
+            if not part.schema.equals(read):
+                part = _conform(part, read)
+            yield _with_file_name(part, schema, name)
 
 
 class _RowGroups:
@@ -263,8 +282,13 @@ class _RowGroups:
     def flush(self) -> None:
         if not self.pending_rows:
             return
+        rows = pa.concat_tables(self.pending)
+        if any(pa.types.is_dictionary(t) for t in rows.schema.types):
+            # One dictionary for the whole row group: the writer then writes it once and the
+            # indices as they are; with a different dictionary per input it would fall back to plain.
+            rows = rows.unify_dictionaries()
         # One `write_table` call is one row group (or more, were it above `row_group_size`).
-        self.writer.write_table(pa.concat_tables(self.pending), row_group_size=self.pending_rows)
+        self.writer.write_table(rows, row_group_size=self.pending_rows)
         self.rows += self.pending_rows
         self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
         failpoint("mid_rewrite")
@@ -303,25 +327,59 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _with_file_name(table: pa.Table, name: str) -> pa.Table:
-    index = table.schema.get_field_index(FILE_NAME_COLUMN)
+def _with_file_name(table: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
+    """`table` (the input's columns but the file name) with `_hoodie_file_name` where `schema` has it."""
+    index = schema.get_field_index(FILE_NAME_COLUMN)
     if index < 0:
         return table
-    field = table.schema.field(index)
+    field = schema.field(index)
     # One dictionary entry and all-zero indices: Parquet stores it as the same String column (the
     # writer dictionary-encodes it anyway), without building a million Python strings first.
     zeros = pa.Array.from_buffers(pa.int32(), table.num_rows, [None, pa.py_buffer(bytes(4 * table.num_rows))])
-    column = pa.DictionaryArray.from_arrays(zeros, pa.array([name], type=field.type))
-    return table.set_column(index, pa.field(field.name, column.type, field.nullable), column)
+    column = pa.DictionaryArray.from_arrays(zeros, pa.array([name], type=field.type.value_type))
+    return table.add_column(index, field, column)
 
 
-def _with_file_name_type(schema: pa.Schema) -> pa.Schema:
-    """`schema` with the file-name column typed as `_with_file_name` makes it (dictionary-encoded)."""
-    index = schema.get_field_index(FILE_NAME_COLUMN)
-    if index < 0:
-        return schema
-    field = schema.field(index)
-    return schema.set(index, pa.field(field.name, pa.dictionary(pa.int32(), field.type), field.nullable))
+def dictionary_columns(schema: pa.Schema, sources: Sequence[_Source]) -> frozenset[str]:
+    """Top-level string and binary columns to decode as Arrow dictionaries: every input stores them
+    with the same type, dictionary-encoded in every row group, and their chunks are small in total
+    (`SMALL_DICTIONARY_BYTES`, uncompressed), so the row groups' unified dictionaries stay small.
+
+    The record key is left out: the footer reads it as plain strings; so is the file name, which is
+    not decoded.
+    """
+    candidates = {
+        f.name for f in schema
+        if f.name not in (RECORD_KEY_COLUMN, FILE_NAME_COLUMN)
+        and (pa.types.is_string(f.type) or pa.types.is_binary(f.type))
+    }
+    budget = dict.fromkeys(candidates, SMALL_DICTIONARY_BYTES)
+    for source in sources:
+        for name in list(budget):
+            if name not in source.schema.names or not source.schema.field(name).type.equals(schema.field(name).type):
+                del budget[name]
+        leaves = {source.metadata.schema.column(i).path: i for i in range(source.metadata.num_columns)}
+        for rg in range(source.metadata.num_row_groups):
+            group = source.metadata.row_group(rg)
+            for name in list(budget):
+                leaf = leaves.get(name)
+                chunk = None if leaf is None else group.column(leaf)
+                if chunk is None or not chunk.has_dictionary_page or not chunk.dictionary_page_offset:
+                    del budget[name]
+                    continue
+                budget[name] -= chunk.total_uncompressed_size
+                if budget[name] < 0:
+                    del budget[name]
+    return frozenset(budget)
+
+
+def _written_schema(schema: pa.Schema, dictionaries: frozenset[str]) -> pa.Schema:
+    """`schema` as the writer is given it: the file-name column and `dictionaries` typed as Arrow
+    dictionaries of their values (Parquet stores them as the same string or binary columns)."""
+    for index, field in enumerate(schema):
+        if field.name == FILE_NAME_COLUMN or field.name in dictionaries:
+            schema = schema.set(index, pa.field(field.name, pa.dictionary(pa.int32(), field.type), field.nullable))
+    return schema
 
 
 def _footer(keys: Sequence[pa.ChunkedArray], schema: pa.Schema, sources: Sequence[_Source],
@@ -347,14 +405,15 @@ def _footer(keys: Sequence[pa.ChunkedArray], schema: pa.Schema, sources: Sequenc
 
 
 def _open_writer(out: BinaryIO, schema: pa.Schema, sources: Sequence[_Source]) -> pq.ParquetWriter:
-    """A Parquet writer for the merged rows, in the codec and physical types of the inputs."""
+    """A Parquet writer for the merged rows (`schema`: the written one, `_written_schema`), in the
+    codec and physical types of the inputs."""
     first = sources[0].metadata
     codec = first.row_group(0).column(0).compression if first.num_row_groups and first.num_columns else "SNAPPY"
     int96 = any(s.metadata.schema.column(i).physical_type == "INT96"
                 for s in sources for i in range(len(s.metadata.schema)))
     return pq.ParquetWriter(
         out,
-        _with_file_name_type(schema),
+        schema,
         compression=_CODECS.get(codec, "snappy"),
         use_compliant_nested_type=False,  # keep list element names as the inputs have them
         use_deprecated_int96_timestamps=int96,

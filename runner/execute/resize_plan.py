@@ -43,16 +43,22 @@ _MB = 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class PlannedGroup:
-    """One group to execute: a partition's input base files (relative paths) and their file ids."""
+    """One group to execute: a partition's input base files (relative paths) and their file ids.
+
+    `input_bytes` is their total size as planned (from a plan read back, its `TOTAL_IO_READ_MB`,
+    whole MiB; 0 when unknown): the job starts the largest groups first.
+    """
 
     partition: str
     inputs: tuple[str, ...]
     file_ids: tuple[str, ...]
+    input_bytes: int = 0
 
 
 def groups_of_step(step: SizingStep) -> tuple[PlannedGroup, ...]:
     return tuple(
-        PlannedGroup(g.partition, tuple(f.path for f in g.files), tuple(f.file_id for f in g.files))
+        PlannedGroup(g.partition, tuple(f.path for f in g.files), tuple(f.file_id for f in g.files),
+                     sum(max(0, f.size) for f in g.files))
         for g in step.groups
     )
 
@@ -155,4 +161,10 @@ def _planned(group: ClusteringGroup, path: str) -> PlannedGroup:
         partition,
         tuple(in_partition(partition, s.data_file_name or "", what=f"clustering input in {path}") for s in slices),
         tuple(s.file_id for s in slices),
+        _read_bytes(group.metrics),
     )
+
+
+def _read_bytes(metrics: Mapping[str, float]) -> int:
+    value = metrics.get("TOTAL_IO_READ_MB")
+    return int(value * _MB) if isinstance(value, (int, float)) and value > 0 else 0

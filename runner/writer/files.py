@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import RefusedError
 from runner.failpoints import failpoint
@@ -39,6 +39,7 @@ from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.footer import record_key_footer
 from runner.hudi.properties import format_properties
 from runner.storage import AlreadyExists, Storage
+from runner.writer.encoding import dictionary_columns
 from runner.writer.markers import marker_path
 from runner.writer.options import GZIP, ParquetCodec
 from runner.writer.schema import (
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from runner.writer.index import OldFile
 
 PARTITION_METADATA = ".hoodie_partition_metadata"
 ROW_GROUP_ROWS = 131_072
@@ -186,13 +189,15 @@ class CreateHandle:
         return self._file
 
 
-def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table) -> WrittenFile:
+def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
+          old_file: OldFile | None = None) -> WrittenFile:
     """Rewrite `base` with `incoming` applied: the next version of its file group (see module doc).
 
     The old file is decoded a batch at a time: each batch's updated records are replaced in place,
     and the output is written in row groups of at most `ROW_GROUP_ROWS` rows, so decoded memory is
     bounded by a row group rather than the whole old and new file. A file of up to `ROW_GROUP_ROWS`
-    rows is one row group, as before streaming.
+    rows is one row group, as before streaming. `old_file` is `base` as the driver's index already
+    read it (bytes and record keys), used instead of reading the file again.
     """
     import numpy as np
     import pyarrow as pa
@@ -200,7 +205,8 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table) 
     newest = _newest_per_key(incoming)
     new_keys = newest.column(RECORD_KEY).combine_chunks().cast(pa.string())
     replaced = np.zeros(newest.num_rows, dtype=bool)
-    old_batches = _read_base(ctx, partition, base)  # refuses a differing schema before anything is written
+    # Refuses a differing schema before anything is written.
+    old_batches = _read_base(ctx, partition, base) if old_file is None else _reread(ctx, partition, base, old_file)
     out = _OpenFile(ctx, partition, base.file_id, prev_commit=str(base.instant_time), io_type="MERGE")
     try:
         inserts, updates = _merge_into(ctx, out, old_batches, newest, new_keys, replaced)
@@ -299,28 +305,48 @@ def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> Iterator[pa.
     source = ctx.storage.open_input(path)
     try:
         parquet = pq.ParquetFile(source)
-        found = parquet.schema_arrow.names
-        names = [f.name for f in ctx.schema]
-        if sorted(found) != sorted(names):
-            raise RefusedError(
-                f"Cannot merge into {path}: its columns {found} differ from the written "
-                f"columns {names}; schema evolution is not supported by the writer.",
-                hint="write the same columns as the table already has.",
-            )
+        names = _checked_columns(ctx, path, parquet)
     except BaseException:
         source.close()
         raise
     return _batches(ctx, path, source, parquet, names)
 
 
-def _batches(ctx: FileContext, path: str, source: BinaryIO, parquet: pq.ParquetFile,
-             names: list[str]) -> Iterator[pa.Table]:
+def _reread(ctx: FileContext, partition: str, base: BaseFile, old_file: OldFile) -> Iterator[pa.Table]:
+    """`_read_base` over the file the index read: its other columns decoded, its keys reused."""
+    path = relative_path(partition, base.name)
+    names = _checked_columns(ctx, path, old_file.parquet)
+    return _batches(ctx, path, contextlib.nullcontext(), old_file.parquet, names, old_file.keys)
+
+
+def _checked_columns(ctx: FileContext, path: str, parquet: pq.ParquetFile) -> list[str]:
+    found = parquet.schema_arrow.names
+    names = [f.name for f in ctx.schema]
+    if sorted(found) != sorted(names):
+        raise RefusedError(
+            f"Cannot merge into {path}: its columns {found} differ from the written "
+            f"columns {names}; schema evolution is not supported by the writer.",
+            hint="write the same columns as the table already has.",
+        )
+    return names
+
+
+def _batches(ctx: FileContext, path: str, source: contextlib.AbstractContextManager[object],
+             parquet: pq.ParquetFile, names: list[str], keys: pa.Array | None = None) -> Iterator[pa.Table]:
+    """The file's records a batch at a time; with `keys` (its record keys, decoded already) the key
+    column is taken from them instead of decoded again."""
     import pyarrow as pa
 
+    columns = names if keys is None else [n for n in names if n != RECORD_KEY]
+    offset = 0
     with source:
-        for batch in parquet.iter_batches(batch_size=ROW_GROUP_ROWS, columns=names):
+        for batch in parquet.iter_batches(batch_size=ROW_GROUP_ROWS, columns=columns):
+            table = pa.Table.from_batches([batch])
+            if keys is not None:
+                table = table.append_column(RECORD_KEY, keys.slice(offset, batch.num_rows))
+                offset += batch.num_rows
             try:
-                yield pa.Table.from_batches([batch]).select(names).cast(ctx.schema)
+                yield table.select(names).cast(ctx.schema)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
                 raise RefusedError(
                     f"Cannot merge into {path}: its column types differ from the written ones ({error}).",
@@ -342,8 +368,6 @@ class _OpenFile:
 
     def __init__(self, ctx: FileContext, partition: str, file_id: str, *, prev_commit: str | None,
                  io_type: str) -> None:
-        import pyarrow.parquet as pq
-
         self.ctx, self.partition, self.file_id = ctx, partition, file_id
         self.prev_commit, self.io_type = prev_commit, io_type
         self.name = ctx.file_name(file_id)
@@ -353,14 +377,8 @@ class _OpenFile:
         ctx.storage.write_new(marker_path(ctx.instant, partition, self.name, io_type), b"")
         self._stream = contextlib.ExitStack()
         self._sink = self._stream.enter_context(ctx.storage.create_new(relative_path(partition, self.name)))
-        try:
-            self._writer = pq.ParquetWriter(
-                self._sink, ctx.schema, compression=ctx.codec.name, compression_level=ctx.codec.level,
-                store_schema=False,
-            )
-        except BaseException:
-            self.abort()
-            raise
+        # Opened on the first rows: which columns get a dictionary depends on them (`encoding`).
+        self._writer: pq.ParquetWriter | None = None
 
     @property
     def size(self) -> int:
@@ -374,7 +392,7 @@ class _OpenFile:
         if table.num_rows == 0:
             return
         self._all_keys.append(table.column(RECORD_KEY))
-        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self._opened(table).write_table(table, row_group_size=max(table.num_rows, 1))
         self.rows += table.num_rows
         failpoint("mid_file")
 
@@ -384,8 +402,9 @@ class _OpenFile:
         try:
             keys = pa.chunked_array([c for chunked in self._all_keys for c in chunked.chunks], pa.string())
             footer = {"parquet.avro.schema": self.ctx.avro_schema, "writer.model.name": "avro"}
-            self._writer.add_key_value_metadata(footer | record_key_footer(keys))
-            self._writer.close()
+            writer = self._opened(self.ctx.schema.empty_table())
+            writer.add_key_value_metadata(footer | record_key_footer(keys))
+            writer.close()
             size = self.size
         except BaseException:
             self.abort()
@@ -393,6 +412,17 @@ class _OpenFile:
         self._stream.close()  # publishes the file: fsync and link (local), the conditional completion (S3)
         return WrittenFile(self.partition, self.file_id, self.name, self.prev_commit, self.rows,
                            num_inserts, num_updates, size)
+
+    def _opened(self, first_rows: pa.Table) -> pq.ParquetWriter:
+        import pyarrow.parquet as pq
+
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(
+                self._sink, self.ctx.schema, compression=self.ctx.codec.name,
+                compression_level=self.ctx.codec.level, use_dictionary=dictionary_columns(first_rows),
+                store_schema=False,
+            )
+        return self._writer
 
     def abort(self) -> None:
         """Give up the file: nothing is published and the temporary file is removed (the marker stays,

@@ -4,8 +4,10 @@ Like Hudi's SIMPLE index, it reads the `_hoodie_record_key` column of the latest
 file group in the partitions the write touches, and the writer joins the incoming records against
 it on (partition path, record key). The index is partition-scoped (not global): the same key in
 another partition is another record, as with Hudi's default non-global indexes. Reading runs as a
-Spark job, one task per few files, through the table's `Storage` (`index_frame`), or, when the write
-runs on the driver, in a thread pool there (`index_table`); both read a file with `file_keys`.
+Spark job, one task per few files, through the table's `Storage` (`index_frame`, each file with
+`file_keys`), or, when the write runs on the driver, in a thread pool there (`index_table`), which
+keeps the files it read (within a memory budget) for the merges that follow: each old file is then
+read and its key column decoded once per write.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from runner.writer.schema import RECORD_KEY
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.parquet as pq
     from pyspark.sql import DataFrame, SparkSession
 
 INDEX_SCHEMA = "_w_ipath string, _w_ikey string, _w_ifid string"
@@ -49,15 +52,51 @@ def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str
     return map_in_arrow(listing.repartition(tasks), KeyReader(storage), INDEX_SCHEMA)
 
 
-def index_table(storage: Storage, files: Sequence[tuple[str, BaseFile]], threads: int) -> pa.Table:
-    """The same index as `index_frame`, read on the driver by `threads` threads, as one Arrow table."""
+def index_table(storage: Storage, files: Sequence[tuple[str, BaseFile]], threads: int,
+                keep_bytes: int = 0) -> tuple[pa.Table, dict[str, OldFile]]:
+    """The same index as `index_frame`, read on the driver by `threads` threads, as one Arrow table.
+
+    Also returns, by relative path, the files read whole while they fit in `keep_bytes` together
+    (`OldFile`), so the merge of a file group can use them instead of reading its file again.
+    """
     import pyarrow as pa
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        parts = list(pool.map(lambda item: file_keys(storage, *item), files))
-    if not parts:
-        return pa.table({name: pa.array([], pa.string()) for name in INDEX_COLUMNS})
-    return pa.Table.from_batches(parts)
+        read = list(pool.map(lambda item: read_old_file(storage, *item), files))
+    kept: dict[str, OldFile] = {}
+    budget = keep_bytes
+    for (partition, base), old in zip(files, read, strict=True):
+        if old.size <= budget:
+            kept[relative_path(partition, base.name)] = old
+            budget -= old.size
+    if not read:
+        return pa.table({name: pa.array([], pa.string()) for name in INDEX_COLUMNS}), kept
+    return pa.Table.from_batches([old.index_rows for old in read]), kept
+
+
+@dataclass(frozen=True, slots=True)
+class OldFile:
+    """A base file as the index read it: its bytes parsed as Parquet, and its record keys.
+
+    The merge of its file group decodes the other columns from `parquet` and takes the keys from
+    `keys`, so the file is read and its footer and key column decoded once per write.
+    """
+
+    parquet: pq.ParquetFile
+    keys: pa.Array
+    size: int
+    index_rows: pa.RecordBatch
+
+
+def read_old_file(storage: Storage, partition: str, base: BaseFile) -> OldFile:
+    """Read one base file whole and decode its record keys."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = storage.read(relative_path(partition, base.name))
+    parquet = pq.ParquetFile(pa.BufferReader(data))
+    keys = parquet.read(columns=[RECORD_KEY]).column(0).combine_chunks().cast(pa.string())
+    return OldFile(parquet, keys, len(data), _index_rows(partition, base.file_id, keys))
 
 
 def file_keys(storage: Storage, partition: str, base: BaseFile) -> pa.RecordBatch:
@@ -71,9 +110,15 @@ def _keys_of(storage: Storage, partition: str, name: str, file_id: str) -> pa.Re
 
     data = storage.read(relative_path(partition, name))
     keys = pq.read_table(pa.BufferReader(data), columns=[RECORD_KEY]).column(0).combine_chunks()
+    return _index_rows(partition, file_id, keys.cast(pa.string()))
+
+
+def _index_rows(partition: str, file_id: str, keys: pa.Array) -> pa.RecordBatch:
+    import pyarrow as pa
+
     n = len(keys)
     return pa.RecordBatch.from_arrays(
-        [pa.repeat(pa.scalar(partition), n), keys.cast(pa.string()), pa.repeat(pa.scalar(file_id), n)],
+        [pa.repeat(pa.scalar(partition), n), keys, pa.repeat(pa.scalar(file_id), n)],
         names=list(INDEX_COLUMNS),
     )
 

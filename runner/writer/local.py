@@ -10,10 +10,11 @@ input was built from rows the driver held: `built_on_driver`), the writer runs o
 
 - keys stay Spark expressions (`with_keys`); de-duplication runs here after the collect, by the
   rule of the Spark window (`runner.writer.dedup`, tested against it);
-- partition counts, the index lookup (`runner.writer.index.file_keys`, the Spark job's reader, in
-  threads), tagging (a left join on partition and key: a key held by two groups tags the record
-  for both, as the Spark join does; a lookup of the key alone when no key is in two groups),
-  update and insert counts;
+- partition counts, the index lookup (`runner.writer.index.index_table`, in threads: each base file
+  read whole once and, within `OLD_FILES_MAX_BYTES`, kept for the merge of its group), tagging
+  (a left join on partition and key: a key held by two groups tags the record for both, as the
+  Spark join does; a lookup of the key alone when no key is in two groups), update and insert
+  counts;
 - routing with `plan_routing` and `insert_targets` (the same ranges in the same input order);
 - each target's rows sorted by input position and written by `WriteTask.write` as Spark task
   number `i` of the i-th bucket would, which is the task the Spark engine gives it
@@ -26,7 +27,7 @@ sized for data. Spark Connect sessions have no local master to check and always 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from runner.writer.files import WrittenFile
+    from runner.writer.index import OldFile
     from runner.writer.tasks import WriteTask
 
 Engine = Literal["driver", "spark"]
@@ -49,6 +51,9 @@ MIB = 1024 * 1024
 # are written, and the estimate can be low (a Parquet source counts its compressed bytes), so this
 # stays well under Spark's default 1 GiB of driver memory and `spark.driver.maxResultSize`.
 DRIVER_MAX_BYTES = 256 * MIB
+# Base files the driver's index reads whole are kept, up to this many bytes together, for the merges
+# of their groups (`index.index_table`); the rest are read again by their merge, as the Spark engine does.
+OLD_FILES_MAX_BYTES = 256 * MIB
 # What Spark reports for a plan without statistics: `spark.sql.defaultSizeInBytes`, Long.MaxValue
 # unless configured (projections above it scale it, possibly past Long.MaxValue).
 UNKNOWN_SIZE = 2**63 - 1
@@ -251,11 +256,13 @@ def runs_by(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
         yield from runs(ordered, column)
 
 
-def write_targets(task: WriteTask, routed: pa.Table, order: Sequence[str], workers: int) -> list[WrittenFile]:
-    """Write each target's rows as the task numbered by its place in `order` (buckets' file ids)."""
+def write_targets(task: WriteTask, routed: pa.Table, order: Sequence[str], workers: int,
+                  old_files: Mapping[str, OldFile] | None = None) -> list[WrittenFile]:
+    """Write each target's rows as the task numbered by its place in `order` (buckets' file ids);
+    merges use the base files in `old_files` (by relative path) instead of reading them again."""
     number = {file_id: i for i, file_id in enumerate(order)}
     jobs = [(number[key], rows) for key, rows in runs_by(routed, TARGET)]
-    return _in_threads(task, jobs, workers)
+    return _in_threads(task, jobs, workers, old_files or {})
 
 
 def write_partitions(task: WriteTask, records: pa.Table, workers: int) -> list[WrittenFile]:
@@ -264,7 +271,8 @@ def write_partitions(task: WriteTask, records: pa.Table, workers: int) -> list[W
     return _in_threads(task, jobs, workers)
 
 
-def _in_threads(task: WriteTask, jobs: list[tuple[int, pa.Table]], workers: int) -> list[WrittenFile]:
+def _in_threads(task: WriteTask, jobs: list[tuple[int, pa.Table]], workers: int,
+                old_files: Mapping[str, OldFile] | None = None) -> list[WrittenFile]:
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs) or 1))) as pool:
-        done = list(pool.map(lambda job: task.on_driver(job[1], job[0]), jobs))
+        done = list(pool.map(lambda job: task.on_driver(job[1], job[0], old_files), jobs))
     return [f for files in done for f in files]

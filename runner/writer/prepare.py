@@ -15,27 +15,30 @@ newer record wins unless the older one's ordering value is strictly greater.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from runner.errors import RefusedError
 from runner.writer.create import KeyLayout
 from runner.writer.keys import partition_path_column, record_key_column
 from runner.writer.route import InsertRange, insert_targets
-from runner.writer.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, field_types
+from runner.writer.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, SparkType, field_types
 from runner.writer.spark_hash import partition_keys
 from runner.writer.tasks import TARGET
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 SEQ = "_w_seq"
 RANK = "_w_rank"
 
 
 def data_columns(df: DataFrame) -> DataFrame:
-    """The input without Hudi meta columns (a DataFrame read from a Hudi table carries them)."""
-    return df.drop(*[c for c in df.columns if c in META_COLUMNS])
+    """The input without Hudi meta columns (a DataFrame read from a Hudi table carries them); the
+    input itself when it has none, which spares Spark analysing one more plan."""
+    meta = [c for c in df.columns if c in META_COLUMNS]
+    return df.drop(*meta) if meta else df
 
 
 def with_keys(df: DataFrame, layout: KeyLayout) -> DataFrame:
@@ -49,12 +52,37 @@ def with_keys(df: DataFrame, layout: KeyLayout) -> DataFrame:
             f"columns: {', '.join(types)}.",
             hint="add the column: it decides which of several records with one key is kept.",
         )
+    record_key, partition_path = key_columns(df.sparkSession, layout, types)
     return df.select(
         "*",
-        record_key_column(layout, types).alias(RECORD_KEY),
-        partition_path_column(layout, types).alias(PARTITION_PATH),
+        record_key.alias(RECORD_KEY),
+        partition_path.alias(PARTITION_PATH),
         F.monotonically_increasing_id().alias(SEQ),
     )
+
+
+# (session, layout, key fields' types) -> (session, record key, partition path); a few entries at most.
+_KEY_COLUMNS: dict[tuple[int, KeyLayout, str], tuple[object, Column, Column]] = {}
+_KEY_COLUMNS_MAX = 16
+
+
+def key_columns(session: object, layout: KeyLayout, types: Mapping[str, SparkType]) -> tuple[Column, Column]:
+    """The record key and partition path expressions, built once per session, layout and key types.
+
+    Each function of an expression is a round trip to the JVM (about a dozen for a partition path),
+    which every write paid again; an unresolved expression names its columns only, so one built for
+    a DataFrame serves any other with the same key columns and types.
+    """
+    fields = (*layout.record_key_fields, *layout.partition_fields)
+    signature = json.dumps([[f, types.get(f)] for f in fields])
+    entry = _KEY_COLUMNS.get((id(session), layout, signature))
+    if entry is not None and entry[0] is session:  # the very session, not one at a reused address
+        return entry[1], entry[2]
+    built = (record_key_column(layout, types), partition_path_column(layout, types))
+    if len(_KEY_COLUMNS) >= _KEY_COLUMNS_MAX:
+        _KEY_COLUMNS.clear()
+    _KEY_COLUMNS[(id(session), layout, signature)] = (session, *built)
+    return built
 
 
 def deduplicate(df: DataFrame, precombine_field: str | None) -> DataFrame:

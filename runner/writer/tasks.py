@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runner.hudi.files import BaseFile, write_token
+from runner.hudi.files import BaseFile, relative_path, write_token
 from runner.storage import Storage
 from runner.writer.files import CreateHandle, FileContext, WrittenFile, merge, stat_rows
 from runner.writer.options import GZIP, ParquetCodec
@@ -22,6 +22,8 @@ from runner.writer.schema import PARTITION_PATH, arrow_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from runner.writer.index import OldFile
 
 TARGET = "_w_fid"  # the file id column of routed rows
 STATS_SCHEMA = (
@@ -74,13 +76,16 @@ class WriteTask:
         for files in self.write(batches, *ids):
             yield _stats(files, executor)
 
-    def on_driver(self, rows: pa.Table, task_number: int) -> list[WrittenFile]:
+    def on_driver(self, rows: pa.Table, task_number: int,
+                  old_files: Mapping[str, OldFile] | None = None) -> list[WrittenFile]:
         """Write `rows` (runs sorted as a task receives them) on the driver, as Spark task `task_number`
-        of stage 0 would: its number goes into the write token and `_hoodie_commit_seqno`."""
-        return [f for files in self.write(iter(rows.to_batches()), task_number, 0, 0) for f in files]
+        of stage 0 would: its number goes into the write token and `_hoodie_commit_seqno`.
+        `old_files`: base files the driver's index already read, by relative path."""
+        written = self.write(iter(rows.to_batches()), task_number, 0, 0, old_files or {})
+        return [f for files in written for f in files]
 
     def write(self, batches: Iterator[pa.RecordBatch], partition_id: int, stage_id: int,
-              attempt_id: int) -> Iterator[list[WrittenFile]]:
+              attempt_id: int, old_files: Mapping[str, OldFile] | None = None) -> Iterator[list[WrittenFile]]:
         """The files of each run of targets in `batches`, a run at a time."""
         import pyarrow as pa
 
@@ -93,19 +98,22 @@ class WriteTask:
                 if run is None or run.key != key:
                     if run is not None:
                         yield run.finish()
-                    run = self._run(ctx, key)
+                    run = self._run(ctx, key, old_files or {})
                 run.add(part)
         if run is not None:
             yield run.finish()
 
-    def _run(self, ctx: FileContext, key: str) -> _Run:
+    def _run(self, ctx: FileContext, key: str, old_files: Mapping[str, OldFile]) -> _Run:
         from runner.writer.route import new_file_id
 
         if not self.targets:  # bulk insert: a run is a partition path and opens a new file group
             return _Run(ctx, key, new_file_id(), Target(key, None))
         if key not in self.targets:
             raise AssertionError(f"rows routed to unknown file group {key!r}")
-        return _Run(ctx, key, key, self.targets[key])
+        target = self.targets[key]
+        base = target.base_file
+        return _Run(ctx, key, key, target,
+                    old_files.get(relative_path(target.partition, base.name)) if base is not None else None)
 
     def _context(self, partition_id: int, stage_id: int, attempt_id: int) -> FileContext:
         return FileContext(
@@ -124,8 +132,9 @@ class WriteTask:
 class _Run:
     """The rows of one target: merged at the end for an existing group, streamed otherwise."""
 
-    def __init__(self, ctx: FileContext, key: str, file_id: str, target: Target) -> None:
-        self.ctx, self.key, self.target = ctx, key, target
+    def __init__(self, ctx: FileContext, key: str, file_id: str, target: Target,
+                 old_file: OldFile | None = None) -> None:
+        self.ctx, self.key, self.target, self.old_file = ctx, key, target, old_file
         self._rows: list[pa.Table] = []
         self._create = None if target.base_file else CreateHandle(ctx, target.partition, file_id)
 
@@ -141,7 +150,8 @@ class _Run:
         if self._create is not None:
             return self._create.close()
         assert self.target.base_file is not None
-        return [merge(self.ctx, self.target.partition, self.target.base_file, pa.concat_tables(self._rows))]
+        return [merge(self.ctx, self.target.partition, self.target.base_file, pa.concat_tables(self._rows),
+                      self.old_file)]
 
 
 def runs(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:

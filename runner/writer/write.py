@@ -57,7 +57,7 @@ from runner.writer.create import (
     open_table,
 )
 from runner.writer.files import WrittenFile
-from runner.writer.index import index_frame, index_table
+from runner.writer.index import OldFile, index_frame, index_table
 from runner.writer.keys import ERROR_PREFIX, sample_record_key
 from runner.writer.local import Engine
 from runner.writer.options import WriteOptions, parse_options
@@ -252,14 +252,18 @@ class _Job:
         else:
             state, latest, blocked = self._touched(local.partition_counts(records))
             index = None
+            old_files: dict[str, OldFile] = {}
             if self.op is Operation.UPSERT:
-                index = index_table(self.storage, [(p, f) for p, fs in latest.items() for f in fs], workers)
+                index, old_files = index_table(self.storage, [(p, f) for p, fs in latest.items() for f in fs],
+                                               workers, keep_bytes=local.OLD_FILES_MAX_BYTES)
             tagged = local.tag(records, index)
             inflight, routing = self._plan(state, latest, blocked, *local.target_counts(tagged))
             routed = local.route_inserts(tagged, routing.ranges)
+            merged = {relative_path(b.partition, b.base_file.name) for b in routing.buckets if b.base_file}
+            old_files = {path: old for path, old in old_files.items() if path in merged}  # the rest can go now
             failpoint("after_inflight")
             files = local.write_targets(self._task(_targets(routing)), routed,
-                                        [b.file_id for b in routing.buckets], workers)
+                                        [b.file_id for b in routing.buckets], workers, old_files)
         failpoint("after_files")
         return inflight, files
 
@@ -349,6 +353,8 @@ def _conformed(storage: Storage, config: TableConfig, data: DataFrame) -> tuple[
     if table_schema is None:
         return data, spark_schema
     order, schema = reconcile(spark_schema, table_schema, table=config.name, where=storage.uri)
+    if order == data.columns:  # already in the table's order: no new plan for Spark to analyse
+        return data, schema
     return data.select(*order), schema
 
 

@@ -10,10 +10,6 @@ from __future__ import annotations
 import decimal
 import glob
 import io
-import os
-import re
-import subprocess
-import sys
 import textwrap
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -29,14 +25,13 @@ from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resiz
 from runner.execute.resize_copy import copy_group
 from runner.execute.resize_job import GroupRewrite, RewriteTask, rewrite_group
 from runner.execute.resize_plan import strategy_of_plan
-from runner.failpoints import EXIT_CODE
 from runner.hudi import bloom, bloom_merge, footer, parquet_copy
-from runner.hudi.files import BaseFile
 from runner.hudi.parquet_copy import NotCopyable, binary_copy
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.hudi.thrift_compact import I64, Struct, ThriftList, decode_struct, encode_struct
 from runner.plan.sizing import plan_sizing
 from runner.storage import LocalStorage, storage_for
+from tests.execute.resize_crash import kill_group_task
 from tests.execute.test_resize import SIZING, V6, V9, V9_MDT, add_small_files, clock, snapshot
 from tests.hudi.test_bloom import decode_dynamic, member_mask, positions, reference_shape
 from tests.s3 import S3Server, upload_tree
@@ -361,20 +356,22 @@ def test_inputs_that_differ_are_rewritten_and_say_why(change, reason, tmp_path):
         pq.read_table(tmp_path / reference.path).drop_columns([NAME]))
 
 
+def _understate_a_chunk(meta: Struct) -> None:
+    """Record the sixth column chunk of the first row group as 5 bytes shorter than its pages."""
+    rg = meta.get_list(4)[0]
+    assert isinstance(rg, Struct)
+    chunk = rg.get_list(1)[5]
+    assert isinstance(chunk, Struct)
+    column = chunk.get_struct(3)
+    assert column is not None
+    column.put(7, I64, (column.get_int(7) or 0) - 5)  # total_compressed_size
+
+
 def test_a_chunk_whose_recorded_size_misses_its_pages_is_not_copied(tmp_path):
     inputs = _write_inputs(tmp_path, [(100, 100)])
     path = tmp_path / inputs[0]
 
-    def shrink(meta: Struct) -> None:
-        rg = meta.get_list(4)[0]
-        assert isinstance(rg, Struct)
-        chunk = rg.get_list(1)[5]
-        assert isinstance(chunk, Struct)
-        column = chunk.get_struct(3)
-        assert column is not None
-        column.put(7, I64, (column.get_int(7) or 0) - 5)  # total_compressed_size
-
-    _patch_footer(path, shrink)
+    _patch_footer(path, _understate_a_chunk)
     with pytest.raises(NotCopyable, match="pages do not match its metadata"):
         binary_copy([(str(path), path.read_bytes())], file_name="x.parquet")
 
@@ -604,16 +601,7 @@ def test_a_chunk_found_wrong_part_way_publishes_nothing(tmp_path):
     inputs = _write_inputs(tmp_path, [(100, 100), (100, 100), (100, 100)])
     oldest = tmp_path / inputs[0]  # copied last (newest first)
 
-    def shrink(meta: Struct) -> None:
-        rg = meta.get_list(4)[0]
-        assert isinstance(rg, Struct)
-        chunk = rg.get_list(1)[5]
-        assert isinstance(chunk, Struct)
-        column = chunk.get_struct(3)
-        assert column is not None
-        column.put(7, I64, (column.get_int(7) or 0) - 5)
-
-    _patch_footer(oldest, shrink)
+    _patch_footer(oldest, _understate_a_chunk)
     before = sorted(p.name for p in (tmp_path / "p").iterdir())
 
     why = copy_group(storage, GroupRewrite("p", "c-0", inputs), INSTANT, "0-0-0")
@@ -636,32 +624,17 @@ CRASHING_COPY = textwrap.dedent("""
 def test_a_crash_mid_copy_leaves_only_a_temporary_file_which_the_next_apply_removes(v6_mixed, spark, tmp_path):
     before = snapshot(v6_mixed)
     storage, state, step = _step(v6_mixed, COPY)
-    pending, _ = ResizeRunner(storage, state.metadata, spark=spark, clock=clock).schedule(step)
     group = next(g for g in step.groups if len(g.files) > 1)
-    folder = v6_mixed / group.partition
-    listed = {p.name for p in folder.iterdir()}
-    script = tmp_path / "task.py"
-    script.write_text(CRASHING_COPY)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {"RUNNER_FAILPOINT": "mid_rewrite"}
+    killed = kill_group_task(v6_mixed, storage, state.metadata, spark, step, group,
+                             script=CRASHING_COPY, workdir=tmp_path)
 
-    killed = subprocess.run(
-        [sys.executable, str(script), str(v6_mixed), group.partition, "dead0000-0", str(pending.time),
-         *(f.path for f in group.files)],
-        check=False, capture_output=True, text=True, env=env, timeout=300,
-    )
-
-    assert killed.returncode == EXIT_CODE, killed.stderr[-3000:]
-    name = BaseFile("dead0000-0", "0-9-9", pending.time, "parquet").name
-    (left,) = {p.name for p in folder.iterdir()} - listed
-    assert re.fullmatch(rf"\.{re.escape(name)}\.[0-9a-f]{{32}}\.tmp", left)
-    assert (folder / left).stat().st_size > 4  # the first input's chunks were written before the crash
-    assert not (folder / name).exists()
+    assert (killed.folder / killed.left).stat().st_size > 4  # the first input's chunks were written before the crash
     assert snapshot(v6_mixed) == before
 
     outcome = finish_pending_resize(storage, read_table_metadata(storage), spark=spark, clock=clock)
 
-    assert outcome is not None and outcome.instants == (str(pending.time),)
-    assert f"{group.partition}/{left}" in outcome.partial_files_deleted
+    assert outcome is not None and outcome.instants == (str(killed.pending.time),)
+    assert f"{group.partition}/{killed.left}" in outcome.partial_files_deleted
     assert any(n.startswith("binary copy:") for n in outcome.notes), outcome.notes
     assert not list(v6_mixed.rglob("*.tmp"))
     assert snapshot(v6_mixed) == before

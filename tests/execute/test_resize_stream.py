@@ -4,11 +4,7 @@ overwritten target, and a crash mid-stream that leaves only a temporary file the
 from __future__ import annotations
 
 import glob
-import os
 import random
-import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -16,13 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runner.execute.resize import ResizeRunner, finish_pending_resize
+from runner.execute.resize import finish_pending_resize
 from runner.execute.resize_job import GroupRewrite, rewrite_group
-from runner.failpoints import EXIT_CODE
 from runner.hudi import bloom, footer
-from runner.hudi.files import BaseFile
 from runner.hudi.state import read_table_metadata
 from runner.storage import AlreadyExists, LocalStorage, storage_for
+from tests.execute.resize_crash import kill_group_task
 from tests.execute.test_resize import clock, plan, snapshot, v6_small  # noqa: F401 - v6_small is a fixture
 from tests.s3 import S3Server, upload_tree
 
@@ -137,32 +132,17 @@ def test_a_crash_mid_stream_leaves_only_a_temporary_file_which_the_next_apply_re
         v6_small, spark, tmp_path):  # noqa: F811
     before = snapshot(v6_small)
     storage, state, step = plan(v6_small)
-    pending, _ = ResizeRunner(storage, state.metadata, spark=spark, clock=clock).schedule(step)
     group = step.groups[0]
-    folder = v6_small / group.partition
-    listed = {p.name for p in folder.iterdir()}
-    script = tmp_path / "task.py"
-    script.write_text(CRASHING_TASK)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {"RUNNER_FAILPOINT": "mid_rewrite"}
+    killed = kill_group_task(v6_small, storage, state.metadata, spark, step, group,
+                             script=CRASHING_TASK, workdir=tmp_path)
 
-    killed = subprocess.run(
-        [sys.executable, str(script), str(v6_small), group.partition, "dead0000-0", str(pending.time),
-         *(f.path for f in group.files)],
-        check=False, capture_output=True, text=True, env=env, timeout=300,
-    )
-
-    assert killed.returncode == EXIT_CODE, killed.stderr[-3000:]
-    name = BaseFile("dead0000-0", "0-9-9", pending.time, "parquet").name
-    (left,) = {p.name for p in folder.iterdir()} - listed
-    assert re.fullmatch(rf"\.{re.escape(name)}\.[0-9a-f]{{32}}\.tmp", left)
-    assert (folder / left).stat().st_size > 0  # a row group was written before the crash
-    assert not (folder / name).exists()
+    assert (killed.folder / killed.left).stat().st_size > 0  # a row group was written before the crash
     assert snapshot(v6_small) == before
 
     outcome = finish_pending_resize(storage, read_table_metadata(storage), spark=spark, clock=clock)
 
-    assert outcome is not None and outcome.instants == (str(pending.time),)
-    assert f"{group.partition}/{left}" in outcome.partial_files_deleted
+    assert outcome is not None and outcome.instants == (str(killed.pending.time),)
+    assert f"{group.partition}/{killed.left}" in outcome.partial_files_deleted
     assert not list(v6_small.rglob("*.tmp"))
     assert snapshot(v6_small) == before
     assert not read_table_metadata(storage).timeline.pending()

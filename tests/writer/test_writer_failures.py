@@ -114,22 +114,7 @@ def test_a_killed_write_leaves_its_lock_and_files_and_the_next_write_cleans_up(
     root = project(orders=table_yaml("orders"))
     base = root / "warehouse" / "orders"
     runner.write(spark.createDataFrame([(1, "eu", "a", 1)], SCHEMA), "orders", project_dir=root)
-    script = textwrap.dedent(f"""
-        import logging
-        import runner
-        from runner.writer import local
-        logging.basicConfig(level=logging.INFO)
-        local.PINNED = {engine!r}
-        from runner.declarations.model import SparkSettings
-        from runner.execute.spark import get_spark
-        spark = get_spark(SparkSettings(master="local[1]"))
-        df = spark.createDataFrame([(1, "eu", "x", 5), (9, "us", "y", 5)], "{SCHEMA}")
-        runner.write(df, "orders", project_dir={str(root)!r})
-    """)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {FAILPOINT_ENV: "after_files"}
-    killed = subprocess.run(
-        [sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True, timeout=300
-    )
+    killed = _write_killed_at(root, engine, "after_files", [(1, "eu", "x", 5), (9, "us", "y", 5)])
     assert killed.returncode == FAILPOINT_EXIT, killed.stderr[-2000:]
     assert f"runs on the {engine}" in killed.stderr
     assert (base / ".hoodie/.locks/runner.lock").exists()
@@ -208,22 +193,7 @@ def test_a_write_killed_mid_file_leaves_a_temporary_file_which_the_next_write_re
     root = project(orders=table_yaml("orders"))
     base = root / "warehouse" / "orders"
     runner.write(spark.createDataFrame([(1, "eu", "a", 1)], SCHEMA), "orders", project_dir=root)
-    script = textwrap.dedent(f"""
-        import logging
-        import runner
-        from runner.writer import local
-        logging.basicConfig(level=logging.INFO)
-        local.PINNED = {engine!r}
-        from runner.declarations.model import SparkSettings
-        from runner.execute.spark import get_spark
-        spark = get_spark(SparkSettings(master="local[1]"))
-        df = spark.createDataFrame([(1, "eu", "x", 5), (9, "eu", "y", 5)], "{SCHEMA}")
-        runner.write(df, "orders", project_dir={str(root)!r})
-    """)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {FAILPOINT_ENV: "mid_file"}
-    killed = subprocess.run(
-        [sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True, timeout=300
-    )
+    killed = _write_killed_at(root, engine, "mid_file", [(1, "eu", "x", 5), (9, "eu", "y", 5)])
     # The driver engine writes in the killed process itself; the Spark engine's task dies in its
     # Python worker, so the job fails and the driver reports the failure.
     expected = FAILPOINT_EXIT if engine == "driver" else 1
@@ -238,3 +208,24 @@ def test_a_write_killed_mid_file_leaves_a_temporary_file_which_the_next_write_re
     _assert_rolled_back(base, failed, result)
     assert not list(base.rglob("*.tmp"))
     assert sorted(r["name"] for r in oracle_rows(base)) == ["a", "b"]
+
+
+def _write_killed_at(root: Path, engine: str, failpoint: str,
+                     rows: list[tuple[Any, ...]]) -> subprocess.CompletedProcess[str]:
+    """Run `runner.write(rows)` on `engine` in a fresh process that the failpoint kills."""
+    script = textwrap.dedent(f"""
+        import logging
+        import runner
+        from runner.writer import local
+        logging.basicConfig(level=logging.INFO)
+        local.PINNED = {engine!r}
+        from runner.declarations.model import SparkSettings
+        from runner.execute.spark import get_spark
+        spark = get_spark(SparkSettings(master="local[1]"))
+        df = spark.createDataFrame({rows!r}, "{SCHEMA}")
+        runner.write(df, "orders", project_dir={str(root)!r})
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {FAILPOINT_ENV: failpoint}
+    return subprocess.run(
+        [sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True, timeout=300
+    )

@@ -18,6 +18,7 @@ from runner.hudi.files import BaseFile
 from runner.storage.local import LocalStorage
 from runner.writer import files
 from runner.writer.files import CreateHandle, FileContext, merge
+from runner.writer.index import read_old_file
 from runner.writer.schema import PARTITION_PATH, RECORD_KEY, arrow_schema, file_avro_schema_json
 
 SPARK_SCHEMA = {"type": "struct", "fields": [
@@ -74,9 +75,10 @@ def _expected(old: list[dict[str, Any]], incoming: list[tuple[int, str]], instan
     return out, updates, len(inserts)
 
 
+@pytest.mark.parametrize("read_by_index", [False, True], ids=["read by the merge", "read by the index"])
 @pytest.mark.parametrize("row_group_rows", [7, 1000])
 def test_merge_replaces_updates_in_place_appends_inserts_and_streams_row_groups(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row_group_rows: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row_group_rows: int, read_by_index: bool
 ) -> None:
     monkeypatch.setattr(files, "ROW_GROUP_ROWS", row_group_rows)
     old_rows = [(i, f"old-{i}") for i in range(40)] + [(5, "old-5-again")]  # a key twice (bulk insert keeps both)
@@ -86,7 +88,10 @@ def test_merge_replaces_updates_in_place_appends_inserts_and_streams_row_groups(
                 (39, "upd-39"), (100, "new-100-later"), (0, "upd-0")]
     instant = "20240102000000000"
 
-    written = merge(_context(tmp_path, instant, 4), PARTITION, base, _records(incoming))
+    # The driver's index hands the merge the file it read (keys decoded once); the result is the same.
+    old_file = read_old_file(LocalStorage(str(tmp_path)), PARTITION, base) if read_by_index else None
+
+    written = merge(_context(tmp_path, instant, 4), PARTITION, base, _records(incoming), old_file)
 
     path = tmp_path / PARTITION / written.name
     got = pq.read_table(path)

@@ -306,3 +306,35 @@ def test_single_field_complex_keys_follow_the_encoding_the_table_holds(
     second = runner.write(_df(spark, [(1, "eu", "a", 2)]), "t", project_dir=root)
     assert (second.num_updates, second.num_inserts) == (1, 0)
     assert [(r["_hoodie_record_key"], r["ts"]) for r in oracle_rows(base)] == [("1", 2)]
+
+
+def test_key_expressions_are_built_once_and_keep_their_checks(spark: Any, project: Callable[..., Path]) -> None:
+    from runner.writer.create import SIMPLE, KeyLayout
+    from runner.writer.prepare import key_columns, with_keys
+
+    root = project(orders=table_yaml("orders"))
+    runner.write(_df(spark, [(1, "eu", "a", 1)]), "orders", project_dir=root)
+    layout = KeyLayout("orders", ("id",), ("region",), "ts", SIMPLE, hive_style=True)
+    types = {"id": "long", "region": "string", "name": "string", "ts": "long"}
+    built = key_columns(spark, layout, types)
+    # Built once: the same expression objects come back, with no new round trips to the JVM.
+    assert all(a is b for a, b in zip(key_columns(spark, layout, types | {"name": "int"}), built, strict=True))
+    # Another key type is another expression.
+    assert key_columns(spark, layout, types | {"id": "string"})[0] is not built[0]
+    # The cached expressions still key new rows and still refuse a null key.
+    keyed = with_keys(_df(spark, [(7, "us", "b", 2)]), layout).select("_hoodie_record_key", "_hoodie_partition_path")
+    assert [tuple(r) for r in keyed.collect()] == [("7", "region=us")]
+    runner.write(_df(spark, [(2, "eu", "b", 2)]), "orders", project_dir=root)
+    with pytest.raises(RefusedError, match="record key field 'id' is null or empty"):
+        runner.write(_df(spark, [(None, "eu", "a", 1)]), "orders", project_dir=root)
+    assert sorted(r["id"] for r in _rows(root / "warehouse" / "orders")) == [1, 2]
+
+
+def test_input_already_in_shape_is_used_as_given(spark: Any) -> None:
+    # Each needless select or drop is one more plan for Spark to analyse on every write.
+    from runner.writer.prepare import data_columns
+
+    plain = _df(spark, [(1, "eu", "a", 1)])
+    assert data_columns(plain) is plain
+    with_meta = plain.selectExpr("'x' as _hoodie_record_key", "*")
+    assert data_columns(with_meta).columns == plain.columns

@@ -1,0 +1,110 @@
+"""Which columns of a base file are dictionary-encoded: the choice Hudi's Parquet writer makes.
+
+Hudi writes Parquet with parquet-mr (`HoodieBaseParquetWriter`: dictionary encoding on, writer
+version `PARQUET_1_0`, page and dictionary page size 1 MiB). parquet-mr tries the dictionary on each
+column chunk's first page and keeps it only if it pays (`FallbackValuesWriter.getBytes`,
+`DictionaryValuesWriter.isCompressionSatisfying`: dictionary bytes plus encoded indices smaller than
+the plain values); otherwise the column is written plain. So in Hudi's files a column of distinct
+values (`_hoodie_record_key`, `_hoodie_commit_seqno`, ids, amounts) is plain, and a column of few
+values (`_hoodie_commit_time`, the partition path, the file name) has a dictionary.
+
+Arrow's writer instead keeps a dictionary for every column until it outgrows its page size limit.
+For distinct values that is pure cost: every value is hashed, the dictionary page repeats the values
+and the indices come on top, which made our gzip files about twice the size of plain ones and their
+encoding slower. `dictionary_columns` applies parquet-mr's rule to the first page's worth of rows
+(at most `PAGE_ROWS` rows, parquet-mr's page row count limit, and about `PAGE_BYTES` of plain
+values) and gives Arrow the columns that keep a dictionary.
+
+Decided once per file, on the first rows written to it (parquet-mr decides per row group; our files
+are one row group up to `ROW_GROUP_ROWS` rows). Booleans never get a dictionary (neither writer
+has one for them); the leaves of nested columns keep Arrow's default (a dictionary), as before.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+PAGE_ROWS = 20_000  # parquet-mr's `ParquetProperties.DEFAULT_PAGE_ROW_COUNT_LIMIT`
+PAGE_BYTES = 1024 * 1024  # Hudi's `hoodie.parquet.page.size`, also its dictionary page size
+_LENGTH_PREFIX = 4  # PLAIN byte arrays carry a 4-byte length
+
+
+def dictionary_columns(rows: pa.Table) -> list[str]:
+    """The Parquet column paths of `rows`' schema to write with a dictionary (see the module doc)."""
+    chosen: list[str] = []
+    for field in rows.schema:
+        if _is_nested(field.type):
+            chosen.extend(p for p in leaf_paths(rows.schema) if p.split(".", 1)[0] == field.name)
+        elif _dictionary_pays(rows.column(field.name)):
+            chosen.append(field.name)
+    return chosen
+
+
+def _is_nested(kind: pa.DataType) -> bool:
+    import pyarrow.types as t
+
+    return bool(t.is_struct(kind) or t.is_list(kind) or t.is_large_list(kind) or t.is_map(kind)
+                or t.is_fixed_size_list(kind))
+
+
+def _dictionary_pays(column: pa.ChunkedArray) -> bool:
+    """parquet-mr's `isCompressionSatisfying` on the column's first page: dictionary + indices < plain."""
+    import pyarrow.compute as pc
+    import pyarrow.types as t
+
+    kind = column.type
+    if t.is_boolean(kind) or t.is_null(kind):
+        return False
+    page = column.slice(0, PAGE_ROWS).drop_null()
+    width = _plain_width(kind)
+    if width is None:  # byte arrays: the page ends at about PAGE_BYTES of plain values
+        sizes = pc.add(pc.binary_length(page), _LENGTH_PREFIX)
+        plain = int(pc.sum(sizes).as_py() or 0)
+        if plain > PAGE_BYTES:
+            page = page.slice(0, max(1, int(len(page) * PAGE_BYTES / plain)))
+            plain = int(pc.sum(pc.add(pc.binary_length(page), _LENGTH_PREFIX)).as_py() or 0)
+        values = pc.unique(page)
+        dictionary = int(pc.sum(pc.add(pc.binary_length(values), _LENGTH_PREFIX)).as_py() or 0)
+        distinct = len(values)
+    else:
+        page = page.slice(0, max(1, PAGE_BYTES // width))
+        plain = len(page) * width
+        distinct = pc.count_distinct(page).as_py() if len(page) else 0
+        dictionary = distinct * width
+    if not len(page):
+        return False  # no values: 0 + 0 < 0 fails, parquet-mr falls back to plain
+    bit_width = max(distinct - 1, 0).bit_length()
+    indices = 1 + math.ceil(len(page) * bit_width / 8)  # bit width byte, then bit-packed indices
+    return dictionary + indices < plain
+
+
+def _plain_width(kind: pa.DataType) -> int | None:
+    """Bytes per PLAIN value of a fixed-width type; None for byte arrays."""
+    import pyarrow.types as t
+
+    if t.is_binary(kind) or t.is_string(kind) or t.is_large_binary(kind) or t.is_large_string(kind):
+        return None
+    if t.is_decimal(kind):
+        # Arrow writes decimals as fixed-length byte arrays of the precision's minimal width, as parquet-avro does.
+        return max(1, math.ceil((int(kind.precision) * math.log2(10) + 1) / 8))
+    if t.is_fixed_size_binary(kind):
+        return int(kind.byte_width)
+    bits = int(kind.bit_width)
+    return 4 if bits <= 32 else 8 if bits <= 64 else 12  # INT32 (and smaller ints, dates), INT64, INT96
+
+
+@functools.lru_cache(maxsize=64)
+def leaf_paths(schema: pa.Schema) -> tuple[str, ...]:
+    """The Parquet column paths of `schema`'s leaves, as Arrow's writer names them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), sink, store_schema=False)
+    parquet_schema = pq.ParquetFile(pa.BufferReader(sink.getvalue())).schema
+    return tuple(parquet_schema.column(i).path for i in range(len(parquet_schema)))

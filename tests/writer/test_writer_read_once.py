@@ -1,0 +1,77 @@
+"""The driver engine reads each old base file once per upsert: the index's read serves the merge.
+
+Storage is the real local storage, with its reads counted per path; the table is checked with the
+`hudi` reader.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import runner
+from runner.storage.local import LocalStorage
+from runner.writer import local
+from tests.writer.writer_helpers import oracle_rows, table_yaml
+
+SCHEMA = "id long, region string, name string, ts long"
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Whole-file reads and opened inputs of `.parquet` files, by path."""
+    reads: Counter[str] = Counter()
+    read, open_input = LocalStorage.read, LocalStorage.open_input
+
+    def counted_read(self: LocalStorage, path: str) -> bytes:
+        if path.endswith(".parquet"):
+            reads[path] += 1
+        return read(self, path)
+
+    def counted_open(self: LocalStorage, path: str) -> Any:
+        if path.endswith(".parquet"):
+            reads[path] += 1
+        return open_input(self, path)
+
+    monkeypatch.setattr(LocalStorage, "read", counted_read)
+    monkeypatch.setattr(LocalStorage, "open_input", counted_open)
+    return reads
+
+
+def _write_twice(spark: Any, root: Path) -> tuple[Any, Any]:
+    first = [(i, f"r{i % 3}", f"n{i}", 1) for i in range(300)]
+    runner.write(spark.createDataFrame(first, SCHEMA), "orders", project_dir=root)
+    second = [(i, f"r{i % 3}", f"n{i}-v2", 2) for i in range(0, 300, 2)] + [(i, "r1", f"n{i}", 2) for i in (1000, 1003)]
+    return first, runner.write(spark.createDataFrame(second, SCHEMA), "orders", project_dir=root)
+
+
+def _expected() -> list[dict[str, Any]]:
+    names = {i: f"n{i}-v2" if i % 2 == 0 else f"n{i}" for i in range(300)} | {1000: "n1000", 1003: "n1003"}
+    return sorted(({"id": i, "name": n} for i, n in names.items()), key=repr)
+
+
+def test_each_merged_file_is_read_once_by_a_driver_upsert(
+        spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    root = project(orders=table_yaml("orders"))
+    reads = _count_reads(monkeypatch)
+    _, result = _write_twice(spark, root)
+
+    assert result.engine == "driver" and result.num_updates == 150
+    assert len(result.files) == 3  # one group per partition, each merged (r1's takes the inserts too)
+    assert reads and set(reads.values()) == {1}, reads
+    assert oracle_rows(root / "warehouse" / "orders", columns=("id", "name")) == _expected()
+
+
+def test_files_beyond_the_memory_budget_are_read_again_by_their_merge(
+        spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local, "OLD_FILES_MAX_BYTES", 0)
+    root = project(orders=table_yaml("orders"))
+    reads = _count_reads(monkeypatch)
+    _, result = _write_twice(spark, root)
+
+    assert result.engine == "driver" and result.num_updates == 150
+    assert reads and set(reads.values()) == {2}, reads  # the index's read, then the merge's
+    assert oracle_rows(root / "warehouse" / "orders", columns=("id", "name")) == _expected()
