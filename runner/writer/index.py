@@ -4,14 +4,15 @@ Like Hudi's SIMPLE index, it reads the `_hoodie_record_key` column of the latest
 file group in the partitions the write touches, and the writer joins the incoming records against
 it on (partition path, record key). The index is partition-scoped (not global): the same key in
 another partition is another record, as with Hudi's default non-global indexes. Reading runs as a
-Spark job, one task per few files, through the table's `Storage` (`index_frame`, each file with
-`file_keys`), or, when the write runs on the driver, in a thread pool there (`index_table`), which
-keeps the files it read (within a memory budget) for the merges that follow: each old file is then
-read and its key column decoded once per write.
+Spark job, one task per few files, through the table's `Storage` (`index_frame`), or, when the write
+runs on the driver, in a thread pool there (`index_table`), which keeps the files it read (within a
+memory budget) for the merges that follow: each old file is then read and its key column decoded
+once per write. Both read a file with `read_old_file`.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -57,24 +58,43 @@ def index_table(storage: Storage, files: Sequence[tuple[str, BaseFile]], threads
     """The same index as `index_frame`, read on the driver by `threads` threads, as one Arrow table.
 
     Also returns, by relative path, the files read whole while they fit in `keep_bytes` together
-    (`OldFile`), so the merge of a file group can use them instead of reading its file again.
+    (`OldFile`), so the merge of a file group can use them instead of reading its file again. A
+    file over the budget is let go as soon as its index rows are taken, inside its thread, so at
+    most the kept files plus one file per thread are held at once (not every file read).
     """
     import pyarrow as pa
 
+    budget = _KeepBudget(keep_bytes)
+
+    def index_one(item: tuple[str, BaseFile]) -> tuple[pa.RecordBatch, OldFile | None]:
+        old = read_old_file(storage, *item)
+        return old.index_rows, old if budget.claim(old.size) else None
+
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        read = list(pool.map(lambda item: read_old_file(storage, *item), files))
-    kept: dict[str, OldFile] = {}
-    budget = keep_bytes
-    for (partition, base), old in zip(files, read, strict=True):
-        if old.size <= budget:
-            kept[relative_path(partition, base.name)] = old
-            budget -= old.size
+        read = list(pool.map(index_one, files))
+    kept = {relative_path(partition, base.name): old
+            for (partition, base), (_, old) in zip(files, read, strict=True) if old is not None}
     if not read:
         return pa.table({name: pa.array([], pa.string()) for name in INDEX_COLUMNS}), kept
-    return pa.Table.from_batches([old.index_rows for old in read]), kept
+    return pa.Table.from_batches([rows for rows, _ in read]), kept
 
 
-@dataclass(frozen=True, slots=True)
+class _KeepBudget:
+    """Bytes of old files still allowed to be kept; claimed by the reading threads as files arrive."""
+
+    def __init__(self, limit: int) -> None:
+        self._left = limit
+        self._lock = threading.Lock()
+
+    def claim(self, size: int) -> bool:
+        with self._lock:
+            if size > self._left:
+                return False
+            self._left -= size
+            return True
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class OldFile:
     """A base file as the index read it: its bytes parsed as Parquet, and its record keys.
 
@@ -89,28 +109,19 @@ class OldFile:
 
 
 def read_old_file(storage: Storage, partition: str, base: BaseFile) -> OldFile:
-    """Read one base file whole and decode its record keys."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    data = storage.read(relative_path(partition, base.name))
-    parquet = pq.ParquetFile(pa.BufferReader(data))
-    keys = parquet.read(columns=[RECORD_KEY]).column(0).combine_chunks().cast(pa.string())
-    return OldFile(parquet, keys, len(data), _index_rows(partition, base.file_id, keys))
+    """Read one base file whole and decode its record keys: the one read of an old file, for the
+    driver's index (kept for the merge) and for the Spark engine's index tasks (`KeyReader`) alike."""
+    return _read(storage, partition, base.name, base.file_id)
 
 
-def file_keys(storage: Storage, partition: str, base: BaseFile) -> pa.RecordBatch:
-    """`(_w_ipath, _w_ikey, _w_ifid)` for every record of one base file."""
-    return _keys_of(storage, partition, base.name, base.file_id)
-
-
-def _keys_of(storage: Storage, partition: str, name: str, file_id: str) -> pa.RecordBatch:
+def _read(storage: Storage, partition: str, name: str, file_id: str) -> OldFile:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     data = storage.read(relative_path(partition, name))
-    keys = pq.read_table(pa.BufferReader(data), columns=[RECORD_KEY]).column(0).combine_chunks()
-    return _index_rows(partition, file_id, keys.cast(pa.string()))
+    parquet = pq.ParquetFile(pa.BufferReader(data))
+    keys = parquet.read(columns=[RECORD_KEY]).column(0).combine_chunks().cast(pa.string())
+    return OldFile(parquet, keys, len(data), _index_rows(partition, file_id, keys))
 
 
 def _index_rows(partition: str, file_id: str, keys: pa.Array) -> pa.RecordBatch:
@@ -133,4 +144,4 @@ class KeyReader:
         for batch in batches:
             columns = batch.to_pydict()
             for partition, name, file_id in zip(columns["partition"], columns["name"], columns["file_id"], strict=True):
-                yield _keys_of(self.storage, partition, name, file_id)
+                yield _read(self.storage, partition, name, file_id).index_rows

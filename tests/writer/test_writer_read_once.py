@@ -6,6 +6,7 @@ Storage is the real local storage, with its reads counted per path; the table is
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -14,8 +15,9 @@ from typing import Any
 import pytest
 
 import runner
+from runner.hudi.files import BaseFile
 from runner.storage.local import LocalStorage
-from runner.writer import local
+from runner.writer import index, local
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 
 SCHEMA = "id long, region string, name string, ts long"
@@ -75,3 +77,35 @@ def test_files_beyond_the_memory_budget_are_read_again_by_their_merge(
     assert result.engine == "driver" and result.num_updates == 150
     assert reads and set(reads.values()) == {2}, reads  # the index's read, then the merge's
     assert oracle_rows(root / "warehouse" / "orders", columns=("id", "name")) == _expected()
+
+
+def test_index_holds_only_the_kept_files_and_one_being_read(
+        spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file over the keep budget is let go as soon as its index rows are taken: while the index is
+    read, the live `OldFile`s are the kept ones plus the one in hand, not every file read so far."""
+    root = project(orders=table_yaml("orders"))
+    rows = [(i, f"r{i % 6}", f"customer-{i}", 1) for i in range(1200)]
+    runner.write(spark.createDataFrame(rows, SCHEMA), "orders", project_dir=root)
+    table = root / "warehouse" / "orders"
+    files = sorted((p.parent.name, BaseFile.parse(p.name, p.stat().st_size)) for p in table.glob("*/*.parquet"))
+    assert len(files) == 6 and all(base is not None for _, base in files)
+    sizes = [base.size for _, base in files if base is not None]
+    live: dict[int, int] = {}
+    peaks: list[int] = []
+    read = index.read_old_file
+
+    def tracked(storage: Any, partition: str, base: BaseFile) -> index.OldFile:
+        old = read(storage, partition, base)
+        live[id(old)] = old.size
+        weakref.finalize(old, live.pop, id(old))
+        peaks.append(sum(live.values()))
+        return old
+
+    monkeypatch.setattr(index, "read_old_file", tracked)
+    keys, kept = index.index_table(LocalStorage(str(table)), files, threads=1, keep_bytes=max(sizes))  # type: ignore[arg-type]
+
+    assert sorted(keys.column("_w_ikey").to_pylist(), key=int) == [str(i) for i in range(1200)]
+    assert len(kept) == 1  # the first file fits the budget; with it kept, no other does
+    kept_bytes = sum(old.size for old in kept.values())
+    assert max(peaks) <= kept_bytes + max(sizes) < sum(sizes), (peaks, sizes)
+    assert sum(live.values()) == kept_bytes  # the others are gone once the index is built
