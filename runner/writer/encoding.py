@@ -68,19 +68,49 @@ def _dictionary_pays(column: pa.ChunkedArray) -> bool:
         if plain > PAGE_BYTES:
             page = page.slice(0, max(1, int(len(page) * PAGE_BYTES / plain)))
             plain = int(pc.sum(pc.add(pc.binary_length(page), _LENGTH_PREFIX)).as_py() or 0)
-        values = pc.unique(page)
-        dictionary = int(pc.sum(pc.add(pc.binary_length(values), _LENGTH_PREFIX)).as_py() or 0)
-        distinct = len(values)
+        if _one_value(page):
+            distinct, dictionary = 1, plain // len(page)
+        else:
+            values = pc.unique(page)
+            dictionary = int(pc.sum(pc.add(pc.binary_length(values), _LENGTH_PREFIX)).as_py() or 0)
+            distinct = len(values)
     else:
         page = page.slice(0, max(1, PAGE_BYTES // width))
         plain = len(page) * width
-        distinct = pc.count_distinct(page).as_py() if len(page) else 0
+        distinct = _distinct_fixed(page)
         dictionary = distinct * width
     if not len(page):
         return False  # no values: 0 + 0 < 0 fails, parquet-mr falls back to plain
     bit_width = max(distinct - 1, 0).bit_length()
     indices = 1 + math.ceil(len(page) * bit_width / 8)  # bit width byte, then bit-packed indices
     return dictionary + indices < plain
+
+
+def _distinct_fixed(page: pa.ChunkedArray) -> int:
+    """Distinct values of a fixed-width page. Two shapes common in base files skip the hashing:
+    one value throughout (a commit time, a partition column), and strictly increasing integers
+    (ids, sequence numbers), which are all distinct. Floats always hash: min and max skip NaN and
+    equate -0.0 with 0.0, which the dictionary keeps apart."""
+    import pyarrow.compute as pc
+    import pyarrow.types as t
+
+    if len(page) and t.is_integer(page.type):
+        if _one_value(page):
+            return 1
+        values = page.combine_chunks().to_numpy(zero_copy_only=False)
+        if bool((values[1:] > values[:-1]).all()):
+            return len(values)
+    return len(pc.unique(page))
+
+
+def _one_value(page: pa.ChunkedArray) -> bool:
+    """Whether a non-empty page of integers or byte arrays (no nulls) holds a single value."""
+    import pyarrow.compute as pc
+
+    if not len(page):
+        return False
+    bounds = pc.min_max(page)
+    return bool(bounds["min"].as_py() == bounds["max"].as_py())
 
 
 def _plain_width(kind: pa.DataType) -> int | None:

@@ -86,3 +86,66 @@ def test_a_column_whose_dictionary_would_be_as_large_as_its_values_is_plain() ->
     assert dictionary_columns(pa.table({"s": ["a", "b"] * 500})) == ["s"]
     # 4 distinct 8-byte longs among 4 rows: 32 + 2 bytes is not below 32 plain.
     assert dictionary_columns(pa.table({"v": pa.array([1, 2, 3, 4], pa.int64())})) == []
+
+
+def _rule_by_hashing(column: pa.Array) -> bool:
+    """parquet-mr's first-page rule computed the long way, every value hashed (the reference for
+    the shortcuts in `runner.writer.encoding`)."""
+    page = column.slice(0, PAGE_ROWS).drop_null()
+    if pa.types.is_string(column.type):
+        sizes = [len(v.encode()) + 4 for v in page.to_pylist()]
+        if sum(sizes) > 1024 * 1024:
+            page = page.slice(0, max(1, int(len(page) * 1024 * 1024 / sum(sizes))))
+            sizes = sizes[: len(page)]
+        plain = sum(sizes)
+        values = set(page.to_pylist())
+        dictionary = sum(len(v.encode()) + 4 for v in values)
+    else:
+        width = 8
+        page = page.slice(0, 1024 * 1024 // width)
+        plain = len(page) * width
+        values = {np.float64(v).tobytes() if isinstance(v, float) else v for v in page.to_pylist()}
+        dictionary = len(values) * width
+    if not len(page):
+        return False
+    return dictionary + 1 + -(-len(page) * max(len(values) - 1, 0).bit_length() // 8) < plain
+
+
+def test_the_shortcuts_decide_as_hashing_every_value_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One value throughout and strictly increasing integers are decided without hashing the page;
+    every column, shortcut or not, gets the answer the rule computed the long way gives."""
+    rng = np.random.default_rng(7)
+    n = PAGE_ROWS + 100
+    columns = {
+        "constant_long": pa.array(np.full(n, 42, np.int64)),
+        "increasing_long": pa.array(np.arange(n, dtype=np.int64) * 3),
+        "increasing_with_nulls": pa.array([None if i % 7 == 0 else i for i in range(n)], pa.int64()),
+        "increasing_then_repeating": pa.array(np.r_[np.arange(10), np.zeros(n - 10, np.int64)].astype(np.int64)),
+        "decreasing_long": pa.array(np.arange(n, 0, -1, dtype=np.int64)),
+        "random_long": pa.array(rng.integers(0, 50, n)),
+        "one_row": pa.array([5], pa.int64()),
+        "two_equal_rows": pa.array([5, 5], pa.int64()),
+        "constant_text": pa.repeat(pa.scalar("region=r1"), n),
+        "two_equal_texts": pa.array(["ab", "ab"]),
+        "few_texts": pa.array([f"r{i % 3}" for i in range(n)]),
+        "distinct_texts": pa.array([f"key-{i}" for i in range(n)]),
+        "zeros_of_both_signs": pa.array([0.0, -0.0] * 600),
+        "nans_and_a_number": pa.array([float("nan"), 1.0] * 600),
+    }
+    expected = {name: _rule_by_hashing(column) for name, column in columns.items()}
+    hashed: list[str] = []
+    unique = pc.unique
+
+    def counted(values: object, *args: object, **kwargs: object) -> object:
+        hashed.append(str(getattr(values, "type", "")))
+        return unique(values, *args, **kwargs)
+
+    monkeypatch.setattr(pc, "unique", counted)
+    monkeypatch.setattr(pc, "count_distinct", lambda *a, **k: pytest.fail("count_distinct hashes every value"))
+    for name, column in columns.items():
+        hashed.clear()
+        assert (name in dictionary_columns(pa.table({name: column}))) == expected[name], name
+        if name in ("constant_long", "increasing_long", "increasing_with_nulls", "one_row", "two_equal_rows"):
+            assert hashed == [], name  # decided without hashing
+    assert expected["constant_long"] and expected["few_texts"] and not expected["increasing_long"]
+    assert not expected["one_row"] and expected["two_equal_rows"]
