@@ -15,7 +15,10 @@ pairs run. Runs are interleaved so that background load hits every
 row alike; the tables are loaded once before the timed runs. Each step also reports the peak
 resident memory of this process tree (Spark's JVM and Python workers included, sampled every 20 ms)
 and how much that is above the RSS on entry. `--profile` runs one more upsert under cProfile and
-prints the driver's top functions by cumulative time. Needs `pip install deltalake` (bench only).
+prints the driver's top functions by cumulative time. `--phases N` runs N more upserts (first pair
+of `--engines`/`--codecs`) and prints each phase's median wall time and CPU time (this process, all
+its threads; Spark's JVM is not counted, so a phase that waits on Spark shows wall without CPU).
+Needs `pip install deltalake` (bench only).
 
 `--engines` picks the write engines timed, each upserting the same rows into its own table per
 codec (loaded alike): `auto` (chosen by size, as users get it), `driver` or `spark` pinned (`runner.writer.local`);
@@ -28,13 +31,17 @@ Usage (from the repository root):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import functools
+import importlib
 import os
 import pstats
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -164,6 +171,61 @@ def profile_upsert(spark: object, df: object, work: Path, top: int, engine: str,
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats("runner/", top)
 
 
+# (module, attribute, label) of each phase of an upsert timed by `--phases`, in the order they run.
+PHASES = (
+    ("runner.writer.write", "with_keys", "keys as Spark expressions"),
+    ("runner.writer.local", "collect", "Spark action (toArrow) + de-dup"),
+    ("runner.writer.write", "index_table", "index: read old files"),
+    ("runner.writer.local", "tag", "tagging"),
+    ("runner.writer.local", "route_inserts", "insert routing"),
+    ("runner.writer.local", "write_targets", "file writes (threads)"),
+    ("runner.writer.commit", "complete", "commit"),
+)
+
+
+@contextlib.contextmanager
+def phase_clocks(seconds: dict[str, list[tuple[float, float]]]) -> Iterator[None]:
+    """Wrap each phase's function so that every call appends (wall, CPU of this process) to `seconds`."""
+    saved = []
+    for module_name, attribute, label in PHASES:
+        module = importlib.import_module(module_name)
+        original = getattr(module, attribute)
+        saved.append((module, attribute, original))
+
+        @functools.wraps(original)
+        def clocked(*args: object, _original: object = original, _label: str = label, **kwargs: object) -> object:
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                return _original(*args, **kwargs)  # type: ignore[operator]
+            finally:
+                seconds.setdefault(_label, []).append((time.perf_counter() - wall, time.process_time() - cpu))
+
+        setattr(module, attribute, clocked)
+    try:
+        yield
+    finally:
+        for module, attribute, original in saved:
+            setattr(module, attribute, original)
+
+
+def phases(spark: object, work: Path, runs: int, first_key: int, rows_per_run: int, engine: str, codec: str) -> None:
+    """`runs` more upserts with each phase's wall and CPU time; medians printed."""
+    seconds: dict[str, list[tuple[float, float]]] = {}
+    totals = []
+    for run in range(runs):
+        df = rows(spark, first_key + run * (rows_per_run // 2), rows_per_run, 1000 + run)
+        with phase_clocks(seconds):
+            wall, cpu = time.perf_counter(), time.process_time()
+            write_table(df, work, engine, codec)
+            totals.append((time.perf_counter() - wall, time.process_time() - cpu))
+        df.unpersist()  # type: ignore[attr-defined]
+    print(f"\nphases of {runs} more upserts ({engine} engine, {codec}), median wall and CPU (this process, "
+          f"all threads; the JVM not counted), load {' '.join(f'{x:.1f}' for x in os.getloadavg())}:")
+    for label, values in [("whole upsert", totals), *seconds.items()]:
+        print(f"  {label}: wall {statistics.median(v[0] for v in values):.3f} s, "
+              f"CPU {statistics.median(v[1] for v in values):.3f} s")
+
+
 def collect_both_ways(spark: object, df: object, runs: int) -> None:
     """The driver engine's Spark action, interleaved: the window's de-duplication before `toArrow`
     (as before this round) against `toArrow` of the keyed records and Arrow's de-duplication."""
@@ -197,6 +259,8 @@ def main() -> None:
     parser.add_argument("--no-delta", action="store_true", help="skip the delta-rs merge")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="after the timed runs, profile one upsert and print the top N functions")
+    parser.add_argument("--phases", type=int, default=0, metavar="N",
+                        help="after the timed runs, N more upserts with each phase's wall and CPU time")
     parser.add_argument("--engines", default="auto",
                         help="comma-separated write engines to time, each on its own table: auto (chosen by "
                         "size, what users get), driver, spark (default auto)")
@@ -314,8 +378,12 @@ def main() -> None:
           f"at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.collect_runs:
         collect_both_ways(spark, rows(spark, (args.runs + 2) * half, args.rows, args.runs + 2), args.collect_runs)
+    if args.phases:
+        phases(spark, work, args.phases, (args.runs + 1) * half, args.rows, *pairs[0])
     if args.profile:
-        profile_upsert(spark, rows(spark, (args.runs + 1) * half, args.rows, args.runs + 1), work, args.profile,
+        # After the phase runs, if any, so that it too updates half its records.
+        start = (args.runs + 1 + args.phases) * half
+        profile_upsert(spark, rows(spark, start, args.rows, args.runs + 1), work, args.profile,
                        *pairs[0])
     spark.stop()
 
