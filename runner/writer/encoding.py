@@ -68,12 +68,10 @@ def _dictionary_pays(column: pa.ChunkedArray) -> bool:
         if plain > PAGE_BYTES:
             page = page.slice(0, max(1, int(len(page) * PAGE_BYTES / plain)))
             plain = int(pc.sum(pc.add(pc.binary_length(page), _LENGTH_PREFIX)).as_py() or 0)
-        if _one_value(page):
-            distinct, dictionary = 1, plain // len(page)
-        else:
-            values = pc.unique(page)
-            dictionary = int(pc.sum(pc.add(pc.binary_length(values), _LENGTH_PREFIX)).as_py() or 0)
-            distinct = len(values)
+        # Always hashed: for byte arrays a min/max scan costs about what hashing a one-valued page does.
+        values = pc.unique(page)
+        dictionary = int(pc.sum(pc.add(pc.binary_length(values), _LENGTH_PREFIX)).as_py() or 0)
+        distinct = len(values)
     else:
         page = page.slice(0, max(1, PAGE_BYTES // width))
         plain = len(page) * width
@@ -104,7 +102,7 @@ def _distinct_fixed(page: pa.ChunkedArray) -> int:
 
 
 def _one_value(page: pa.ChunkedArray) -> bool:
-    """Whether a non-empty page of integers or byte arrays (no nulls) holds a single value."""
+    """Whether a non-empty page of integers (no nulls) holds a single value."""
     import pyarrow.compute as pc
 
     if not len(page):
