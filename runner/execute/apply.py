@@ -26,7 +26,7 @@ from runner.declarations.model import SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
 from runner.execute.clean import CleanOutcome, CleanRunner, Deleter, files_of
 from runner.execute.metadata_table import disable_metadata_table
-from runner.execute.narrow import narrow
+from runner.execute.narrow import PendingClean, narrow, refuse_unreviewed
 from runner.execute.paths import partition_path
 from runner.failpoints import failpoint
 from runner.hudi.files import relative_path
@@ -222,7 +222,19 @@ def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata, storage:
             hint="run `runner plan` again and apply the new plan.",
         )
     plan = narrow(planned, fresh, exists=lambda path: storage.stat(path) is not None)
+    refuse_unreviewed(planned, plan, _pending_clean_paths(meta, storage))
     return replace(plan, status=TableStatus.CHANGES if plan.has_work else TableStatus.IN_SYNC)
+
+
+def _pending_clean_paths(meta: TableMetadata, storage: Storage) -> dict[str, PendingClean]:
+    """What each pending clean on the timeline deletes: (files, partitions), canonical."""
+    found: dict[str, PendingClean] = {}
+    for instant, clean_plan in meta.pending_cleans:
+        if clean_plan is not None:
+            files = files_of(clean_plan, storage.uri)
+            found[str(instant.time)] = ([f for paths in files.values() for f in paths],
+                                        [partition_path(p) for p in clean_plan.partitions_to_delete])
+    return found
 
 
 def _disable_metadata_table(step: DisableMetadataTable, run: _Run) -> None:
