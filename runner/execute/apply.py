@@ -326,6 +326,7 @@ def _refuse_needed_files(storage: Storage, meta: TableMetadata, instant: str, pl
     completes, hence protected by `Protection.needed_for_compaction`, not by being latest.
     """
     files = files_of(plan, storage.uri)
+    _refuse_nested_tables(storage, instant, [*files, *plan.partitions_to_delete])
     listed = {path for paths in files.values() for path in paths}
     state = read_table_state(storage, partitions=[partition_path(p) for p in files], metadata=meta)
     protected = Protection(state)
@@ -343,6 +344,24 @@ def _refuse_needed_files(storage: Storage, meta: TableMetadata, instant: str, pl
             f"e.g. {hit[0]} ({why[hit[0]]}); nothing was deleted",
             hint="check who wrote this clean plan; remove the pending clean only after making sure no data "
             "is lost, or let Hudi's own cleaner decide.",
+        )
+
+
+def _refuse_nested_tables(storage: Storage, instant: str, partitions: list[str]) -> None:
+    """Refuse a pending clean reaching into a table nested in this one: Hudi's file-system listing
+    takes any folder with `.hoodie_partition_metadata` for a partition, the inner table's too, but
+    those files are the inner table's, whose slices this table's timeline knows nothing about."""
+    folders: set[str] = set()
+    for partition in partitions:
+        parts = partition_path(partition).split("/")
+        if parts[0]:  # the table root is this table's own
+            folders.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+    nested = sorted(f for f in folders if storage.stat(f"{f}/.hoodie") is not None)
+    if nested:
+        raise RefusedError(
+            f"pending clean {instant} on {storage.uri} reaches into {nested[0]}, a nested table with its own "
+            ".hoodie folder, whose files are not this table's to delete; nothing was deleted",
+            hint="check who wrote this clean plan; clean the nested table through its own declaration.",
         )
 
 

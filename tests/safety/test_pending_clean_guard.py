@@ -59,3 +59,26 @@ def test_a_pending_clean_of_an_uncommitted_write_is_refused(tmp_path, capsys):
     message = _refused_and_unchanged(table, root, capsys)
 
     assert f"p=a/{written.name}" in message and "not committed" in message
+
+
+def test_a_pending_clean_reaching_into_a_nested_table_is_refused(tmp_path, capsys):
+    """Hudi's file-system listing takes every folder holding `.hoodie_partition_metadata` for a
+    partition, so an outer table's cleaner may list an inner table's files; they are not the outer
+    table's to delete, whatever the outer table's slices say."""
+    table = tmp_path / "t"
+    outer = TableBuilder(table, name="t", partitions=["x"], partition_field="region")
+    outer.commit(writes=1)
+    inner_path = table / "x" / "inner"
+    inner = TableBuilder(inner_path, name="inner", partitions=["p"], partition_field="region", seed=1)
+    inner.commit(writes=1)
+    readers_see = oracle_snapshot(inner_path)
+    (latest,) = [p.name for p in (inner_path / "p").glob("*.parquet")]
+    _hudi_pending_clean(table, [f"x/inner/p/{latest}"], "x/inner/p")
+    root = project_for(table, tmp_path / "project")
+    inner_before = digest(inner_path)
+
+    message = _refused_and_unchanged(table, root, capsys)
+
+    assert "x/inner" in message and "nested" in message
+    assert digest(inner_path) == inner_before
+    assert oracle_snapshot(inner_path) == readers_see
