@@ -6,7 +6,10 @@ enforced here, whatever plan.json says:
 - a saved plan only narrows a fresh plan computed under the lock with the real clock: it selects
   which of the fresh plan's files, partitions and rewrite groups to act on, and everything written
   to the timeline or the run report (policy, earliest commit to retain, savepoints, sizes, file
-  ids, the metadata-table step) comes from the fresh plan (`runner.execute.narrow`);
+  ids, the metadata-table step) comes from the fresh plan (`runner.execute.narrow`), and work the
+  saved plan never showed (a pending clean or metadata table that appeared since) is refused;
+- a pending clean from the timeline is checked against what the planner protects, and may not
+  reach into a nested table (`_refuse_needed_files`);
 - `now` may not lie in the future;
 - the metadata-table decision is the fresh plan's step: `update_metadata_table` records every clean
   in it (refused with the planner's reasons when that is not safe), `disable_metadata_table`
