@@ -60,7 +60,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from _common import PeakRss
+from _common import PeakRss, _children
 
 from runner.declarations.model import FileSizing, ResizeStrategy, SparkSettings
 from runner.execute import resize_engine
@@ -200,12 +200,33 @@ def run_delta(table: Path, target: int) -> list[int]:
     return [os.path.getsize(u.removeprefix("file://")) for u in DeltaTable(str(table)).file_uris()]
 
 
-def timed(action: Callable[[], list[int]]) -> tuple[float, list[int], PeakRss]:
+def tree_cpu_seconds() -> float:
+    """CPU time used so far by this process and its descendants (Spark's JVM and Python workers,
+    and their reaped children), from Linux `/proc`: on a loaded machine it varies far less than
+    wall time."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    pending, total = [os.getpid()], 0
+    while pending:
+        pid = pending.pop()
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended between listing and reading
+        total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        pending.extend(_children(pid))
+    return total / ticks
+
+
+def timed(action: Callable[[], list[int]]) -> tuple[float, float, list[int], PeakRss]:
+    """Wall seconds, CPU seconds of the process tree, the sizes written, and peak memory."""
     with PeakRss() as memory:
+        cpu = tree_cpu_seconds()
         started = time.perf_counter()
         sizes = action()
         seconds = time.perf_counter() - started
-    return seconds, sizes, memory
+        cpu = tree_cpu_seconds() - cpu
+    return seconds, cpu, sizes, memory
 
 
 class TimedRewrite:
@@ -340,6 +361,7 @@ def report(root: Path, args: argparse.Namespace) -> None:
     times: dict[str, list[float]] = {"pyarrow": [], "runner": [], **{n: [] for n in extra},
                                      "runner, binary copy": [], "delta-rs": []}
     peaks: dict[str, list[PeakRss]] = {name: [] for name in times}
+    cpus: dict[str, list[float]] = {name: [] for name in times}
     footers: list[tuple[float, float]] = []
     copy_footers: list[tuple[float, float]] = []
     probes: dict[bool, list[dict[str, float]]] = {False: [], True: []}
@@ -362,11 +384,12 @@ def report(root: Path, args: argparse.Namespace) -> None:
         ]
         for name, action in actions:
             os.sync()  # earlier writes are flushed now, not during the next measurement
-            seconds, sizes, memory = timed(action)
+            seconds, cpu, sizes, memory = timed(action)
             times[name].append(seconds)
+            cpus[name].append(cpu)
             peaks[name].append(memory)
             outputs[name] = sizes
-            print(f"run {run + 1}: {name:19s} {seconds:7.2f} s, {len(sizes)} files written, "
+            print(f"run {run + 1}: {name:19s} {seconds:7.2f} s (CPU {cpu:.2f} s), {len(sizes)} files written, "
                   f"peak RSS {memory.peak / MIB:.0f} MiB (+{memory.added / MIB:.0f} MiB)")
         footers.append(time_footers(keys, filters))
         print(f"run {run + 1}: rewrite's footers {footers[-1][0]:7.2f} s (filters merged; "
@@ -382,6 +405,7 @@ def report(root: Path, args: argparse.Namespace) -> None:
                   + ", ".join(f"{k} {v:.2f}" for k, v in probe.items()))
         shutil.rmtree(work)
     print_table(args, len(inputs), input_bytes, step, plan_s, times, outputs, peaks)
+    print_cpu(times, cpus)
     print_footers(keys, times["runner"], footers)
     print_copy_footers(times["runner, binary copy"], copy_footers)
     print_probes(len(step.groups), probes)
@@ -440,6 +464,17 @@ def print_table(
         print(f"{name} vs delta-rs: {statistics.median(times[name]) / delta:.2f}x (ratio of medians), "
               f"{per_run:.2f}x (median of per-run ratios)")
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+def print_cpu(times: dict[str, list[float]], cpus: dict[str, list[float]]) -> None:
+    """CPU seconds of the process tree per system, and each against delta-rs's in the same run."""
+    print("\n| what | CPU, median | cores busy (CPU / wall, median) | CPU vs delta-rs (median of per-run ratios) |")
+    print("|---|---:|---:|---:|")
+    for name, values in cpus.items():
+        busy = statistics.median(c / w for c, w in zip(values, times[name], strict=True))
+        ratio = statistics.median(c / d for c, d in zip(values, cpus["delta-rs"], strict=True))
+        print(f"| {name} | {statistics.median(values):.2f} s | {busy:.2f} | {ratio:.2f}x |")
+    print("raw CPU seconds: " + json.dumps({k: [round(v, 2) for v in vs] for k, vs in cpus.items()}))
 
 
 def print_footers(keys: list[pa.ChunkedArray], runner: list[float], footers: list[tuple[float, float]]) -> None:
