@@ -21,7 +21,7 @@ hard-linked copies of the same files:
 Reports the median of the runs per system and the ratio to the pyarrow median, and each system's
 peak memory: the high-water mark of this process tree's resident memory (Spark's JVM and Python
 workers included) sampled every 20 ms during the step, and how much that is above the RSS on entry.
-It also runs the groups once more as bare Spark tasks (one per group, as `run_resize` does) and
+It also runs the groups once more as bare Spark tasks (one per group, as the Spark engine does) and
 reports how many cores were busy on average (the tasks' summed time over the time from the first
 start to the last end), with pyarrow's decoding threads off (the runner's setting) and on, in the
 first `--probe-runs` runs. In the
