@@ -55,7 +55,7 @@ def test_a_spark_connect_session_always_uses_spark():
 
 def test_the_shared_local_session_chooses_the_driver_with_its_two_cores(spark):
     choice = resize_engine.choose_engine(spark, groups=5)
-    assert (choice.engine, choice.threads) == ("driver", 2)
+    assert (choice.engine, choice.threads) == ("driver", min(2, os.cpu_count() or 1))
 
 
 def _resize(base: Path, engine: str, spark, monkeypatch) -> tuple[object, set[str]]:
@@ -75,7 +75,9 @@ def test_both_engines_write_files_a_reader_cannot_tell_apart(v6_small, spark, mo
 
     assert snapshot(v6_small) == before and snapshot(other) == before  # the `hudi` reader
     assert not driver_executors and spark_executors  # no Spark job ran for the driver's rewrite
-    assert driver.notes[0].startswith("rewrote 3 groups on 2 threads in the driver: local master local[2]")
+    threads = min(2, os.cpu_count() or 1)
+    assert driver.notes[0].startswith(f"rewrote 3 groups on {threads} thread{'s' if threads > 1 else ''} in the "
+                                      "driver: local master local[2]")
     assert tasks.notes[0].startswith("rewrote 3 groups on Spark tasks: pinned")
     assert len(driver.output_files) == len(tasks.output_files) == 3
     # group i of the job (largest first) gets task i's write token, as Spark's task i would
@@ -151,7 +153,40 @@ def test_a_resize_on_a_local_master_starts_no_jvm(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     table = json.loads(done.stdout)["tables"][0]
     assert table["files_rewritten"] > 1, table
-    assert any(n.startswith("rewrote ") and "2 threads in the driver: local master local[2]" in n
+    assert any(n.startswith("rewrote ") and "in the driver: local master local[2]" in n
                for n in table["notes"]), table["notes"]
     assert not (root / "target" / "spark.log").exists()  # written from the moment a run starts Spark
     assert rows() == before
+
+
+@pytest.mark.parametrize(("master", "cores"), [("local", 1), ("local[1]", 1), ("local[2]", 2), ("local[64]", None),
+                                               ("local[*]", None), ("local[2,3]", 2)])
+def test_a_local_master_s_threads_never_exceed_the_machine_s_cpus(master, cores):
+    cpus = os.cpu_count() or 1
+    assert resize_engine.local_cores(master) == (cpus if cores is None else min(cores, cpus))
+
+
+def test_a_run_starts_spark_up_front_for_a_resize_only_on_a_cluster_or_spark_connect(monkeypatch):
+    from runner.declarations.model import SparkSettings
+
+    assert not resize_engine.rewrites_on_spark(SparkSettings(master="local[*]"))
+    assert resize_engine.rewrites_on_spark(SparkSettings(master="spark://host:7077"))
+    assert resize_engine.rewrites_on_spark(SparkSettings(master="local[2]", remote="sc://host:15002"))
+    monkeypatch.setattr(resize_engine, "PINNED", "spark")
+    assert resize_engine.rewrites_on_spark(SparkSettings(master="local[2]"))
+
+
+def test_a_session_on_demand_is_not_started_when_the_driver_rewrites(v6_small, monkeypatch):  # noqa: F811
+    from runner.declarations.model import SparkSettings
+
+    def never() -> object:
+        raise AssertionError("the driver engine must not start Spark")
+
+    storage, state, step = plan(v6_small)
+    before = snapshot(v6_small)
+    outcome = run_resize(storage, state.metadata, step, clock=clock,
+                         spark=resize_engine.SparkOnDemand(SparkSettings(master="local[2]"), never))  # type: ignore[arg-type]
+    threads = min(2, os.cpu_count() or 1)
+    plural = "s" if threads > 1 else ""
+    assert outcome.notes[0].startswith(f"rewrote 3 groups on {threads} thread{plural} in the driver")
+    assert snapshot(v6_small) == before
