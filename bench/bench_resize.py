@@ -60,7 +60,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from _common import PeakRss, _children
+from _common import PeakRss
 
 from runner.declarations.model import FileSizing, ResizeStrategy, SparkSettings
 from runner.execute import resize_engine
@@ -200,32 +200,16 @@ def run_delta(table: Path, target: int) -> list[int]:
     return [os.path.getsize(u.removeprefix("file://")) for u in DeltaTable(str(table)).file_uris()]
 
 
-def tree_cpu_seconds() -> float:
-    """CPU time used so far by this process and its descendants (Spark's JVM and Python workers,
-    and their reaped children), from Linux `/proc`: on a loaded machine it varies far less than
-    wall time."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    pending, total = [os.getpid()], 0
-    while pending:
-        pid = pending.pop()
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # the process ended between listing and reading
-        total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
-        pending.extend(_children(pid))
-    return total / ticks
-
-
 def timed(action: Callable[[], list[int]]) -> tuple[float, float, list[int], PeakRss]:
-    """Wall seconds, CPU seconds of the process tree, the sizes written, and peak memory."""
+    """Wall seconds, CPU seconds of this process (every thread: pyarrow's, delta-rs's, the driver
+    engine's; not Spark's JVM and Python workers, whose processes come and go), the sizes written,
+    and peak memory. On a loaded machine CPU time varies far less than wall time."""
     with PeakRss() as memory:
-        cpu = tree_cpu_seconds()
+        cpu = time.process_time()
         started = time.perf_counter()
         sizes = action()
         seconds = time.perf_counter() - started
-        cpu = tree_cpu_seconds() - cpu
+        cpu = time.process_time() - cpu
     return seconds, cpu, sizes, memory
 
 
@@ -467,7 +451,8 @@ def print_table(
 
 
 def print_cpu(times: dict[str, list[float]], cpus: dict[str, list[float]]) -> None:
-    """CPU seconds of the process tree per system, and each against delta-rs's in the same run."""
+    """CPU seconds of this process per system (the Spark engine's tasks run elsewhere: its figure
+    is the driver's share only), and each against delta-rs's in the same run."""
     print("\n| what | CPU, median | cores busy (CPU / wall, median) | CPU vs delta-rs (median of per-run ratios) |")
     print("|---|---:|---:|---:|")
     for name, values in cpus.items():
