@@ -8,8 +8,10 @@ hard-linked copies of the same files:
 
 - **pyarrow** (baseline): for each group the runner plans, `pq.read_table` every input, concatenate,
   `pq.write_table` one file (snappy), one group after the other in this process;
-- **runner**: `run_resize` on the Hudi table (requested/inflight plan, one Spark task per group on
-  `local[2]`, meta-column rewrite, footer keys, replacecommit); the session is started before timing;
+- **runner**: `run_resize` on the Hudi table (requested/inflight plan, the engine it chooses on
+  `local[2]`: the driver's thread pool; meta-column rewrite, footer keys, replacecommit); the
+  session is started before timing. `--variants` adds rows with the engine pinned: `spark` (one
+  Spark task per group) and `threadsN` (the driver on N threads);
 - **runner, binary copy**: the same with `file_sizing.strategy: binary_copy` (row groups copied
   without decoding, only `_hoodie_file_name` written again, the inputs' bloom filters merged and
   the key range computed from the decoded key column);
@@ -19,7 +21,7 @@ hard-linked copies of the same files:
 Reports the median of the runs per system and the ratio to the pyarrow median, and each system's
 peak memory: the high-water mark of this process tree's resident memory (Spark's JVM and Python
 workers included) sampled every 20 ms during the step, and how much that is above the RSS on entry.
-It also runs the groups once more as bare Spark tasks (one per group, as `run_resize` does) and
+It also runs the groups once more as bare Spark tasks (one per group, as the Spark engine does) and
 reports how many cores were busy on average (the tasks' summed time over the time from the first
 start to the last end), with pyarrow's decoding threads off (the runner's setting) and on, in the
 first `--probe-runs` runs. In the
@@ -53,6 +55,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,7 +63,9 @@ import pyarrow.parquet as pq
 from _common import PeakRss
 
 from runner.declarations.model import FileSizing, ResizeStrategy, SparkSettings
+from runner.execute import resize_engine
 from runner.execute.resize import run_resize
+from runner.execute.resize_engine import Engine
 from runner.execute.resize_job import GroupRewrite
 from runner.execute.spark import get_spark
 from runner.hudi import bloom, bloom_merge, footer, parquet_copy
@@ -163,11 +168,17 @@ def run_pyarrow(table: Path, step: SizingStep, out: Path) -> list[int]:
     return sizes
 
 
-def run_runner(table: Path, step: SizingStep, spark: object) -> list[int]:
+def run_runner(table: Path, step: SizingStep, spark: object, *, engine: Engine | None = None,
+               threads: int | None = None) -> list[int]:
+    """`run_resize` with the engine it chooses (None), or pinned to `engine` (and `threads` threads)."""
     storage = storage_for(str(table))
     state = read_table_state(storage)
-    outcome = run_resize(storage, state.metadata, step, spark=spark,  # type: ignore[arg-type]
-                         clock=lambda: datetime.now(UTC))
+    resize_engine.PINNED, resize_engine.THREADS = engine, threads
+    try:
+        outcome = run_resize(storage, state.metadata, step, spark=spark,  # type: ignore[arg-type]
+                             clock=lambda: datetime.now(UTC))
+    finally:
+        resize_engine.PINNED, resize_engine.THREADS = None, None
     return [(table / p).stat().st_size for p in outcome.output_files]
 
 
@@ -189,12 +200,17 @@ def run_delta(table: Path, target: int) -> list[int]:
     return [os.path.getsize(u.removeprefix("file://")) for u in DeltaTable(str(table)).file_uris()]
 
 
-def timed(action: Callable[[], list[int]]) -> tuple[float, list[int], PeakRss]:
+def timed(action: Callable[[], list[int]]) -> tuple[float, float, list[int], PeakRss]:
+    """Wall seconds, CPU seconds of this process (every thread: pyarrow's, delta-rs's, the driver
+    engine's; not Spark's JVM and Python workers, whose processes come and go), the sizes written,
+    and peak memory. On a loaded machine CPU time varies far less than wall time."""
     with PeakRss() as memory:
+        cpu = time.process_time()
         started = time.perf_counter()
         sizes = action()
         seconds = time.perf_counter() - started
-    return seconds, sizes, memory
+        cpu = time.process_time() - cpu
+    return seconds, cpu, sizes, memory
 
 
 class TimedRewrite:
@@ -295,6 +311,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="64 MiB in 100 files, 1 run")
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--probe-runs", type=int, default=1, help="runs that also probe the tasks' overlap")
+    parser.add_argument("--variants", default="spark,threads3",
+                        help="extra runner rows, comma-separated: `spark` (the Spark engine pinned), "
+                        "`threadsN` (the driver engine on N threads); empty for none")
     args = parser.parse_args()
     if args.quick:
         args.total_mb, args.files, args.runs = 64, 100, 1
@@ -321,8 +340,12 @@ def report(root: Path, args: argparse.Namespace) -> None:
     assert step is not None and not step.is_empty
     spark = get_spark(SparkSettings(master="local[2]", conf=(("spark.ui.enabled", "false"),)))
     copy_step = replace(step, strategy=ResizeStrategy.BINARY_COPY)
-    times: dict[str, list[float]] = {"pyarrow": [], "runner": [], "runner, binary copy": [], "delta-rs": []}
+    variants = [v for v in args.variants.split(",") if v]
+    extra = {_variant_name(v): v for v in variants}
+    times: dict[str, list[float]] = {"pyarrow": [], "runner": [], **{n: [] for n in extra},
+                                     "runner, binary copy": [], "delta-rs": []}
     peaks: dict[str, list[PeakRss]] = {name: [] for name in times}
+    cpus: dict[str, list[float]] = {name: [] for name in times}
     footers: list[tuple[float, float]] = []
     copy_footers: list[tuple[float, float]] = []
     probes: dict[bool, list[dict[str, float]]] = {False: [], True: []}
@@ -334,20 +357,23 @@ def report(root: Path, args: argparse.Namespace) -> None:
         work.mkdir()
         hudi = linked_copy(source, work / "hudi")
         hudi_copy = linked_copy(source, work / "hudi_copy")
+        variant_tables = {n: linked_copy(source, work / f"hudi_{v}") for n, v in extra.items()}
         delta = prepare_delta(source, work / "delta")
         actions: list[tuple[str, Callable[[], list[int]]]] = [
             ("pyarrow", partial(run_pyarrow, source, step, work / "pyarrow")),
             ("runner", partial(run_runner, hudi, step, spark)),
+            *((n, partial(run_runner, variant_tables[n], step, spark, **_variant_pins(v))) for n, v in extra.items()),
             ("runner, binary copy", partial(run_runner, hudi_copy, copy_step, spark)),
             ("delta-rs", partial(run_delta, delta, limit)),
         ]
         for name, action in actions:
             os.sync()  # earlier writes are flushed now, not during the next measurement
-            seconds, sizes, memory = timed(action)
+            seconds, cpu, sizes, memory = timed(action)
             times[name].append(seconds)
+            cpus[name].append(cpu)
             peaks[name].append(memory)
             outputs[name] = sizes
-            print(f"run {run + 1}: {name:19s} {seconds:7.2f} s, {len(sizes)} files written, "
+            print(f"run {run + 1}: {name:19s} {seconds:7.2f} s (CPU {cpu:.2f} s), {len(sizes)} files written, "
                   f"peak RSS {memory.peak / MIB:.0f} MiB (+{memory.added / MIB:.0f} MiB)")
         footers.append(time_footers(keys, filters))
         print(f"run {run + 1}: rewrite's footers {footers[-1][0]:7.2f} s (filters merged; "
@@ -363,9 +389,24 @@ def report(root: Path, args: argparse.Namespace) -> None:
                   + ", ".join(f"{k} {v:.2f}" for k, v in probe.items()))
         shutil.rmtree(work)
     print_table(args, len(inputs), input_bytes, step, plan_s, times, outputs, peaks)
+    print_cpu(times, cpus)
     print_footers(keys, times["runner"], footers)
     print_copy_footers(times["runner, binary copy"], copy_footers)
     print_probes(len(step.groups), probes)
+
+
+def _variant_name(variant: str) -> str:
+    if variant == "spark":
+        return "runner, Spark engine"
+    return f"runner, driver on {_variant_pins(variant)['threads']} threads"
+
+
+def _variant_pins(variant: str) -> dict[str, Any]:
+    if variant == "spark":
+        return {"engine": "spark"}
+    if variant.startswith("threads") and variant[7:].isdigit():
+        return {"engine": "driver", "threads": int(variant[7:])}
+    raise SystemExit(f"--variants: unknown variant {variant!r}, expected `spark` or `threadsN`")
 
 
 def print_table(
@@ -402,11 +443,23 @@ def print_table(
     print("raw peak RSS MiB (added): " + json.dumps(
         {k: [f"{m.peak / MIB:.0f} (+{m.added / MIB:.0f})" for m in ms] for k, ms in peaks.items()}))
     delta = statistics.median(times["delta-rs"])
-    for name in ("runner", "runner, binary copy"):
+    for name in [n for n in times if n.startswith("runner")]:
         per_run = statistics.median(v / d for v, d in zip(times[name], times["delta-rs"], strict=True))
         print(f"{name} vs delta-rs: {statistics.median(times[name]) / delta:.2f}x (ratio of medians), "
               f"{per_run:.2f}x (median of per-run ratios)")
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+def print_cpu(times: dict[str, list[float]], cpus: dict[str, list[float]]) -> None:
+    """CPU seconds of this process per system (the Spark engine's tasks run elsewhere: its figure
+    is the driver's share only), and each against delta-rs's in the same run."""
+    print("\n| what | CPU, median | cores busy (CPU / wall, median) | CPU vs delta-rs (median of per-run ratios) |")
+    print("|---|---:|---:|---:|")
+    for name, values in cpus.items():
+        busy = statistics.median(c / w for c, w in zip(values, times[name], strict=True))
+        ratio = statistics.median(c / d for c, d in zip(values, cpus["delta-rs"], strict=True))
+        print(f"| {name} | {statistics.median(values):.2f} s | {busy:.2f} | {ratio:.2f}x |")
+    print("raw CPU seconds: " + json.dumps({k: [round(v, 2) for v in vs] for k, vs in cpus.items()}))
 
 
 def print_footers(keys: list[pa.ChunkedArray], runner: list[float], footers: list[tuple[float, float]]) -> None:

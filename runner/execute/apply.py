@@ -58,6 +58,7 @@ from runner.storage.lock import TableLock
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from runner.execute.resize_engine import SparkOnDemand
     from runner.hudi.mdt.maintain import CleanMaintenance
 
 __all__ = ["HANDLERS", "TableResult", "apply_table"]
@@ -148,6 +149,12 @@ class _Run:
         if self._cleaner is None:
             self._cleaner = _runner(self.storage, self.meta, self.deleter(), self.clock, self.maintenance)
         return self._cleaner
+
+    def spark_on_demand(self) -> SparkOnDemand:
+        """The session for a rewrite, started only if the rewrite runs on Spark (not on a local master)."""
+        from runner.execute.resize_engine import SparkOnDemand
+
+        return SparkOnDemand(self.spark_settings, self.spark)
 
     def spark(self) -> SparkSession:
         if self.spark_factory is not None:
@@ -287,7 +294,7 @@ def _finish_pending_resizes(step: FinishPendingResize, run: _Run) -> None:
     """Finish (or roll back) the resizes a crash interrupted."""
     from runner.execute.resize import finish_pending_resize
 
-    finished = finish_pending_resize(run.storage, read_table_metadata(run.storage), spark=run.spark(),
+    finished = finish_pending_resize(run.storage, read_table_metadata(run.storage), spark=run.spark_on_demand(),
                                      clock=run.clock, max_tasks=run.decl.spark.resize_partitions)
     if finished is not None:
         _record_resize(run.result, finished)
@@ -302,7 +309,8 @@ def _resize(step: Resize, run: _Run) -> None:
     if run.finished_resize:  # the finished resize may have taken some of these files
         step = _still_rewritable(step, plan_sizing(run.decl.file_sizing, read_table_state(run.storage, metadata=meta)))
     tasks = run.decl.spark.resize_partitions  # the table's own bound on the rewrite job's tasks
-    _record_resize(run.result, run_resize(run.storage, meta, step, spark=run.spark(), clock=run.clock, max_tasks=tasks))
+    outcome = run_resize(run.storage, meta, step, spark=run.spark_on_demand(), clock=run.clock, max_tasks=tasks)
+    _record_resize(run.result, outcome)
 
 
 Handler = Callable[[Any, _Run], None]

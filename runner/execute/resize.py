@@ -32,6 +32,7 @@ marker reconciliation does, so exactly the reported files become visible.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING
 import runner.progress as progress
 from runner.errors import RefusedError, StepFailed
 from runner.execute.resize_copy import BINARY_COPY, REWRITE
+from runner.execute.resize_engine import EngineChoice, SparkOnDemand, choose_engine, run_in_driver, session_of
 from runner.execute.resize_job import GroupRewrite, RewriteTask, RewrittenFile
 from runner.execute.resize_plan import (
     PlannedGroup,
@@ -65,6 +67,8 @@ from runner.vocabulary import TableType
 
 # A rewrite job larger than the task bound runs in about this many rounds, so its progress moves.
 REWRITE_ROUNDS = 10
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -113,14 +117,16 @@ class ResizeOutcome:
 
 
 def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
-               spark: SparkSession, clock: Clock, max_tasks: int | None = None) -> ResizeOutcome:
+               spark: SparkSession | SparkOnDemand, clock: Clock, max_tasks: int | None = None) -> ResizeOutcome:
     """Schedule and execute `step` as one clustering instant (nothing is written for an empty step).
 
     Args:
         storage: rooted at the table's base path; the caller holds the table lock.
         meta: the table's metadata, read under the lock.
         step: the groups to rewrite, planned from that metadata.
-        spark: runs one task per group.
+        spark: the session whose master decides the engine (`runner.execute.resize_engine`): the
+            driver's threads on a local master, one Spark task per group otherwise; a
+            `SparkOnDemand` is started only if Spark is chosen.
         clock: the wall clock, for the instant and completion times.
         max_tasks: the table's `spark.resize_partitions`: at most this many tasks share the groups
             (None: one task per group, up to `runner.spark_jobs.MAX_TASKS`).
@@ -139,7 +145,8 @@ def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
         return runner.execute(pending, groups_of_step(step), written=written, strategy=str(step.strategy))
 
 
-def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: SparkSession, clock: Clock,
+def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: SparkSession | SparkOnDemand,
+                          clock: Clock,
                           max_tasks: int | None = None) -> ResizeOutcome | None:
     """Execute every pending clustering this runner scheduled, oldest first; None if there is none.
 
@@ -167,7 +174,8 @@ def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: Spark
 class ResizeRunner:
     """Schedules and executes clustering instants on one table."""
 
-    def __init__(self, storage: Storage, meta: TableMetadata, *, spark: SparkSession, clock: Clock,
+    def __init__(self, storage: Storage, meta: TableMetadata, *, spark: SparkSession | SparkOnDemand,
+                 clock: Clock,
                  max_tasks: int | None = None) -> None:
         self.storage = storage
         self.meta = meta
@@ -284,7 +292,7 @@ class ResizeRunner:
         copy, strategy_notes = self._binary_copy(strategy)
         tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs, binary_copy=copy)
                  for g in _largest_first(groups)]
-        results = self._rewrite(pending.time, tasks)
+        results, engine = self._rewrite(pending.time, tasks)
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))
         failpoint("after_rewrite")
         conflict = self.conflict(groups, own=pending.time)
@@ -313,7 +321,8 @@ class ResizeRunner:
             bytes_written=sum(r.size for r in results),
             records_written=sum(r.records for r in results),
             partial_files_deleted=removed,
-            notes=self._tasks_note(groups, results) + strategy_notes + (_strategy_notes(results) if copy else ()),
+            notes=(engine.describe(len(tasks)), *self._tasks_note(groups, results, engine)) + strategy_notes
+            + (_strategy_notes(results) if copy else ()),
         )
 
     def _binary_copy(self, strategy: str) -> tuple[bool, tuple[str, ...]]:
@@ -325,10 +334,12 @@ class ResizeRunner:
             return False, ("binary copy applies to copy-on-write tables only: every group was rewritten",)
         return True, ()
 
-    def _tasks_note(self, groups: Sequence[PlannedGroup], results: Sequence[RewrittenFile]) -> tuple[str, ...]:
-        """With `spark.resize_partitions` declared, the most tasks one rewrite job really ran,
-        counted from the write tokens (`<partitionId>-<stageId>-<attempt>`) in the new files' names."""
-        if self.max_tasks is None:
+    def _tasks_note(self, groups: Sequence[PlannedGroup], results: Sequence[RewrittenFile],
+                    engine: EngineChoice) -> tuple[str, ...]:
+        """With `spark.resize_partitions` declared and Spark chosen, the most tasks one rewrite job
+        really ran, counted from the write tokens (`<partitionId>-<stageId>-<attempt>`) in the new
+        files' names (the driver's note already gives its threads, which the setting bounds too)."""
+        if self.max_tasks is None or engine.engine != "spark":
             return ()
         by_stage: dict[str, set[str]] = {}
         for r in results:
@@ -357,19 +368,18 @@ class ResizeRunner:
                 self.storage.delete(f"{self.meta.timeline_folder}/{instant.file_name}")
         return removed
 
-    def _rewrite(self, time: InstantTime, tasks: Sequence[GroupRewrite]) -> list[RewrittenFile]:
+    def _rewrite(self, time: InstantTime, tasks: Sequence[GroupRewrite]) -> tuple[list[RewrittenFile], EngineChoice]:
+        """The new files of `tasks`, in order, and which engine wrote them (for the report)."""
         inputs = [path for t in tasks for path in t.inputs]
         progress.begin("rewriting small files", "files", len(inputs), progress.bytes_of(inputs))
-        # Large jobs run in rounds so progress moves; each round still fills the task bound.
-        cap = self.max_tasks or MAX_TASKS
-        per_round = max(cap, -(-len(tasks) // REWRITE_ROUNDS))
-        results: list[RewrittenFile] = []
+        choice = choose_engine(self.spark, groups=len(tasks), max_tasks=self.max_tasks)
+        note = choice.describe(len(tasks))
+        _log.info("%s: %s", self.storage.uri, note)
         try:
-            for start in range(0, len(tasks), per_round):
-                part = tasks[start:start + per_round]
-                results += run_tasks(self.spark, part, RewriteTask(self.storage, str(time)), per_task=1, max_tasks=cap)
-                done = [path for t in part for path in t.inputs]
-                progress.advance(len(done), progress.bytes_of(done) or 0)
+            if choice.engine == "driver":
+                results = run_in_driver(self.storage, str(time), tasks, threads=choice.threads, done=_advance)
+            else:
+                results = self._spark_job(time, tasks)
         except Exception as error:  # a Py4J/Spark error wraps the task's; the instant stays pending
             raise StepFailed(
                 f"clustering {time} on {self.storage.uri}: rewriting {len(tasks)} group(s) failed: "
@@ -378,6 +388,19 @@ class ResizeRunner:
             ) from error
         if len(results) != len(tasks):
             raise StepFailed(f"clustering {time}: {len(tasks)} groups planned but {len(results)} files reported")
+        return results, choice
+
+    def _spark_job(self, time: InstantTime, tasks: Sequence[GroupRewrite]) -> list[RewrittenFile]:
+        # Large jobs run in rounds so progress moves; each round still fills the task bound.
+        cap = self.max_tasks or MAX_TASKS
+        per_round = max(cap, -(-len(tasks) // REWRITE_ROUNDS))
+        results: list[RewrittenFile] = []
+        for start in range(0, len(tasks), per_round):
+            part = tasks[start:start + per_round]
+            results += run_tasks(session_of(self.spark), part, RewriteTask(self.storage, str(time)),
+                                 per_task=1, max_tasks=cap)
+            done = [path for t in part for path in t.inputs]
+            progress.advance(len(done), progress.bytes_of(done) or 0)
         return results
 
     def _delete_instant_files(self, time: InstantTime, partitions: Sequence[str], *,
@@ -422,6 +445,10 @@ class ResizeRunner:
             value = InstantTime(self._completions[-1].normalized[:17]).plus_millis(1)
         self._completions.append(value)
         return value
+
+
+def _advance(group: GroupRewrite) -> None:
+    progress.advance(len(group.inputs), progress.bytes_of(group.inputs) or 0)
 
 
 def _largest_first(groups: Sequence[PlannedGroup]) -> list[PlannedGroup]:

@@ -1,4 +1,5 @@
-"""The Spark task of a resize: rewrite one clustering group's base files as one new base file.
+"""The task of a resize: rewrite one clustering group's base files as one new base file. The same
+function runs as a Spark task or on a thread of the driver (`runner.execute.resize_engine`).
 
 What Hudi's clustering writes, and so what this writes (checked against a Hudi 1.1 clustering in
 the `v9_txns_simple_nometa` fixture and `HoodieRowCreateHandle`):
@@ -133,7 +134,7 @@ def spark_write_token() -> str:
     """Hudi's write token `<partitionId>-<stageId>-<taskAttemptId>` for the running Spark task.
 
     Outside a Spark task (a direct call) it is `0-0-0`. pyspark is imported here lazily, inside
-    the executor, where it is always present; the driver never calls this.
+    the executor, where it is always present; the driver engine gives its threads their own tokens.
     """
     try:
         from pyspark import TaskContext
@@ -144,7 +145,8 @@ def spark_write_token() -> str:
 
 
 class RewriteTask:
-    """Picklable Spark task: rewrites each group it is given and reports the new files.
+    """Picklable task, run by Spark or on the driver's threads: rewrites each group it is given and
+    reports the new files.
 
     Args:
         storage: the table's storage; inputs are read and the output is created through it.

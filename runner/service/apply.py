@@ -23,6 +23,7 @@ from runner.declarations.model import Project, TableDeclaration
 from runner.errors import InternalError, PlanError, RunnerError
 from runner.execute.apply import TableResult, apply_table
 from runner.execute.deleter import choose_engine, delete_threads
+from runner.execute.resize_engine import rewrites_on_spark
 from runner.execute.session import session_notes, size_session
 from runner.execute.spark import get_spark
 from runner.plan.model import Plan, TablePlan, TableStatus
@@ -117,7 +118,9 @@ def apply_tables(
 
     def one(index: int, decl: TableDeclaration, planned: TablePlan | None) -> TableResult:
         shown.step(f"[{index}/{len(work)}] {decl.name}: reading the timeline, listing files, planning")
-        jobs = _SparkJobs(project, decl.name, shown, spark_log, rewrites=decl.file_sizing.small_file_limit > 0)
+        # A resize on a local master runs on the driver's threads: only a cluster's needs Spark up front.
+        rewrites = decl.file_sizing.small_file_limit > 0 and rewrites_on_spark(project.spark)
+        jobs = _SparkJobs(project, decl.name, shown, spark_log, rewrites=rewrites)
         with reporting_to(shown.sink(decl.name)):  # listing, deletes, rewrites: counts, bytes
             result = _apply_guarded(project, decl, planned, when, jobs)
         shown.table_done(result)
@@ -280,8 +283,9 @@ class _SparkJobs:
     Deletes run where `runner.execute.deleter.choose_engine` says: on the runner's thread pool for
     a local master (no JVM for a clean), as Spark jobs on a cluster or past its size bound. Spark
     starts up front, under its own progress step (start-up is the longest silent wait of a run),
-    when the table has changes and either its deletes run on Spark or it declares file sizing (a
-    rewrite may follow); otherwise a run never starts it. Its WARN and log4j output goes to
+    when the table has changes and either its deletes run on Spark or it declares file sizing on a
+    cluster (a rewrite may follow; on a local master the driver rewrites,
+    `runner.execute.resize_engine`); otherwise a run never starts it. Its WARN and log4j output goes to
     `spark_log` when one is given.
     """
 

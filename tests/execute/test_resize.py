@@ -319,6 +319,7 @@ RESIZE_SCRIPT = textwrap.dedent("""
     import sys
     from datetime import datetime, timezone
     from runner.declarations.model import FileSizing, SparkSettings
+    from runner.execute import resize_engine
     from runner.execute.resize import run_resize
     from runner.execute.spark import get_spark
     from runner.hudi.state import read_table_state
@@ -328,20 +329,26 @@ RESIZE_SCRIPT = textwrap.dedent("""
     storage = storage_for(sys.argv[1])
     state = read_table_state(storage)
     step = plan_sizing(FileSizing(max_file_size=int(sys.argv[2]), small_file_limit=int(sys.argv[3])), state)
+    resize_engine.PINNED = sys.argv[4]
     spark = get_spark(SparkSettings(master="local[1]", conf=()))
     run_resize(storage, state.metadata, step, spark=spark, clock=lambda: datetime.now(timezone.utc))
 """)
 
 
 @pytest.mark.crash
-@pytest.mark.parametrize("point", ["after_replace_requested", "after_rewrite"])
-def test_a_killed_process_is_finished_by_the_next_run(point, v6_small, spark, tmp_path):
+@pytest.mark.parametrize(("point", "engine"), [
+    ("after_replace_requested", "driver"),
+    ("after_rewrite", "driver"),
+    ("mid_rewrite", "driver"),  # on the driver's threads a crash mid-file takes the whole process
+    ("after_rewrite", "spark"),
+])
+def test_a_killed_process_is_finished_by_the_next_run(point, engine, v6_small, spark, tmp_path):
     before = snapshot(v6_small)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {"RUNNER_FAILPOINT": point}
     script = tmp_path / "resize.py"
     script.write_text(RESIZE_SCRIPT)
     killed = subprocess.run(
-        [sys.executable, str(script), str(v6_small), str(SIZING.max_file_size), str(SIZING.small_file_limit)],
+        [sys.executable, str(script), str(v6_small), str(SIZING.max_file_size), str(SIZING.small_file_limit), engine],
         check=False,
         capture_output=True,
         text=True,
@@ -353,12 +360,16 @@ def test_a_killed_process_is_finished_by_the_next_run(point, v6_small, spark, tm
     meta = read_table_metadata(storage)
     (pending,) = meta.timeline.pending(Action.REPLACE_COMMIT)
     orphans = sorted(p.name for p in v6_small.rglob(f"*_{pending.time}.parquet"))
-    assert bool(orphans) == (point == "after_rewrite")
+    orphans += sorted(p.name for p in v6_small.rglob(f".*_{pending.time}.parquet.*.tmp"))
+    assert bool(orphans) == (point != "after_replace_requested")
+    if point == "mid_rewrite":
+        assert any(name.endswith(".tmp") for name in orphans)  # the file being written was not published
     assert snapshot(v6_small) == before
 
     outcome = finish_pending_resize(storage, meta, spark=spark, clock=clock)
 
     assert outcome is not None and set(orphans) == {p.split("/")[-1] for p in outcome.partial_files_deleted}
+    assert not list(v6_small.rglob("*.tmp"))
     assert snapshot(v6_small) == before
     assert not read_table_metadata(storage).timeline.pending()
     assert read_table_state(storage).metadata.replaced

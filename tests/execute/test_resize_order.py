@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from runner.execute import resize_engine
 from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resize
 from runner.execute.resize_plan import decode_plan, encode_plan, groups_of_step
 from runner.hudi.files import BaseFile
@@ -22,13 +25,16 @@ def by_size(step: SizingStep) -> SizingStep:
 
 
 def task_of(path: str) -> int:
-    """The Spark partition (task) that wrote a base file: the first part of its write token."""
+    """The Spark partition (task), or the driver's group index, that wrote a base file: the first
+    part of its write token."""
     base = BaseFile.parse(path.rsplit("/", 1)[-1])
     assert base is not None
     return int(base.write_token.split("-")[0])
 
 
-def test_the_largest_group_is_the_job_s_first_task(v6_small, spark):  # noqa: F811
+@pytest.mark.parametrize("engine", ["driver", "spark"])
+def test_the_largest_group_is_the_job_s_first_task(engine, v6_small, spark, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(resize_engine, "PINNED", engine)
     before = snapshot(v6_small)
     storage, state, planned = plan(v6_small)
     step = by_size(planned)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from runner.cli import main
+from runner.execute import resize_engine
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot
 
@@ -44,7 +45,8 @@ def rewrite_tasks(root: Path, result: dict) -> tuple[int, int]:
 
 
 @pytest.mark.spark
-def test_resize_partitions_bounds_the_tasks_of_the_rewrite_job(tmp_path, capsys, spark):
+def test_resize_partitions_bounds_the_tasks_of_the_rewrite_job(tmp_path, capsys, spark, monkeypatch):
+    monkeypatch.setattr(resize_engine, "PINNED", "spark")  # a local master would rewrite on the driver
     default = sized_project(tmp_path / "default")
     files, tasks = rewrite_tasks(default, apply_json(capsys, default)["tables"][0])
     assert files > 1 and tasks == files  # by default one task per rewrite group

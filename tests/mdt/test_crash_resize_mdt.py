@@ -1,5 +1,8 @@
 """Kill `runner apply` at every step of a resize that updates the metadata table.
 
+On the project's local master the resize runs on the driver's threads, so the killed processes
+start no JVM; one variant pins the Spark engine in the killed process.
+
 The next apply must finish the resize with the same end state as an uninterrupted run (the new
 files get new names, so the state is compared by shape and content), record it in the MDT exactly
 once, and in the crashed state readers must still see the same rows: an MDT deltacommit whose
@@ -8,6 +11,9 @@ replacecommit never completed is ignored.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,3 +82,28 @@ def test_a_deltacommit_whose_resize_never_completed_is_ignored_by_readers(tmp_pa
     assert any(i.time == pending and i.is_completed for i in read_metadata_table(storage).timeline.instants)
     # The resize's MDT block is invalid until the replacecommit completes: the listing is unchanged.
     assert read_files_listing(storage, meta).files == listed_before
+
+
+# `runner apply` with the resize pinned to Spark tasks (a local master would rewrite on the driver).
+ON_SPARK = ("import sys; from runner.execute import resize_engine; resize_engine.PINNED = 'spark'; "
+            "from runner.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.spark
+def test_killed_resize_on_spark_tasks_is_finished_by_the_next_apply(tmp_path: Path, reference) -> None:
+    state, before = reference
+    project = resize_project(tmp_path / "p")
+    table = project / "table"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {"RUNNER_FAILPOINT": "after_rewrite"}
+    crashed = subprocess.run([sys.executable, "-c", ON_SPARK, "apply", "--auto-approve", "--project-dir",
+                              str(project)], capture_output=True, text=True, env=env, timeout=300)
+    assert crashed.returncode == EXIT_CODE, crashed.stderr + crashed.stdout
+    assert (project / "target" / "spark.log").exists()  # the killed run started Spark for its rewrite
+    assert rows(table) == before
+
+    recovered = apply_process(project)
+
+    assert recovered.returncode == 0, recovered.stderr + recovered.stdout
+    assert end_state(table) == state
+    assert_metadata_table_healthy(table)
+    assert rows(table) == before

@@ -1,0 +1,192 @@
+"""The resize's two engines: a local master rewrites on the driver's threads, a cluster or Spark
+Connect on Spark tasks; both run the same task function and write files a reader cannot tell apart."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from runner.errors import StepFailed
+from runner.execute import resize_engine
+from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resize
+from runner.execute.resize_engine import engine_for
+from runner.execute.resize_plan import groups_of_step
+from runner.hudi.files import BaseFile
+from runner.hudi.state import read_table_metadata
+from runner.spark_jobs import executors_seen
+from tests.execute.test_resize import clock, plan, snapshot, v6_small  # noqa: F401 - v6_small is a fixture
+
+NAME = "_hoodie_file_name"
+
+
+@pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "local[4,2]", " local[3] "])
+def test_a_local_master_rewrites_on_the_driver_with_at_most_its_cores(master):
+    choice = engine_for(master, cores=2, groups=6)
+    assert choice.engine == "driver" and choice.threads == 2
+    assert f"local master {master}" in choice.reason
+    assert choice.describe(6).startswith("rewrote 6 groups on 2 threads in the driver: local master")
+
+
+def test_the_pool_has_no_more_threads_than_groups_or_the_table_s_task_bound():
+    assert engine_for("local[8]", cores=8, groups=3).threads == 3
+    assert engine_for("local[8]", cores=8, groups=30, max_tasks=1).threads == 1
+    assert engine_for("local[8]", cores=8, groups=1).describe(1) .startswith("rewrote 1 group on 1 thread in")
+
+
+@pytest.mark.parametrize("master", ["spark://host:7077", "yarn", "k8s://https://host:6443", "localhost:7077"])
+def test_a_cluster_master_always_uses_spark(master, monkeypatch):
+    monkeypatch.setattr(resize_engine, "PINNED", "driver")  # a pin never moves a cluster's job to the driver
+    choice = engine_for(master, cores=2, groups=6)
+    assert choice.engine == "spark" and master in choice.reason
+    assert choice.describe(6).startswith("rewrote 6 groups on Spark tasks: spark.master is")
+
+
+def test_a_spark_connect_session_always_uses_spark():
+    choice = engine_for(None, cores=2, groups=6)
+    assert choice.engine == "spark" and "Spark Connect" in choice.reason
+
+
+def test_the_shared_local_session_chooses_the_driver_with_its_two_cores(spark):
+    choice = resize_engine.choose_engine(spark, groups=5)
+    assert (choice.engine, choice.threads) == ("driver", min(2, os.cpu_count() or 1))
+
+
+def _resize(base: Path, engine: str, spark, monkeypatch) -> tuple[object, set[str]]:
+    monkeypatch.setattr(resize_engine, "PINNED", engine)
+    storage, state, step = plan(base)
+    with executors_seen() as seen:
+        outcome = run_resize(storage, state.metadata, step, spark=spark, clock=clock)
+    return outcome, seen
+
+
+def test_both_engines_write_files_a_reader_cannot_tell_apart(v6_small, spark, monkeypatch, tmp_path):  # noqa: F811
+    other = Path(shutil.copytree(v6_small, tmp_path / "other", symlinks=True))
+    before = snapshot(v6_small)
+
+    driver, driver_executors = _resize(v6_small, "driver", spark, monkeypatch)
+    tasks, spark_executors = _resize(other, "spark", spark, monkeypatch)
+
+    assert snapshot(v6_small) == before and snapshot(other) == before  # the `hudi` reader
+    assert not driver_executors and spark_executors  # no Spark job ran for the driver's rewrite
+    threads = min(2, os.cpu_count() or 1)
+    assert driver.notes[0].startswith(f"rewrote 3 groups on {threads} thread{'s' if threads > 1 else ''} in the "
+                                      "driver: local master local[2]")
+    assert tasks.notes[0].startswith("rewrote 3 groups on Spark tasks: pinned")
+    assert len(driver.output_files) == len(tasks.output_files) == 3
+    # group i of the job (largest first) gets task i's write token, as Spark's task i would
+    tokens = [BaseFile.parse(p.rsplit("/", 1)[-1]).write_token for p in driver.output_files]  # type: ignore[union-attr]
+    assert tokens == ["0-0-0", "1-0-0", "2-0-0"]
+    for mine, theirs in zip(driver.output_files, tasks.output_files, strict=True):
+        a, b = pq.ParquetFile(v6_small / mine), pq.ParquetFile(other / theirs)
+        assert a.schema_arrow == b.schema_arrow and a.schema == b.schema
+        assert a.metadata.metadata == b.metadata.metadata  # key range and bloom filter
+        assert a.metadata.num_row_groups == b.metadata.num_row_groups
+        assert a.read().drop_columns([NAME]) == b.read().drop_columns([NAME])
+        assert set(a.read(columns=[NAME]).column(0).to_pylist()) == {mine.rsplit("/", 1)[-1]}
+    assert (driver.records_written, driver.files_rewritten) == (tasks.records_written, tasks.files_rewritten)
+
+
+def test_a_failed_group_fails_the_step_and_the_next_apply_finishes_it(v6_small, spark, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(resize_engine, "PINNED", "driver")
+    before = snapshot(v6_small)
+    storage, state, step = plan(v6_small)
+    runner = ResizeRunner(storage, state.metadata, spark=spark, clock=clock)
+    pending, _ = runner.schedule(step)
+    groups = groups_of_step(step)
+    smallest = min(groups, key=lambda g: g.input_bytes)
+    broken = v6_small / smallest.inputs[0]
+    good = broken.read_bytes()
+    broken.write_bytes(b"not parquet")
+
+    with pytest.raises(StepFailed, match=rf"clustering {pending.time} .*rewriting 3 group\(s\) failed"):
+        runner.execute(pending, groups)
+
+    assert read_table_metadata(storage).timeline.pending()  # the instant stays pending
+    assert not list(v6_small.rglob("*.tmp"))  # the failed group's temporary file was removed
+    written = sorted(p.name for p in v6_small.rglob(f"*_{pending.time}.parquet"))
+    assert len(written) < 3  # the other groups finished (or were never started); none was published
+    broken.write_bytes(good)
+    assert snapshot(v6_small) == before
+
+    outcome = finish_pending_resize(storage, read_table_metadata(storage), spark=spark, clock=clock)
+
+    assert outcome is not None and sorted(p.rsplit("/", 1)[-1] for p in outcome.partial_files_deleted) == written
+    assert snapshot(v6_small) == before
+    assert not read_table_metadata(storage).timeline.pending()
+
+
+@pytest.mark.spark
+def test_resize_partitions_bounds_the_driver_s_threads_and_apply_says_which_engine_ran(tmp_path, capsys, spark):
+    from tests.execute.test_table_spark_apply import apply_json, rewrite_tasks, sized_project
+
+    bounded = sized_project(tmp_path / "bounded", "spark:\n  resize_partitions: 1\n")
+    result = apply_json(capsys, bounded)["tables"][0]
+    files, _ = rewrite_tasks(bounded, result)
+    assert files > 1
+    # the project's master (the runner's default, local[*]) decides, without a session started for it
+    assert f"rewrote {files} groups on 1 thread in the driver: local master local[*]" in " ".join(result["notes"])
+
+
+def test_a_resize_on_a_local_master_starts_no_jvm(tmp_path):
+    """`runner apply` in a process of its own, where Spark cannot start: the clean and the resize
+    both run in the driver, so no JVM is needed for a local resize, and the readers see the same rows."""
+    from tests.execute.conftest import oracle_snapshot
+    from tests.execute.test_table_spark_apply import sized_project
+
+    root = sized_project(tmp_path / "p", project='name: p\nspark:\n  master: "local[2]"\n')
+    def rows() -> list[str]:
+        return sorted(repr({k: v for k, v in r.items() if k != NAME}) for r in oracle_snapshot(root / "table")[1])
+
+    before = rows()
+    # Spark cannot start in this process: spark-submit runs `$JAVA_HOME/bin/java`, which is missing.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {"JAVA_HOME": str(tmp_path / "no-jvm")}
+    done = subprocess.run([sys.executable, "-m", "runner", "apply", "--auto-approve", "--format", "json",
+                           "--project-dir", str(root)], capture_output=True, text=True, env=env, timeout=300)
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    table = json.loads(done.stdout)["tables"][0]
+    assert table["files_rewritten"] > 1, table
+    assert any(n.startswith("rewrote ") and "in the driver: local master local[2]" in n
+               for n in table["notes"]), table["notes"]
+    assert not (root / "target" / "spark.log").exists()  # written from the moment a run starts Spark
+    assert rows() == before
+
+
+@pytest.mark.parametrize(("master", "cores"), [("local", 1), ("local[1]", 1), ("local[2]", 2), ("local[64]", None),
+                                               ("local[*]", None), ("local[2,3]", 2)])
+def test_a_local_master_s_threads_never_exceed_the_machine_s_cpus(master, cores):
+    cpus = os.cpu_count() or 1
+    assert resize_engine.local_cores(master) == (cpus if cores is None else min(cores, cpus))
+
+
+def test_a_run_starts_spark_up_front_for_a_resize_only_on_a_cluster_or_spark_connect(monkeypatch):
+    from runner.declarations.model import SparkSettings
+
+    assert not resize_engine.rewrites_on_spark(SparkSettings(master="local[*]"))
+    assert resize_engine.rewrites_on_spark(SparkSettings(master="spark://host:7077"))
+    assert resize_engine.rewrites_on_spark(SparkSettings(master="local[2]", remote="sc://host:15002"))
+    monkeypatch.setattr(resize_engine, "PINNED", "spark")
+    assert resize_engine.rewrites_on_spark(SparkSettings(master="local[2]"))
+
+
+def test_a_session_on_demand_is_not_started_when_the_driver_rewrites(v6_small, monkeypatch):  # noqa: F811
+    from runner.declarations.model import SparkSettings
+
+    def never() -> object:
+        raise AssertionError("the driver engine must not start Spark")
+
+    storage, state, step = plan(v6_small)
+    before = snapshot(v6_small)
+    outcome = run_resize(storage, state.metadata, step, clock=clock,
+                         spark=resize_engine.SparkOnDemand(SparkSettings(master="local[2]"), never))  # type: ignore[arg-type]
+    threads = min(2, os.cpu_count() or 1)
+    plural = "s" if threads > 1 else ""
+    assert outcome.notes[0].startswith(f"rewrote 3 groups on {threads} thread{plural} in the driver")
+    assert snapshot(v6_small) == before
