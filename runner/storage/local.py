@@ -90,6 +90,20 @@ class LocalStorage:
         return [info for info in infos if info is not None]
 
     def walk(self, path: str = "") -> Iterator[FileInfo]:
+        for folder, files in self._walk_folders_stats(path):
+            prefix = f"{folder}/" if folder else ""
+            for name, st in files:
+                yield FileInfo(prefix + name, st.st_size, False, st.st_mtime_ns // 1_000_000)
+
+    def walk_folders(self, path: str = "") -> Iterator[tuple[str, list[tuple[str, int]]]]:
+        """`walk` a folder at a time: each folder holding files, as its root-relative path and its
+        files' `(name, size)`, in `walk`'s order. A whole-table listing (planning a clean) needs no
+        more, and builds no per-file `FileInfo` or path (about a fifth of planning's CPU)."""
+        for folder, files in self._walk_folders_stats(path):
+            yield folder, [(name, st.st_size) for name, st in files]
+
+    def _walk_folders_stats(self, path: str = "") -> Iterator[tuple[str, list[tuple[str, os.stat_result]]]]:
+        """Each folder below `path` that holds files, with each file's name and `stat`, in `walk`'s order."""
         rel = normalize(path)
         top = self._full(rel)
         try:
@@ -470,8 +484,9 @@ def _unlink_link(fd: int, folder: str, real_root: str, path: str, name: str) -> 
 _DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 
 
-def _walk_open_folder(fd: int, full: str, rel: str) -> Iterator[FileInfo]:
-    """The files below the open folder `fd` (closed here), its own files first, names sorted.
+def _walk_open_folder(fd: int, full: str, rel: str) -> Iterator[tuple[str, list[tuple[str, os.stat_result]]]]:
+    """The folders below the open folder `fd` (closed here) that hold files, each with its files'
+    names and `stat`s: its own files first, names sorted.
 
     The order and the rules are those of the `os.walk` it replaces: symlinks to files are followed
     (their target's size), broken links and files that vanish are left out, and linked folders are
@@ -482,19 +497,13 @@ def _walk_open_folder(fd: int, full: str, rel: str) -> Iterator[FileInfo]:
     """
     try:
         try:
-            files, folders = _scan(fd)
+            names, folders = _scan(fd)
         except OSError as e:
             raise _os_error("list", full, e) from e
+        files = _stat_files(fd, full, names)
+        if files:
+            yield rel, files
         prefix = f"{rel}/" if rel else ""
-        for name in files:
-            try:
-                st = os.stat(name, dir_fd=fd)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            except OSError as e:
-                raise _os_error("stat", os.path.join(full, name), e) from e
-            if not S_ISDIR(st.st_mode):
-                yield FileInfo(prefix + name, st.st_size, False, st.st_mtime_ns // 1_000_000)
         for name in folders:
             try:
                 sub = os.open(name, _DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
@@ -505,6 +514,23 @@ def _walk_open_folder(fd: int, full: str, rel: str) -> Iterator[FileInfo]:
             yield from _walk_open_folder(sub, os.path.join(full, name), prefix + name)
     finally:
         os.close(fd)
+
+
+def _stat_files(fd: int, full: str, names: list[str]) -> list[tuple[str, os.stat_result]]:
+    """`(name, stat)` of the open folder's files among `names`, following links to files; names that
+    vanished, broken links and links to folders are left out."""
+    files = []
+    stat = os.stat
+    for name in names:
+        try:
+            st = stat(name, dir_fd=fd)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as e:
+            raise _os_error("stat", os.path.join(full, name), e) from e
+        if not S_ISDIR(st.st_mode):
+            files.append((name, st))
+    return files
 
 
 def _scan(fd: int) -> tuple[list[str], list[str]]:
