@@ -6,6 +6,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+import runner.storage.local as storage_module
 from runner.hudi.view import discover_partitions
 from runner.storage import FileInfo, LocalStorage
 
@@ -75,3 +78,29 @@ def test_discovery_is_the_same_whichever_way_the_store_lists(tmp_path: Path) -> 
     assert by_folder.partitions == ("p=1", "p=2")
     assert "nested/q/.hoodie_partition_metadata" not in by_folder.unrecognized  # another table's
     assert os.path.exists(root / "p=2/folder_link/big.parquet")  # the link is there, just not listed
+
+
+def test_a_large_folder_is_stat_ed_in_parts_with_the_same_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "t"
+    _tree(root, tmp_path / "outside")
+    for i in range(50):
+        (root / "p=2" / f"f{i:03d}.parquet").write_bytes(b"x" * i)
+    storage = LocalStorage(str(root))
+    monkeypatch.setattr(storage_module, "STAT_THREADS", 0)
+    inline, inline_files = list(storage.walk_folders()), list(storage.walk())
+
+    monkeypatch.setattr(storage_module, "STAT_THREADS", 3)
+    monkeypatch.setattr(storage_module, "STAT_PARALLEL_FROM", 2)
+    parts: list[int] = []
+    real = storage_module._stat_files
+
+    def counting(fd: int, full: str, names: list[str]) -> list[tuple[str, os.stat_result]]:
+        parts.append(len(names))
+        return real(fd, full, names)
+
+    monkeypatch.setattr(storage_module, "_stat_files", counting)
+    assert list(storage.walk_folders()) == inline
+    assert list(storage.walk()) == inline_files
+    assert max(parts) < 55 and len(parts) > len(inline)  # p=2's 55 files went out in parts
