@@ -17,7 +17,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from stat import S_ISDIR, S_ISLNK
 from typing import BinaryIO
@@ -534,9 +534,12 @@ def _stat_folder(fd: int, full: str, names: list[str], pool: ThreadPoolExecutor)
     size = -(-len(names) // (STAT_THREADS + 1))
     parts = [pool.submit(_stat_files, fd, full, names[start:start + size])
              for start in range(size, len(names), size)]
-    files = _stat_files(fd, full, names[:size])
-    for part in parts:  # in order, so the names stay sorted; a part's error is raised here
-        files += part.result()
+    try:
+        files = _stat_files(fd, full, names[:size])
+        for part in parts:  # in order, so the names stay sorted; a part's error is raised here
+            files += part.result()
+    finally:
+        wait(parts)  # even after an error: no part may outlive the caller's `fd`
     return files
 
 
