@@ -43,7 +43,8 @@ FOLDER_CHUNK = 512
 # Tasks per pool thread that `delete_many` aims for, by cutting folders into smaller chunks (never
 # below `MIN_CHUNK` files): with about one task per thread, the last round of tasks ran on a few
 # threads while the others idled (100 folders of 401 files on 32 threads: four rounds, the last
-# with 4 tasks), which cost a quarter of the deletes' wall time (bench/README.md, "clean").
+# with 4 tasks, so up to 4/3.125 of the balanced time by arithmetic; the wall-time gain is not yet
+# measured on a quiet machine, bench/README.md, "clean: the CPU round").
 TASKS_PER_THREAD = 8
 MIN_CHUNK = 32
 
@@ -104,7 +105,7 @@ class LocalStorage:
     def walk_folders(self, path: str = "") -> Iterator[tuple[str, list[tuple[str, int]]]]:
         """`walk` a folder at a time: each folder holding files, as its root-relative path and its
         files' `(name, size)`, in `walk`'s order. A whole-table listing (planning a clean) needs no
-        more, and builds no per-file `FileInfo` or path (about a fifth of planning's CPU)."""
+        more, and builds no per-file `FileInfo` or path string."""
         for folder, files in self._walk_folders_stats(path):
             yield folder, [(name, st.st_size) for name, st in files]
 
