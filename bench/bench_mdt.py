@@ -15,10 +15,13 @@ update's time over (MDT update + floor); against `runner apply` (2.90x the floor
 bench/README.md) it is smaller. Apart from the timed update, each run also compresses the same
 HFile data blocks on one thread (gzip level 6, which byte identity with Hudi requires), to show what
 compression alone costs. Every run reads the written deltacommit back and checks every tombstone.
-Usage:
+`--sized-files N` also times, per run, a second floor apart from the baseline: unlinking N written
+and synced files of `--sized-kb` KiB each, scaled to `--files` (a clean deletes data files of a few
+hundred KB or more, whose blocks the file system frees). Usage:
 
     .venv/bin/python bench/bench_mdt.py                      # quick: 10,000 files
     .venv/bin/python bench/bench_mdt.py --files 100000 --runs 3
+    .venv/bin/python bench/bench_mdt.py --files 100000 --runs 3 --sized-files 5000 --sized-kb 400
 """
 
 from __future__ import annotations
