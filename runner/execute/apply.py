@@ -6,7 +6,10 @@ enforced here, whatever plan.json says:
 - a saved plan only narrows a fresh plan computed under the lock with the real clock: it selects
   which of the fresh plan's files, partitions and rewrite groups to act on, and everything written
   to the timeline or the run report (policy, earliest commit to retain, savepoints, sizes, file
-  ids, the metadata-table step) comes from the fresh plan (`runner.execute.narrow`);
+  ids, the metadata-table step) comes from the fresh plan (`runner.execute.narrow`), and work the
+  saved plan never showed (a pending clean or metadata table that appeared since) is refused;
+- a pending clean from the timeline is checked against what the planner protects, and may not
+  reach into a nested table (`_refuse_needed_files`);
 - `now` may not lie in the future;
 - the metadata-table decision is the fresh plan's step: `update_metadata_table` records every clean
   in it (refused with the planner's reasons when that is not safe), `disable_metadata_table`
@@ -26,16 +29,17 @@ from runner.declarations.model import SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
 from runner.execute.clean import CleanOutcome, CleanRunner, Deleter, files_of
 from runner.execute.metadata_table import disable_metadata_table
-from runner.execute.narrow import narrow
+from runner.execute.narrow import PendingClean, narrow, refuse_unreviewed
 from runner.execute.paths import partition_path
 from runner.failpoints import failpoint
-from runner.hudi.files import relative_path
+from runner.hudi.files import FileGroup, FileSlice, relative_path
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import CleanPlan
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.build import timeline_fingerprint
 from runner.plan.model import TablePlan, TableStatus
+from runner.plan.policies import Protection
 from runner.plan.sizing import plan_sizing
 from runner.plan.steps import (
     Clean,
@@ -222,7 +226,19 @@ def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata, storage:
             hint="run `runner plan` again and apply the new plan.",
         )
     plan = narrow(planned, fresh, exists=lambda path: storage.stat(path) is not None)
+    refuse_unreviewed(planned, plan, _pending_clean_paths(meta, storage))
     return replace(plan, status=TableStatus.CHANGES if plan.has_work else TableStatus.IN_SYNC)
+
+
+def _pending_clean_paths(meta: TableMetadata, storage: Storage) -> dict[str, PendingClean]:
+    """What each pending clean on the timeline deletes: (files, partitions), canonical."""
+    found: dict[str, PendingClean] = {}
+    for instant, clean_plan in meta.pending_cleans:
+        if clean_plan is not None:
+            files = files_of(clean_plan, storage.uri)
+            found[str(instant.time)] = ([f for paths in files.values() for f in paths],
+                                        [partition_path(p) for p in clean_plan.partitions_to_delete])
+    return found
 
 
 def _disable_metadata_table(step: DisableMetadataTable, run: _Run) -> None:
@@ -305,24 +321,61 @@ HANDLERS: dict[StepKind, Handler] = {
 def _refuse_needed_files(storage: Storage, meta: TableMetadata, instant: str, plan: CleanPlan) -> None:
     """Refuse a pending clean from the timeline that would delete what readers still need.
 
-    Hudi's planner never lists a latest slice of an active file group or a savepointed file, but a
-    pending plan may be older than the table's present (or hand-written), so it is checked against
-    the table as it is now before any of it runs.
+    Hudi's planner never lists a latest slice of an active file group, a savepointed file, a slice
+    a pending (log) compaction reads or a file no completed write has committed, but a pending plan
+    may be older than the table's present (or hand-written), so it is checked against the table as
+    it is now, with the planner's own protections, before any of it runs. A pending compaction
+    gives its group a new, empty latest slice; the slice it reads stays what readers merge until it
+    completes, hence protected by `Protection.needed_for_compaction`, not by being latest.
     """
     files = files_of(plan, storage.uri)
+    _refuse_nested_tables(storage, instant, [*files, *plan.partitions_to_delete])
+    listed = {path for paths in files.values() for path in paths}
     state = read_table_state(storage, partitions=[partition_path(p) for p in files], metadata=meta)
-    needed = {relative_path(g.partition, name) for g in state.active_groups if g.latest is not None
-              for name in g.latest.file_names}
-    needed |= {relative_path(g.partition, name) for g in state.file_groups for s in g.slices
-               for name in s.file_names if name in meta.savepointed_files}
-    hit = sorted(needed.intersection(path for paths in files.values() for path in paths))
+    protected = Protection(state)
+    why: dict[str, str] = {}
+    for group in state.file_groups:
+        for file_slice in group.slices:
+            reason = _why_needed(group, file_slice, protected, active=group.key not in meta.replaced)
+            if reason is not None:
+                why.update((relative_path(group.partition, name), reason) for name in file_slice.file_names)
+    why.update((path, "a file of a write not committed yet (it may still commit)") for path in state.uncommitted_files)
+    hit = sorted(listed.intersection(why))
     if hit:
         raise RefusedError(
-            f"pending clean {instant} on {storage.uri} would delete {len(hit)} file(s) readers still need "
-            f"(a latest file slice or a savepointed file), e.g. {hit[0]}; nothing was deleted",
+            f"pending clean {instant} on {storage.uri} would delete {len(hit)} file(s) readers still need, "
+            f"e.g. {hit[0]} ({why[hit[0]]}); nothing was deleted",
             hint="check who wrote this clean plan; remove the pending clean only after making sure no data "
             "is lost, or let Hudi's own cleaner decide.",
         )
+
+
+def _refuse_nested_tables(storage: Storage, instant: str, partitions: list[str]) -> None:
+    """Refuse a pending clean reaching into a table nested in this one: Hudi's file-system listing
+    takes any folder with `.hoodie_partition_metadata` for a partition, the inner table's too, but
+    those files are the inner table's, whose slices this table's timeline knows nothing about."""
+    folders: set[str] = set()
+    for partition in partitions:
+        parts = partition_path(partition).split("/")
+        if parts[0]:  # the table root is this table's own
+            folders.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+    nested = sorted(f for f in folders if storage.stat(f"{f}/.hoodie") is not None)
+    if nested:
+        raise RefusedError(
+            f"pending clean {instant} on {storage.uri} reaches into {nested[0]}, a nested table with its own "
+            ".hoodie folder, whose files are not this table's to delete; nothing was deleted",
+            hint="check who wrote this clean plan; clean the nested table through its own declaration.",
+        )
+
+
+def _why_needed(group: FileGroup, file_slice: FileSlice, protected: Protection, *, active: bool) -> str | None:
+    if active and file_slice is group.latest:
+        return "the latest file slice"
+    if protected.needed_for_compaction(group, file_slice):
+        return "a file slice a pending compaction reads"
+    if protected.savepointed_slice(file_slice):
+        return "a savepointed file slice"
+    return None
 
 
 def _narrowed(step: Clean, fresh: TablePlan) -> Clean | None:

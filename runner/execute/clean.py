@@ -27,6 +27,8 @@ from runner.hudi.metadata import (
     encode_clean_metadata,
     encode_clean_plan,
 )
+from runner.hudi.pending_writes import read_pending_writes
+from runner.hudi.state import read_timeline
 from runner.hudi.timeline_writer import TimelineWriter
 from runner.plan.clean import SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
@@ -119,6 +121,15 @@ def files_of(plan: CleanPlan, base_uri: str) -> dict[str, list[str]]:
     return files
 
 
+def _reached_by_pending_writes(storage: Storage) -> Callable[[str], bool]:
+    """Whether a pending write may still write into a partition: its folder must stay, or file-listing
+    readers would not find the partition (they know one by its `.hoodie_partition_metadata`)."""
+    _, timeline, folder = read_timeline(storage)
+    writes = read_pending_writes(storage, folder, timeline)
+    reached = writes.partitions | {partition for partition, _ in writes.groups}
+    return lambda partition: bool(writes.unknown) or partition in reached
+
+
 class CleanRunner:
     """Executes clean plans against one table."""
 
@@ -164,8 +175,11 @@ class CleanRunner:
             sizes = {path: info.size for path in flat if (info := self.storage.stat(path)) is not None}
         with progress.known_sizes(sizes):  # so the deleter's progress shows bytes as well as files
             outcomes = {o.path: o for o in self.deleter(self.storage, flat)}
+        # Read now, not when planned: a write into an emptied partition may have started since.
+        writing = _reached_by_pending_writes(self.storage) if plan.partitions_to_delete else None
         deleted_partitions = tuple(p for p in dict.fromkeys(plan.partitions_to_delete)
-                                   if self._delete_partition(partition_path(p)))
+                                   if writing is not None and not writing(partition_path(p))
+                                   and self._delete_partition(partition_path(p)))
         failpoint("after_delete")
         with bulk_allocation():  # not around the deleter, which may run a Spark job for minutes
             meta = self._metadata(pending, plan, files, outcomes, deleted_partitions, started)

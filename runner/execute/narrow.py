@@ -7,19 +7,20 @@ partitions and rewrite groups to act on (its `clean` and `resize` steps), matche
 savepoints, last completed commit, sizes, file ids, partitions of entries, sizing limits — is
 ignored and taken from the fresh plan, which is computed from storage, the timeline and the real
 clock. The fresh plan's other steps (pending cleans and resizes to finish, the metadata-table
-decision) are kept as they are. A selection that names anything the fresh plan would not do,
-names it twice, or holds an empty group is refused as a whole.
+decision) are kept as they are, unless they do what the saved plan never showed
+(`refuse_unreviewed`). A selection that names anything the fresh plan would not do, names it
+twice, or holds an empty group is refused as a whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
-from runner.errors import RefusedError
+from runner.errors import RefusedError, RequirementFailed
 from runner.execute.paths import partition_path, table_relative
 from runner.plan.model import TablePlan
-from runner.plan.steps import Clean, Resize, RewriteGroup, StepKind
+from runner.plan.steps import ACCOMPANYING, Clean, FinishPendingClean, Resize, RewriteGroup, StepKind
 
 _HINT = "re-create the plan with `runner plan` rather than editing it."
 
@@ -123,3 +124,58 @@ def _unique(name: str, raw: Iterable[str], what: str, normal: Callable[..., str]
                 "applying it would delete or rewrite it twice; nothing was changed", hint=_HINT)
         seen[canonical] = value
     return list(seen)
+
+
+def refuse_unreviewed(saved: TablePlan, narrowed: TablePlan, pending: Mapping[str, PendingClean]) -> None:
+    """Refuse work the narrowed plan would do that the saved plan never showed.
+
+    Pending cleans and the metadata-table decision come from the fresh plan, so something that
+    appeared after the plan was made (a clean Hudi scheduled, a metadata table created without a
+    data commit) would otherwise run unreviewed: the timeline fingerprint leaves cleans out, and
+    creating a metadata table writes no data instant. A pending clean the saved plan did not list
+    is accepted only when everything it deletes is in the saved plan's own clean (an interrupted
+    apply of this same plan leaves exactly such a clean behind).
+
+    Args:
+        pending: each pending clean of the table by instant time, as (files, partitions) the
+            clean plan deletes, canonical and table-relative.
+
+    Raises:
+        RequirementFailed: naming the instant or step and what it would delete; nothing was changed.
+    """
+    if not narrowed.has_work:
+        return
+    listed = saved.step(StepKind.FINISH_PENDING_CLEAN)
+    reviewed_instants = set(listed.instants) if isinstance(listed, FinishPendingClean) else set()
+    clean = saved.clean
+    reviewed_files = {table_relative(f.path) for f in clean.files_to_delete} if clean else set()
+    reviewed_parts = {partition_path(p) for p in clean.partitions_to_delete} if clean else set()
+    finishing = narrowed.step(StepKind.FINISH_PENDING_CLEAN)
+    for instant in finishing.instants if isinstance(finishing, FinishPendingClean) else ():
+        if instant in reviewed_instants:
+            continue
+        files, partitions = pending[instant]
+        beyond = sorted(set(files) - reviewed_files) + sorted(p + "/" for p in set(partitions) - reviewed_parts)
+        if beyond:
+            raise RequirementFailed(
+                f"table {saved.name}: pending clean {instant} appeared on the timeline after the plan was made, "
+                f"and it deletes {len(beyond)} path(s) not in the plan, e.g. {beyond[0]}; nothing was changed",
+                hint="run `runner plan` again, review the pending clean it shows, and apply that plan.",
+            )
+    shown = {s.kind for s in saved.steps}
+    for step in narrowed.steps:
+        if step.kind in ACCOMPANYING and step.kind not in shown:
+            raise RequirementFailed(
+                f"table {saved.name}: apply would now also {_DOES[step.kind]}, which the plan did not show "
+                "(a metadata table appeared or changed since the plan was made); nothing was changed",
+                hint="run `runner plan` again, review it, and apply that plan.",
+            )
+
+
+# (files, partitions) a pending clean deletes, canonical and table-relative.
+PendingClean = tuple[Iterable[str], Iterable[str]]
+
+_DOES = {
+    StepKind.DISABLE_METADATA_TABLE: "remove the table's metadata table (disable_metadata_table)",
+    StepKind.UPDATE_METADATA_TABLE: "record its changes in the table's metadata table (update_metadata_table)",
+}

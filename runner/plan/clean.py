@@ -98,7 +98,7 @@ def plan_clean(policy: CleanPolicy, state: TableState, scope: CleanScope) -> Cle
     planner = planner_for(policy)
     protected = Protection(state)
     by_partition = _groups_by_partition(state.file_groups)
-    pending = _partitions_with_pending_files(state.uncommitted_files)
+    pending = _partitions_with_pending_files(state.uncommitted_files) | _reached_by_pending_writes(meta, partitions)
     files: list[FileToDelete] = []
     to_delete_partitions: list[str] = []
     for partition in partitions:
@@ -124,6 +124,16 @@ def _partitions_with_pending_files(uncommitted: Iterable[str]) -> frozenset[str]
     write in flight may still commit. Collected once: asking per partition made planning
     partitions x uncommitted files."""
     return frozenset(path.rpartition("/")[0] for path in uncommitted)
+
+
+def _reached_by_pending_writes(meta: TableMetadata, partitions: Iterable[str]) -> frozenset[str]:
+    """Partitions a pending write may still write into, from its workload profile and markers
+    (every partition while one has no profile yet). A folder removed under such a write would lose
+    the `.hoodie_partition_metadata` that file-listing readers find partitions by."""
+    writes = meta.pending_writes
+    if writes.unknown:
+        return frozenset(partitions)
+    return writes.partitions | {partition for partition, _ in writes.groups}
 
 
 def _to_files(slices: Iterable[FileSlice]) -> list[FileToDelete]:
