@@ -15,10 +15,13 @@ update's time over (MDT update + floor); against `runner apply` (2.90x the floor
 bench/README.md) it is smaller. Apart from the timed update, each run also compresses the same
 HFile data blocks on one thread (gzip level 6, which byte identity with Hudi requires), to show what
 compression alone costs. Every run reads the written deltacommit back and checks every tombstone.
-Usage:
+`--sized-files N` also times, per run, a second floor apart from the baseline: unlinking N written
+and synced files of `--sized-kb` KiB each, scaled to `--files` (a clean deletes data files of a few
+hundred KB or more, whose blocks the file system frees). Usage:
 
     .venv/bin/python bench/bench_mdt.py                      # quick: 10,000 files
     .venv/bin/python bench/bench_mdt.py --files 100000 --runs 3
+    .venv/bin/python bench/bench_mdt.py --files 100000 --runs 3 --sized-files 5000 --sized-kb 400
 """
 
 from __future__ import annotations
@@ -146,18 +149,40 @@ def _floor(work: Path, files: int) -> Times:
     return seconds
 
 
+def _sized_floor(work: Path, files: int, size_kb: int) -> Times:
+    """`_floor` over files of `size_kb` KiB each (real blocks: written, not sparse, and synced), as
+    a table's data files are; on ext4 freeing their blocks is most of an unlink's cost."""
+    folder = work / "sized_floor"
+    folder.mkdir()
+    data = os.urandom(size_kb * 1024)
+    paths = [str(folder / f"f{i:08d}.parquet") for i in range(files)]
+    for path in paths:
+        with open(path, "wb") as f:
+            f.write(data)
+    os.sync()
+    seconds, _ = timed(lambda: [os.unlink(p) for p in paths])
+    folder.rmdir()
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--columns", type=int, default=16)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--sized-files", type=int, default=0,
+                        help="also time unlinking this many files of --sized-kb each, scaled to --files "
+                        "(a floor of realistic files; 0: off; mind the disk: files x size is written)")
+    parser.add_argument("--sized-kb", type=int, default=400, help="size of each --sized-files file, KiB")
+    parser.add_argument("--workdir", help="parent folder of the temporary data (default: system temp)")
     args = parser.parse_args()
     columns = tuple(f"col_{i}" for i in range(args.columns))
     clean = _clean(args.files, args.partitions)
     rows: dict[str, list[float]] = {"floor": [], "build": [], "write": [], "mdt": []}
     cpu: dict[str, list[float]] = {"floor": [], "build": [], "write": [], "mdt": [], "gzip": []}
-    with tempfile.TemporaryDirectory(prefix="bench_mdt_") as tmp:
+    sized: list[Times] = []
+    with tempfile.TemporaryDirectory(prefix="bench_mdt_", dir=args.workdir) as tmp:
         work = Path(tmp)
         for run in range(args.runs):
             floor_wall, floor_cpu = _floor(work, args.files)
@@ -173,6 +198,10 @@ def main() -> None:
             if run == 0:
                 _check(base, commit)
             remove_tree(work / f"run{run}")
+            if args.sized_files:
+                wall, used = _sized_floor(work, args.sized_files, args.sized_kb)
+                scale = args.files / args.sized_files
+                sized.append((wall * scale, used * scale))
     floor, mdt = median(rows["floor"]), median(rows["mdt"])
     labels = {
         "floor": "floor: `os.unlink` of as many empty files (baseline)",
@@ -202,6 +231,14 @@ def main() -> None:
         f"gzip level 6 of the same data blocks on one thread, not part of the timings above: "
         f"{median(cpu['gzip']):.2f} s CPU ({median(cpu['gzip']) / median(cpu['mdt']):.0%} of the update's CPU)"
     )
+    if sized:
+        realistic = median([wall for wall, _ in sized])
+        print(
+            f"\nRealistic floor (not the baseline above): `os.unlink` of {args.sized_files:,} synced files of "
+            f"{args.sized_kb} KiB each, per run {', '.join(f'{w:.2f}' for w, _ in sized)} s scaled to "
+            f"{args.files:,} files (CPU {median([c for _, c in sized]):.2f} s); median {realistic:.2f} s. "
+            f"MDT update share of (MDT update + realistic floor): {mdt / (mdt + realistic):.1%}"
+        )
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import runner.progress as progress
 from runner.allocation import bulk_allocation
 from runner.errors import RefusedError
-from runner.execute.paths import partition_path, relativize
+from runner.execute.paths import partition_path, plain_paths_in, relativize
 from runner.failpoints import failpoint
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import (
@@ -91,7 +91,14 @@ def files_of(plan: CleanPlan, base_uri: str) -> dict[str, list[str]]:
     seen: set[str] = set()
     for partition, infos in plan.file_paths_to_delete.items():
         folder = partition_path(partition, what="clean plan partition")
-        for info in infos:
+        full_paths = [info.file_path for info in infos if not info.is_bootstrap_base_file]
+        batch = plain_paths_in(base_uri, folder, full_paths)  # the common case, checked a partition at once
+        if batch is not None and len(fresh := set(batch)) == len(batch) and seen.isdisjoint(fresh):
+            seen |= fresh
+            if batch:
+                files.setdefault(partition, []).extend(batch)
+            continue
+        for info in infos:  # path by path, with the full checks and their messages
             if info.is_bootstrap_base_file:
                 continue
             # The expected folder lets a plain `<folder>/<data file>` skip the full normalisation;

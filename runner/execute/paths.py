@@ -10,9 +10,10 @@ raw text.
 from __future__ import annotations
 
 import functools
+import re
 
 from runner.errors import RefusedError
-from runner.hudi.files import is_data_file_name
+from runner.hudi.files import DATA_FILE_PATTERN, is_data_file_name
 
 _HINT = "re-create the plan with `runner plan` rather than editing it, and check who wrote this plan."
 
@@ -86,6 +87,38 @@ def relativize(base_uri: str, full_path: str, *, folder: str | None = None) -> s
         f"clean plan path {full_path!r} lies outside the table at {base_uri}; nothing was deleted",
         hint="check who wrote this clean plan; the runner only deletes files inside the table.",
     )
+
+
+def plain_paths_in(base_uri: str, folder: str, full_paths: list[str]) -> list[str] | None:
+    """What `relativize(base_uri, p, folder=folder)` returns for each of `full_paths`, checked as one
+    batch: all of them under one spelling of `<table>/<folder>/`, each a plain data file name (the
+    names of a whole partition joined by `/` match one pattern once, rather than one per file);
+    None as soon as any path might need more, and then the caller checks each path on its own,
+    with the full checks and their messages.
+    """
+    if not full_paths:
+        return []
+    first = full_paths[0]
+    head = next((p for p in _qualified_prefixes(base_uri) if first.startswith(p)), None)
+    if head is None:
+        return None
+    head = f"{head}{folder}/" if folder else head
+    cut = len(head)
+    if not all(p.startswith(head) for p in full_paths):
+        return None
+    names = [p[cut:] for p in full_paths]
+    joined = "/".join(names)
+    if (joined.count("/") != len(names) - 1  # a name holding a `/` lies deeper than the folder
+            or "\\" in joined or "\x00" in joined or ":" in joined or "/.hoodie" in f"/{joined}"
+            or _DATA_FILE_NAMES.fullmatch(joined) is None):
+        return None
+    return [f"{folder}/{name}" for name in names] if folder else names
+
+
+# Data file names joined by `/`, which no data file name holds: one match checks a whole partition.
+# ASCII digits only (twice as fast, and what Hudi writes): a name with other digits, which
+# `is_data_file_name` accepts, is left to the path-by-path checks, never refused here.
+_DATA_FILE_NAMES = re.compile(f"(?:{DATA_FILE_PATTERN})(?:/(?:{DATA_FILE_PATTERN}))*", re.ASCII)
 
 
 @functools.lru_cache(maxsize=256)

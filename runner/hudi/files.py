@@ -29,6 +29,15 @@ _LOG_RE = re.compile(
 )
 
 
+def _unnamed(pattern: str) -> str:
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern)
+
+
+# Exactly the names `is_data_file_name` accepts, as one pattern without groups (to match many names
+# at once); built from the two above so the rules cannot drift apart.
+DATA_FILE_PATTERN = f"{_unnamed(_BASE_RE.pattern)}|{_unnamed(_LOG_RE.pattern).replace('log|archive', 'log', 1)}"
+
+
 # A table's files carry few distinct instant times, so each is parsed once rather than per file.
 _instant_time = functools.lru_cache(maxsize=4096)(InstantTime)
 

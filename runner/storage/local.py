@@ -17,7 +17,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from stat import S_ISDIR, S_ISLNK
 from typing import BinaryIO
@@ -34,11 +34,19 @@ from runner.storage.base import (
 )
 from runner.storage.fence import check_fence
 
-# Files of one folder handled by one pool task: large enough that the per-task work (an open, a
-# `realpath`, two stats, and the cost of switching folders) stays small: 128-file tasks cost about
-# 2 us more CPU per file than 512-file ones on 40,000 hard-linked files (bench/README.md, "clean");
-# small enough that a single huge partition still spreads over the pool.
+# Files of one folder handled by one pool task, at most: large enough that the per-task work (an
+# open and an `fstat`; the folder's full proof, a `realpath` and a listing of its symlinks, is made
+# once per folder and shared by its tasks) stays small; small enough that a single huge partition
+# still spreads over the pool.
 FOLDER_CHUNK = 512
+
+# Tasks per pool thread that `delete_many` aims for, by cutting folders into smaller chunks (never
+# below `MIN_CHUNK` files): with about one task per thread, the last round of tasks ran on a few
+# threads while the others idled (100 folders of 401 files on 32 threads: four rounds, the last
+# with 4 tasks, so up to 4/3.125 of the balanced time by arithmetic; the wall-time gain is not yet
+# measured on a quiet machine, bench/README.md, "clean: the CPU round").
+TASKS_PER_THREAD = 8
+MIN_CHUNK = 32
 
 # Threads of `delete_many` on a local disk. An unlink spends its time in the kernel (directory
 # entry, inode, journal; the GIL is released), and more threads let the file system overlap that
@@ -49,6 +57,12 @@ FOLDER_CHUNK = 512
 # tied. Never slower, so 32; bounded, since each thread holds an open folder and a stack and 64
 # gained nothing.
 LOCAL_DELETE_THREADS = 32
+
+# Threads that `stat` a large folder's files beside the listing thread during a walk (planning
+# stats every file of the table for its size: about 3.5 us of kernel time each, most of a listing's
+# cost), and the folder size from which it is worth handing out parts.
+STAT_THREADS = max(0, min(3, (os.cpu_count() or 1) - 1))
+STAT_PARALLEL_FROM = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +97,20 @@ class LocalStorage:
         return [info for info in infos if info is not None]
 
     def walk(self, path: str = "") -> Iterator[FileInfo]:
+        for folder, files in self._walk_folders_stats(path):
+            prefix = f"{folder}/" if folder else ""
+            for name, st in files:
+                yield FileInfo(prefix + name, st.st_size, False, st.st_mtime_ns // 1_000_000)
+
+    def walk_folders(self, path: str = "") -> Iterator[tuple[str, list[tuple[str, int]]]]:
+        """`walk` a folder at a time: each folder holding files, as its root-relative path and its
+        files' `(name, size)`, in `walk`'s order. A whole-table listing (planning a clean) needs no
+        more, and builds no per-file `FileInfo` or path string."""
+        for folder, files in self._walk_folders_stats(path):
+            yield folder, [(name, st.st_size) for name, st in files]
+
+    def _walk_folders_stats(self, path: str = "") -> Iterator[tuple[str, list[tuple[str, os.stat_result]]]]:
+        """Each folder below `path` that holds files, with each file's name and `stat`, in `walk`'s order."""
         rel = normalize(path)
         top = self._full(rel)
         try:
@@ -91,7 +119,8 @@ class LocalStorage:
             return
         except OSError as e:
             raise _os_error("list", top, e) from e
-        yield from _walk_open_folder(fd, top, rel)
+        with ThreadPoolExecutor(max_workers=max(1, STAT_THREADS), thread_name_prefix="stat") as pool:
+            yield from _walk_open_folder(fd, top, rel, pool)
 
     def read(self, path: str) -> bytes:
         full = self._full(normalize(path))
@@ -256,12 +285,11 @@ class LocalStorage:
             if entries is None:
                 entries = by_folder[folder] = []
             entries.append((index, name))
-        chunks = _interleaved_chunks(by_folder)
-        real_root = os.path.realpath(self.root)
-        links = _FolderLinks(by_folder)
+        chunks = _interleaved_chunks(by_folder, threads * TASKS_PER_THREAD if threads > 1 else 0)
+        proofs = _FolderProofs(by_folder, os.path.realpath(self.root))
 
         def run(chunk: tuple[str, list[tuple[int, str]]]) -> None:
-            self._delete_in_folder(real_root, *chunk, links, paths, results)
+            self._delete_in_folder(*chunk, proofs, paths, results)
 
         workers = max(1, min(threads, len(chunks)))
         if workers == 1:
@@ -274,7 +302,7 @@ class LocalStorage:
         return [r for r in results if r is not None]
 
     def _delete_in_folder(
-        self, real_root: str, folder: str, entries: list[tuple[int, str]], links: _FolderLinks,
+        self, folder: str, entries: list[tuple[int, str]], proofs: _FolderProofs,
         paths: Sequence[str], results: list[DeleteResult | None],
     ) -> None:
         """Unlink one chunk of a folder's files, writing each outcome into `results` at its index."""
@@ -291,16 +319,15 @@ class LocalStorage:
                 results[index] = DeleteResult(paths[index], False, message)
             return
         try:
-            refusal = self._folder_refusal(fd, full, real_root)
+            refusal, linked = proofs.of(folder, fd, full)
             if refusal is not None:
                 for index, _ in entries:
                     results[index] = DeleteResult(paths[index], False, refusal)
                 return
-            linked = links.of(folder, fd)
             unlink = os.unlink
             for index, name in entries:
                 if linked and name in linked:
-                    results[index] = self._unlink_link(fd, full, real_root, paths[index], name)
+                    results[index] = _unlink_link(fd, full, proofs.real_root, paths[index], name)
                     continue
                 # The common case inline (a plain file): one system call, relative to the open folder.
                 try:
@@ -314,35 +341,6 @@ class LocalStorage:
                     results[index] = DeleteResult(paths[index], True)
         finally:
             os.close(fd)
-
-    def _folder_refusal(self, fd: int, full: str, real_root: str) -> str | None:
-        """Why the open folder `fd` may not be mutated, or None if it lies inside the real root."""
-        real = os.path.realpath(full)
-        if os.path.commonpath([real, real_root]) != real_root:
-            return (f"Refusing to delete in {full}: it resolves through a symlink to {real}, "
-                    f"outside the table root {real_root}.")
-        try:
-            same = os.path.samestat(os.fstat(fd), os.stat(real))
-        except OSError:
-            same = False
-        if not same:
-            return f"Refusing to delete in {full}: the folder changed while it was being checked."
-        return None
-
-    def _unlink_link(self, fd: int, folder: str, real_root: str, path: str, name: str) -> DeleteResult:
-        """Unlink a file that is itself a symlink, unless it points out of the root (as `delete`)."""
-        target = os.path.join(folder, name)
-        real = os.path.realpath(target)
-        if os.path.commonpath([real, real_root]) != real_root:
-            return DeleteResult(path, False, f"Refusing to delete {target}: it is a symlink to {real}, "
-                                             f"outside the table root {real_root}.")
-        try:
-            os.unlink(name, dir_fd=fd)  # removes the symlink itself, never its target
-        except FileNotFoundError:
-            return DeleteResult(path, False)
-        except OSError as e:
-            return DeleteResult(path, False, _os_error("delete", target, e).message)
-        return DeleteResult(path, True)
 
     def delete_tree(self, path: str) -> int:
         """Delete a directory tree (or a single file); returns the number of files and links removed.
@@ -409,38 +407,96 @@ class LocalStorage:
         return parent
 
 
-def _interleaved_chunks(by_folder: dict[str, list[tuple[int, str]]]) -> list[tuple[str, list[tuple[int, str]]]]:
-    """Each folder's files in `FOLDER_CHUNK`-sized tasks, ordered round-robin across folders, so that
-    the threads of the pool work in different folders at once rather than queue on one folder's lock
-    in the kernel (an unlink locks its directory)."""
-    per_folder = [
-        [(folder, entries[start:start + FOLDER_CHUNK]) for start in range(0, len(entries), FOLDER_CHUNK)]
-        for folder, entries in by_folder.items()
-    ]
+def _interleaved_chunks(
+    by_folder: dict[str, list[tuple[int, str]]], target_tasks: int = 0,
+) -> list[tuple[str, list[tuple[int, str]]]]:
+    """Each folder's files in tasks of at most `FOLDER_CHUNK`, ordered round-robin across folders,
+    so that the threads of the pool work in different folders at once rather than queue on one
+    folder's lock in the kernel (an unlink locks its directory).
+
+    `target_tasks`: cut folders smaller (down to `MIN_CHUNK` files) until there are about this many
+    tasks, so the pool's threads finish together; a folder is cut into equal parts.
+    """
+    limit = FOLDER_CHUNK
+    if target_tasks > 0:
+        total = sum(len(entries) for entries in by_folder.values())
+        limit = max(MIN_CHUNK, min(FOLDER_CHUNK, -(-total // target_tasks)))
+    per_folder = []
+    for folder, entries in by_folder.items():
+        parts = -(-len(entries) // limit)
+        size = -(-len(entries) // parts)
+        per_folder.append([(folder, entries[start:start + size]) for start in range(0, len(entries), size)])
     return [chunk for row in itertools.zip_longest(*per_folder) for chunk in row if chunk is not None]
 
 
-class _FolderLinks:
-    """The symlinks in each folder of one `delete_many`, listed once per folder however many pool
-    tasks share it (listing a huge folder once per chunk would make the work quadratic)."""
+class _FolderProofs:
+    """Each folder's safety proof and its symlinks, made once per folder of one `delete_many`
+    however many pool tasks share it (listing a huge folder once per chunk would make the work
+    quadratic, and a `realpath` per chunk costs more than the chunk's unlinks).
 
-    def __init__(self, folders: Iterable[str]) -> None:
+    A later task of the same folder opens it again and checks, with one `fstat`, that it opened the
+    very directory that was proven (same device and inode); anything else is proven afresh.
+    """
+
+    def __init__(self, folders: Iterable[str], real_root: str) -> None:
+        self.real_root = real_root
         self._locks = {folder: threading.Lock() for folder in folders}
-        self._found: dict[str, frozenset[str]] = {}
+        self._proven: dict[str, tuple[tuple[int, int], frozenset[str]]] = {}
 
-    def of(self, folder: str, fd: int) -> frozenset[str]:
+    def of(self, folder: str, fd: int, full: str) -> tuple[str | None, frozenset[str]]:
+        """Why the open folder `fd` may not be mutated (None if it may), and its symlinks' names."""
         with self._locks[folder]:
-            found = self._found.get(folder)
-            if found is None:
-                found = self._found[folder] = _symlink_names(fd)
-            return found
+            opened = os.fstat(fd)
+            identity = (opened.st_dev, opened.st_ino)
+            proven = self._proven.get(folder)
+            if proven is not None and proven[0] == identity:
+                return None, proven[1]
+            refusal = _folder_refusal(fd, full, self.real_root)
+            if refusal is not None:
+                return refusal, frozenset()
+            links = _symlink_names(fd)
+            self._proven[folder] = (identity, links)
+            return None, links
+
+
+def _folder_refusal(fd: int, full: str, real_root: str) -> str | None:
+    """Why the open folder `fd` may not be mutated, or None if it lies inside the real root."""
+    real = os.path.realpath(full)
+    if os.path.commonpath([real, real_root]) != real_root:
+        return (f"Refusing to delete in {full}: it resolves through a symlink to {real}, "
+                f"outside the table root {real_root}.")
+    try:
+        same = os.path.samestat(os.fstat(fd), os.stat(real))
+    except OSError:
+        same = False
+    if not same:
+        return f"Refusing to delete in {full}: the folder changed while it was being checked."
+    return None
+
+def _unlink_link(fd: int, folder: str, real_root: str, path: str, name: str) -> DeleteResult:
+    """Unlink a file that is itself a symlink, unless it points out of the root (as `delete`)."""
+    target = os.path.join(folder, name)
+    real = os.path.realpath(target)
+    if os.path.commonpath([real, real_root]) != real_root:
+        return DeleteResult(path, False, f"Refusing to delete {target}: it is a symlink to {real}, "
+                                         f"outside the table root {real_root}.")
+    try:
+        os.unlink(name, dir_fd=fd)  # removes the symlink itself, never its target
+    except FileNotFoundError:
+        return DeleteResult(path, False)
+    except OSError as e:
+        return DeleteResult(path, False, _os_error("delete", target, e).message)
+    return DeleteResult(path, True)
 
 
 _DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 
 
-def _walk_open_folder(fd: int, full: str, rel: str) -> Iterator[FileInfo]:
-    """The files below the open folder `fd` (closed here), its own files first, names sorted.
+def _walk_open_folder(
+    fd: int, full: str, rel: str, pool: ThreadPoolExecutor,
+) -> Iterator[tuple[str, list[tuple[str, os.stat_result]]]]:
+    """The folders below the open folder `fd` (closed here) that hold files, each with its files'
+    names and `stat`s: its own files first, names sorted.
 
     The order and the rules are those of the `os.walk` it replaces: symlinks to files are followed
     (their target's size), broken links and files that vanish are left out, and linked folders are
@@ -451,19 +507,13 @@ def _walk_open_folder(fd: int, full: str, rel: str) -> Iterator[FileInfo]:
     """
     try:
         try:
-            files, folders = _scan(fd)
+            names, folders = _scan(fd)
         except OSError as e:
             raise _os_error("list", full, e) from e
+        files = _stat_folder(fd, full, names, pool)
+        if files:
+            yield rel, files
         prefix = f"{rel}/" if rel else ""
-        for name in files:
-            try:
-                st = os.stat(name, dir_fd=fd)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            except OSError as e:
-                raise _os_error("stat", os.path.join(full, name), e) from e
-            if not S_ISDIR(st.st_mode):
-                yield FileInfo(prefix + name, st.st_size, False, st.st_mtime_ns // 1_000_000)
         for name in folders:
             try:
                 sub = os.open(name, _DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
@@ -471,9 +521,44 @@ def _walk_open_folder(fd: int, full: str, rel: str) -> Iterator[FileInfo]:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link_now(fd, name):
                     continue  # became a link since the listing: not entered, as any link
                 raise _os_error("list", os.path.join(full, name), e) from e
-            yield from _walk_open_folder(sub, os.path.join(full, name), prefix + name)
+            yield from _walk_open_folder(sub, os.path.join(full, name), prefix + name, pool)
     finally:
         os.close(fd)
+
+
+def _stat_folder(fd: int, full: str, names: list[str], pool: ThreadPoolExecutor) -> list[tuple[str, os.stat_result]]:
+    """`_stat_files` of a folder, a large one in `STAT_THREADS + 1` parts at once (this thread does
+    one): a `stat` spends most of its time in the kernel with the GIL released, so the parts overlap
+    on the machine's cores. Every part is finished before this returns, while `fd` is still open."""
+    if len(names) < STAT_PARALLEL_FROM or STAT_THREADS == 0:
+        return _stat_files(fd, full, names)
+    size = -(-len(names) // (STAT_THREADS + 1))
+    parts = [pool.submit(_stat_files, fd, full, names[start:start + size])
+             for start in range(size, len(names), size)]
+    try:
+        files = _stat_files(fd, full, names[:size])
+        for part in parts:  # in order, so the names stay sorted; a part's error is raised here
+            files += part.result()
+    finally:
+        wait(parts)  # even after an error: no part may outlive the caller's `fd`
+    return files
+
+
+def _stat_files(fd: int, full: str, names: list[str]) -> list[tuple[str, os.stat_result]]:
+    """`(name, stat)` of the open folder's files among `names`, following links to files; names that
+    vanished, broken links and links to folders are left out."""
+    files = []
+    stat = os.stat
+    for name in names:
+        try:
+            st = stat(name, dir_fd=fd)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as e:
+            raise _os_error("stat", os.path.join(full, name), e) from e
+        if not S_ISDIR(st.st_mode):
+            files.append((name, st))
+    return files
 
 
 def _scan(fd: int) -> tuple[list[str], list[str]]:

@@ -131,3 +131,59 @@ def test_a_workload_profile_bounds_a_pending_write(tmp_path: Path, operation, ac
     timeline = Timeline.from_file_names([f"{time}.{action}.requested", inflight], folder=".hoodie")
     writes = read_pending_writes(storage_for(str(tmp_path)), ".hoodie", timeline)
     assert (writes.groups, writes.partitions, bool(writes.unknown)) == (groups, partitions, unknown)
+
+
+LOG = ".a-0_20240101000000000.log.1_0-1-2"
+# Plans a clean may read back from the timeline: Hudi's spellings, and every way a path can lie
+# elsewhere or be named twice, mixed into partitions of plain files.
+_PLANS: list[dict[str, list[str]]] = [
+    {"p": [f"file:/t/p/{NAME}", f"file:/t/p/{LOG}", "file:/t/p/b-0_0-1-2_20240101000000000.parquet"]},
+    {"p": [f"file:///t/p/{NAME}", f"/t/p/{LOG}"]},  # two spellings of the root in one partition
+    {"": [f"file:/t/{NAME}"], "p/q": [f"file:/t/p/q/{NAME}"]},
+    {"p": [f"file:/t/p/{NAME}", f"file:/t/p/{NAME}"]},  # twice in one partition
+    {"p": [f"file:/t/p/{NAME}"], "./p": [f"file:/t/p/{NAME}"]},  # twice across partitions
+    {"p": [f"file:/t/p/{NAME}", f"file:/t/q/{NAME}"]},  # a file of another partition
+    {"p": [f"file:/t/p/{NAME}", f"file:/t/p/x/{NAME}"]},  # deeper than the partition
+    {"p": [f"file:/t/p/{NAME}/{NAME}"]},  # a `/` inside what would be one name
+    {"p": [f"file:/t/p/{NAME}", "file:/t/p/.hoodie_0-1-2_20240101000000000.parquet"]},
+    {"p": [f"file:/t/p/{NAME}", "file:/t/p/hoodie.properties"]},
+    {"p": [f"file:/t/p/{NAME}", "file:/t/p/a\\b_0-1-2_20240101000000000.parquet"]},
+    {"p": [f"file:/t/p/{NAME}", "file:/t/p/c:x_0-1-2_20240101000000000.parquet"]},
+    {"p": [f"file:/t/p/{NAME}", "file:/t/p/a\x00_0-1-2_20240101000000000.parquet"]},
+    {"p": [f"file:/t/p/{NAME}", "file:/t/p/.a-0_20240101000000000.archive.1"]},  # not a data file
+    {"p": [f"file:/t/p/{NAME}", "file:/t/p/a-0_0-1-2_2024010100000000\u0663.parquet"]},  # a non-ASCII digit
+    {"p": [f"file:/t/p/./{NAME}", f"file:/t/p//{LOG}"]},
+    {"p": [f"file:/t2/p/{NAME}"]},
+    {"p": [f"file:/t/p/../../t2/p/{NAME}"]},
+    {"p": []},
+]
+
+
+def _files_of_or_refusal(plan: dict[str, list[str]]) -> object:
+    from runner.execute.clean import files_of
+    from runner.hudi.metadata import CleanFileInfo, CleanPlan
+
+    clean = CleanPlan(None, "", "KEEP_LATEST_COMMITS",
+                      {p: tuple(CleanFileInfo(f) for f in fs) for p, fs in plan.items()}, (), {}, 2)
+    try:
+        return files_of(clean, "/t")
+    except RefusedError as refusal:
+        return ("refused", refusal.message)
+
+
+@pytest.mark.parametrize("plan", _PLANS)
+def test_a_clean_plan_read_a_partition_at_once_gives_what_path_by_path_gives(plan, monkeypatch):
+    import runner.execute.clean as clean_module
+
+    at_once = _files_of_or_refusal(plan)
+    monkeypatch.setattr(clean_module, "plain_paths_in", lambda base, folder, paths: None)
+    assert at_once == _files_of_or_refusal(plan)
+
+
+def test_a_partition_of_plain_files_is_checked_at_once():
+    from runner.execute.paths import plain_paths_in
+
+    paths = [f"file:/t/p/{NAME}", f"file:/t/p/{LOG}"]
+    assert plain_paths_in("/t", "p", paths) == [f"p/{NAME}", f"p/{LOG}"]
+    assert plain_paths_in("/t", "", [f"/t/{NAME}"]) == [NAME]
+    assert plain_paths_in("/t", "p", [*paths, f"file:/t/p/{NAME}/x"]) is None

@@ -196,3 +196,12 @@ def test_array_hashes_and_shards_equal_the_one_key_shard(texts: list[str], group
 def test_spliced_file_lists_equal_fastavro(schema: str, files: dict[str, tuple[int, bool]], record_type: int) -> None:
     expected = rec.encode_record(schema, rec.file_list_record(files, record_type=record_type))
     assert rec.encode_file_list(schema, files, record_type=record_type) == expected
+
+
+@pytest.mark.parametrize("length", [0, 63, 64, 1023, 1024, 1025, 5000])
+def test_spliced_file_lists_equal_fastavro_at_every_length_prefix(schema: str, length: int) -> None:
+    # Name lengths (in UTF-8 bytes) on both sides of the varint's byte boundaries and of the
+    # splice's table of precomputed length prefixes; a two-byte character straddles them too.
+    files = {"a" * length: (7, True), "é" * (length // 2 + 1): (1 << 40, False)}
+    expected = rec.encode_record(schema, rec.file_list_record(files))
+    assert rec.encode_file_list(schema, files) == expected

@@ -3,6 +3,7 @@ folder) and on the local S3 server (batched DeleteObjects, per-key results)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -279,3 +280,66 @@ def test_local_bulk_delete_runs_without_the_cyclic_collector(tmp_path: Path) -> 
     assert all(r.deleted for r in results) and len(results) == len(names)
     assert len(during) <= 1, f"collections during the delete: {during}"
     assert gc.isenabled() and collections, "the collector did not run again afterwards"
+
+
+def test_local_tasks_are_cut_so_the_pool_finishes_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 100 folders of 401 files on 32 threads: one task per folder left the last round to 4 threads.
+    by_folder = {f"p={p}": [(p * 1000 + i, f"f{i}.parquet") for i in range(401)] for p in range(100)}
+
+    chunks = storage_module._interleaved_chunks(by_folder, 32 * storage_module.TASKS_PER_THREAD)
+
+    sizes = [len(entries) for _, entries in chunks]
+    assert len(chunks) >= 32 * storage_module.TASKS_PER_THREAD
+    assert max(sizes) - min(sizes) <= 1  # each folder cut into equal parts
+    assert min(sizes) >= storage_module.MIN_CHUNK
+    assert sorted(e for _, entries in chunks for e in entries) == sorted(e for v in by_folder.values() for e in v)
+    # Never below MIN_CHUNK, however many tasks are asked for; small folders stay whole.
+    tiny = storage_module._interleaved_chunks({"p": [(i, f"f{i}") for i in range(50)], "q": [(99, "g")]}, 1000)
+    assert [len(entries) for _, entries in tiny] == [25, 1, 25]
+
+
+def test_local_each_folder_is_proven_once_however_many_chunks_share_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage_module, "FOLDER_CHUNK", 5)
+    proofs: list[str] = []
+    real_proof = storage_module._folder_refusal
+
+    def counting(fd: int, full: str, real_root: str) -> str | None:
+        proofs.append(full)
+        return real_proof(fd, full, real_root)
+
+    monkeypatch.setattr(storage_module, "_folder_refusal", counting)
+    root = tmp_path / "t"
+    names = [f"p={p}/f{i:02d}.parquet" for p in range(3) for i in range(30)]
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"x")
+
+    results = LocalStorage(str(root)).delete_many(names, threads=4)
+
+    assert all(r.deleted for r in results) and not list(root.rglob("*.parquet"))
+    assert sorted(proofs) == sorted(str(root / f"p={p}") for p in range(3))  # 18 chunks, 3 proofs
+
+
+def test_local_a_folder_swapped_after_its_proof_is_proven_again(tmp_path: Path) -> None:
+    # A later chunk that opens a different directory under the proven name (the folder was replaced
+    # by a link out of the root) must not reuse the proof.
+    root, outside = tmp_path / "t", tmp_path / "outside"
+    (root / "p").mkdir(parents=True)
+    outside.mkdir()
+    proofs = storage_module._FolderProofs(["p"], str(root.resolve()))
+    flags = os.O_RDONLY | os.O_DIRECTORY
+    first = os.open(root / "p", flags)
+    try:
+        assert proofs.of("p", first, str(root / "p")) == (None, frozenset())
+    finally:
+        os.close(first)
+    (root / "p").rmdir()
+    (root / "p").symlink_to(outside, target_is_directory=True)
+    second = os.open(root / "p", flags)
+    try:
+        refusal, _ = proofs.of("p", second, str(root / "p"))
+    finally:
+        os.close(second)
+    assert refusal is not None and "outside the table root" in refusal

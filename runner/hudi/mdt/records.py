@@ -144,13 +144,20 @@ def encode_file_list(
         return head + b"\x00" + tail
     infos: dict[tuple[int, bool], bytes] = {}
     parts = [head, avro_length(len(files))]  # the count has avro_length's zig-zag encoding
+    heads = _SHORT_LENGTHS  # a file name's length prefix by table, not by a varint loop per name
     for name, info in files.items():
         encoded = infos.get(info)
         if encoded is None:
             encoded = infos[info] = _file_info(schema_json, record_type, info)
-        parts += (avro_string(name), encoded)
+        raw = name.encode("utf-8")
+        size = len(raw)
+        parts += (heads[size] if size < len(heads) else avro_length(size), raw, encoded)
     parts += (b"\x00", tail)
     return b"".join(parts)
+
+
+# `avro_length` of every length a file name has in practice (Hudi file names are ~60-120 bytes).
+_SHORT_LENGTHS = tuple(avro_length(n) for n in range(1024))
 
 
 _MARKER = "\x01file-list-marker\x01"
