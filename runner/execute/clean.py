@@ -125,9 +125,8 @@ def _reached_by_pending_writes(storage: Storage) -> Callable[[str], bool]:
     """Whether a pending write may still write into a partition: its folder must stay, or file-listing
     readers would not find the partition (they know one by its `.hoodie_partition_metadata`)."""
     _, timeline, folder = read_timeline(storage)
-    writes = read_pending_writes(storage, folder, timeline)
-    reached = writes.partitions | {partition for partition, _ in writes.groups}
-    return lambda partition: bool(writes.unknown) or partition in reached
+    reached = read_pending_writes(storage, folder, timeline).reached_partitions()
+    return lambda partition: reached is None or partition in reached
 
 
 class CleanRunner:

@@ -62,6 +62,13 @@ class PendingWrites:
         """Whether a pending write may change the file group `key`."""
         return bool(self.unknown) or key in self.groups or key[0] in self.partitions
 
+    def reached_partitions(self) -> frozenset[str] | None:
+        """Partitions a pending write may still write into (its inserts, and the file groups it
+        updates); None when some write's reach is unknown, so that any partition may be."""
+        if self.unknown:
+            return None
+        return self.partitions | {partition for partition, _ in self.groups}
+
     def reason(self, key: FileGroupKey) -> str | None:
         """Why `key` may change, for messages; None when no pending write reaches it."""
         if self.unknown:

@@ -127,13 +127,11 @@ def _partitions_with_pending_files(uncommitted: Iterable[str]) -> frozenset[str]
 
 
 def _reached_by_pending_writes(meta: TableMetadata, partitions: Iterable[str]) -> frozenset[str]:
-    """Partitions a pending write may still write into, from its workload profile and markers
-    (every partition while one has no profile yet). A folder removed under such a write would lose
-    the `.hoodie_partition_metadata` that file-listing readers find partitions by."""
-    writes = meta.pending_writes
-    if writes.unknown:
-        return frozenset(partitions)
-    return writes.partitions | {partition for partition, _ in writes.groups}
+    """Partitions a pending write may still write into (`PendingWrites.reached_partitions`). A
+    folder removed under such a write would lose the `.hoodie_partition_metadata` that
+    file-listing readers find partitions by."""
+    reached = meta.pending_writes.reached_partitions()
+    return frozenset(partitions) if reached is None else reached
 
 
 def _to_files(slices: Iterable[FileSlice]) -> list[FileToDelete]:

@@ -111,14 +111,7 @@ def test_local_each_folder_is_listed_once_however_many_chunks_share_it(
 
     monkeypatch.setattr(storage_module, "_symlink_names", counting)
     root = tmp_path / "t"
-    names = [f"p={p}/f{i:02d}.parquet" for p in range(3) for i in range(30)]
-    for name in names:
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(b"x")
-
-    results = LocalStorage(str(root)).delete_many(names, threads=4)
-
-    assert all(r.deleted for r in results) and not list(root.rglob("*.parquet"))
+    _delete_three_folders_in_chunks(root)
     assert len(listed) == 3  # 18 chunks of 5 files, 3 folders
 
 
@@ -189,6 +182,19 @@ def s3_storage(request: pytest.FixtureRequest) -> tuple[ObjectStorage, S3Server,
     assert isinstance(storage, ObjectStorage)
     return storage, server, bucket
 
+
+
+def _delete_three_folders_in_chunks(root: Path) -> None:
+    """Delete 3 folders of 30 files each with 4 threads, with `FOLDER_CHUNK` patched small by the
+    caller so that each folder is cut into several tasks; every file must be gone."""
+    names = [f"p={p}/f{i:02d}.parquet" for p in range(3) for i in range(30)]
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"x")
+
+    results = LocalStorage(str(root)).delete_many(names, threads=4)
+
+    assert all(r.deleted for r in results) and not list(root.rglob("*.parquet"))
 
 def _count_delete_requests(storage: ObjectStorage) -> dict[str, int]:
     """Count the HTTP requests the storage's boto3 client sends, by operation (a real event hook)."""
@@ -311,14 +317,7 @@ def test_local_each_folder_is_proven_once_however_many_chunks_share_it(
 
     monkeypatch.setattr(storage_module, "_folder_refusal", counting)
     root = tmp_path / "t"
-    names = [f"p={p}/f{i:02d}.parquet" for p in range(3) for i in range(30)]
-    for name in names:
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(b"x")
-
-    results = LocalStorage(str(root)).delete_many(names, threads=4)
-
-    assert all(r.deleted for r in results) and not list(root.rglob("*.parquet"))
+    _delete_three_folders_in_chunks(root)
     assert sorted(proofs) == sorted(str(root / f"p={p}") for p in range(3))  # 18 chunks, 3 proofs
 
 
