@@ -68,7 +68,10 @@ def test_executor_memory_sizes_the_session_the_run_starts(tmp_path):
     (root / "tables" / "u.yml").write_text("name: u\npath: other\nspark:\n  executor_memory: 512m\n")
     extract_fixture(FIXTURES / "sample_table/cow/v9_txns_simple_nometa.zip", root / "unzip2").rename(root / "other")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")}
-    done = subprocess.run([sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(root)],
+    # A local master rewrites on the driver and starts no session: pin Spark so that one starts.
+    pinned = ("import sys; from runner.execute import resize_engine; resize_engine.PINNED = 'spark'; "
+              "from runner.cli import main; sys.exit(main(sys.argv[1:]))")
+    done = subprocess.run([sys.executable, "-c", pinned, "apply", "--auto-approve", "--project-dir", str(root)],
                           capture_output=True, text=True, env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     expected = "spark.executor.memory=1g, set by table t, the largest among the selected tables"
