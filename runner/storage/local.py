@@ -60,8 +60,11 @@ LOCAL_DELETE_THREADS = 32
 
 # Threads that `stat` a large folder's files beside the listing thread during a walk (planning
 # stats every file of the table for its size: about 3.5 us of kernel time each, most of a listing's
-# cost), and the folder size from which it is worth handing out parts.
-STAT_THREADS = max(0, min(3, (os.cpu_count() or 1) - 1))
+# cost), and the folder size from which it is worth handing out parts. Off: on this project's
+# 2-core machine the extra thread made `plan_one` slower, not faster (50,100 files, 6 interleaved
+# runs on a quiet machine: wall 0.80 s against 0.74 s, CPU 0.86 s against 0.74 s; bench/README.md,
+# "clean: the CPU round"). Turn it on only where a measurement on more cores shows a gain.
+STAT_THREADS = 0
 STAT_PARALLEL_FROM = 128
 
 
