@@ -10,7 +10,9 @@ memory added (the process tree's), and per pair the ratio of the first variant t
 `--compare engines` (the default): the driver engine (the pool it chooses) against the Spark
 engine (`local[2]`, started before timing). `--compare pools`: the driver engine on threads against
 the driver engine on worker processes, with no Spark session. `--strategy binary_copy` times binary
-copy instead of the rewrite.
+copy instead of the rewrite. `--fresh` (pools only) runs each resize in a new interpreter, as a
+`runner apply` would meet it: no allocator pages warmed by the runs before, the forkserver started
+inside the timing; the child times `run_resize` alone (imports and planning are left out).
 
     .venv/bin/python bench/bench_resize_engines.py --total-mb 384 --files 270 --pairs 5
     .venv/bin/python bench/bench_resize_engines.py --total-mb 512 --files 500 --pairs 5 --compare pools
@@ -19,9 +21,12 @@ copy instead of the rewrite.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -47,7 +52,12 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--compare", choices=sorted(VARIANTS), default="engines")
     parser.add_argument("--strategy", choices=["rewrite", "binary_copy"], default="rewrite")
+    parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--one", nargs=2, metavar=("TABLE", "POOL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one:
+        print(json.dumps(_one(Path(args.one[0]), args.one[1], args.max_file_mb, args.strategy)))
+        return
     root = Path(tempfile.mkdtemp(prefix="bench_resize_engines_"))
     try:
         source = generate(root, args.total_mb, args.files)
@@ -74,13 +84,16 @@ def main() -> None:
                 table = linked_copy(source, root / f"{variant}{pair}")
                 os.sync()
                 with PeakRss() as memory:
-                    started, cpu = time.perf_counter(), time.process_time()
-                    if args.compare == "engines":
-                        run_runner(table, step, spark, engine=variant)  # type: ignore[arg-type]
+                    if args.fresh:
+                        wall, cpu = _in_a_new_process(table, variant, args)
                     else:
-                        run_runner(table, step, spark, engine="driver", pool=variant)  # type: ignore[arg-type]
-                    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-                cpu += resize_engine.LAST_RUN.worker_cpu
+                        started, cpu = time.perf_counter(), time.process_time()
+                        if args.compare == "engines":
+                            run_runner(table, step, spark, engine=variant)  # type: ignore[arg-type]
+                        else:
+                            run_runner(table, step, spark, engine="driver", pool=variant)  # type: ignore[arg-type]
+                        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+                        cpu += resize_engine.LAST_RUN.worker_cpu
                 walls[variant].append(wall)
                 cpus[variant].append(cpu)
                 added[variant].append(memory.added / MIB)
@@ -97,6 +110,29 @@ def main() -> None:
               f"ratio of medians {statistics.median(walls[first]) / statistics.median(walls[second]):.2f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _in_a_new_process(table: Path, pool: str, args: argparse.Namespace) -> tuple[float, float]:
+    done = subprocess.run([sys.executable, __file__, "--one", str(table), pool, "--max-file-mb",
+                           str(args.max_file_mb), "--strategy", args.strategy],
+                          check=True, capture_output=True, text=True)
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(figures["wall"]), float(figures["cpu"])
+
+
+def _one(table: Path, pool: str, max_file_mb: int, strategy: str) -> dict[str, float]:
+    """One resize of `table` on the driver's `pool`, in this (new) process: wall and CPU seconds."""
+    limit = max_file_mb * MIB
+    step = plan_sizing(FileSizing(max_file_size=limit, small_file_limit=limit - 1),
+                       read_table_state(storage_for(str(table))))
+    assert step is not None
+    if strategy == "binary_copy":
+        step = replace(step, strategy=ResizeStrategy.BINARY_COPY)
+    spark = resize_engine.SparkOnDemand(SparkSettings(master="local[2]"), _no_spark)
+    started, cpu = time.perf_counter(), time.process_time()
+    run_runner(table, step, spark, engine="driver", pool=pool)  # type: ignore[arg-type]
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"wall": wall, "cpu": cpu + resize_engine.LAST_RUN.worker_cpu}
 
 
 def _no_spark() -> object:

@@ -55,10 +55,11 @@ PINNED: Engine | None = None
 THREADS: int | None = None
 # Set by tests and benchmarks to run the driver's groups on one kind of pool; None: `pool_for`.
 PINNED_POOL: Pool | None = None
-# What the forkserver imports once, before it forks any worker: the rewrite and pyarrow with it, and
-# the main script when the driver was started from one (multiprocessing imports it in every worker
-# otherwise, as `__mp_main__`: the `runner` console script, a benchmark; `python -m` skips it).
-PRELOAD = ("__main__", "runner.execute.resize_job", "runner.execute.resize_copy", "pyarrow.parquet")
+# What the forkserver imports once, before it forks any worker: the rewrite and pyarrow, warmed up
+# (`resize_forkserver`), and the main script when the driver was started from one (multiprocessing
+# imports it in every worker otherwise, as `__mp_main__`: the `runner` console script, a benchmark;
+# `python -m` skips it).
+PRELOAD = ("__main__", "runner.execute.resize_forkserver")
 # The stage id in the write tokens of files the driver writes (`<group>-<stage>-<attempt>`): no
 # Spark stage ran them, and Spark numbers its stages from 0.
 DRIVER_STAGE = 0
