@@ -13,13 +13,13 @@ spread the groups over machines.
 Both engines run the same task function (`RewriteTask`) on each group, largest group first, and
 publish each file the same way (`Storage.create_new`), so crashes leave the same traces.
 
-The driver's pool is threads or processes (`pool_for`, measured in bench/README.md, "resize: a
-process pool"). The Python-level part of a group (footers, the record-key footer, batch handling)
-holds the GIL, which threads share and processes do not. Processes come from a `forkserver`: a
-fresh interpreter that imports the rewrite and pyarrow once, then forks each worker from itself. A
-plain `fork` of the driver would copy a process that may hold a py4j gateway, its threads and their
-locks (a lock held by another thread at the fork stays held forever in the child); `spawn` would
-import pyarrow again in every worker.
+The driver's pool is threads, or worker processes when pinned (`pool_for`: threads measured faster
+on the benchmark machine, bench/README.md, "resize: a process pool"). Processes would give each
+group's Python-level part (footers, the record-key footer, batch handling) a GIL of its own. They
+come from a `forkserver`: a fresh interpreter that imports the rewrite and warms pyarrow up once
+(`resize_forkserver`), then forks each worker from itself. A plain `fork` of the driver would copy
+a process that may hold a py4j gateway, its threads and their locks (a lock held by another thread
+at the fork stays held forever in the child); `spawn` would import pyarrow again in every worker.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ Pool = Literal["threads", "processes"]
 PINNED: Engine | None = None
 # Set by benchmarks to size the driver's pool; None: the session's cores.
 THREADS: int | None = None
-# Set by tests and benchmarks to run the driver's groups on one kind of pool; None: `pool_for`.
+# Set by tests and benchmarks to run the driver's groups on worker processes (where `pool_for` allows
+# them); None or "threads": threads, the measured default.
 PINNED_POOL: Pool | None = None
 # What the forkserver imports once, before it forks any worker: the rewrite and pyarrow, warmed up
 # (`resize_forkserver`), and the main script when the driver was started from one (multiprocessing
@@ -155,24 +156,26 @@ def engine_for(master: str | None, *, cores: int, groups: int, max_tasks: int | 
 
 
 def pool_for(workers: int, storage: Storage) -> tuple[Pool, str]:
-    """Processes when more than one group can run at once and the storage can be sent to them;
-    threads otherwise, with the reason in words.
+    """The driver's pool for `workers` groups at once on `storage`: threads, with the reason in
+    words; processes only when pinned (`PINNED_POOL`) and the storage can be sent to them.
 
-    The rule, measured (bench/README.md, "resize: a process pool"): with two or more workers,
-    processes keep the cores busier than threads, whose Python-level work per group shares one
-    GIL, and cost a forkserver's start once per driver process. One worker gains nothing from a
-    process and would pay that start, so it stays a thread. A storage that does not pickle (none
-    of the runner's do; a test's might) cannot be sent to a process.
+    The rule is a measurement (bench/README.md, "resize: a process pool"): on the 2-core benchmark
+    machine, interleaved with threads, worker processes were never faster in the median, for the
+    rewrite (threads took 0.87-0.88x the processes' wall time, warm driver or a new interpreter per
+    run) or for binary copy, and they held 220-680 MiB more (each worker its own pyarrow, pandas
+    and allocator). Their gain, a GIL per group, is the Python-level share of a group (footers,
+    the record-key footer, batches: about a tenth of its CPU), which two threads rarely want at
+    the same instant. One worker never takes a process, which would only add its start.
     """
-    if PINNED_POOL is not None:
-        return PINNED_POOL, f"{PINNED_POOL} pinned by runner.execute.resize_engine.PINNED_POOL"
     if workers < 2:
-        return "threads", "one group at a time runs on a thread, as a process would only add its start"
+        return "threads", "one group at a time runs on a thread"
+    if PINNED_POOL != "processes":
+        return "threads", "threads, as worker processes measured no faster and hold more memory"
     try:
         pickle.dumps(storage)
     except Exception as error:  # any pickling failure means the same: the storage stays in this process
         return "threads", f"threads, as the storage cannot be sent to a process ({type(error).__name__})"
-    return "processes", "a process per worker, so no two groups share a GIL"
+    return "processes", "a process per worker, pinned by runner.execute.resize_engine.PINNED_POOL"
 
 
 @dataclass(slots=True)

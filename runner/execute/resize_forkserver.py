@@ -15,8 +15,11 @@ import io
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import runner.execute.resize_copy  # noqa: F401 - imported for the workers, as the rewrite is below
-import runner.execute.resize_job  # noqa: F401
+from runner.execute.resize_copy import copy_group
+from runner.execute.resize_job import RewriteTask
+
+# What the workers run, imported here once for all of them.
+WORKER_CODE = (RewriteTask, copy_group)
 
 
 def _warm_up() -> None:

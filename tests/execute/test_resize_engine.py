@@ -94,7 +94,7 @@ def test_both_engines_write_files_a_reader_cannot_tell_apart(v6_small, spark, mo
 
 def _driver_pool() -> str:
     """How the default note names the driver's pool on this machine's cores (local[2])."""
-    return "2 worker processes of the driver" if (os.cpu_count() or 1) >= 2 else "1 thread in the driver"
+    return "2 threads in the driver" if (os.cpu_count() or 1) >= 2 else "1 thread in the driver"
 
 
 @pytest.mark.parametrize("pool", ["threads", "processes"])
@@ -204,19 +204,25 @@ class _Unpicklable:
         raise TypeError("a test storage that stays in its process")
 
 
-def test_the_driver_s_pool_is_processes_only_for_two_or_more_workers_and_a_storage_that_pickles(tmp_path):
+def test_the_driver_s_pool_is_threads_and_processes_only_when_pinned_for_several_groups_on_a_storage_that_pickles(
+        tmp_path, monkeypatch):
     from runner.storage import storage_for
 
     storage = storage_for(str(tmp_path))
-    assert resize_engine.pool_for(2, storage) == ("processes", "a process per worker, so no two groups share a GIL")
-    pool, why = resize_engine.pool_for(1, storage)
-    assert pool == "threads" and "one group at a time" in why
+    assert resize_engine.pool_for(2, storage) == (
+        "threads", "threads, as worker processes measured no faster and hold more memory")
+    choice = engine_for("local[2]", cores=2, groups=6).with_pool(storage)
+    assert choice.describe(6) == ("rewrote 6 groups on 2 threads in the driver: local master local[2]: the driver "
+                                  "uses the same cores without Spark's task and Python-worker overhead; threads, as "
+                                  "worker processes measured no faster and hold more memory")
+    monkeypatch.setattr(resize_engine, "PINNED_POOL", "processes")
+    assert resize_engine.pool_for(2, storage)[0] == "processes"
+    assert resize_engine.pool_for(1, storage) == ("threads", "one group at a time runs on a thread")
     pool, why = resize_engine.pool_for(2, _Unpicklable())  # type: ignore[arg-type]
     assert pool == "threads" and "cannot be sent to a process (TypeError)" in why
     choice = engine_for("local[2]", cores=2, groups=6).with_pool(storage)
-    assert choice.describe(6) == ("rewrote 6 groups on 2 worker processes of the driver: local master local[2]: "
-                                  "the driver uses the same cores without Spark's task and Python-worker overhead; "
-                                  "a process per worker, so no two groups share a GIL")
+    assert choice.describe(6).startswith("rewrote 6 groups on 2 worker processes of the driver: local master ")
+    assert choice.describe(6).endswith("; a process per worker, pinned by runner.execute.resize_engine.PINNED_POOL")
     assert engine_for("yarn", cores=2, groups=6).with_pool(storage).pool == "threads"  # Spark: no driver pool
 
 
@@ -248,7 +254,7 @@ def test_a_worker_process_that_dies_fails_the_step_and_the_next_apply_finishes_i
 
     outcome = finish_pending_resize(storage, read_table_metadata(storage), spark=spark, clock=clock)
 
-    assert outcome is not None and outcome.notes[0].startswith("rewrote 3 groups on 2 worker processes")
+    assert outcome is not None and outcome.notes[0].startswith("rewrote 3 groups on 2 worker processes of the driver")
     assert set(left) <= {p.rsplit("/", 1)[-1] for p in outcome.partial_files_deleted}
     assert not list(v6_small.rglob("*.tmp"))
     assert snapshot(v6_small) == before
