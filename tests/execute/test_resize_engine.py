@@ -25,6 +25,8 @@ from runner.spark_jobs import executors_seen
 from tests.execute.test_resize import clock, plan, snapshot, v6_small  # noqa: F401 - v6_small is a fixture
 
 NAME = "_hoodie_file_name"
+# A pool of two workers needs a machine of two CPUs (a local master's cores never exceed them).
+TWO_CPUS = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two CPUs for two workers")
 
 
 @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "local[4,2]", " local[3] "])
@@ -226,6 +228,7 @@ def test_the_driver_s_pool_is_threads_and_processes_only_when_pinned_for_several
     assert engine_for("yarn", cores=2, groups=6).with_pool(storage).pool == "threads"  # Spark: no driver pool
 
 
+@TWO_CPUS
 def test_a_worker_process_that_dies_fails_the_step_and_the_next_apply_finishes_it(v6_small, spark, monkeypatch):  # noqa: F811
     """A worker killed mid-file (`os._exit` at the `mid_rewrite` failpoint, as the OOM killer would)
     fails the step with a clear error; the driver lives on, nothing is published, and the next
@@ -259,3 +262,43 @@ def test_a_worker_process_that_dies_fails_the_step_and_the_next_apply_finishes_i
     assert not list(v6_small.rglob("*.tmp"))
     assert snapshot(v6_small) == before
     assert not read_table_metadata(storage).timeline.pending()
+
+
+@pytest.mark.s3
+@TWO_CPUS
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_on_s3_either_pool_rewrites_and_the_storage_with_its_credentials_reaches_the_workers(
+        pool, v6_small, monkeypatch, tmp_path, s3_server, s3_bucket):  # noqa: F811
+    """The S3 storage pickles (its options carry the endpoint and keys, not a client), so worker
+    processes read and write through the same server; the files read back as the threads' do."""
+    from runner.declarations.model import SparkSettings
+    from runner.hudi.state import read_table_state
+    from runner.plan.sizing import plan_sizing
+    from runner.storage import storage_for
+    from tests.execute.test_resize import SIZING
+    from tests.s3 import upload_tree
+
+    def never() -> object:
+        raise AssertionError("the driver engine must not start Spark")
+
+    monkeypatch.setattr(resize_engine, "PINNED_POOL", pool)
+    before = snapshot(v6_small)
+    upload_tree(v6_small, s3_bucket, "t", s3_server)
+    storage = storage_for(f"s3://{s3_bucket}/t", options=s3_server.options())
+    state = read_table_state(storage)
+    step = plan_sizing(SIZING, state)
+    assert step is not None
+
+    outcome = run_resize(storage, state.metadata, step, clock=clock,
+                         spark=resize_engine.SparkOnDemand(SparkSettings(master="local[2]"), never))  # type: ignore[arg-type]
+
+    where = "2 worker processes of the driver" if pool == "processes" else "2 threads in the driver"
+    assert outcome.notes[0].startswith(f"rewrote 3 groups on {where}")
+    client, back = s3_server.client(), tmp_path / "back"
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=s3_bucket, Prefix="t/"):
+        for item in page.get("Contents", []):
+            target = back / item["Key"].removeprefix("t/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(client.get_object(Bucket=s3_bucket, Key=item["Key"])["Body"].read())
+    assert snapshot(back) == before  # the `hudi` reader, on the table as the workers left it on S3
+    assert all((back / p).exists() for p in outcome.output_files)
