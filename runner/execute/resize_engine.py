@@ -160,17 +160,18 @@ def pool_for(workers: int, storage: Storage) -> tuple[Pool, str]:
     words; processes only when pinned (`PINNED_POOL`) and the storage can be sent to them.
 
     The rule is a measurement (bench/README.md, "resize: a process pool"): on the 2-core benchmark
-    machine, interleaved with threads, worker processes were never faster in the median, for the
-    rewrite (threads took 0.87-0.88x the processes' wall time, warm driver or a new interpreter per
-    run) or for binary copy, and they held 220-680 MiB more (each worker its own pyarrow, pandas
-    and allocator). Their gain, a GIL per group, is the Python-level share of a group (footers,
-    the record-key footer, batches: about a tenth of its CPU), which two threads rarely want at
-    the same instant. One worker never takes a process, which would only add its start.
+    machine, interleaved with threads, worker processes were slower where a `runner apply` meets
+    them, a new interpreter per resize (threads took 0.77-0.87x their wall time for the rewrite,
+    0.70x for binary copy, at the same CPU): the forkserver's start, its warm-up and the workers'
+    fresh memory fall inside the job. Only in a driver that had already run a resize were they
+    faster for the rewrite (threads 1.31x), and never for binary copy, whose groups are short. They
+    held 220-680 MiB more (each worker its own pyarrow, pandas and allocator). One worker never
+    takes a process, which would only add its start.
     """
     if workers < 2:
         return "threads", "one group at a time runs on a thread"
     if PINNED_POOL != "processes":
-        return "threads", "threads, as worker processes measured no faster and hold more memory"
+        return "threads", "threads, as worker processes measured slower in a new process and hold more memory"
     try:
         pickle.dumps(storage)
     except Exception as error:  # any pickling failure means the same: the storage stays in this process
