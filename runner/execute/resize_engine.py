@@ -181,8 +181,9 @@ def pool_for(workers: int, storage: Storage) -> tuple[Pool, str]:
 
 @dataclass(slots=True)
 class DriverRun:
-    """What the last driver run measured, for benchmarks: CPU seconds spent in worker processes
-    (their own clocks; a forkserver's workers are not this process's children to reap)."""
+    """What the last driver run measured, for benchmarks, which run one resize at a time (tables
+    resized in parallel by `apply --threads` would mix their figures): CPU seconds spent in worker
+    processes (their own clocks; a forkserver's workers are not this process's children to reap)."""
 
     worker_cpu: float = 0.0
 
