@@ -164,7 +164,7 @@ def pool_for(workers: int, storage: Storage) -> tuple[Pool, str]:
     them, a new interpreter per resize (threads took 0.77-0.87x their wall time for the rewrite,
     0.70x for binary copy, at the same CPU): the forkserver's start, its warm-up and the workers'
     fresh memory fall inside the job. Only in a driver that had already run a resize were they
-    faster for the rewrite (threads 1.31x), and never for binary copy, whose groups are short. They
+    faster for the rewrite (threads 1.31x), and never for binary copy (0.57-0.86x), whose groups are short. They
     held 220-680 MiB more (each worker its own pyarrow, pandas and allocator). One worker never
     takes a process, which would only add its start.
     """
@@ -241,7 +241,7 @@ def _died(groups: Sequence[GroupRewrite], indexes: Sequence[int], error: BaseExc
     which = ", ".join(f"{i} ({groups[i].partition or '(no partition)'}, file group {groups[i].file_id})"
                       for i in sorted(indexes))
     return (f"a worker process died while rewriting group(s) {which} (killed, out of memory or a crash "
-            f"in native code: {error}); its partial file is a leftover the next run deletes")
+            f"in native code: {error}); a partial file it leaves is deleted by the next run")
 
 
 def _executor(pool: Pool, workers: int) -> Executor:
@@ -249,8 +249,9 @@ def _executor(pool: Pool, workers: int) -> Executor:
         return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="resize")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(PRELOAD))
-    # The forkserver keeps the environment it started with; a worker sees the driver's as it is now
-    # (a failpoint armed after the server started, credentials read from the environment).
+    # The forkserver keeps the environment it started with; each job's workers take the driver's as
+    # it is when the job starts (a failpoint armed after the server started, credentials read from
+    # the environment).
     return ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                initializer=_adopt_environment, initargs=(dict(os.environ),))
 

@@ -216,7 +216,7 @@ def test_the_driver_s_pool_is_threads_and_processes_only_when_pinned_for_several
     choice = engine_for("local[2]", cores=2, groups=6).with_pool(storage)
     assert choice.describe(6) == ("rewrote 6 groups on 2 threads in the driver: local master local[2]: the driver "
                                   "uses the same cores without Spark's task and Python-worker overhead; threads, as "
-                                  "worker processes measured no faster and hold more memory")
+                                  "worker processes measured slower in a new process and hold more memory")
     monkeypatch.setattr(resize_engine, "PINNED_POOL", "processes")
     assert resize_engine.pool_for(2, storage)[0] == "processes"
     assert resize_engine.pool_for(1, storage) == ("threads", "one group at a time runs on a thread")
