@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, NamedTuple, Protocol
 
 from runner.errors import RefusedError, StorageError
 
@@ -49,9 +49,12 @@ class FileInfo:
     mtime_ms: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class DeleteResult:
+class DeleteResult(NamedTuple):
     """What `delete_many` did to one path.
+
+    A named tuple rather than a frozen dataclass: a clean makes one per deleted file on the delete
+    threads, and a frozen dataclass's constructor cost about 1.6 us against 0.3 us (measured on
+    this machine, bench/README.md, "clean"), under the GIL the pool's threads share.
 
     Args:
         path: the root-relative path as given.
