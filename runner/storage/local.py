@@ -614,14 +614,16 @@ def _scan(fd: int) -> tuple[list[str], list[str], frozenset[str]]:
     special: list[str] = []
     with os.scandir(fd) as entries:
         for entry in entries:
+            if _is_plain_file(entry):  # most entries: one type check, answered by the listing
+                files.append(entry.name)
+                continue
             try:
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
             if not is_dir:
                 files.append(entry.name)
-                if not _is_plain_file(entry):
-                    special.append(entry.name)
+                special.append(entry.name)
             elif not _is_link(entry):
                 folders.append(entry.name)
     files.sort()

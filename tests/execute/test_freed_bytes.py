@@ -30,7 +30,8 @@ def _table(path: Path, *, sizing: FileSizing | None = None) -> TableDeclaration:
     builder.commit(updates=3)
     builder.commit(updates=3)
     return TableDeclaration(name="t", path=str(path), source_file="tables/t.yml", clean=KEEP_ONE,
-                            file_sizing=sizing or FileSizing(small_file_limit=0), file_sizing_declared=sizing is not None)
+                            file_sizing=sizing or FileSizing(small_file_limit=0),
+                            file_sizing_declared=sizing is not None)
 
 
 def _counting_stats(monkeypatch: pytest.MonkeyPatch) -> list[str]:
