@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import runner.progress as progress
@@ -245,17 +245,23 @@ def build_file_groups(
         if slot is None:
             uncommitted.append(relative_path(partition, log.name))
         else:
-            slices[(partition, log.file_id)].setdefault(slot, _Parts()).logs.append(log)
-    groups = tuple(_group(p, f, by_time) for (p, f), by_time in sorted(slices.items()) if by_time)
+            parts = slices[(partition, log.file_id)].setdefault(slot, _Parts())
+            if parts.logs is None:
+                parts.logs = []
+            parts.logs.append(log)
+    order = _InstantOrder()
+    groups = tuple(_group(p, f, by_time, order) for (p, f), by_time in sorted(slices.items()) if by_time)
     return View(groups, tuple(sorted(uncommitted)))
 
 
 @dataclass(slots=True)
 class _Parts:
-    """The files found for one slice while the view is assembled: at most one base, any logs."""
+    """The files found for one slice while the view is assembled: at most one base, any logs
+    (None until the first: most slices of a copy-on-write table have none, and an empty list per
+    slice is an allocation per file)."""
 
     base: BaseFile | None = None
-    logs: list[LogFile] = field(default_factory=list)
+    logs: list[LogFile] | None = None
 
 
 def _add_base(
@@ -313,21 +319,24 @@ def _slice_for_log(
     return max(candidates, key=lambda t: t.normalized) if candidates else log.instant_time
 
 
-def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, _Parts]) -> FileGroup:
-    ordered = sorted(by_time.items(), key=_base_instant_order, reverse=True) if len(by_time) > 1 else by_time.items()
-    return FileGroup(
-        partition,
-        file_id,
-        tuple(
-            FileSlice(partition, file_id, time, parts.base,
-                      tuple(sorted(parts.logs, key=_log_order)) if parts.logs else ())
-            for time, parts in ordered
-        ),
-    )
+class _InstantOrder(dict[InstantTime, str]):
+    """Each instant time's sort key (`InstantTime.normalized`), computed once per distinct time: a
+    table has a few instants and tens of thousands of slices, and `__getitem__` as the sort key runs
+    without a Python call per slice."""
+
+    def __missing__(self, time: InstantTime) -> str:
+        key = self[time] = time.normalized
+        return key
 
 
-def _base_instant_order(item: tuple[InstantTime, _Parts]) -> str:
-    return item[0].normalized
+def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, _Parts], order: _InstantOrder) -> FileGroup:
+    times = sorted(by_time, key=order.__getitem__, reverse=True) if len(by_time) > 1 else by_time
+    slices = []
+    for time in times:
+        parts = by_time[time]
+        logs = tuple(sorted(parts.logs, key=_log_order)) if parts.logs else ()
+        slices.append(FileSlice(partition, file_id, time, parts.base, logs))
+    return FileGroup(partition, file_id, tuple(slices))
 
 
 def _log_order(log: LogFile) -> tuple[str, int, str]:
