@@ -4,6 +4,7 @@ deletes report the bytes they really free, and a plan someone reads still shows 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from runner.execute.deleter import Deleter
 from runner.hudi.state import read_table_metadata, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.planner import plan_one
-from runner.storage import LocalStorage
+from runner.storage import LocalStorage, storage_for
 from runner.testing import TableBuilder
+from tests.s3 import S3Server, upload_tree
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 KEEP_ONE = CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
@@ -129,3 +131,33 @@ def test_a_pending_clean_on_local_disk_is_not_stat_ed_file_by_file(
     assert outcome.files_deleted == len(step.files_to_delete)
     assert outcome.bytes_deleted == step.bytes_to_reclaim > 0
     assert not [path for path in asked if path.endswith(".parquet")]
+
+
+@pytest.mark.s3
+def test_on_s3_apply_keeps_the_listings_sizes_and_reports_them_as_freed(
+    tmp_path: Path, s3_server: S3Server, s3_bucket: str
+) -> None:
+    # S3 lists sizes for free and deletes without asking first (no size per result): apply's plan
+    # keeps the listing's sizes, and the bytes freed come from them.
+    decl = _table(tmp_path / "t")
+    on_disk = plan_one(decl, LocalStorage(decl.path), now=NOW).clean
+    assert on_disk is not None
+    upload_tree(decl.path, s3_bucket, "t", s3_server)
+    storage = storage_for(f"s3://{s3_bucket}/t", options=s3_server.options())
+    step = plan_one(replace(decl, path=f"s3://{s3_bucket}/t"), storage, now=NOW, explain=False, sizes=False).clean
+    assert step is not None
+    assert [(f.path, f.size) for f in step.files_to_delete] == [(f.path, f.size) for f in on_disk.files_to_delete]
+    meta = read_table_metadata(storage)
+    writer = TimelineWriter(storage, meta.timeline_folder, meta.config.timeline_layout_version)
+
+    def completion() -> str:
+        return new_instant_time(read_timeline(storage)[1], clock=datetime.now(UTC), table_timezone="UTC")
+
+    deleter = Deleter(SparkSettings(master="local[2]"))
+    cleaner = CleanRunner(storage, writer, deleter, completion_time=completion)  # type: ignore[arg-type]
+    inflight, clean_plan = cleaner.start(completion(), step)  # type: ignore[arg-type]
+
+    outcome = cleaner.finish(inflight, clean_plan, sizes={f.path: f.size for f in step.files_to_delete})
+
+    assert outcome.files_deleted == len(on_disk.files_to_delete)
+    assert outcome.bytes_deleted == on_disk.bytes_to_reclaim > 0
