@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
-from runner.commands._common import parse_now, selected
+from runner.commands._common import outside_project, parse_now, selected
 from runner.commands.render import plan_table_view, render_plan
 from runner.commands.result import CommandResult, ExitCode
 from runner.errors import StorageError
@@ -44,11 +45,19 @@ def _write_plan(out: Path, data: dict[str, Any]) -> None:
         ) from None
 
 
+def _apply_command(args: argparse.Namespace) -> str | None:
+    """The command that applies the plan just saved with --out, run from where the user is."""
+    if not args.out:
+        return None
+    elsewhere = f" --project-dir {shlex.quote(args.project_dir)}" if outside_project(args) else ""
+    return f"runner apply {shlex.quote(args.out)}{elsewhere}"
+
+
 def run(args: argparse.Namespace) -> CommandResult:
     project, tables = selected(args)
     plan = plan_tables(project, tables, now=parse_now(args.now))
     data = plan.to_json()
     if args.out:
         _write_plan(Path(args.out), data)
-    text = render_plan(plan, project.name, verbose=getattr(args, "verbose", False))
+    text = render_plan(plan, project.name, verbose=getattr(args, "verbose", False), apply_command=_apply_command(args))
     return CommandResult(exit_code(plan), text, data, pretty=(lambda: plan_table_view(plan)) if plan.tables else None)

@@ -1,0 +1,91 @@
+"""`runner plan` and `runner apply` output for a project of many tables, as a reviewer reads it: the
+summary first, changes grouped before failures, the tables in sync folded into one line, and a last
+line that says what to do next. Real tables (the demo's customers table, copied), the real CLI."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from runner.cli import main
+from runner.demo import build_customers
+
+IN_SYNC = 14  # more than the 10 names a folded line shows
+NOW = "20260106000000"
+
+
+def _declare(root: Path, name: str, path: str, retained: int) -> None:
+    (root / "tables" / f"{name}.yml").write_text(
+        f"name: {name}\npath: {path}\nclean:\n  policy: KEEP_LATEST_FILE_VERSIONS\n"
+        f"  file_versions_retained: {retained}\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`a_change` has one file to delete, `b_missing` points at no table, and the `t_NN` tables
+    keep every version they have (in sync); declared so that the text's order differs from theirs."""
+    root = tmp_path_factory.mktemp("many")
+    (root / "tables").mkdir()
+    (root / "project.yml").write_text("name: many\nallowed_roots: [warehouse]\n")
+    source = root / "source"
+    build_customers(source, now=datetime(2026, 1, 6))
+    for index in range(IN_SYNC):
+        shutil.copytree(source, root / "warehouse" / f"t_{index:02d}", symlinks=True)
+        _declare(root, f"t_{index:02d}", f"warehouse/t_{index:02d}", 10)
+    shutil.copytree(source, root / "warehouse" / "change", symlinks=True)
+    _declare(root, "z_change", "warehouse/change", 2)
+    _declare(root, "a_missing", "warehouse/missing", 2)
+    return root
+
+
+def _plan(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, list[str]]:
+    code = main(["plan", "--project-dir", str(root), "--now", NOW, *extra])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_summary_comes_first_and_last_then_what_to_do(many: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = _plan(many, capsys)
+    assert code == 1  # a table failed
+    summary = "Plan: 1 to change, 14 in sync, 0 drifted, 1 failed; 1 file (100.2 KiB) to delete."
+    assert lines[1] == summary and lines[-2] == summary
+    assert lines[-1].startswith("Next: fix the 1 table that could not be planned (marked !)")
+
+
+def test_changes_come_before_failures_and_in_sync_tables_fold(many: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, lines = _plan(many, capsys)
+    heads = [line for line in lines if line[:2] in ("~ ", "! ", "= ")]
+    assert [h.split()[1] for h in heads[:2]] == ["z_change", "a_missing"]
+    assert heads[2] == ("= 14 tables in sync: " + ", ".join(f"t_{i:02d}" for i in range(10))
+                        + ", ... and 4 more (--verbose lists each with why)")
+    assert len(heads) == 3
+    _, verbose = _plan(many, capsys, "--verbose")
+    assert sum(line.startswith("= t_") and ": in sync; " in line for line in verbose) == IN_SYNC
+
+
+def test_next_step_names_the_saved_plan(many: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "plan.json"
+    code, lines = _plan(many, capsys, "--out", str(out), "--exclude", "a_missing")
+    assert code == 2
+    assert lines[-1] == (f"Next: review the plan, then `runner apply {out} --project-dir {many}` applies "
+                         "exactly this plan.")
+    code, lines = _plan(many, capsys, "--exclude", "a_missing", "z_change")
+    assert code == 0 and lines[-1] == "Nothing to do: every table matches its declaration."
+
+
+def test_apply_report_folds_in_sync_tables_and_says_what_next(
+    many: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "copy"
+    shutil.copytree(many, root, symlinks=True)
+    assert main(["apply", "--project-dir", str(root), "--auto-approve", "--threads", "3"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    heads = [line for line in lines if line[:2] in ("~ ", "! ", "= ")]
+    assert [h.split()[1].rstrip(":") for h in heads[:2]] == ["a_missing", "z_change"]  # declaration order
+    assert heads[2].startswith("= 14 tables in sync, nothing to do: t_00, t_01, ")
+    assert len(heads) == 3
+    assert lines[-2].startswith("Apply: 15 ok, 1 failed. Report: ")
+    assert lines[-1].startswith("Next: fix what stopped the 1 failed table (marked ! above, with why)")
