@@ -155,7 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_error(StorageError(f"{where}{error.strerror or error}"), as_json)
         return int(ExitCode.FAILURE)
     except KeyboardInterrupt:
-        _print_error(Interrupted("interrupted; the next run resumes where this one stopped"), as_json)
+        if debug:
+            traceback.print_exc()
+        _print_error(_interrupted(argv), as_json)
         return int(ExitCode.FAILURE)
     except Exception as error:  # a bug: say so, and show the traceback only on request
         if debug:
@@ -170,6 +172,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         emit(result.text, pretty=result.pretty)
     return int(result.exit_code)
+
+
+def _interrupted(argv: Sequence[str]) -> Interrupted:
+    """Ctrl-C outside the apply loop (which reports its own tables): say what it left behind."""
+    command = next((arg for arg in argv if not arg.startswith("-")), "")
+    if command != "apply":  # validate, ls, status, plan and docs only read
+        return Interrupted("interrupted; nothing was changed (this command only reads)")
+    return Interrupted(
+        "interrupted before any table was applied; nothing was changed",
+        hint="run `runner apply` again when ready.",
+    )
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
