@@ -66,8 +66,9 @@ def _summary(plan: Plan) -> str:
     files = sum(len(t.clean.files_to_delete) for t in changed if t.clean)
     reclaim = sum(t.clean.bytes_to_reclaim for t in changed if t.clean)
     groups = [g for t in changed if t.sizing for g in t.sizing.groups]
-    rewrite = (f", {count(sum(len(g.files) for g in groups), 'file')} ({human_bytes(sum(g.total_bytes for g in groups))})"
-               " to rewrite") if groups else ""
+    rewritten = sum(len(g.files) for g in groups)
+    rewrite = f", {count(rewritten, 'file')} ({human_bytes(sum(g.total_bytes for g in groups))}) to rewrite" \
+        if groups else ""
     return (f"Plan: {len(changed)} to change, {_tally(plan, TableStatus.IN_SYNC)} in sync, "
             f"{_tally(plan, TableStatus.DRIFT)} drifted, {_tally(plan, TableStatus.ERROR)} failed; "
             f"{count(files, 'file')} ({human_bytes(reclaim)}) to delete{rewrite}.")

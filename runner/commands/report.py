@@ -31,7 +31,8 @@ def render_report(report: RunReport, report_path: str = "target/run_results.json
         lines.extend(f"    note: {n}" for n in t.notes)
         lines.extend(f"    wrote {name}" for name in t.instants_written)
     if folded:
-        lines.append(f"= {count(len(in_sync), 'table')} in sync, nothing to do: {', '.join(in_sync[:MAX_FILES_SHOWN])}, "
+        names = ", ".join(in_sync[:MAX_FILES_SHOWN])
+        lines.append(f"= {count(len(in_sync), 'table')} in sync, nothing to do: {names}, "
                      f"... and {len(in_sync) - MAX_FILES_SHOWN:,} more ({report_path} lists every table)")
     failed = sum(t.status == TableStatus.ERROR for t in report.tables)
     lines += [f"note: {n}" for n in report.notes]
