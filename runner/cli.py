@@ -7,11 +7,14 @@ so `runner validate` never imports pyspark or starts a JVM.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
+import re
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from runner import __version__
 from runner.commands.result import CommandResult, ExitCode
@@ -42,10 +45,37 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on bad usage, but 2 means "changes pending" here: report usage errors as 1."""
+    """argparse exits 2 on bad usage, but 2 means "changes pending" here: report usage errors as 1.
 
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise RunnerError(f"{self.prog}: {message}", hint=f"see `{self.prog} --help`.")
+    Options must be spelled out: argparse would take `--auto` for `--auto-approve`, and any prefix
+    of an option added later would silently change meaning. A near miss gets a did-you-mean instead.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise RunnerError(f"{self.prog}: {message}{self._suggestion(message)}", hint=f"see `{self.prog} --help`.")
+
+    def unrecognized(self, extra: Sequence[str]) -> NoReturn:
+        """Arguments the command does not take, reported by the command (argparse names the top parser)."""
+        if not extra[0].startswith("-"):
+            self.error(f"unexpected argument {extra[0]!r}; to pick tables, write --select {extra[0]}")
+        self.error(f"unrecognized arguments: {' '.join(extra)}")
+
+    def _suggestion(self, message: str) -> str:
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            word, candidates = choice.group(1), re.findall(r"'([^']*)'", choice.group(2))
+        elif message.startswith("unrecognized arguments: --"):
+            word = message.split()[2].split("=", 1)[0]
+            candidates = [o for o in self._option_string_actions if o.startswith("--")]
+        else:
+            return ""
+        close = [c for c in candidates if c.startswith(word)][:1] or difflib.get_close_matches(
+            word, candidates, n=1, cutoff=0.75)
+        return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def _threads(text: str) -> int:
@@ -131,10 +161,19 @@ def _docs_arguments(cmd: argparse.ArgumentParser) -> None:
 
 def run(argv: Sequence[str]) -> CommandResult:
     """Parse argv and run the command in-process; raises RunnerError on expected failures."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _subcommand(parser, args.command).unrecognized(extra)
     module = importlib.import_module(f"runner.commands.{COMMANDS[args.command][0]}")
     result: CommandResult = module.run(args)
     return result
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> _Parser:
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    sub: _Parser = actions[0].choices[name]
+    return sub
 
 
 def main(argv: Sequence[str] | None = None) -> int:
