@@ -27,8 +27,8 @@ def test_a_usage_error_names_the_command_and_the_near_miss(argv: list[str], firs
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 1
     out, err = capsys.readouterr()
-    command = argv[0] if argv[0] in ("plan", "apply", "ls", "validate") else None
-    assert out == "" and err.splitlines() == [first_line, f"To fix this, see `runner{' ' + command if command else ''} --help`."]
+    prog = f"runner {argv[0]}" if argv[0] in ("plan", "apply", "ls", "validate") else "runner"
+    assert out == "" and err.splitlines() == [first_line, f"To fix this, see `{prog} --help`."]
 
 
 def test_an_abbreviated_option_is_never_taken_for_the_full_one(tmp_path) -> None:
@@ -37,4 +37,5 @@ def test_an_abbreviated_option_is_never_taken_for_the_full_one(tmp_path) -> None
     done = subprocess.run([sys.executable, "-m", "runner", "apply", "--auto"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.startswith('error: runner apply: unrecognized arguments: --auto (did you mean "--auto-approve"?)')
+    assert done.stderr.startswith(
+        'error: runner apply: unrecognized arguments: --auto (did you mean "--auto-approve"?)')
