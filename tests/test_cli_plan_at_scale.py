@@ -89,3 +89,26 @@ def test_apply_report_folds_in_sync_tables_and_says_what_next(
     assert len(heads) == 3
     assert lines[-2].startswith("Apply: 15 ok, 1 failed. Report: ")
     assert lines[-1].startswith("Next: fix what stopped the 1 failed table (marked ! above, with why)")
+
+
+@pytest.mark.parametrize("command", ["plan", "status"])
+def test_a_table_that_is_not_there_says_so_and_names_its_declaration(
+    many: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (many / "warehouse" / "plain").mkdir(exist_ok=True)
+    (many / "tables" / "b_plain.yml").write_text("name: b_plain\npath: warehouse/plain\n")
+    try:
+        assert main([command, "--project-dir", str(many), "--select", "a_missing", "b_plain"]) == 1
+    finally:
+        (many / "tables" / "b_plain.yml").unlink()
+    lines = capsys.readouterr().out.splitlines()
+    missing = lines.index(f"! a_missing ({many}/warehouse/missing)")
+    assert lines[missing + 1:missing + 4] == [
+        f"    {many}/warehouse/missing is not a Hudi table: it does not exist",
+        "    To fix this, check the table's `path` in its declaration.",
+        f"    declared in {many}/tables/a_missing.yml",
+    ]
+    plain = lines.index(f"! b_plain ({many}/warehouse/plain)")
+    assert lines[plain + 1] == f"    {many}/warehouse/plain is not a Hudi table: it has no .hoodie folder"
+    assert not (many / "warehouse" / "missing").exists()  # nothing created where the table should be
+    assert [p.name for p in (many / "warehouse" / "plain").iterdir()] == []

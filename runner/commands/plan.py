@@ -59,5 +59,6 @@ def run(args: argparse.Namespace) -> CommandResult:
     data = plan.to_json()
     if args.out:
         _write_plan(Path(args.out), data)
-    text = render_plan(plan, project.name, verbose=getattr(args, "verbose", False), apply_command=_apply_command(args))
+    text = render_plan(plan, project.name, verbose=getattr(args, "verbose", False), apply_command=_apply_command(args),
+                       declared_in={t.name: t.source_file for t in tables})
     return CommandResult(exit_code(plan), text, data, pretty=(lambda: plan_table_view(plan)) if plan.tables else None)

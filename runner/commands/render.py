@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from runner.commands._common import human_bytes
@@ -33,14 +33,15 @@ _ORDER = (TableStatus.CHANGES, TableStatus.DRIFT, TableStatus.ERROR, TableStatus
 
 
 def render_plan(plan: Plan, project: str, *, verbose: bool = False, apply_command: str | None = None,
-                next_step: bool = True) -> str:
+                next_step: bool = True, declared_in: Mapping[str, str] | None = None) -> str:
     """The plan as text; `verbose` lists every file and in-sync table instead of the first
     MAX_FILES_SHOWN.
 
     The summary comes first (what a reviewer reads) and again last, followed by what to do next
     (`next_step`; the confirmation prompt of `runner apply` asks its own question instead).
     Tables are grouped: changes, drift, failures, then the tables in sync, folded into one line
-    when there are more than MAX_FILES_SHOWN of them. `apply_command` applies the saved plan (`--out`).
+    when there are more than MAX_FILES_SHOWN of them. `apply_command` applies the saved plan (`--out`);
+    `declared_in` (table name -> declaration file) names the file to fix beside a failed table.
     """
     summary = _summary(plan)
     lines = [f"runner plan: project {project}, as of {plan.now}"]
@@ -52,13 +53,19 @@ def render_plan(plan: Plan, project: str, *, verbose: bool = False, apply_comman
     folded = not verbose and len(in_sync) > MAX_FILES_SHOWN
     for status in _ORDER[:-1] if folded else _ORDER:
         for table in by_status[status]:
-            lines += [*_table_lines(table, verbose), ""]
+            lines += [*_table_lines(table, verbose), *_declared(table, declared_in), ""]
     if folded:
         lines += [_folded(in_sync), ""]
     lines.append(summary)
     if next_step:
         lines.append(_next(plan, apply_command))
     return "\n".join(lines)
+
+
+def _declared(table: TablePlan, declared_in: Mapping[str, str] | None) -> list[str]:
+    """Beside a failed table, the declaration whose `path` (or settings) to check."""
+    source = (declared_in or {}).get(table.name) if table.status is TableStatus.ERROR else None
+    return [f"    declared in {source}"] if source else []
 
 
 def _summary(plan: Plan) -> str:
@@ -88,8 +95,9 @@ def _next(plan: Plan, apply_command: str | None) -> str:
     """The last line: what to do now, given what the plan found."""
     failed = _tally(plan, TableStatus.ERROR)
     if failed:
+        them = "it" if failed == 1 else "them"
         return (f"Next: fix the {count(failed, 'table')} that could not be planned (marked !) and plan again; "
-                "apply would report them failed and leave them untouched.")
+                f"apply would report {them} failed and leave {them} untouched.")
     if plan.has_changes:
         if apply_command:
             return f"Next: review the plan, then `{apply_command}` applies exactly this plan."

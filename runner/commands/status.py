@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> CommandResult:
                 row["metadata_table_check"] = check_metadata_table(storage, state).to_json()
             rows.append(row)
         except RunnerError as error:
-            rows.append({"name": decl.name, "path": decl.path, "error": error.to_json()})
+            rows.append({"name": decl.name, "path": decl.path, "error": error.to_json(),
+                         "declared_in": decl.source_file})
     failed = any("error" in r for r in rows)
     return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, _text(rows), {"tables": rows},
                          pretty=(lambda: _table(rows)) if rows else None)
@@ -73,7 +74,8 @@ def _text(rows: list[dict[str, Any]]) -> str:
     out: list[str] = []
     for r in rows:
         if "error" in r:
-            out += [f"! {r['name']} ({r['path']})", *(f"    {x}" for x in r["error"]["message"].splitlines()), ""]
+            out += [f"! {r['name']} ({r['path']})", *(f"    {x}" for x in r["error"]["message"].splitlines()),
+                    f"    declared in {r['declared_in']}", ""]
             continue
         out.append(
             f"{r['name']} ({r['path']}): {r['table_type']}, table version {r['table_version']}"

@@ -150,8 +150,9 @@ def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[s
         raw = storage.read(PROPERTIES)
     except StorageError:
         if storage.stat(".hoodie") is None:
+            found = "it does not exist" if storage.stat("") is None else "it has no .hoodie folder"
             raise NotAHudiTableError(
-                f"{storage.uri} is not a Hudi table: it has no .hoodie folder",
+                f"{storage.uri} is not a Hudi table: {found}",
                 path=storage.uri,
                 hint="check the table's `path` in its declaration.",
             ) from None
