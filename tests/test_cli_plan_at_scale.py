@@ -112,3 +112,13 @@ def test_a_table_that_is_not_there_says_so_and_names_its_declaration(
     assert lines[plain + 1] == f"    {many}/warehouse/plain is not a Hudi table: it has no .hoodie folder"
     assert not (many / "warehouse" / "missing").exists()  # nothing created where the table should be
     assert [p.name for p in (many / "warehouse" / "plain").iterdir()] == []
+
+
+def test_status_ends_with_what_it_read(many: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["status", "--project-dir", str(many)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "Status: 15 tables read (0 drifted from their `table:` block), 1 could not be read; fix the tables "
+        "marked ! and run `runner status` again.")
+    assert main(["status", "--project-dir", str(many), "--exclude", "a_missing"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "Status: 15 tables read (0 drifted from their `table:` block), 0 could not be read.")

@@ -111,7 +111,12 @@ def _text(rows: list[dict[str, Any]]) -> str:
         out.extend(f"    drift: {d}" for d in r["declaration_drift"])
         out.extend(_metadata_table_lines(r.get("metadata_table_check")))
         out.append("")
-    return "\n".join(out).rstrip()
+    failed = sum("error" in r for r in rows)
+    drifted = sum(bool(r.get("declaration_drift")) for r in rows)
+    out.append(f"Status: {count(len(rows) - failed, 'table')} read ({drifted:,} drifted from their `table:` block), "
+               f"{failed:,} could not be read" + ("; fix the tables marked ! and run `runner status` again."
+                                                  if failed else "."))
+    return "\n".join(out)
 
 
 def _metadata_table_lines(check: dict[str, Any] | None) -> list[str]:

@@ -40,7 +40,7 @@ _STYLES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\s+\+ "), "green"),
     (re.compile(r"^\s+keep "), "cyan"),
     (re.compile(r"^\s+(note|drift): "), "magenta"),
-    (re.compile(r"^(Plan|Apply): "), "bold"),
+    (re.compile(r"^(Plan|Apply|Status|Next): "), "bold"),
     (re.compile(r"^error: "), "bold red"),
 )
 
