@@ -10,6 +10,7 @@ import argparse
 import difflib
 import importlib
 import json
+import os
 import re
 import sys
 import traceback
@@ -204,13 +205,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if debug else " (run again with --debug for the traceback)"
         _print_error(InternalError(f"{InternalError.wrapping(error).message}{hint}"), as_json)
         return int(ExitCode.FAILURE)
-    if as_json:
-        print(json.dumps(result.data, indent=2, sort_keys=False))
-    elif result.text:
-        from runner.commands.terminal import emit
+    try:
+        if as_json:
+            print(json.dumps(result.data, indent=2, sort_keys=False))
+        elif result.text:
+            from runner.commands.terminal import emit
 
-        emit(result.text, pretty=result.pretty)
+            emit(result.text, pretty=result.pretty)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `runner plan | head`: the reader has seen enough; that is no failure
+        _quiet_stdout()
     return int(result.exit_code)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's flush at exit finds no closed pipe to complain of."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _interrupted(argv: Sequence[str]) -> Interrupted:

@@ -4,8 +4,10 @@ another (argparse would read `--auto` as `--auto-approve`)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +41,17 @@ def test_an_abbreviated_option_is_never_taken_for_the_full_one(tmp_path) -> None
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith(
         'error: runner apply: unrecognized arguments: --auto (did you mean "--auto-approve"?)')
+
+
+@pytest.mark.parametrize("argv", [["ls"], ["validate", "--format", "json"]])
+def test_output_piped_into_a_reader_that_stops_early_is_no_traceback(argv: list[str]) -> None:
+    # `runner ls | head -1`: the reader closes the pipe; here it is closed before the first write.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        done = subprocess.run([sys.executable, "-m", "runner", *argv, "--project-dir", str(repo)],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.stderr == "" and done.returncode == 0
