@@ -122,3 +122,22 @@ def test_status_ends_with_what_it_read(many: Path, capsys: pytest.CaptureFixture
     assert main(["status", "--project-dir", str(many), "--exclude", "a_missing"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
         "Status: 15 tables read (0 drifted from their `table:` block), 0 could not be read.")
+
+
+def test_a_table_whose_properties_cannot_be_read_says_so(many: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # As root, permissions never refuse a read; a folder where the file should be fails the same way.
+    root = tmp_path / "copy"
+    shutil.copytree(many, root, symlinks=True)
+    properties = root / "warehouse" / "t_00" / ".hoodie" / "hoodie.properties"
+    properties.unlink()
+    properties.mkdir()
+    assert main(["plan", "--project-dir", str(root), "--select", "t_00"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[4:7] == [
+        f"    {root}/warehouse/t_00/.hoodie/hoodie.properties is there but cannot be read (it is a directory); "
+        "nothing was changed",
+        "    To fix this, make it a file the runner can read (check its permissions: the runner reads the table's "
+        "files, and writes them to apply).",
+        f"    declared in {root}/tables/t_00.yml",
+    ]
