@@ -97,7 +97,8 @@ EXIT_CODES = {
     "status": "0 every table was read; 1 a table could not be read",
     "plan": "0 in sync; 2 changes pending; 3 drift only (hoodie.properties differs from the table: block); "
             "1 a table failed",
-    "apply": "0 applied or already in sync; 1 a table failed (target/run_results.json says which)",
+    "apply": "0 applied or already in sync; 1 a table failed (target/run_results.json says which), the plan "
+             "was refused, the user declined, or Ctrl-C",
     "docs": "0 the report was written; 1 a table could not be read (its section shows why)",
 }
 
