@@ -109,3 +109,25 @@ def test_ctrl_c_in_plan_says_nothing_changed(tmp_path: Path, source: Path, monke
     monkeypatch.setattr(plan_command, "plan_tables", interrupted_midway)
     assert main(["plan", "--project-dir", str(root)]) == 1
     assert capsys.readouterr().err == "error: interrupted; nothing was changed (this command only reads)\n"
+
+
+def test_ctrl_c_while_the_plan_file_is_written_leaves_the_previous_plan_whole(
+    tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _project(tmp_path / "p", source)
+    out = tmp_path / "plan.json"
+    assert main(["plan", "--project-dir", str(root), "--out", str(out)]) == 2
+    previous = out.read_text()
+    real_write = Path.write_text
+
+    def interrupted_write(path: Path, text: str, *args: object, **kwargs: object) -> int:
+        real_write(path, text[: len(text) // 2])  # half the plan is on disk when Ctrl-C comes
+        signal.raise_signal(signal.SIGINT)
+        return 0
+
+    monkeypatch.setattr(Path, "write_text", interrupted_write)
+    assert main(["plan", "--project-dir", str(root), "--out", str(out)]) == 1
+    monkeypatch.undo()
+    assert out.read_text() == previous  # still the whole earlier plan, which apply can check
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p", "plan.json"]  # no half-written leftover
+    assert "interrupted; nothing was changed" in capsys.readouterr().err

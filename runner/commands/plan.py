@@ -35,9 +35,15 @@ def exit_code(plan: Plan) -> ExitCode:
 
 
 def _write_plan(out: Path, data: dict[str, Any]) -> None:
+    temporary = out.with_name(f".{out.name}.tmp")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(data, indent=2) + "\n")
+        try:  # written aside, then renamed: an interrupted plan never leaves half a plan file to apply
+            temporary.write_text(json.dumps(data, indent=2) + "\n")
+            temporary.replace(out)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
     except OSError as error:
         raise StorageError(
             f"--out: cannot write the plan to {out.resolve()}: {error.strerror or error}",
