@@ -17,12 +17,14 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from runner.cli import main
 from runner.demo import build_customers
 
 NAMES = ("a", "b", "c", "d")
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +57,7 @@ def _runner(root: Path, *argv: str, failpoint: str | None = None) -> subprocess.
 
 def _statuses(root: Path) -> dict[str, str]:
     report = json.loads((root / "target" / "run_results.json").read_text())
+    jsonschema.validate(report, json.loads((REPO / "schemas" / "run_results.schema.json").read_text()))
     assert "interrupted by the user (Ctrl-C)" in report["notes"]
     return {t["name"]: t["status"] for t in report["tables"]}
 
