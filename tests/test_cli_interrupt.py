@@ -23,7 +23,7 @@ import pytest
 from runner.cli import main
 from runner.demo import build_customers
 
-NAMES = ("a", "b", "c", "d")
+NAMES = ("b", "c", "d", "e")
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -73,14 +73,17 @@ def _next_apply_finishes(root: Path) -> None:
 
 def test_ctrl_c_mid_table_stops_the_run_and_the_next_apply_finishes_it(tmp_path: Path, source: Path) -> None:
     root = _project(tmp_path / "p", source)
+    # first in declaration order: a table that fails before the interrupt comes
+    (root / "tables" / "a.yml").write_text("name: a\npath: warehouse/gone\n")
     done = _runner(root, "apply", "--auto-approve", failpoint="after_clean_requested:sigint")
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.startswith("error: interrupted: 0 of 4 tables done, a stopped while being applied, "
-                                  "3 not started; nothing else was changed. Report: ")
+    assert done.stderr.startswith("error: interrupted: 1 of 5 tables done (1 failed), b stopped while being "
+                                  "applied, 3 not started; nothing else was changed. Report: ")
     assert "To fix this, plan again and apply the new plan" in done.stderr
-    assert _statuses(root) == dict.fromkeys(NAMES, "error")
-    assert list((root / "warehouse" / "a" / ".hoodie").glob("*.clean.requested"))  # left pending
-    assert not list((root / "warehouse" / "b" / ".hoodie").glob("*.clean*"))  # never started
+    assert _statuses(root) == {"a": "error", **dict.fromkeys(NAMES, "error")}
+    (root / "tables" / "a.yml").unlink()
+    assert list((root / "warehouse" / "b" / ".hoodie").glob("*.clean.requested"))  # left pending
+    assert not list((root / "warehouse" / "c" / ".hoodie").glob("*.clean*"))  # never started
     _next_apply_finishes(root)
 
 
@@ -92,8 +95,8 @@ def test_ctrl_c_with_threads_finishes_the_tables_in_progress_and_starts_no_other
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "error: interrupted: 2 of 4 tables done, 2 not started; " in done.stderr
     statuses = _statuses(root)
-    assert statuses == {"a": "success", "b": "success", "c": "error", "d": "error"}
-    for name in ("a", "b"):  # applied to the end although the interrupt came mid-clean
+    assert statuses == {"b": "success", "c": "success", "d": "error", "e": "error"}
+    for name in ("b", "c"):  # applied to the end although the interrupt came mid-clean
         assert list((root / "warehouse" / name / ".hoodie").glob("*.replacecommit"))
     _next_apply_finishes(root)
 

@@ -178,6 +178,7 @@ def _interrupted(report: RunReport, chosen: list[TableDeclaration], path: Path, 
     `in_progress`: the first table without a result was being applied when the interrupt came.
     """
     finished = {t.name for t in report.tables}
+    failed = sum(t.status == TableStatus.ERROR for t in report.tables)
     left = [decl for decl in chosen if decl.name not in finished]
     stopped, not_started = (left[:1], left[1:]) if in_progress else ([], left)
     for decl in stopped:
@@ -190,8 +191,7 @@ def _interrupted(report: RunReport, chosen: list[TableDeclaration], path: Path, 
     report.notes.append("interrupted by the user (Ctrl-C)")
     report.finish()
     report.write(path)
-    applied = sum(t.status != TableStatus.ERROR for t in report.tables)
-    parts = [f"{applied} of {len(chosen)} tables done",
+    parts = [f"{len(finished)} of {len(chosen)} tables done" + (f" ({failed:,} failed)" if failed else ""),
              *([f"{stopped[0].name} stopped while being applied"] if stopped else []),
              f"{len(not_started)} not started"]
     return Interrupted(
