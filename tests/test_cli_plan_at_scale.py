@@ -4,6 +4,7 @@ line that says what to do next. Real tables (the demo's customers table, copied)
 
 from __future__ import annotations
 
+import re
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -141,3 +142,16 @@ def test_a_table_whose_properties_cannot_be_read_says_so(many: Path, tmp_path: P
         "files, and writes them to apply).",
         f"    declared in {root}/tables/t_00.yml",
     ]
+
+
+def test_the_terminal_summary_table_folds_in_sync_tables_and_the_next_step_stays_last(
+    many: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")  # the coloured view with its table, as on a terminal
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert main(["plan", "--project-dir", str(many), "--now", NOW]) == 1
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in capsys.readouterr().out.splitlines()]
+    rows = [line for line in lines if line.startswith("│")]
+    assert [row.split("│")[1].strip() for row in rows] == ["a_missing", "z_change", "(14 tables)"]
+    assert lines[-2].startswith("Plan: 1 to change") and lines[-1].startswith("Next: ")
+    assert lines[-3].startswith("└")  # the table sits above the closing lines

@@ -213,7 +213,11 @@ def plan_table_view(plan: Plan) -> Any:
     from runner.commands.terminal import summary_table
 
     rows, styles = [], []
+    in_sync = [t for t in plan.tables if t.status is TableStatus.IN_SYNC]
+    folded = len(in_sync) > MAX_FILES_SHOWN  # as in the text: one row for them, not hundreds
     for t in plan.tables:
+        if folded and t.status is TableStatus.IN_SYNC:
+            continue
         clean = t.clean if t.clean is not None and t.status is not TableStatus.ERROR else None
         sizing = t.sizing if t.sizing is not None and t.status is not TableStatus.ERROR else None
         rewrite = sum(len(g.files) for g in sizing.groups) if sizing else 0
@@ -223,5 +227,8 @@ def plan_table_view(plan: Plan) -> Any:
             f"{rewrite:,}" if sizing else "",
         ])
         styles.append(_ROW_STYLE.get(t.status, ""))
+    if folded:
+        rows.append([f"({count(len(in_sync), 'table')})", "in sync", "0", "0 B", ""])
+        styles.append(_ROW_STYLE[TableStatus.IN_SYNC])
     return summary_table("Plan", ["table", "status", "files to delete", "reclaimed", "files to rewrite"],
                          rows, styles=styles)
