@@ -11,7 +11,6 @@ import difflib
 import importlib
 import json
 import os
-import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -57,26 +56,29 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        raise RunnerError(f"{self.prog}: {message}{self._suggestion(message)}", hint=f"see `{self.prog} --help`.")
+        raise RunnerError(f"{self.prog}: {message}", hint=f"see `{self.prog} --help`.")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's check of a choice (a command, --format), with the nearest choice suggested."""
+        choices = action.choices
+        if choices is not None and value not in choices:
+            listed = ", ".join(repr(choice) for choice in choices)
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {listed})"
+                                                 f"{_near(str(value), [str(c) for c in choices])}")
 
     def unrecognized(self, extra: Sequence[str]) -> NoReturn:
         """Arguments the command does not take, reported by the command (argparse names the top parser)."""
         if not extra[0].startswith("-"):
             self.error(f"unexpected argument {extra[0]!r}; to pick tables, write --select {extra[0]}")
-        self.error(f"unrecognized arguments: {' '.join(extra)}")
+        options = [o for o in self._option_string_actions if o.startswith("--")]
+        self.error(f"unrecognized arguments: {' '.join(extra)}{_near(extra[0].split('=', 1)[0], options)}")
 
-    def _suggestion(self, message: str) -> str:
-        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-        if choice:
-            word, candidates = choice.group(1), re.findall(r"'([^']*)'", choice.group(2))
-        elif message.startswith("unrecognized arguments: --"):
-            word = message.split()[2].split("=", 1)[0]
-            candidates = [o for o in self._option_string_actions if o.startswith("--")]
-        else:
-            return ""
-        close = [c for c in candidates if c.startswith(word)][:1] or difflib.get_close_matches(
-            word, candidates, n=1, cutoff=0.75)
-        return f' (did you mean "{close[0]}"?)' if close else ""
+
+def _near(word: str, candidates: Sequence[str]) -> str:
+    """` (did you mean "--verbose"?)`: an option the word begins, else the closest spelling."""
+    close = [c for c in candidates if c.startswith(word)][:1] or difflib.get_close_matches(
+        word, candidates, n=1, cutoff=0.75)
+    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def _threads(text: str) -> int:

@@ -136,7 +136,7 @@ def test_a_table_whose_properties_cannot_be_read_says_so(many: Path, tmp_path: P
     assert main(["plan", "--project-dir", str(root), "--select", "t_00"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[4:7] == [
-        f"    {root}/warehouse/t_00/.hoodie/hoodie.properties is there but cannot be read (it is a directory); "
+        f"    {root}/warehouse/t_00/.hoodie/hoodie.properties is there but cannot be read (Is a directory); "
         "nothing was changed",
         "    To fix this, make it a file the runner can read (check its permissions: the runner reads the table's "
         "files, and writes them to apply).",

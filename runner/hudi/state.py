@@ -150,7 +150,8 @@ def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[s
         raw = storage.read(PROPERTIES)
     except StorageError as error:
         if storage.stat(PROPERTIES) is not None:  # there, but not readable (permissions, a folder)
-            reason = error.message.rsplit(": ", 1)[-1].rstrip(".")  # "Cannot read <path>: <reason>."
+            cause = error.__cause__
+            reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else error.message
             raise TableError(
                 f"{storage.uri}/{PROPERTIES} is there but cannot be read ({reason}); nothing was changed",
                 path=f"{storage.uri}/{PROPERTIES}",
