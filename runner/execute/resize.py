@@ -295,20 +295,16 @@ class ResizeRunner:
         results, engine = self._rewrite(pending.time, tasks)
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))
         failpoint("after_rewrite")
-        conflict = self.conflict(groups, own=pending.time)
-        if conflict is not None:
-            self.roll_back(pending.time, partitions)
-            raise RefusedError(
-                f"resize {pending.time} on {self.storage.uri} was rolled back before completing: {conflict}; "
-                "no file group was replaced",
-                hint="apply again once the concurrent write has completed; it plans from the new state.",
-            )
+        self._roll_back_on_conflict(pending.time, groups, partitions)
         if self.maintenance is not None:
             inputs = {t.file_id: t.inputs for t in tasks}
             written += tuple(self.maintenance(
                 pending.time, [ResizedFile(r.partition, r.path, r.size, inputs[r.file_id]) for r in results],
                 self._completion_time))
             failpoint("after_resize_metadata_table_commit")
+            # Again, as Hudi checks right before completing: a write may have landed while the
+            # metadata table was written (the rollback takes that deltacommit back too).
+            self._roll_back_on_conflict(pending.time, groups, partitions)
         metadata = self._commit_metadata(groups, results)
         done = self.writer.complete(pending, encode_commit_metadata(metadata, layout=self.layout),
                                     completion=self._completion_time())
@@ -324,6 +320,17 @@ class ResizeRunner:
             notes=(engine.describe(len(tasks)), *self._tasks_note(groups, results, engine)) + strategy_notes
             + (_strategy_notes(results) if copy else ()),
         )
+
+    def _roll_back_on_conflict(self, time: InstantTime, groups: Sequence[PlannedGroup],
+                               partitions: Sequence[str]) -> None:
+        conflict = self.conflict(groups, own=time)
+        if conflict is not None:
+            self.roll_back(time, partitions)
+            raise RefusedError(
+                f"resize {time} on {self.storage.uri} was rolled back before completing: {conflict}; "
+                "no file group was replaced",
+                hint="apply again once the concurrent write has completed; it plans from the new state.",
+            )
 
     def _binary_copy(self, strategy: str) -> tuple[bool, tuple[str, ...]]:
         """Whether groups may be binary-copied, and why not when the table rules it out."""
