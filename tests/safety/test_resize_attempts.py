@@ -30,7 +30,7 @@ from runner.execute.resize_plan import groups_of_step
 from runner.hudi.instant import Action
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.plan.sizing import plan_sizing
-from runner.storage import storage_for
+from runner.storage import Storage, storage_for
 from runner.testing.tables import TableBuilder
 
 MIB = 1024 * 1024
@@ -52,8 +52,36 @@ def _rows(table: Path) -> list[dict[str, Any]]:
 def test_a_late_worker_of_a_dead_attempt_never_publishes(version, where, tmp_path, monkeypatch):
     table = tmp_path / "t"
     TableBuilder(table, name="t", partitions=["p=a"], version=version).commit(writes=3)
-    storage = storage_for(str(table))
     before = _rows(table)
+    storage = storage_for(str(table))
+
+    time, finished = _a_dead_attempt_outlived(storage, where, monkeypatch)
+
+    written = sorted(p.name for p in (table / "p=a").iterdir() if time in p.name)
+    assert written == [f.rsplit("/", 1)[-1] for f in finished]  # nothing but the reported file
+    assert _rows(table) == before  # every row once
+    assert not (table / token_path(time)).exists()
+
+
+@pytest.mark.s3
+def test_on_s3_a_worker_mid_upload_never_publishes(tmp_path, s3_server, s3_bucket, monkeypatch):
+    """On S3 an upload in progress is not listed, so no reconciliation can see it: only the fence."""
+    from tests.s3 import upload_tree
+
+    TableBuilder(tmp_path / "t", name="t", partitions=["p=a"]).commit(writes=3)
+    upload_tree(tmp_path / "t", s3_bucket, "t", s3_server)
+    storage = storage_for(f"s3://{s3_bucket}/t", options=s3_server.options())
+
+    time, finished = _a_dead_attempt_outlived(storage, "writing", monkeypatch)
+
+    written = sorted(i.path for i in storage.list_dir("p=a") if time in i.path)
+    assert written == sorted(finished)
+    assert storage.stat(token_path(time)) is None
+
+
+def _a_dead_attempt_outlived(storage: Storage, where: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[str]]:
+    """Schedule a resize, start a worker of an attempt that then dies, let the next apply finish the
+    resize, then let the worker go on; returns the instant and the files the resize reported."""
     state = read_table_state(storage)
     step = plan_sizing(FileSizing(max_file_size=10 * MIB, small_file_limit=5 * MIB), state)
     assert step is not None and len(step.groups) == 1
@@ -75,7 +103,7 @@ def test_a_late_worker_of_a_dead_attempt_never_publishes(version, where, tmp_pat
     if where == "reading":  # before its temp file exists: the reconciliation cannot see it
         real_read = resize_job._read_source
         monkeypatch.setattr(resize_job, "_read_source", lambda *a: (pause_the_zombie(), real_read(*a))[1])
-    else:  # writing its temp file, which the reconciliation deletes
+    else:  # writing (a local temp file the reconciliation deletes, an S3 upload nobody lists)
         real_failpoint = resize_job.failpoint
         monkeypatch.setattr(resize_job, "failpoint", lambda name: (real_failpoint(name), pause_the_zombie()))
     outcome: dict[str, Any] = {}
@@ -97,9 +125,5 @@ def test_a_late_worker_of_a_dead_attempt_never_publishes(version, where, tmp_pat
     worker.join(60)
 
     assert "files" not in outcome and "no longer the current one" in str(outcome["error"])
-    meta = read_table_metadata(storage)
-    assert not meta.timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING)
-    written = sorted(p.name for p in (table / "p=a").iterdir() if time in p.name)
-    assert written == [f.rsplit("/", 1)[-1] for f in finished.output_files]  # nothing but the reported file
-    assert _rows(table) == before  # every row once
-    assert not (table / token_path(time)).exists()
+    assert not read_table_metadata(storage).timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING)
+    return time, list(finished.output_files)
