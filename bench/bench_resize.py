@@ -65,7 +65,7 @@ from _common import PeakRss
 from runner.declarations.model import FileSizing, ResizeStrategy, SparkSettings
 from runner.execute import resize_engine
 from runner.execute.resize import run_resize
-from runner.execute.resize_engine import Engine
+from runner.execute.resize_engine import Engine, Pool
 from runner.execute.resize_job import GroupRewrite
 from runner.execute.spark import get_spark
 from runner.hudi import bloom, bloom_merge, footer, parquet_copy
@@ -169,16 +169,17 @@ def run_pyarrow(table: Path, step: SizingStep, out: Path) -> list[int]:
 
 
 def run_runner(table: Path, step: SizingStep, spark: object, *, engine: Engine | None = None,
-               threads: int | None = None) -> list[int]:
-    """`run_resize` with the engine it chooses (None), or pinned to `engine` (and `threads` threads)."""
+               threads: int | None = None, pool: Pool | None = None) -> list[int]:
+    """`run_resize` with the engine it chooses (None), or pinned to `engine` (and `threads` threads
+    or processes, `pool`)."""
     storage = storage_for(str(table))
     state = read_table_state(storage)
-    resize_engine.PINNED, resize_engine.THREADS = engine, threads
+    resize_engine.PINNED, resize_engine.THREADS, resize_engine.PINNED_POOL = engine, threads, pool
     try:
         outcome = run_resize(storage, state.metadata, step, spark=spark,  # type: ignore[arg-type]
                              clock=lambda: datetime.now(UTC))
     finally:
-        resize_engine.PINNED, resize_engine.THREADS = None, None
+        resize_engine.PINNED, resize_engine.THREADS, resize_engine.PINNED_POOL = None, None, None
     return [(table / p).stat().st_size for p in outcome.output_files]
 
 

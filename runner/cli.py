@@ -7,11 +7,14 @@ so `runner validate` never imports pyspark or starts a JVM.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
+import os
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from runner import __version__
 from runner.commands.result import CommandResult, ExitCode
@@ -42,10 +45,40 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on bad usage, but 2 means "changes pending" here: report usage errors as 1."""
+    """argparse exits 2 on bad usage, but 2 means "changes pending" here: report usage errors as 1.
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    Options must be spelled out: argparse would take `--auto` for `--auto-approve`, and any prefix
+    of an option added later would silently change meaning. A near miss gets a did-you-mean instead.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
         raise RunnerError(f"{self.prog}: {message}", hint=f"see `{self.prog} --help`.")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's check of a choice (a command, --format), with the nearest choice suggested."""
+        choices = action.choices
+        if choices is not None and value not in choices:
+            listed = ", ".join(repr(choice) for choice in choices)
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {listed})"
+                                                 f"{_near(str(value), [str(c) for c in choices])}")
+
+    def unrecognized(self, extra: Sequence[str]) -> NoReturn:
+        """Arguments the command does not take, reported by the command (argparse names the top parser)."""
+        if not extra[0].startswith("-"):
+            self.error(f"unexpected argument {extra[0]!r}; to pick tables, write --select {extra[0]}")
+        options = [o for o in self._option_string_actions if o.startswith("--")]
+        self.error(f"unrecognized arguments: {' '.join(extra)}{_near(extra[0].split('=', 1)[0], options)}")
+
+
+def _near(word: str, candidates: Sequence[str]) -> str:
+    """` (did you mean "--verbose"?)`: an option the word begins, else the closest spelling."""
+    close = [c for c in candidates if c.startswith(word)][:1] or difflib.get_close_matches(
+        word, candidates, n=1, cutoff=0.75)
+    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def _threads(text: str) -> int:
@@ -66,7 +99,8 @@ EXIT_CODES = {
     "status": "0 every table was read; 1 a table could not be read",
     "plan": "0 in sync; 2 changes pending; 3 drift only (hoodie.properties differs from the table: block); "
             "1 a table failed",
-    "apply": "0 applied or already in sync; 1 a table failed (target/run_results.json says which)",
+    "apply": "0 applied or already in sync; 1 a table failed (target/run_results.json says which), the plan "
+             "was refused, the user declined, or Ctrl-C",
     "docs": "0 the report was written; 1 a table could not be read (its section shows why)",
 }
 
@@ -131,10 +165,19 @@ def _docs_arguments(cmd: argparse.ArgumentParser) -> None:
 
 def run(argv: Sequence[str]) -> CommandResult:
     """Parse argv and run the command in-process; raises RunnerError on expected failures."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _subcommand(parser, args.command).unrecognized(extra)
     module = importlib.import_module(f"runner.commands.{COMMANDS[args.command][0]}")
     result: CommandResult = module.run(args)
     return result
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> _Parser:
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    sub: _Parser = actions[0].choices[name]
+    return sub
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -155,7 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_error(StorageError(f"{where}{error.strerror or error}"), as_json)
         return int(ExitCode.FAILURE)
     except KeyboardInterrupt:
-        _print_error(Interrupted("interrupted; the next run resumes where this one stopped"), as_json)
+        if debug:
+            traceback.print_exc()
+        _print_error(_interrupted(argv), as_json)
         return int(ExitCode.FAILURE)
     except Exception as error:  # a bug: say so, and show the traceback only on request
         if debug:
@@ -163,13 +208,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if debug else " (run again with --debug for the traceback)"
         _print_error(InternalError(f"{InternalError.wrapping(error).message}{hint}"), as_json)
         return int(ExitCode.FAILURE)
-    if as_json:
-        print(json.dumps(result.data, indent=2, sort_keys=False))
-    elif result.text:
-        from runner.commands.terminal import emit
+    try:
+        if as_json:
+            print(json.dumps(result.data, indent=2, sort_keys=False))
+        elif result.text:
+            from runner.commands.terminal import emit
 
-        emit(result.text, pretty=result.pretty)
+            emit(result.text, pretty=result.pretty)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `runner plan | head`: the reader has seen enough; that is no failure
+        _quiet_stdout()
     return int(result.exit_code)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's flush at exit finds no closed pipe to complain of."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _interrupted(argv: Sequence[str]) -> Interrupted:
+    """Ctrl-C outside the apply loop (which reports its own tables): say what it left behind."""
+    command = next((arg for arg in argv if not arg.startswith("-")), "")
+    if command != "apply":  # validate, ls, status, plan and docs only read
+        return Interrupted("interrupted; nothing was changed (this command only reads)")
+    return Interrupted(
+        "interrupted before any table was applied; nothing was changed",
+        hint="run `runner apply` again when ready.",
+    )
 
 
 def _wants_json(argv: Sequence[str]) -> bool:

@@ -1,4 +1,6 @@
-"""Named crash points for recovery tests: `RUNNER_FAILPOINT=<name>` kills the process there.
+"""Named crash points for recovery tests: `RUNNER_FAILPOINT=<name>` kills the process there;
+`RUNNER_FAILPOINT=<name>:sigint` sends the process a SIGINT there instead, as Ctrl-C at that moment
+would (the interrupt tests).
 
 The process exits with `os._exit`, skipping every `finally` and context manager, as a SIGKILL
 would: the lock stays behind and files written so far stay as they are. One module for apply,
@@ -8,6 +10,7 @@ resize and the writer; it imports nothing of the runner, so any layer may call i
 from __future__ import annotations
 
 import os
+import signal
 
 ENV = "RUNNER_FAILPOINT"
 EXIT_CODE = 97
@@ -37,5 +40,8 @@ POINTS = (
 
 def failpoint(name: str) -> None:
     assert name in POINTS, name
-    if os.environ.get(ENV) == name:
+    chosen = os.environ.get(ENV)
+    if chosen == name:
         os._exit(EXIT_CODE)
+    if chosen == f"{name}:sigint":
+        os.kill(os.getpid(), signal.SIGINT)  # to the process, as a terminal sends it: the main thread takes it

@@ -306,4 +306,4 @@ def test_select_with_an_explicit_value_keeps_the_plan_file_and_duplicates_are_re
     code, _, err = cli(capsys, "apply", "--project-dir", str(root), str(plan_file))
     assert code == 1 and 'error: the plan lists table "t" more than once; nothing was applied' in err
     code, _, err = cli(capsys, "apply", "--project-dir", str(root), "")
-    assert code == 1 and "error: cannot read plan file" in err
+    assert code == 1 and "error: the plan file argument is empty: expected the path of a file" in err

@@ -122,7 +122,14 @@ def test_a_missing_project_exits_1_naming_project_yml(tmp_path: Path, capsys: py
     code, out, _ = validate(capsys, "--project-dir", str(tmp_path / "nowhere"))
     assert code == 1
     nowhere = tmp_path / "nowhere"
-    assert out.startswith(f"{nowhere}/project.yml: not found in {nowhere}; every project needs a project.yml")
+    assert out.startswith(f"{nowhere}/project.yml: not found: the project folder {nowhere} does not exist. To fix "
+                          "this, pass the project's folder (the one holding project.yml) with --project-dir\n")
+
+
+def test_a_project_dir_that_is_a_file_says_so(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = validate(capsys, "--project-dir", str(demo / "project.yml"))
+    assert code == 1
+    assert f"not found: the project folder {demo}/project.yml is a file. To fix this, pass the project's" in out
 
 
 @pytest.mark.parametrize("command", ["validate", "ls"])

@@ -59,8 +59,12 @@ def test_no_color_on_a_tty_gives_the_plain_text(tmp_path, capsys):
     assert not ANSI.search(out)
     assert main(["plan", "--project-dir", str(root)]) == 2
     plain = capsys.readouterr().out.strip().splitlines()
-    # the same lines (bar the header's timestamp-free first line), then the summary table
-    assert out.replace("\r\n", "\n").strip().splitlines()[1:len(plain)] == plain[1:]
+    # the same lines (bar the header's timestamp-free first line), with the summary table (its title
+    # and box lines) above the closing `Plan:` and `Next:` lines
+    shown = out.replace("\r\n", "\n").strip().splitlines()
+    table = [i for i, line in enumerate(shown) if line == "Plan" or (line and line[0] in "┏┃┡│└")]
+    assert table and table == list(range(table[0], table[-1] + 1)) and shown[table[-1] + 1:] == plain[-2:]
+    assert [line for i, line in enumerate(shown) if i not in table][1:] == plain[1:]
 
 
 def test_captured_output_has_no_escape_codes(tmp_path, capsys):

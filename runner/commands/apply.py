@@ -112,7 +112,8 @@ def _confirmed_plan(args: argparse.Namespace, project: Project, tables: tuple[Ta
             "(for scheduled runs).",
         )
     plan = plan_tables(project, tables, now=parse_now(args.now))
-    emit(render_plan(plan, project.name), pretty=lambda: plan_table_view(plan))  # coloured on a terminal
+    shown = render_plan(plan, project.name, next_step=False)  # the prompt below says what comes next
+    emit(shown, pretty=lambda: plan_table_view(plan))  # coloured on a terminal
     sys.stdout.flush()
     if not plan.has_changes:
         return plan  # nothing to confirm; apply reports every table in sync

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
-from runner.commands._common import parse_now, selected
+from runner.commands._common import outside_project, parse_now, selected
 from runner.commands.render import plan_table_view, render_plan
 from runner.commands.result import CommandResult, ExitCode
 from runner.errors import StorageError
@@ -34,14 +35,28 @@ def exit_code(plan: Plan) -> ExitCode:
 
 
 def _write_plan(out: Path, data: dict[str, Any]) -> None:
+    temporary = out.with_name(f".{out.name}.tmp")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(data, indent=2) + "\n")
+        try:  # written aside, then renamed: an interrupted plan never leaves half a plan file to apply
+            temporary.write_text(json.dumps(data, indent=2) + "\n")
+            temporary.replace(out)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
     except OSError as error:
         raise StorageError(
             f"--out: cannot write the plan to {out.resolve()}: {error.strerror or error}",
             hint="choose a writable path for --out (no table was touched).",
         ) from None
+
+
+def _apply_command(args: argparse.Namespace) -> str | None:
+    """The command that applies the plan just saved with --out, run from where the user is."""
+    if not args.out:
+        return None
+    elsewhere = f" --project-dir {shlex.quote(args.project_dir)}" if outside_project(args) else ""
+    return f"runner apply {shlex.quote(args.out)}{elsewhere}"
 
 
 def run(args: argparse.Namespace) -> CommandResult:
@@ -50,5 +65,6 @@ def run(args: argparse.Namespace) -> CommandResult:
     data = plan.to_json()
     if args.out:
         _write_plan(Path(args.out), data)
-    text = render_plan(plan, project.name, verbose=getattr(args, "verbose", False))
+    text = render_plan(plan, project.name, verbose=getattr(args, "verbose", False), apply_command=_apply_command(args),
+                       declared_in={t.name: t.source_file for t in tables})
     return CommandResult(exit_code(plan), text, data, pretty=(lambda: plan_table_view(plan)) if plan.tables else None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from runner.commands._common import human_bytes
@@ -28,25 +28,85 @@ def count(number: int, noun: str) -> str:
 _MARK = {TableStatus.CHANGES: "~", TableStatus.IN_SYNC: "=", TableStatus.ERROR: "!", TableStatus.DRIFT: "?"}
 
 
-def render_plan(plan: Plan, project: str, *, verbose: bool = False) -> str:
-    """The plan as text; `verbose` lists every file instead of the first MAX_FILES_SHOWN."""
-    lines = [f"runner plan: project {project}, as of {plan.now}", ""]
+# Text order: what a reviewer must act on first, the tables that need nothing last (and folded).
+_ORDER = (TableStatus.CHANGES, TableStatus.DRIFT, TableStatus.ERROR, TableStatus.IN_SYNC)
+
+
+def render_plan(plan: Plan, project: str, *, verbose: bool = False, apply_command: str | None = None,
+                next_step: bool = True, declared_in: Mapping[str, str] | None = None) -> str:
+    """The plan as text; `verbose` lists every file and in-sync table instead of the first
+    MAX_FILES_SHOWN.
+
+    The summary comes first (what a reviewer reads) and again last, followed by what to do next
+    (`next_step`; the confirmation prompt of `runner apply` asks its own question instead).
+    Tables are grouped: changes, drift, failures, then the tables in sync, folded into one line
+    when there are more than MAX_FILES_SHOWN of them. `apply_command` applies the saved plan (`--out`);
+    `declared_in` (table name -> declaration file) names the file to fix beside a failed table.
+    """
+    summary = _summary(plan)
+    lines = [f"runner plan: project {project}, as of {plan.now}"]
     if not plan.tables:
-        lines.append("  no tables selected")
-    for table in plan.tables:
-        lines.extend(_table_lines(table, verbose))
-        lines.append("")
+        return "\n".join([*lines, "", "  no tables selected", "", summary])
+    lines += [summary, ""]
+    by_status = {status: [t for t in plan.tables if t.status is status] for status in _ORDER}
+    in_sync = by_status[TableStatus.IN_SYNC]
+    folded = not verbose and len(in_sync) > MAX_FILES_SHOWN
+    for status in _ORDER[:-1] if folded else _ORDER:
+        for table in by_status[status]:
+            lines += [*_table_lines(table, verbose), *_declared(table, declared_in), ""]
+    if folded:
+        lines += [_folded(in_sync), ""]
+    lines.append(summary)
+    if next_step:
+        lines.append(_next(plan, apply_command))
+    return "\n".join(lines)
+
+
+def _declared(table: TablePlan, declared_in: Mapping[str, str] | None) -> list[str]:
+    """Beside a failed table, the declaration whose `path` (or settings) to check."""
+    source = (declared_in or {}).get(table.name) if table.status is TableStatus.ERROR else None
+    return [f"    declared in {source}"] if source else []
+
+
+def _summary(plan: Plan) -> str:
     changed = [t for t in plan.tables if t.status is TableStatus.CHANGES]
     files = sum(len(t.clean.files_to_delete) for t in changed if t.clean)
     reclaim = sum(t.clean.bytes_to_reclaim for t in changed if t.clean)
-    failed = sum(t.status is TableStatus.ERROR for t in plan.tables)
-    drifted = sum(t.status is TableStatus.DRIFT for t in plan.tables)
-    in_sync = len(plan.tables) - len(changed) - failed - drifted
-    lines.append(
-        f"Plan: {len(changed)} to change, {in_sync} in sync, {drifted} drifted, {failed} failed; "
-        f"{count(files, 'file')} ({human_bytes(reclaim)}) to delete."
-    )
-    return "\n".join(lines)
+    groups = [g for t in changed if t.sizing for g in t.sizing.groups]
+    rewritten = sum(len(g.files) for g in groups)
+    rewrite = f", {count(rewritten, 'file')} ({human_bytes(sum(g.total_bytes for g in groups))}) to rewrite" \
+        if groups else ""
+    return (f"Plan: {len(changed)} to change, {_tally(plan, TableStatus.IN_SYNC)} in sync, "
+            f"{_tally(plan, TableStatus.DRIFT)} drifted, {_tally(plan, TableStatus.ERROR)} failed; "
+            f"{count(files, 'file')} ({human_bytes(reclaim)}) to delete{rewrite}.")
+
+
+def _tally(plan: Plan, status: TableStatus) -> int:
+    return sum(t.status is status for t in plan.tables)
+
+
+def _folded(in_sync: list[TablePlan]) -> str:
+    names = ", ".join(t.name for t in in_sync[:MAX_FILES_SHOWN])
+    return (f"= {count(len(in_sync), 'table')} in sync: {names}, ... and {len(in_sync) - MAX_FILES_SHOWN:,} more "
+            "(--verbose lists each with why)")
+
+
+def _next(plan: Plan, apply_command: str | None) -> str:
+    """The last line: what to do now, given what the plan found."""
+    failed = _tally(plan, TableStatus.ERROR)
+    if failed:
+        them = "it" if failed == 1 else "them"
+        return (f"Next: fix the {count(failed, 'table')} that could not be planned (marked !) and plan again; "
+                f"apply would report {them} failed and leave {them} untouched.")
+    if plan.has_changes:
+        if apply_command:
+            return f"Next: review the plan, then `{apply_command}` applies exactly this plan."
+        return ("Next: save it for review with `runner plan --out target/plan.json` and apply that with "
+                "`runner apply target/plan.json` (or plan and apply in one go with `runner apply --auto-approve`).")
+    if plan.has_drift:
+        return ("Next: nothing to apply; make the `table:` block of each drifted table (marked ?) match the "
+                "table, or fix the table.")
+    return "Nothing to do: every table matches its declaration."
 
 
 def _table_lines(t: TablePlan, verbose: bool) -> list[str]:
@@ -153,7 +213,11 @@ def plan_table_view(plan: Plan) -> Any:
     from runner.commands.terminal import summary_table
 
     rows, styles = [], []
+    in_sync = [t for t in plan.tables if t.status is TableStatus.IN_SYNC]
+    folded = len(in_sync) > MAX_FILES_SHOWN  # as in the text: one row for them, not hundreds
     for t in plan.tables:
+        if folded and t.status is TableStatus.IN_SYNC:
+            continue
         clean = t.clean if t.clean is not None and t.status is not TableStatus.ERROR else None
         sizing = t.sizing if t.sizing is not None and t.status is not TableStatus.ERROR else None
         rewrite = sum(len(g.files) for g in sizing.groups) if sizing else 0
@@ -163,5 +227,8 @@ def plan_table_view(plan: Plan) -> Any:
             f"{rewrite:,}" if sizing else "",
         ])
         styles.append(_ROW_STYLE.get(t.status, ""))
+    if folded:
+        rows.append([f"({count(len(in_sync), 'table')})", "in sync", "0", "0 B", ""])
+        styles.append(_ROW_STYLE[TableStatus.IN_SYNC])
     return summary_table("Plan", ["table", "status", "files to delete", "reclaimed", "files to rewrite"],
                          rows, styles=styles)

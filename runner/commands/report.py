@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runner.commands._common import human_bytes
-from runner.commands.render import count
+from runner.commands.render import MAX_FILES_SHOWN, count
 from runner.plan.model import TableStatus
 from runner.service.report import RunReport
 
@@ -14,7 +14,11 @@ def render_report(report: RunReport, report_path: str = "target/run_results.json
     lines = [f"runner apply: project {report.project}", ""]
     if not report.tables:
         lines.append("  no tables selected")
+    in_sync = [t.name for t in report.tables if t.status == TableStatus.IN_SYNC]
+    folded = len(in_sync) > MAX_FILES_SHOWN  # hundreds of "nothing to do" lines would bury the rest
     for t in report.tables:
+        if t.status == TableStatus.IN_SYNC and folded:
+            continue
         if t.status == TableStatus.ERROR:
             lines.append(f"! {t.name}: failed")
             lines.extend(f"    {line}" for line in (t.error or {}).get("message", "").splitlines())
@@ -26,7 +30,14 @@ def render_report(report: RunReport, report_path: str = "target/run_results.json
                      f"{count(t.files_rewritten, 'file')} rewritten, in {t.duration_s:.1f}s")
         lines.extend(f"    note: {n}" for n in t.notes)
         lines.extend(f"    wrote {name}" for name in t.instants_written)
+    if folded:
+        names = ", ".join(in_sync[:MAX_FILES_SHOWN])
+        lines.append(f"= {count(len(in_sync), 'table')} in sync, nothing to do: {names}, "
+                     f"... and {len(in_sync) - MAX_FILES_SHOWN:,} more ({report_path} lists every table)")
     failed = sum(t.status == TableStatus.ERROR for t in report.tables)
     lines += [f"note: {n}" for n in report.notes]
     lines += ["", f"Apply: {len(report.tables) - failed} ok, {failed} failed. Report: {report_path}"]
+    if failed:
+        lines.append(f"Next: fix what stopped the {count(failed, 'failed table')} (marked ! above, with why), then "
+                     "run `runner plan` again; the next apply finishes any clean or resize a failure left pending.")
     return "\n".join(lines)

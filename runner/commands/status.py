@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> CommandResult:
                 row["metadata_table_check"] = check_metadata_table(storage, state).to_json()
             rows.append(row)
         except RunnerError as error:
-            rows.append({"name": decl.name, "path": decl.path, "error": error.to_json()})
+            rows.append({"name": decl.name, "path": decl.path, "error": error.to_json(),
+                         "declared_in": decl.source_file})
     failed = any("error" in r for r in rows)
     return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, _text(rows), {"tables": rows},
                          pretty=(lambda: _table(rows)) if rows else None)
@@ -73,7 +74,8 @@ def _text(rows: list[dict[str, Any]]) -> str:
     out: list[str] = []
     for r in rows:
         if "error" in r:
-            out += [f"! {r['name']} ({r['path']})", *(f"    {x}" for x in r["error"]["message"].splitlines()), ""]
+            out += [f"! {r['name']} ({r['path']})", *(f"    {x}" for x in r["error"]["message"].splitlines()),
+                    f"    declared in {r['declared_in']}", ""]
             continue
         out.append(
             f"{r['name']} ({r['path']}): {r['table_type']}, table version {r['table_version']}"
@@ -109,7 +111,12 @@ def _text(rows: list[dict[str, Any]]) -> str:
         out.extend(f"    drift: {d}" for d in r["declaration_drift"])
         out.extend(_metadata_table_lines(r.get("metadata_table_check")))
         out.append("")
-    return "\n".join(out).rstrip()
+    failed = sum("error" in r for r in rows)
+    drifted = sum(bool(r.get("declaration_drift")) for r in rows)
+    out.append(f"Status: {count(len(rows) - failed, 'table')} read ({drifted:,} drifted from their `table:` block), "
+               f"{failed:,} could not be read" + ("; fix the tables marked ! and run `runner status` again."
+                                                  if failed else "."))
+    return "\n".join(out)
 
 
 def _metadata_table_lines(check: dict[str, Any] | None) -> list[str]:

@@ -40,7 +40,7 @@ _STYLES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\s+\+ "), "green"),
     (re.compile(r"^\s+keep "), "cyan"),
     (re.compile(r"^\s+(note|drift): "), "magenta"),
-    (re.compile(r"^(Plan|Apply): "), "bold"),
+    (re.compile(r"^(Plan|Apply|Status|Next): "), "bold"),
     (re.compile(r"^error: "), "bold red"),
 )
 
@@ -90,10 +90,18 @@ def emit(text: str, *, stream: IO[str] | None = None, pretty: Callable[[], Any] 
     from rich.text import Text
 
     con = console(out)
-    for line in text.splitlines() or [""]:
+    lines = text.splitlines() or [""]
+    # The summary table goes above the closing lines (`Plan: ...`, `Next: ...`), which stay last.
+    closing = len(lines) - next((i for i, line in enumerate(reversed(lines)) if not _CLOSING.match(line)), len(lines))
+    for line in lines[:closing]:
         con.print(Text(line, style=style_of(line) if wants_colour(out) else ""))
     if pretty is not None:
         con.print(pretty())
+    for line in lines[closing:]:
+        con.print(Text(line, style=style_of(line) if wants_colour(out) else ""))
+
+
+_CLOSING = re.compile(r"^((Plan|Apply|Status|Next): |Nothing to do)")
 
 
 def style_of(line: str) -> str:

@@ -108,11 +108,21 @@ def read_yaml(root: str, relative: str) -> Loaded:
     return load_yaml(text, relative)
 
 
+def _no_project_file(root: str) -> str:
+    """Why there is no project.yml to read, with the fix: the folder itself may be the mistake."""
+    fix = "To fix this, pass the project's folder (the one holding project.yml) with --project-dir"
+    if os.path.isfile(root):
+        return f"not found: the project folder {root} is a file. {fix}"
+    if not os.path.isdir(root):
+        return f"not found: the project folder {root} does not exist. {fix}"
+    return (f"not found in {root}; every project needs a project.yml with at least `name:`. "
+            "To fix this, create it, or pass the right folder with --project-dir")
+
+
 def _load_project_file(root: str) -> tuple[_ProjectFile, list[Problem]]:
     """Read and check project.yml; the defaults the schema accepted are merged into the tables."""
     if not os.path.isfile(os.path.join(root, PROJECT_FILE)):
-        message = (f"not found in {root}; every project needs a project.yml with at least `name:`. "
-                   "To fix this, create it, or pass the right folder with --project-dir")
+        message = _no_project_file(root)
         doc = Loaded(PROJECT_FILE, None, {})
         project = _ProjectFile(doc, None, DEFAULT_TABLES_DIR, (), found=False)
         return project, [Problem(PROJECT_FILE, 0, 0, "", message)]

@@ -15,6 +15,7 @@ for a conf key naming a secret, password, token or credential, is a problem wher
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -112,13 +113,19 @@ def _target_name(doc: Loaded, requested: str | None) -> tuple[str | None, list[P
         if requested in declared:
             return requested, []
         return requested, [doc.problem(("targets",) if declared else (),
-                                       f'--target "{requested}" is not declared; declared targets: {listing}')]
+                                       f'--target "{requested}" is not declared{_near(requested, declared)}; '
+                                       f"declared targets: {listing}")]
     if is_missing(default) or not isinstance(default, str):
         return None, []
     if default in declared:
         return default, []
-    return default, [doc.problem(("target",), f'names target "{default}", which is not declared; '
-                                 f"declared targets: {listing}")]
+    return default, [doc.problem(("target",), f'names target "{default}", which is not declared'
+                                 f"{_near(default, declared)}; declared targets: {listing}")]
+
+
+def _near(name: str, declared: list[str]) -> str:
+    close = difflib.get_close_matches(name, declared, n=1)
+    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def _syntax_problems(doc: Loaded) -> Iterator[Problem]:

@@ -248,7 +248,23 @@ def _syntax_problem(file: str, error: yaml.MarkedYAMLError) -> Problem:
             detail = f"{error.context}{where}, {detail}"
         else:
             detail = f"{detail} ({error.context}{where})"
-    return Problem(file, line, column, "", f"invalid YAML: {detail}")
+    fix = next((fix for phrase, fix in _SYNTAX_FIXES if phrase in detail), "")
+    return Problem(file, line, column, "", f"invalid YAML: {detail}{fix}")
+
+
+# PyYAML says what the parser met, not what the writer most likely did: the usual cause, and the fix.
+_SYNTAX_FIXES = (
+    ("mapping values are not allowed", "; usually a `key: value` line indented deeper than the line above "
+     "allows, or a value holding \": \" (quote it)"),
+    ("could not find expected ':'", "; usually a line missing the `: ` after its key (or a value spread over "
+     "lines: quote it)"),
+    ("did not find expected key", "; usually a line indented differently from the other keys of its block "
+     "(align them)"),
+    ("did not find expected node content", "; usually an unclosed [ or { (close it) or a stray , or -"),
+    ("expected ',' or ']'", "; close the [ list with ] (and separate its items with commas)"),
+    ("expected ',' or '}'", "; close the { mapping with } (and separate its entries with commas)"),
+    ("that cannot start any token", "; quote the value"),
+)
 
 
 def _mark(node: yaml.Node) -> Mark:

@@ -385,12 +385,13 @@ class ResizeRunner:
         workers publish through `attempt`, so none of them publishes once a newer attempt began."""
         inputs = [path for t in tasks for path in t.inputs]
         progress.begin("rewriting small files", "files", len(inputs), progress.bytes_of(inputs))
-        choice = choose_engine(self.spark, groups=len(tasks), max_tasks=self.max_tasks)
+        choice = choose_engine(self.spark, groups=len(tasks), max_tasks=self.max_tasks).with_pool(self.storage)
         note = choice.describe(len(tasks))
         _log.info("%s: %s", self.storage.uri, note)
         try:
             if choice.engine == "driver":
-                results = run_in_driver(attempt, str(time), tasks, threads=choice.threads, done=_advance)
+                results = run_in_driver(attempt, str(time), tasks, threads=choice.threads, pool=choice.pool,
+                                        done=_advance)
             else:
                 results = self._spark_job(time, tasks, attempt)
         except Exception as error:  # a Py4J/Spark error wraps the task's; the instant stays pending

@@ -12,15 +12,27 @@ spread the groups over machines.
 
 Both engines run the same task function (`RewriteTask`) on each group, largest group first, and
 publish each file the same way (`Storage.create_new`), so crashes leave the same traces.
+
+The driver's pool is threads, or worker processes when pinned (`pool_for`: threads measured faster
+on the benchmark machine, bench/README.md, "resize: a process pool"). Processes would give each
+group's Python-level part (footers, the record-key footer, batch handling) a GIL of its own. They
+come from a `forkserver`: a fresh interpreter that imports the rewrite and warms pyarrow up once
+(`resize_forkserver`), then forks each worker from itself. A plain `fork` of the driver would copy
+a process that may hold a py4j gateway, its threads and their locks (a lock held by another thread
+at the fork stays held forever in the child); `spawn` would import pyarrow again in every worker.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import multiprocessing
 import os
+import pickle
+import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -35,11 +47,20 @@ if TYPE_CHECKING:
     from runner.storage import Storage
 
 Engine = Literal["driver", "spark"]
+Pool = Literal["threads", "processes"]
 # Set by tests and benchmarks to run one engine whatever the master (the driver only on a local
 # master); None chooses. Not a user setting.
 PINNED: Engine | None = None
 # Set by benchmarks to size the driver's pool; None: the session's cores.
 THREADS: int | None = None
+# Set by tests and benchmarks to run the driver's groups on worker processes (where `pool_for` allows
+# them); None or "threads": threads, the measured default.
+PINNED_POOL: Pool | None = None
+# What the forkserver imports once, before it forks any worker: the rewrite and pyarrow, warmed up
+# (`resize_forkserver`), and the main script when the driver was started from one (multiprocessing
+# imports it in every worker otherwise, as `__mp_main__`: the `runner` console script, a benchmark;
+# `python -m` skips it).
+PRELOAD = ("__main__", "runner.execute.resize_forkserver")
 # The stage id in the write tokens of files the driver writes (`<group>-<stage>-<attempt>`): no
 # Spark stage ran them, and Spark numbers its stages from 0.
 DRIVER_STAGE = 0
@@ -53,12 +74,26 @@ class EngineChoice:
 
     engine: Engine
     reason: str
-    threads: int = 1  # the driver's pool when the engine is "driver"
+    threads: int = 1  # the driver's pool size when the engine is "driver"
+    pool: Pool = "threads"
+    pool_reason: str = ""
 
     def describe(self, groups: int) -> str:
-        where = (f"{self.threads} thread{'' if self.threads == 1 else 's'} in the driver"
-                 if self.engine == "driver" else "Spark tasks")
-        return f"rewrote {groups} group{'' if groups == 1 else 's'} on {where}: {self.reason}"
+        if self.engine == "spark":
+            where = "Spark tasks"
+        elif self.pool == "processes":
+            where = f"{self.threads} worker process{'' if self.threads == 1 else 'es'} of the driver"
+        else:
+            where = f"{self.threads} thread{'' if self.threads == 1 else 's'} in the driver"
+        why = f"{self.reason}; {self.pool_reason}" if self.pool_reason else self.reason
+        return f"rewrote {groups} group{'' if groups == 1 else 's'} on {where}: {why}"
+
+    def with_pool(self, storage: Storage) -> EngineChoice:
+        """This choice with the driver's pool decided (`pool_for`); a Spark choice as it is."""
+        if self.engine != "driver":
+            return self
+        pool, why = pool_for(self.threads, storage)
+        return EngineChoice(self.engine, self.reason, self.threads, pool, why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,46 +151,127 @@ def engine_for(master: str | None, *, cores: int, groups: int, max_tasks: int | 
     if PINNED == "spark":
         return EngineChoice("spark", "pinned by runner.execute.resize_engine.PINNED")
     threads = max(1, min(THREADS or cores, groups, max_tasks or groups))
-    return EngineChoice("driver", f"local master {master}: threads in the driver use the same cores "
-                        "without Spark's task and Python-worker overhead", threads)
+    return EngineChoice("driver", f"local master {master}: the driver uses the same cores without "
+                        "Spark's task and Python-worker overhead", threads)
+
+
+def pool_for(workers: int, storage: Storage) -> tuple[Pool, str]:
+    """The driver's pool for `workers` groups at once on `storage`: threads, with the reason in
+    words; processes only when pinned (`PINNED_POOL`) and the storage can be sent to them.
+
+    The rule is a measurement (bench/README.md, "resize: a process pool"): on the 2-core benchmark
+    machine, interleaved with threads, worker processes were slower where a `runner apply` meets
+    them, a new interpreter per resize (threads took 0.77-0.87x their wall time for the rewrite,
+    0.70x for binary copy, at the same CPU): the forkserver's start, its warm-up and the workers'
+    fresh memory fall inside the job. Only in a driver that had already run a resize were they
+    faster for the rewrite (threads 1.31x), and never for binary copy (0.57-0.86x), whose groups are short. They
+    held 220-680 MiB more (each worker its own pyarrow, pandas and allocator). One worker never
+    takes a process, which would only add its start.
+    """
+    if workers < 2:
+        return "threads", "one group at a time runs on a thread"
+    if PINNED_POOL != "processes":
+        return "threads", "threads, as worker processes measured slower in a new process and hold more memory"
+    try:
+        pickle.dumps(storage)
+    except Exception as error:  # any pickling failure means the same: the storage stays in this process
+        return "threads", f"threads, as the storage cannot be sent to a process ({type(error).__name__})"
+    return "processes", "a process per worker, pinned by runner.execute.resize_engine.PINNED_POOL"
+
+
+@dataclass(slots=True)
+class DriverRun:
+    """What the last driver run measured, for benchmarks, which run one resize at a time (tables
+    resized in parallel by `apply --threads` would mix their figures): CPU seconds spent in worker
+    processes (their own clocks; a forkserver's workers are not this process's children to reap)."""
+
+    worker_cpu: float = 0.0
+
+
+LAST_RUN = DriverRun()
 
 
 def run_in_driver(storage: Storage, instant: str, groups: Sequence[GroupRewrite], *, threads: int,
+                  pool: Pool = "threads",
                   done: Callable[[GroupRewrite], None] = lambda _: None) -> list[RewrittenFile]:
-    """Rewrite `groups` on `threads` threads, started in the order given; results in that order.
+    """Rewrite `groups` on `threads` threads or worker processes (`pool`), started in the order
+    given; results in that order.
 
     Group `i` is written with the token `<i>-0-0`, as Spark's task `i` of a first attempt would be.
-    `done` is called on this thread as each group finishes (progress). On the first failure the
-    groups not yet started are cancelled, the running ones finish (their files are reported by no
-    one, so the resize's reconciliation deletes them), and the error is raised.
+    A group is handed to a worker only when one is free, so the order given is the order started.
+    `done` is called on this thread as each group finishes (progress). On the first failure no
+    further group is started, the running ones finish (their files are reported by no one, so the
+    resize's reconciliation deletes them), and the error is raised as the group raised it; a worker
+    process that died raises `WorkerDied`.
     """
+    LAST_RUN.worker_cpu = 0.0
     results: dict[int, RewrittenFile] = {}
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="resize") as pool:
-        futures: dict[Future[list[RewrittenFile]], int] = {
-            pool.submit(_run_one, storage, instant, index, group): index for index, group in enumerate(groups)
-        }
-        pending: set[Future[list[RewrittenFile]]] = set(futures)
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+    with _executor(pool, threads) as executor:
+        running: dict[Future[tuple[list[RewrittenFile], float]], int] = {}
+        queue = iter(enumerate(groups))
+        for index, group in queue:
+            running[executor.submit(_run_one, storage, instant, index, group)] = index
+            if len(running) == threads:
+                break
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
+                index = running.pop(future)
                 error = future.exception()
+                if isinstance(error, BrokenProcessPool):
+                    raise WorkerDied(_died(groups, [index, *running.values()], error)) from error
                 if error is not None:
-                    for other in pending:
-                        other.cancel()
                     raise error
-                (result,) = future.result()
-                results[futures[future]] = result
-                done(groups[futures[future]])
+                (result,), cpu = future.result()
+                results[index] = result
+                LAST_RUN.worker_cpu += cpu if pool == "processes" else 0.0
+                done(groups[index])
+                following = next(queue, None)
+                if following is not None:
+                    running[executor.submit(_run_one, storage, instant, *following)] = following[0]
     return [results[i] for i in range(len(groups))]
 
 
-def _run_one(storage: Storage, instant: str, index: int, group: GroupRewrite) -> list[RewrittenFile]:
-    # The task function Spark runs, on a one-group slice, with the token its task `index` would have.
+class WorkerDied(RuntimeError):
+    """A worker process of the driver's pool ended without an answer (killed, out of memory, a
+    crash in native code). Like any group's failure, the resize wraps it in `StepFailed`."""
+
+
+def _died(groups: Sequence[GroupRewrite], indexes: Sequence[int], error: BaseException) -> str:
+    which = ", ".join(f"{i} ({groups[i].partition or '(no partition)'}, file group {groups[i].file_id})"
+                      for i in sorted(indexes))
+    return (f"a worker process died while rewriting group(s) {which} (killed, out of memory or a crash "
+            f"in native code: {error}); a partial file it leaves is deleted by the next run")
+
+
+def _executor(pool: Pool, workers: int) -> Executor:
+    if pool == "threads":
+        return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="resize")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOAD))
+    # The forkserver keeps the environment it started with; each job's workers take the driver's as
+    # it is when the job starts (a failpoint armed after the server started, credentials read from
+    # the environment).
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                               initializer=_adopt_environment, initargs=(dict(os.environ),))
+
+
+def _adopt_environment(environment: dict[str, str]) -> None:
+    os.environ.clear()
+    os.environ.update(environment)
+
+
+def _run_one(storage: Storage, instant: str, index: int,
+             group: GroupRewrite) -> tuple[list[RewrittenFile], float]:
+    # The task function Spark runs, on a one-group slice, with the token its task `index` would
+    # have; with the CPU it took on this process's clock (all of a worker process's, on a thread
+    # one thread's share among others, so only a process's figure is kept).
     from runner.execute.resize_job import RewriteTask
 
+    cpu = time.process_time()
     task = RewriteTask(storage, instant, functools.partial(write_token, index, DRIVER_STAGE, 0))
     results: Iterator[RewrittenFile] = task([group])
-    return list(results)
+    return list(results), time.process_time() - cpu
 
 
 def local_cores(master: str) -> int:

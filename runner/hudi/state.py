@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from runner.errors import NotAHudiTableError, StorageError
+from runner.errors import NotAHudiTableError, StorageError, TableError
 from runner.hudi import timeline_metadata as tm
 from runner.hudi.files import FileGroup
 from runner.hudi.instant import Action, Instant, InstantTime
@@ -148,10 +148,20 @@ def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[s
     (they key the cache of decoded instants)."""
     try:
         raw = storage.read(PROPERTIES)
-    except StorageError:
+    except StorageError as error:
+        if storage.stat(PROPERTIES) is not None:  # there, but not readable (permissions, a folder)
+            cause = error.__cause__
+            reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else error.message
+            raise TableError(
+                f"{storage.uri}/{PROPERTIES} is there but cannot be read ({reason}); nothing was changed",
+                path=f"{storage.uri}/{PROPERTIES}",
+                hint="make it a file the runner can read (check its permissions: the runner reads the table's "
+                "files, and writes them to apply).",
+            ) from None
         if storage.stat(".hoodie") is None:
+            found = "it does not exist" if storage.stat("") is None else "it has no .hoodie folder"
             raise NotAHudiTableError(
-                f"{storage.uri} is not a Hudi table: it has no .hoodie folder",
+                f"{storage.uri} is not a Hudi table: {found}",
                 path=storage.uri,
                 hint="check the table's `path` in its declaration.",
             ) from None
@@ -203,6 +213,7 @@ def read_table_state(
     *,
     partitions: Collection[str] | None = None,
     metadata: TableMetadata | None = None,
+    sizes: bool = True,
 ) -> TableState:
     """Read a table's metadata (unless given) and the file groups of its partitions.
 
@@ -210,10 +221,12 @@ def read_table_state(
         storage: rooted at the table's base path.
         partitions: list only these partitions (those that exist); None lists the whole table.
         metadata: reuse metadata read moments ago (planning reads it first to choose partitions).
+        sizes: False lets a whole-table listing leave file sizes unmeasured (-1) where measuring
+            costs a `stat` per file (local disk): for a caller that decides nothing by size.
     """
     meta = metadata or read_table_metadata(storage)
     listed: ListedFiles = (
-        discover_partitions(storage) if partitions is None else list_partitions(storage, partitions)
+        discover_partitions(storage, sizes=sizes) if partitions is None else list_partitions(storage, partitions)
     )
     view = build_file_groups(
         listed,

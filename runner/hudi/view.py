@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import runner.progress as progress
@@ -38,7 +38,8 @@ _REPORT_EVERY = 1_000  # files listed between two progress reports
 
 @dataclass(frozen=True, slots=True)
 class ListedFiles:
-    """Files found in partition folders. `files` maps a partition to its (name, size) entries."""
+    """Files found in partition folders. `files` maps a partition to its (name, size) entries; a
+    size is -1 when the listing did not measure it (`discover_partitions(sizes=False)`)."""
 
     partitions: tuple[str, ...]
     files: Mapping[str, tuple[tuple[str, int], ...]]
@@ -55,14 +56,17 @@ def _is_marker(name: str) -> bool:
     return name.startswith(PARTITION_MARKER) and (name == PARTITION_MARKER or name.startswith(_MARKER_DOT))
 
 
-def discover_partitions(storage: Storage) -> ListedFiles:
+def discover_partitions(storage: Storage, *, sizes: bool = True) -> ListedFiles:
     """List the whole table once and find its partitions by their marker files.
+
+    `sizes=False`: a store that can list without measuring each file (local disk) gives sizes of
+    -1 (unknown), for a caller that decides nothing by size; other stores give their sizes anyway.
 
     Files inside a nested table (a folder below the base path holding its own `.hoodie`) are left
     out entirely: they are neither partitions nor unrecognised files of this table. Every rule here
     is decided once per folder, not once per file: a table has a hundred files per folder or more.
     """
-    by_dir = _walked(storage)
+    by_dir = _walked(storage, sizes)
     nested = nested_table_roots(by_dir)
     ours: dict[str, list[_Entry]] = {}
     for folder, entries in by_dir.items():
@@ -90,13 +94,13 @@ def list_partitions(storage: Storage, partitions: Collection[str]) -> ListedFile
 _Entry = tuple[str, int]
 
 
-def _walked(storage: Storage) -> dict[str, list[_Entry]]:
+def _walked(storage: Storage, sizes: bool = True) -> dict[str, list[_Entry]]:
     """Everything below the base path by folder, with the running count reported every
     `_REPORT_EVERY` files (a whole-table listing of S3 can take minutes)."""
     progress.begin("listing the table's files", "files")
     by_folder = getattr(storage, "walk_folders", None)
     if by_folder is not None:  # a store that lists a folder at a time (local disk) hands it over whole
-        return _walked_by_folder(by_folder())
+        return _walked_by_folder(by_folder(sizes=sizes), sizes)
     by_dir: dict[str, list[_Entry]] = {}
     count = size = 0
     for info in storage.walk(""):
@@ -114,7 +118,7 @@ def _walked(storage: Storage) -> dict[str, list[_Entry]]:
     return by_dir
 
 
-def _walked_by_folder(folders: Iterable[tuple[str, list[_Entry]]]) -> dict[str, list[_Entry]]:
+def _walked_by_folder(folders: Iterable[tuple[str, list[_Entry]]], sizes: bool = True) -> dict[str, list[_Entry]]:
     """`_walked` from a listing that gives each folder's files at once, each folder once."""
     by_dir: dict[str, list[_Entry]] = {}
     count = size = 0
@@ -125,7 +129,8 @@ def _walked_by_folder(folders: Iterable[tuple[str, list[_Entry]]]) -> dict[str, 
         else:
             known.extend(entries)
         count += len(entries)
-        size += sum(entry[1] for entry in entries)
+        if sizes:  # else unknown (-1): the progress counts files only
+            size += sum(entry[1] for entry in entries)
         if count >= _REPORT_EVERY:
             progress.advance(count, size)
             count = size = 0
@@ -240,17 +245,23 @@ def build_file_groups(
         if slot is None:
             uncommitted.append(relative_path(partition, log.name))
         else:
-            slices[(partition, log.file_id)].setdefault(slot, _Parts()).logs.append(log)
-    groups = tuple(_group(p, f, by_time) for (p, f), by_time in sorted(slices.items()) if by_time)
+            parts = slices[(partition, log.file_id)].setdefault(slot, _Parts())
+            if parts.logs is None:
+                parts.logs = []
+            parts.logs.append(log)
+    order = _InstantOrder()
+    groups = tuple(_group(p, f, by_time, order) for (p, f), by_time in sorted(slices.items()) if by_time)
     return View(groups, tuple(sorted(uncommitted)))
 
 
 @dataclass(slots=True)
 class _Parts:
-    """The files found for one slice while the view is assembled: at most one base, any logs."""
+    """The files found for one slice while the view is assembled: at most one base, any logs
+    (None until the first: most slices of a copy-on-write table have none, and an empty list per
+    slice is an allocation per file)."""
 
     base: BaseFile | None = None
-    logs: list[LogFile] = field(default_factory=list)
+    logs: list[LogFile] | None = None
 
 
 def _add_base(
@@ -308,21 +319,24 @@ def _slice_for_log(
     return max(candidates, key=lambda t: t.normalized) if candidates else log.instant_time
 
 
-def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, _Parts]) -> FileGroup:
-    ordered = sorted(by_time.items(), key=_base_instant_order, reverse=True) if len(by_time) > 1 else by_time.items()
-    return FileGroup(
-        partition,
-        file_id,
-        tuple(
-            FileSlice(partition, file_id, time, parts.base,
-                      tuple(sorted(parts.logs, key=_log_order)) if parts.logs else ())
-            for time, parts in ordered
-        ),
-    )
+class _InstantOrder(dict[InstantTime, str]):
+    """Each instant time's sort key (`InstantTime.normalized`), computed once per distinct time: a
+    table has a few instants and tens of thousands of slices, and `__getitem__` as the sort key runs
+    without a Python call per slice."""
+
+    def __missing__(self, time: InstantTime) -> str:
+        key = self[time] = time.normalized
+        return key
 
 
-def _base_instant_order(item: tuple[InstantTime, _Parts]) -> str:
-    return item[0].normalized
+def _group(partition: str, file_id: str, by_time: Mapping[InstantTime, _Parts], order: _InstantOrder) -> FileGroup:
+    times = sorted(by_time, key=order.__getitem__, reverse=True) if len(by_time) > 1 else by_time
+    slices = []
+    for time in times:
+        parts = by_time[time]
+        logs = tuple(sorted(parts.logs, key=_log_order)) if parts.logs else ()
+        slices.append(FileSlice(partition, file_id, time, parts.base, logs))
+    return FileGroup(partition, file_id, tuple(slices))
 
 
 def _log_order(log: LogFile) -> tuple[str, int, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 import runner.progress as progress
 from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
-from runner.errors import InternalError, PlanError, RunnerError
+from runner.errors import InternalError, Interrupted, PlanError, RunnerError
 from runner.execute.apply import TableResult, apply_table
 from runner.execute.deleter import choose_engine, delete_threads
 from runner.execute.resize_engine import rewrites_on_spark
@@ -104,6 +104,8 @@ def apply_tables(
 
     Raises:
         PlanError: the plan fails the provenance checks; nothing was applied.
+        Interrupted: Ctrl-C (SIGINT); the report, written first, has an entry for every table (those
+            not applied as errors), and its message says how many were done, stopped and not started.
     """
     if plan is not None:
         check_provenance(plan, project)
@@ -127,16 +129,76 @@ def apply_tables(
         return result
 
     workers = threads or project.threads
-    if workers <= 1 or len(work) <= 1:
-        report.tables.extend(one(i, decl, planned) for i, (decl, planned) in enumerate(work, start=1))
-    else:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="apply") as pool:
-            futures = [pool.submit(one, i, decl, planned) for i, (decl, planned) in enumerate(work, start=1)]
-            report.tables.extend(future.result() for future in futures)  # declaration order
-    report.notes.extend(session_notes(session))
-    report.finish()
-    report.write(report_path or Path(project.directory) / RUN_RESULTS)
+    path = report_path or Path(project.directory) / RUN_RESULTS
+    try:
+        if workers <= 1 or len(work) <= 1:
+            for i, (decl, planned) in enumerate(work, start=1):
+                report.tables.append(one(i, decl, planned))
+        else:
+            _on_threads(one, work, workers, report, shown)
+        report.notes.extend(session_notes(session))
+        report.finish()
+        report.write(path)
+    except KeyboardInterrupt:
+        # Sequentially the interrupt lands inside the table being applied; threads finish theirs.
+        threaded = workers > 1 and len(work) > 1
+        raise _interrupted(report, [decl for decl, _ in work], path, in_progress=not threaded) from None
     return report
+
+
+def _on_threads(one: Callable[[int, TableDeclaration, TablePlan | None], TableResult],
+                work: list[tuple[TableDeclaration, TablePlan | None]], workers: int, report: RunReport,
+                shown: _Shared) -> None:
+    """Apply `work` on `workers` threads; results land in `report` in declaration order.
+
+    On Ctrl-C no further table starts: a thread cannot be stopped in the middle of a table, so the
+    tables in progress finish (each under its lock) before the interrupt goes on.
+    """
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="apply")
+    futures = [pool.submit(one, i, decl, planned) for i, (decl, planned) in enumerate(work, start=1)]
+    try:
+        for future in futures:
+            report.tables.append(future.result())
+    except KeyboardInterrupt:
+        shown.done("interrupted: finishing the tables in progress, starting no other")
+        while True:
+            try:
+                pool.shutdown(wait=True, cancel_futures=True)
+                break
+            except KeyboardInterrupt:  # again: still no table is left half-applied by this process
+                continue
+        report.tables.extend(f.result() for f in futures[len(report.tables):] if not f.cancelled())
+        raise
+    pool.shutdown(wait=True)
+
+
+def _interrupted(report: RunReport, chosen: list[TableDeclaration], path: Path, *, in_progress: bool) -> Interrupted:
+    """Record an interrupted run (every selected table gets its entry) and say what is left.
+
+    `in_progress`: the first table without a result was being applied when the interrupt came.
+    """
+    finished = {t.name for t in report.tables}
+    failed = sum(t.status == TableStatus.ERROR for t in report.tables)
+    left = [decl for decl in chosen if decl.name not in finished]
+    stopped, not_started = (left[:1], left[1:]) if in_progress else ([], left)
+    for decl in stopped:
+        report.tables.append(TableResult.failed(decl.name, decl.path, Interrupted(
+            f"table {decl.name}: interrupted while being applied; what it wrote is either complete or a pending "
+            "clean or resize, which the next apply finishes first")))
+    for decl in not_started:
+        report.tables.append(TableResult.failed(decl.name, decl.path, Interrupted(
+            f"table {decl.name}: not applied, the run was interrupted before it started")))
+    report.notes.append("interrupted by the user (Ctrl-C)")
+    report.finish()
+    report.write(path)
+    parts = [f"{len(finished)} of {len(chosen)} tables done" + (f" ({failed:,} failed)" if failed else ""),
+             *([f"{stopped[0].name} stopped while being applied"] if stopped else []),
+             f"{len(not_started)} not started"]
+    return Interrupted(
+        f"interrupted: {', '.join(parts)}; nothing else was changed. Report: {path}",
+        hint="plan again and apply the new plan (or `runner apply --auto-approve`); the next apply of a table "
+        "first finishes any clean or resize this run left pending.",
+    )
 
 
 def _plan_time(text: str) -> datetime:
@@ -345,7 +407,9 @@ class _TableDeleter:
         chunk = max(DELETE_CHUNK, -(-len(paths) // 10))
         for start in range(0, len(paths), chunk):
             part = paths[start:start + chunk]
-            results += storage.delete_many(part) if spark is None else delete_files(spark, storage, part)
-            progress.advance(len(part), progress.bytes_of(part) or 0)
+            done = storage.delete_many(part) if spark is None else delete_files(spark, storage, part)
+            results += done
+            planned = progress.bytes_of(part)  # None when the plan did not measure sizes: the deletes did
+            progress.advance(len(part), planned if planned is not None else sum(r.size for r in done if r.size > 0))
         jobs.progress.step(f"{jobs.table}: recording the clean, then rewriting small files if planned")
         return results

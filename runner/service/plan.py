@@ -62,10 +62,11 @@ def load_plan(path: str | Path) -> Plan:
         PlanError: the file cannot be read, is not JSON, was made by another format version, or
             does not match the schema (naming the file and the JSON path at fault).
     """
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise PlanError(f"cannot read plan file {path}: {error}") from None
+    if not str(path).strip():
+        raise PlanError("the plan file argument is empty: expected the path of a file written by "
+                        "`runner plan --out`; nothing was applied", hint="pass the plan file's path, such as "
+                        "target/plan.json.")
+    data = _plan_json(Path(path))
     version = data.get("format_version") if isinstance(data, dict) else None
     if isinstance(version, int) and version < FORMAT_VERSION:
         raise PlanError(
@@ -90,6 +91,33 @@ def load_plan(path: str | Path) -> Plan:
             hint="re-create the plan with `runner plan --out` rather than editing it.",
         )
     return Plan.from_json(data)
+
+
+_NEW_PLAN = ("pass a file written by `runner plan --out`, unedited; make a new one with "
+             "`runner plan --out target/plan.json`.")
+
+
+def _plan_json(path: Path) -> Any:
+    """The plan file's JSON, or a PlanError naming the file, what was found and the fix."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError(f"plan file {path}: not found; nothing was applied",
+                        hint="check the path, or " + _NEW_PLAN) from None
+    except IsADirectoryError:
+        raise PlanError(f"plan file {path}: is a folder, expected a JSON file; nothing was applied",
+                        hint="name the plan file itself (such as target/plan.json).") from None
+    except UnicodeDecodeError as error:
+        raise PlanError(f"plan file {path}: expected JSON text, found bytes that are not UTF-8 (at byte "
+                        f"{error.start}); nothing was applied", hint=_NEW_PLAN) from None
+    except OSError as error:
+        raise PlanError(f"plan file {path}: cannot be read: {error.strerror or error}; nothing was applied",
+                        hint="make it readable, or " + _NEW_PLAN) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise PlanError(f"plan file {path}: not valid JSON (line {error.lineno}, column {error.colno}: "
+                        f"{error.msg}); nothing was applied", hint=_NEW_PLAN) from None
 
 
 @functools.cache

@@ -315,7 +315,8 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
     ),
     "YAML syntax error": (
         {"tables/t.yml": T + "clean:\n  policy: [KEEP_LATEST_COMMITS\n"},
-        ["tables/t.yml:5:1: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 4)"],
+        ["tables/t.yml:5:1: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 4); "
+         "close the [ list with ] (and separate its items with commas)"],
     ),
     "not UTF-8": (
         {"tables/t.yml": None},  # written as Latin-1 bytes by the test
@@ -398,7 +399,8 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
             "tables/u.yml": "name: u\npath: w/u\nclean:\n  policy: KEEP_LATEST_COMMITS\n  hours_retained: 2\n",
         },
         [
-            "project.yml:3:1: invalid YAML: did not find expected node content (while parsing a flow node)",
+            "project.yml:3:1: invalid YAML: did not find expected node content (while parsing a flow node); "
+            "usually an unclosed [ or { (close it) or a stray , or -",
             "tables/u.yml:5:3: clean.hours_retained: applies only to policy KEEP_LATEST_BY_HOURS, but this table's "
             "policy is KEEP_LATEST_COMMITS (set at tables/u.yml:4:3); remove it, or set clean.policy: "
             "KEEP_LATEST_BY_HOURS",

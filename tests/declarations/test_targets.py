@@ -105,6 +105,9 @@ def test_an_unknown_target_names_the_declared_ones(
     assert main(["validate", "--project-dir", str(root), "--target", "qa"]) == 1
     out = capsys.readouterr().out
     assert '--target "qa" is not declared; declared targets: cluster, dev, prod' in out
+    assert main(["validate", "--project-dir", str(root), "--target", "prd"]) == 1
+    out = capsys.readouterr().out
+    assert '--target "prd" is not declared (did you mean "prod"?); declared targets: cluster, dev, prod' in out
 
 
 def test_ls_shows_where_each_run_setting_came_from_without_secrets(

@@ -80,7 +80,20 @@ def test_duplicate_keys_are_reported_at_the_second_and_the_first_value_is_kept()
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("a: 1\n b: 2\n", Problem("f.yml", 2, 3, "", "invalid YAML: mapping values are not allowed in this context")),
+        ("a: 1\n b: 2\n", Problem("f.yml", 2, 3, "", "invalid YAML: mapping values are not allowed in this context; "
+                                 "usually a `key: value` line indented deeper than the line above allows, or a "
+                                 'value holding ": " (quote it)')),
+        ("a: 1\nb 2\nc: 3\n", Problem("f.yml", 3, 1, "", "invalid YAML: could not find expected ':' (while scanning "
+                                      "a simple key at line 2); usually a line missing the `: ` after its key (or "
+                                      "a value spread over lines: quote it)")),
+        ("a:\n    b: 1\n  c: 2\n", Problem("f.yml", 3, 3, "", "invalid YAML: did not find expected key (while "
+                                        "parsing a block mapping at line 1); usually a line indented differently "
+                                        "from the other keys of its block (align them)")),
+        ("a: {b: 1\n", Problem("f.yml", 2, 1, "", "invalid YAML: did not find expected ',' or '}' (while parsing a "
+                               "flow mapping at line 1); close the { mapping with } (and separate its entries "
+                               "with commas)")),
+        ("a: @b\n", Problem("f.yml", 1, 4, "", "invalid YAML: found character that cannot start any token (while "
+                            "scanning for the next token); quote the value")),
         ("a: 'open\n", Problem("f.yml", 2, 1, "", "invalid YAML: found unexpected end of stream "
                                "(while scanning a quoted scalar at line 1)")),
         ("a: 1\n---\nb: 2\n", Problem("f.yml", 2, 1, "", "invalid YAML: expected a single document in the "

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -24,6 +25,8 @@ from runner.spark_jobs import executors_seen
 from tests.execute.test_resize import clock, plan, snapshot, v6_small  # noqa: F401 - v6_small is a fixture
 
 NAME = "_hoodie_file_name"
+# A pool of two workers needs a machine of two CPUs (a local master's cores never exceed them).
+TWO_CPUS = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two CPUs for two workers")
 
 
 @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "local[4,2]", " local[3] "])
@@ -75,9 +78,7 @@ def test_both_engines_write_files_a_reader_cannot_tell_apart(v6_small, spark, mo
 
     assert snapshot(v6_small) == before and snapshot(other) == before  # the `hudi` reader
     assert not driver_executors and spark_executors  # no Spark job ran for the driver's rewrite
-    threads = min(2, os.cpu_count() or 1)
-    assert driver.notes[0].startswith(f"rewrote 3 groups on {threads} thread{'s' if threads > 1 else ''} in the "
-                                      "driver: local master local[2]")
+    assert driver.notes[0].startswith(f"rewrote 3 groups on {_driver_pool()}: local master local[2]")
     assert tasks.notes[0].startswith("rewrote 3 groups on Spark tasks: pinned")
     assert len(driver.output_files) == len(tasks.output_files) == 3
     # group i of the job (largest first) gets task i's write token, as Spark's task i would
@@ -93,8 +94,15 @@ def test_both_engines_write_files_a_reader_cannot_tell_apart(v6_small, spark, mo
     assert (driver.records_written, driver.files_rewritten) == (tasks.records_written, tasks.files_rewritten)
 
 
-def test_a_failed_group_fails_the_step_and_the_next_apply_finishes_it(v6_small, spark, monkeypatch):  # noqa: F811
+def _driver_pool() -> str:
+    """How the default note names the driver's pool on this machine's cores (local[2])."""
+    return "2 threads in the driver" if (os.cpu_count() or 1) >= 2 else "1 thread in the driver"
+
+
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_a_failed_group_fails_the_step_and_the_next_apply_finishes_it(pool, v6_small, spark, monkeypatch):  # noqa: F811
     monkeypatch.setattr(resize_engine, "PINNED", "driver")
+    monkeypatch.setattr(resize_engine, "PINNED_POOL", pool)
     before = snapshot(v6_small)
     storage, state, step = plan(v6_small)
     runner = ResizeRunner(storage, state.metadata, spark=spark, clock=clock)
@@ -105,8 +113,11 @@ def test_a_failed_group_fails_the_step_and_the_next_apply_finishes_it(v6_small, 
     good = broken.read_bytes()
     broken.write_bytes(b"not parquet")
 
-    with pytest.raises(StepFailed, match=rf"clustering {pending.time} .*rewriting 3 group\(s\) failed"):
+    with pytest.raises(StepFailed, match=rf"clustering {pending.time} .*rewriting 3 group\(s\) failed: "
+                       r"ArrowInvalid: .*Parquet magic bytes not found") as failed:
         runner.execute(pending, groups)
+
+    assert isinstance(failed.value.__cause__, pa.ArrowInvalid)  # the same error whichever pool ran the group
 
     assert read_table_metadata(storage).timeline.pending()  # the instant stays pending
     assert not list(v6_small.rglob("*.tmp"))  # the failed group's temporary file was removed
@@ -153,7 +164,7 @@ def test_a_resize_on_a_local_master_starts_no_jvm(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     table = json.loads(done.stdout)["tables"][0]
     assert table["files_rewritten"] > 1, table
-    assert any(n.startswith("rewrote ") and "in the driver: local master local[2]" in n
+    assert any(n.startswith("rewrote ") and f"on {_driver_pool()}: local master local[2]" in n
                for n in table["notes"]), table["notes"]
     assert not (root / "target" / "spark.log").exists()  # written from the moment a run starts Spark
     assert rows() == before
@@ -186,7 +197,108 @@ def test_a_session_on_demand_is_not_started_when_the_driver_rewrites(v6_small, m
     before = snapshot(v6_small)
     outcome = run_resize(storage, state.metadata, step, clock=clock,
                          spark=resize_engine.SparkOnDemand(SparkSettings(master="local[2]"), never))  # type: ignore[arg-type]
-    threads = min(2, os.cpu_count() or 1)
-    plural = "s" if threads > 1 else ""
-    assert outcome.notes[0].startswith(f"rewrote 3 groups on {threads} thread{plural} in the driver")
+    assert outcome.notes[0].startswith(f"rewrote 3 groups on {_driver_pool()}: local master local[2]")
     assert snapshot(v6_small) == before
+
+
+class _Unpicklable:
+    def __reduce__(self) -> object:
+        raise TypeError("a test storage that stays in its process")
+
+
+def test_the_driver_s_pool_is_threads_and_processes_only_when_pinned_for_several_groups_on_a_storage_that_pickles(
+        tmp_path, monkeypatch):
+    from runner.storage import storage_for
+
+    storage = storage_for(str(tmp_path))
+    assert resize_engine.pool_for(2, storage) == (
+        "threads", "threads, as worker processes measured slower in a new process and hold more memory")
+    choice = engine_for("local[2]", cores=2, groups=6).with_pool(storage)
+    assert choice.describe(6) == ("rewrote 6 groups on 2 threads in the driver: local master local[2]: the driver "
+                                  "uses the same cores without Spark's task and Python-worker overhead; threads, as "
+                                  "worker processes measured slower in a new process and hold more memory")
+    monkeypatch.setattr(resize_engine, "PINNED_POOL", "processes")
+    assert resize_engine.pool_for(2, storage)[0] == "processes"
+    assert resize_engine.pool_for(1, storage) == ("threads", "one group at a time runs on a thread")
+    pool, why = resize_engine.pool_for(2, _Unpicklable())  # type: ignore[arg-type]
+    assert pool == "threads" and "cannot be sent to a process (TypeError)" in why
+    choice = engine_for("local[2]", cores=2, groups=6).with_pool(storage)
+    assert choice.describe(6).startswith("rewrote 6 groups on 2 worker processes of the driver: local master ")
+    assert choice.describe(6).endswith("; a process per worker, pinned by runner.execute.resize_engine.PINNED_POOL")
+    assert engine_for("yarn", cores=2, groups=6).with_pool(storage).pool == "threads"  # Spark: no driver pool
+
+
+@TWO_CPUS
+def test_a_worker_process_that_dies_fails_the_step_and_the_next_apply_finishes_it(v6_small, spark, monkeypatch):  # noqa: F811
+    """A worker killed mid-file (`os._exit` at the `mid_rewrite` failpoint, as the OOM killer would)
+    fails the step with a clear error; the driver lives on, nothing is published, and the next
+    apply deletes the leftovers and runs the same plan again."""
+    from runner.failpoints import ENV
+
+    monkeypatch.setattr(resize_engine, "PINNED", "driver")
+    monkeypatch.setattr(resize_engine, "PINNED_POOL", "processes")
+    before = snapshot(v6_small)
+    storage, state, step = plan(v6_small)
+    runner = ResizeRunner(storage, state.metadata, spark=spark, clock=clock)
+    pending, _ = runner.schedule(step)
+    monkeypatch.setenv(ENV, "mid_rewrite")  # armed after any forkserver started: workers still see it
+
+    with pytest.raises(StepFailed, match=r"rewriting 3 group\(s\) failed: WorkerDied: a worker process died while "
+                       r"rewriting group\(s\) 0 \(.*file group .*-0\)") as failed:
+        runner.execute(pending, groups_of_step(step))
+
+    monkeypatch.delenv(ENV)
+    assert "the next `runner apply` deletes the partial files" in (failed.value.hint or "")
+    assert read_table_metadata(storage).timeline.pending()
+    left = sorted(p.name for p in v6_small.rglob(f".*_{pending.time}.parquet.*.tmp"))
+    assert left  # a worker died mid-file: its temporary file stays, and nothing was published
+    assert not list(v6_small.rglob(f"*_{pending.time}.parquet"))
+    assert snapshot(v6_small) == before
+
+    outcome = finish_pending_resize(storage, read_table_metadata(storage), spark=spark, clock=clock)
+
+    assert outcome is not None and outcome.notes[0].startswith("rewrote 3 groups on 2 worker processes of the driver")
+    assert set(left) <= {p.rsplit("/", 1)[-1] for p in outcome.partial_files_deleted}
+    assert not list(v6_small.rglob("*.tmp"))
+    assert snapshot(v6_small) == before
+    assert not read_table_metadata(storage).timeline.pending()
+
+
+@pytest.mark.s3
+@TWO_CPUS
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_on_s3_either_pool_rewrites_and_the_storage_with_its_credentials_reaches_the_workers(
+        pool, v6_small, monkeypatch, tmp_path, s3_server, s3_bucket):  # noqa: F811
+    """The S3 storage pickles (its options carry the endpoint and keys, not a client), so worker
+    processes read and write through the same server; the files read back as the threads' do."""
+    from runner.declarations.model import SparkSettings
+    from runner.hudi.state import read_table_state
+    from runner.plan.sizing import plan_sizing
+    from runner.storage import storage_for
+    from tests.execute.test_resize import SIZING
+    from tests.s3 import upload_tree
+
+    def never() -> object:
+        raise AssertionError("the driver engine must not start Spark")
+
+    monkeypatch.setattr(resize_engine, "PINNED_POOL", pool)
+    before = snapshot(v6_small)
+    upload_tree(v6_small, s3_bucket, "t", s3_server)
+    storage = storage_for(f"s3://{s3_bucket}/t", options=s3_server.options())
+    state = read_table_state(storage)
+    step = plan_sizing(SIZING, state)
+    assert step is not None
+
+    outcome = run_resize(storage, state.metadata, step, clock=clock,
+                         spark=resize_engine.SparkOnDemand(SparkSettings(master="local[2]"), never))  # type: ignore[arg-type]
+
+    where = "2 worker processes of the driver" if pool == "processes" else "2 threads in the driver"
+    assert outcome.notes[0].startswith(f"rewrote 3 groups on {where}")
+    client, back = s3_server.client(), tmp_path / "back"
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=s3_bucket, Prefix="t/"):
+        for item in page.get("Contents", []):
+            target = back / item["Key"].removeprefix("t/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(client.get_object(Bucket=s3_bucket, Key=item["Key"])["Body"].read())
+    assert snapshot(back) == before  # the `hudi` reader, on the table as the workers left it on S3
+    assert all((back / p).exists() for p in outcome.output_files)

@@ -1,0 +1,57 @@
+"""Usage errors, as a user types them: exit 1 (2 means "changes pending"), one clear error naming
+the command, a did-you-mean for a near miss, no traceback, and no abbreviated option taken for
+another (argparse would read `--auto` as `--auto-approve`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.cli import main
+
+
+@pytest.mark.parametrize(("argv", "first_line"), [
+    (["stauts"], "error: runner: argument COMMAND: invalid choice: 'stauts' (choose from 'validate', 'ls', "
+                 "'status', 'plan', 'apply', 'docs') (did you mean \"status\"?)"),
+    (["plan", "--verbos"], 'error: runner plan: unrecognized arguments: --verbos (did you mean "--verbose"?)'),
+    (["plan", "--verbos=1"], 'error: runner plan: unrecognized arguments: --verbos=1 (did you mean "--verbose"?)'),
+    (["apply", "--auto"], 'error: runner apply: unrecognized arguments: --auto (did you mean "--auto-approve"?)'),
+    (["ls", "--selct", "orders"],
+     'error: runner ls: unrecognized arguments: --selct orders (did you mean "--select"?)'),
+    (["validate", "--nope"], "error: runner validate: unrecognized arguments: --nope"),
+    (["plan", "orders"], "error: runner plan: unexpected argument 'orders'; to pick tables, write --select orders"),
+])
+def test_a_usage_error_names_the_command_and_the_near_miss(argv: list[str], first_line: str,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    prog = f"runner {argv[0]}" if argv[0] in ("plan", "apply", "ls", "validate") else "runner"
+    assert out == "" and err.splitlines() == [first_line, f"To fix this, see `{prog} --help`."]
+
+
+def test_an_abbreviated_option_is_never_taken_for_the_full_one(tmp_path) -> None:
+    # Run where there is no project: had `--auto` been read as --auto-approve, apply would go on to
+    # load the project (and fail on project.yml) instead of stopping at the usage error.
+    done = subprocess.run([sys.executable, "-m", "runner", "apply", "--auto"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(
+        'error: runner apply: unrecognized arguments: --auto (did you mean "--auto-approve"?)')
+
+
+@pytest.mark.parametrize("argv", [["ls"], ["validate", "--format", "json"]])
+def test_output_piped_into_a_reader_that_stops_early_is_no_traceback(argv: list[str]) -> None:
+    # `runner ls | head -1`: the reader closes the pipe; here it is closed before the first write.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        done = subprocess.run([sys.executable, "-m", "runner", *argv, "--project-dir", str(repo)],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.stderr == "" and done.returncode == 0
