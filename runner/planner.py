@@ -11,6 +11,7 @@ from datetime import datetime
 
 from runner.allocation import bulk_allocation
 from runner.declarations.model import MetadataTableMode, TableDeclaration
+from runner.hudi.pending_undo import refuse_pending_undo
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
 from runner.plan.build import metadata_table_mode, plan_table
 from runner.plan.clean import clean_scope
@@ -34,6 +35,7 @@ def plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
 def _plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
               metadata: TableMetadata | None, explain: bool, sizes: bool) -> TablePlan:
     meta = metadata or read_table_metadata(storage)
+    refuse_pending_undo(storage, meta)  # a rollback of a completed write changes which slices are latest
     scope = clean_scope(decl.clean, meta, now=now)
     sizing = decl.file_sizing.small_file_limit > 0
     needs_full = sizing or scope.partitions is None

@@ -7,7 +7,8 @@ enforced here, whatever plan.json says:
   which of the fresh plan's files, partitions and rewrite groups to act on, and everything written
   to the timeline or the run report (policy, earliest commit to retain, savepoints, sizes, file
   ids, the metadata-table step) comes from the fresh plan (`runner.execute.narrow`), and work the
-  saved plan never showed (a pending clean or metadata table that appeared since) is refused;
+  saved plan never showed (a pending clean or metadata table that appeared since, an interrupted
+  resize it does not list) is refused;
 - a pending clean from the timeline is checked against what the planner protects, and may not
   reach into a nested table (`_refuse_needed_files`);
 - `now` may not lie in the future;

@@ -20,7 +20,15 @@ from dataclasses import replace
 from runner.errors import RefusedError, RequirementFailed
 from runner.execute.paths import partition_path, table_relative
 from runner.plan.model import TablePlan
-from runner.plan.steps import ACCOMPANYING, Clean, FinishPendingClean, Resize, RewriteGroup, StepKind
+from runner.plan.steps import (
+    ACCOMPANYING,
+    Clean,
+    FinishPendingClean,
+    FinishPendingResize,
+    Resize,
+    RewriteGroup,
+    StepKind,
+)
 
 _HINT = "re-create the plan with `runner plan` rather than editing it."
 
@@ -134,7 +142,8 @@ def refuse_unreviewed(saved: TablePlan, narrowed: TablePlan, pending: Mapping[st
     data commit) would otherwise run unreviewed: the timeline fingerprint leaves cleans out, and
     creating a metadata table writes no data instant. A pending clean the saved plan did not list
     is accepted only when everything it deletes is in the saved plan's own clean (an interrupted
-    apply of this same plan leaves exactly such a clean behind).
+    apply of this same plan leaves exactly such a clean behind). An interrupted resize the fresh
+    plan would finish or roll back must be among the saved plan's `finish_pending_resize` instants.
 
     Args:
         pending: each pending clean of the table by instant time, as (files, partitions) the
@@ -170,6 +179,23 @@ def refuse_unreviewed(saved: TablePlan, narrowed: TablePlan, pending: Mapping[st
                 "(a metadata table appeared or changed since the plan was made); nothing was changed",
                 hint="run `runner plan` again, review it, and apply that plan.",
             )
+    _refuse_unshown_resizes(saved, narrowed)
+
+
+def _refuse_unshown_resizes(saved: TablePlan, narrowed: TablePlan) -> None:
+    """An interrupted resize is finished (or rolled back) from the fresh plan, so each of its
+    instants must be one the saved plan lists: a plan stripped of the step shows no rewrite at all."""
+    finishing = narrowed.step(StepKind.FINISH_PENDING_RESIZE)
+    listed = saved.step(StepKind.FINISH_PENDING_RESIZE)
+    reviewed = set(listed.instants) if isinstance(listed, FinishPendingResize) else set()
+    unshown = sorted(set(finishing.instants) - reviewed) if isinstance(finishing, FinishPendingResize) else []
+    if unshown:
+        raise RequirementFailed(
+            f"table {saved.name}: apply would now also finish or roll back the interrupted resize {unshown[0]} "
+            f"(finish_pending_resize), which the plan did not show (expected it among the plan's "
+            f"finish_pending_resize instants {sorted(reviewed)}); nothing was changed",
+            hint="run `runner plan` again, review it, and apply that plan.",
+        )
 
 
 # (files, partitions) a pending clean deletes, canonical and table-relative.

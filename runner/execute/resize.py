@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 import runner.progress as progress
 from runner.errors import RefusedError, StepFailed
+from runner.execute.attempt_fence import AttemptStorage, end_attempts, start_attempt
 from runner.execute.resize_copy import BINARY_COPY, REWRITE
 from runner.execute.resize_engine import EngineChoice, SparkOnDemand, choose_engine, run_in_driver, session_of
 from runner.execute.resize_job import GroupRewrite, RewriteTask, RewrittenFile
@@ -288,30 +289,28 @@ class ResizeRunner:
             pending = self.writer.inflight(pending.time, pending.action)
             written += (pending.file_name,)
         partitions = sorted({g.partition for g in groups})
+        attempt = start_attempt(self.storage, str(pending.time))  # before the dead attempts' files go
         removed = self._delete_instant_files(pending.time, partitions, keep=frozenset())
         copy, strategy_notes = self._binary_copy(strategy)
         tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs, binary_copy=copy)
                  for g in _largest_first(groups)]
-        results, engine = self._rewrite(pending.time, tasks)
+        results, engine = self._rewrite(pending.time, tasks, attempt)
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))
         failpoint("after_rewrite")
-        conflict = self.conflict(groups, own=pending.time)
-        if conflict is not None:
-            self.roll_back(pending.time, partitions)
-            raise RefusedError(
-                f"resize {pending.time} on {self.storage.uri} was rolled back before completing: {conflict}; "
-                "no file group was replaced",
-                hint="apply again once the concurrent write has completed; it plans from the new state.",
-            )
+        self._roll_back_on_conflict(pending.time, groups, partitions)
         if self.maintenance is not None:
             inputs = {t.file_id: t.inputs for t in tasks}
             written += tuple(self.maintenance(
                 pending.time, [ResizedFile(r.partition, r.path, r.size, inputs[r.file_id]) for r in results],
                 self._completion_time))
             failpoint("after_resize_metadata_table_commit")
+            # Again, as Hudi checks right before completing: a write may have landed while the
+            # metadata table was written (the rollback takes that deltacommit back too).
+            self._roll_back_on_conflict(pending.time, groups, partitions)
         metadata = self._commit_metadata(groups, results)
         done = self.writer.complete(pending, encode_commit_metadata(metadata, layout=self.layout),
                                     completion=self._completion_time())
+        end_attempts(self.storage, str(pending.time))
         return ResizeOutcome(
             instants=(str(pending.time),),
             instants_written=(*written, done.file_name),
@@ -324,6 +323,17 @@ class ResizeRunner:
             notes=(engine.describe(len(tasks)), *self._tasks_note(groups, results, engine)) + strategy_notes
             + (_strategy_notes(results) if copy else ()),
         )
+
+    def _roll_back_on_conflict(self, time: InstantTime, groups: Sequence[PlannedGroup],
+                               partitions: Sequence[str]) -> None:
+        conflict = self.conflict(groups, own=time)
+        if conflict is not None:
+            self.roll_back(time, partitions)
+            raise RefusedError(
+                f"resize {time} on {self.storage.uri} was rolled back before completing: {conflict}; "
+                "no file group was replaced",
+                hint="apply again once the concurrent write has completed; it plans from the new state.",
+            )
 
     def _binary_copy(self, strategy: str) -> tuple[bool, tuple[str, ...]]:
         """Whether groups may be binary-copied, and why not when the table rules it out."""
@@ -360,6 +370,7 @@ class ResizeRunner:
         if self.maintenance is not None:
             # First: once its data instant is gone, a completed MDT deltacommit of it would count.
             self.maintenance.roll_back(time)
+        end_attempts(self.storage, str(time))  # no worker of any attempt publishes from here on
         removed = self._delete_instant_files(time, partitions, keep=frozenset())
         _, timeline, _ = read_timeline(self.storage)
         for state in (State.INFLIGHT, State.REQUESTED):
@@ -368,8 +379,10 @@ class ResizeRunner:
                 self.storage.delete(f"{self.meta.timeline_folder}/{instant.file_name}")
         return removed
 
-    def _rewrite(self, time: InstantTime, tasks: Sequence[GroupRewrite]) -> tuple[list[RewrittenFile], EngineChoice]:
-        """The new files of `tasks`, in order, and which engine wrote them (for the report)."""
+    def _rewrite(self, time: InstantTime, tasks: Sequence[GroupRewrite],
+                 attempt: AttemptStorage) -> tuple[list[RewrittenFile], EngineChoice]:
+        """The new files of `tasks`, in order, and which engine wrote them (for the report); the
+        workers publish through `attempt`, so none of them publishes once a newer attempt began."""
         inputs = [path for t in tasks for path in t.inputs]
         progress.begin("rewriting small files", "files", len(inputs), progress.bytes_of(inputs))
         choice = choose_engine(self.spark, groups=len(tasks), max_tasks=self.max_tasks).with_pool(self.storage)
@@ -377,10 +390,10 @@ class ResizeRunner:
         _log.info("%s: %s", self.storage.uri, note)
         try:
             if choice.engine == "driver":
-                results = run_in_driver(self.storage, str(time), tasks, threads=choice.threads, pool=choice.pool,
+                results = run_in_driver(attempt, str(time), tasks, threads=choice.threads, pool=choice.pool,
                                         done=_advance)
             else:
-                results = self._spark_job(time, tasks)
+                results = self._spark_job(time, tasks, attempt)
         except Exception as error:  # a Py4J/Spark error wraps the task's; the instant stays pending
             raise StepFailed(
                 f"clustering {time} on {self.storage.uri}: rewriting {len(tasks)} group(s) failed: "
@@ -391,14 +404,15 @@ class ResizeRunner:
             raise StepFailed(f"clustering {time}: {len(tasks)} groups planned but {len(results)} files reported")
         return results, choice
 
-    def _spark_job(self, time: InstantTime, tasks: Sequence[GroupRewrite]) -> list[RewrittenFile]:
+    def _spark_job(self, time: InstantTime, tasks: Sequence[GroupRewrite],
+                   attempt: AttemptStorage) -> list[RewrittenFile]:
         # Large jobs run in rounds so progress moves; each round still fills the task bound.
         cap = self.max_tasks or MAX_TASKS
         per_round = max(cap, -(-len(tasks) // REWRITE_ROUNDS))
         results: list[RewrittenFile] = []
         for start in range(0, len(tasks), per_round):
             part = tasks[start:start + per_round]
-            results += run_tasks(session_of(self.spark), part, RewriteTask(self.storage, str(time)),
+            results += run_tasks(session_of(self.spark), part, RewriteTask(attempt, str(time)),
                                  per_task=1, max_tasks=cap)
             done = [path for t in part for path in t.inputs]
             progress.advance(len(done), progress.bytes_of(done) or 0)

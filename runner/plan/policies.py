@@ -22,7 +22,7 @@ from typing import ClassVar
 from runner.declarations.model import CleanPolicy, CleanPolicyName
 from runner.declarations.policies import rule_for
 from runner.hudi.files import FileGroup, FileSlice
-from runner.hudi.instant import Instant, InstantTime
+from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.state import TableMetadata, TableState
 
 
@@ -30,7 +30,7 @@ class Protection:
     """What must never be deleted: savepointed slices and slices a pending (log) compaction needs."""
 
     def __init__(self, state: TableState) -> None:
-        self.savepointed = state.metadata.savepointed_files
+        self.savepointed = state.metadata.savepointed_files | _being_savepointed(state)
         self.compaction = state.metadata.pending_compaction
         self.log_compaction = state.metadata.pending_log_compaction
         # Most tables have neither savepoints nor pending compactions: then no slice is protected,
@@ -49,6 +49,20 @@ class Protection:
             ops.get(group.key) is not None and file_slice.base_instant >= ops[group.key]
             for ops in (self.compaction, self.log_compaction)
         )
+
+
+def _being_savepointed(state: TableState) -> frozenset[str]:
+    """Files of the latest slice as of each instant a savepoint is being taken of (its inflight
+    file carries that instant's time): what the savepoint will list once it completes, which
+    Hudi's cleaner would only protect from then on."""
+    targets = [i.time for i in state.metadata.timeline.pending(Action.SAVEPOINT)]
+    names: set[str] = set()
+    for target in targets:
+        for group in state.file_groups:
+            as_of = next((s for s in group.slices if s.base_instant <= target), None)
+            if as_of is not None:
+                names.update(as_of.file_names)
+    return frozenset(names)
 
 
 class PolicyPlanner(ABC):

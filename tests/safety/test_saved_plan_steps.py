@@ -1,0 +1,96 @@
+"""Every step apply runs must be one the saved plan shows: a step stripped from plan.json (here the
+runner's own interrupted resize, which apply would otherwise finish or roll back) is refused, not
+run from the fresh plan behind the reviewer's back."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from runner.declarations.model import FileSizing, SparkSettings
+from runner.execute.resize import ResizeRunner
+from runner.execute.resize_engine import SparkOnDemand
+from runner.hudi.instant import Action
+from runner.hudi.state import read_table_metadata, read_table_state
+from runner.plan.sizing import plan_sizing
+from runner.storage import storage_for
+from runner.testing.tables import TableBuilder
+from tests.execute.conftest import oracle_snapshot
+from tests.safety.conftest import apply_json, digest, saved_plan
+
+MIB = 1024 * 1024
+SIZING = FileSizing(max_file_size=10 * MIB, small_file_limit=5 * MIB)
+
+
+def _never() -> Any:
+    raise AssertionError("a resize on a local master must not start Spark")
+
+
+def _interrupted_resize(tmp_path: Path) -> tuple[Path, Path]:
+    """Three small files, and a resize of them the runner scheduled before its process died."""
+    table = tmp_path / "t"
+    TableBuilder(table, name="t", partitions=["p=a"]).commit(writes=3)
+    storage = storage_for(str(table))
+    state = read_table_state(storage)
+    step = plan_sizing(SIZING, state)
+    assert step is not None and step.groups
+    spark = SparkOnDemand(SparkSettings(master="local[1]"), _never)
+    ResizeRunner(storage, state.metadata, spark=spark, clock=lambda: datetime.now(UTC)).schedule(step)
+    root = tmp_path / "project"
+    (root / "tables").mkdir(parents=True)
+    (root / "project.yml").write_text('name: safety\nspark: {master: "local[1]"}\n')
+    (root / "tables" / "t.yml").write_text(
+        f"name: t\npath: {table}\n"
+        "clean: {policy: KEEP_LATEST_FILE_VERSIONS, file_versions_retained: 1}\n"
+        "file_sizing: {max_file_size: 10MiB, small_file_limit: 5MiB}\n"
+    )
+    return table, root
+
+
+def _kinds(plan_file: Path) -> list[str]:
+    return [s["kind"] for s in json.loads(plan_file.read_text())["tables"][0]["steps"]]
+
+
+def test_a_plan_stripped_of_the_pending_resize_is_refused(tmp_path, capsys):
+    table, root = _interrupted_resize(tmp_path)
+    code, plan_file = saved_plan(root, tmp_path / "plan.json", capsys)
+    assert code == 2 and "finish_pending_resize" in _kinds(plan_file)
+    data = json.loads(plan_file.read_text())
+    steps = data["tables"][0]["steps"]
+    data["tables"][0]["steps"] = [s for s in steps if s["kind"] != "finish_pending_resize"]
+    plan_file.write_text(json.dumps(data))  # what the reviewer now sees: nothing about the resize
+    before = digest(table)
+
+    code, report = apply_json(capsys, "--project-dir", str(root), str(plan_file))
+
+    assert code == 1, report
+    error = report["tables"][0]["error"]
+    assert error["type"] == "RequirementFailed", error
+    assert "finish_pending_resize" in error["message"] and "did not show" in error["message"]
+    pending = read_table_metadata(storage_for(str(table))).timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING)
+    assert str(pending[0].time) in error["message"]
+    assert digest(table) == before
+
+
+def test_the_unedited_plan_finishes_the_pending_resize(tmp_path, capsys):
+    table, root = _interrupted_resize(tmp_path)
+    code, plan_file = saved_plan(root, tmp_path / "plan.json", capsys)
+    assert code == 2
+    _, rows = oracle_snapshot(table)
+
+    code, report = apply_json(capsys, "--project-dir", str(root), str(plan_file))
+
+    assert code == 0, report
+    assert report["tables"][0]["files_rewritten"] == 3
+    meta = read_table_metadata(storage_for(str(table)))
+    assert not meta.timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING) and meta.replaced
+    slices, after = oracle_snapshot(table)
+    assert len(slices) == 1  # the three small files are one now, with the same rows
+    assert _without_file_names(after) == _without_file_names(rows)
+
+
+def _without_file_names(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # A resize changes only `_hoodie_file_name` (the rows move into the new file).
+    return sorted(({k: v for k, v in r.items() if k != "_hoodie_file_name"} for r in rows), key=repr)
