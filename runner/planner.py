@@ -20,27 +20,20 @@ from runner.storage import Storage
 
 
 def plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
-             metadata: TableMetadata | None = None, explain: bool = True, sizes: bool = True) -> TablePlan:
+             metadata: TableMetadata | None = None, explain: bool = True) -> TablePlan:
     """Read what the declaration needs and plan it (incremental listing when sizing is off);
-    `explain=False` leaves out the per-file reasons, which only people read (see `plan_table`).
-
-    `sizes=False` is for apply, whose plan no one reads: a table without file sizing decides
-    nothing by a file's size, so a whole-table listing may leave sizes unmeasured (-1) rather than
-    `stat` every file; the deletes then report what they freed. A plan someone reads (`runner
-    plan`, a saved plan) keeps `sizes=True`: it shows each file's size and the bytes to reclaim."""
+    `explain=False` leaves out the per-file reasons, which only people read (see `plan_table`)."""
     with bulk_allocation():  # a large table makes a few objects per file here, none in a cycle
-        return _plan_one(decl, storage, now=now, metadata=metadata, explain=explain, sizes=sizes)
+        return _plan_one(decl, storage, now=now, metadata=metadata, explain=explain)
 
 
 def _plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
-              metadata: TableMetadata | None, explain: bool, sizes: bool) -> TablePlan:
+              metadata: TableMetadata | None, explain: bool) -> TablePlan:
     meta = metadata or read_table_metadata(storage)
     refuse_pending_undo(storage, meta)  # a rollback of a completed write changes which slices are latest
     scope = clean_scope(decl.clean, meta, now=now)
-    sizing = decl.file_sizing.small_file_limit > 0
-    needs_full = sizing or scope.partitions is None
-    state = read_table_state(storage, partitions=None if needs_full else scope.partitions, metadata=meta,
-                             sizes=sizes or sizing)  # small-file detection needs the base files' sizes
+    needs_full = decl.file_sizing.small_file_limit > 0 or scope.partitions is None
+    state = read_table_state(storage, partitions=None if needs_full else scope.partitions, metadata=meta)
     refusals: tuple[str, ...] = ()
     if metadata_table_mode(decl, meta) is MetadataTableMode.KEEP:
         resuming = frozenset(str(i.time) for i, p in meta.pending_cleans if p is not None)

@@ -46,10 +46,9 @@ def test_no_color_on_a_tty_leaves_each_final_count_as_a_plain_line(tmp_path):
     assert not ANSI.search(out)
     lines = out.replace("\r\n", "\n").splitlines()
     size = human_bytes(report(root)["bytes_deleted"])
-    # Without file sizing, apply's own listing measures no file (a count only) and the deletes show
-    # the bytes they freed, which the plan did not measure ahead (so no total).
-    assert f"t: deleting (4/4 files, {size})" in lines
-    assert any(re.fullmatch(r"t: listing the table's files \([1-9][\d,]* files\)", line) for line in lines), lines
+    assert f"t: deleting (4/4 files, {size}/{size})" in lines
+    assert any(re.fullmatch(r"t: listing the table's files \([1-9][\d,]* files, [\d.]+ [KMG]?i?B\)", line)
+               for line in lines), lines
 
 
 def test_captured_output_has_no_progress_and_no_escape_codes(tmp_path, capfd):

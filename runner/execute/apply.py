@@ -184,7 +184,7 @@ def _apply_table(
     with TableLock(storage, owner=f"runner apply ({getpass.getuser()})"):
         failpoint("after_lock")
         meta = read_table_metadata(storage)
-        fresh = plan_one(decl, storage, now=plan_now, metadata=meta, explain=False, sizes=False)
+        fresh = plan_one(decl, storage, now=plan_now, metadata=meta, explain=False)
         plan = _checked(planned, fresh, meta, storage) if planned is not None else fresh
         if not plan.has_work:  # in sync, or drift, which is for a person, not apply
             result.duration_s = round(time.monotonic() - started, 3)
@@ -280,15 +280,14 @@ def _finish_pending_cleans(step: FinishPendingClean, run: _Run) -> None:
 
 def _clean(step: Clean, run: _Run) -> None:
     if run.finished_cleans:  # what the pending cleans removed is no longer ours to delete
-        narrowed = _narrowed(step, plan_one(run.decl, run.storage, now=run.plan_now, explain=False, sizes=False))
+        narrowed = _narrowed(step, plan_one(run.decl, run.storage, now=run.plan_now, explain=False))
         if narrowed is None:
             return
         step = narrowed
     _, timeline, _ = read_timeline(run.storage)
     start = new_instant_time(timeline, clock=run.clock(), table_timezone=run.meta.config.timezone)
     inflight, clean_plan = run.cleaner.start(start, step)
-    # Apply's own plan leaves sizes unmeasured (-1) where the deletes measure them (local disk).
-    sizes = {f.path: f.size for f in step.files_to_delete if f.size >= 0}
+    sizes = {f.path: f.size for f in step.files_to_delete}
     _record(run.result, run.cleaner.finish(inflight, clean_plan, sizes=sizes), started=str(start))
 
 

@@ -8,7 +8,6 @@ deleted, so the end result is the same as an uninterrupted run.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -162,13 +161,7 @@ class CleanRunner:
         return inflight, plan
 
     def finish(self, pending: Instant, plan: CleanPlan, *, sizes: dict[str, int] | None = None) -> CleanOutcome:
-        """Delete what the plan lists and complete the instant (writing inflight first if needed).
-
-        The bytes freed are the sizes the deletes report (`DeleteResult.size`, taken just before
-        each unlink on local disk); `sizes` (the plan's listing, by path) stands in for a delete
-        that reports none (S3, which deletes without asking first). With neither, as for a pending
-        clean on S3, each file is asked for first, as before.
-        """
+        """Delete what the plan lists and complete the instant (writing inflight first if needed)."""
         with bulk_allocation():
             files = files_of(plan, self.storage.uri)  # checked before anything is written
             flat = [path for paths in files.values() for path in paths]
@@ -177,13 +170,9 @@ class CleanRunner:
             self.writer.inflight(pending.time, Action.CLEAN, encode_clean_plan(plan))
             written.append(f"{pending.time}.clean.inflight")
         started = time.monotonic()
-        if sizes is None and getattr(self.storage, "measures_deleted_sizes", False) is not True:
-            # A pending clean from the timeline on a store whose deletes report no sizes: ask first.
+        if sizes is None:  # a pending clean from the timeline: measure what is really there
             sizes = {path: info.size for path in flat if (info := self.storage.stat(path)) is not None}
-        sizes = sizes or {}
-        # The deleter's progress shows bytes against a total only when every size is known ahead.
-        ahead = progress.known_sizes(sizes) if len(sizes) >= len(flat) else contextlib.nullcontext()
-        with ahead:
+        with progress.known_sizes(sizes):  # so the deleter's progress shows bytes as well as files
             outcomes = {o.path: o for o in self.deleter(self.storage, flat)}
         # Read now, not when planned: a write into an emptied partition may have started since.
         writing = _reached_by_pending_writes(self.storage) if plan.partitions_to_delete else None
@@ -204,7 +193,7 @@ class CleanRunner:
         return CleanOutcome(
             instant=str(pending.time),
             files_deleted=sum(1 for o in ok if o.deleted),
-            bytes_deleted=sum(o.size if o.size >= 0 else sizes.get(o.path, 0) for o in ok if o.deleted),
+            bytes_deleted=sum(sizes.get(o.path, 0) for o in ok if o.deleted),
             files_already_gone=sum(1 for o in ok if not o.deleted),
             failed=tuple(sorted(o.path for o in outcomes.values() if o.error)),
             partitions_deleted=deleted_partitions,

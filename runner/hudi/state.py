@@ -213,7 +213,6 @@ def read_table_state(
     *,
     partitions: Collection[str] | None = None,
     metadata: TableMetadata | None = None,
-    sizes: bool = True,
 ) -> TableState:
     """Read a table's metadata (unless given) and the file groups of its partitions.
 
@@ -221,12 +220,10 @@ def read_table_state(
         storage: rooted at the table's base path.
         partitions: list only these partitions (those that exist); None lists the whole table.
         metadata: reuse metadata read moments ago (planning reads it first to choose partitions).
-        sizes: False lets a whole-table listing leave file sizes unmeasured (-1) where measuring
-            costs a `stat` per file (local disk): for a caller that decides nothing by size.
     """
     meta = metadata or read_table_metadata(storage)
     listed: ListedFiles = (
-        discover_partitions(storage, sizes=sizes) if partitions is None else list_partitions(storage, partitions)
+        discover_partitions(storage) if partitions is None else list_partitions(storage, partitions)
     )
     view = build_file_groups(
         listed,

@@ -38,8 +38,7 @@ _REPORT_EVERY = 1_000  # files listed between two progress reports
 
 @dataclass(frozen=True, slots=True)
 class ListedFiles:
-    """Files found in partition folders. `files` maps a partition to its (name, size) entries; a
-    size is -1 when the listing did not measure it (`discover_partitions(sizes=False)`)."""
+    """Files found in partition folders. `files` maps a partition to its (name, size) entries."""
 
     partitions: tuple[str, ...]
     files: Mapping[str, tuple[tuple[str, int], ...]]
@@ -56,17 +55,14 @@ def _is_marker(name: str) -> bool:
     return name.startswith(PARTITION_MARKER) and (name == PARTITION_MARKER or name.startswith(_MARKER_DOT))
 
 
-def discover_partitions(storage: Storage, *, sizes: bool = True) -> ListedFiles:
+def discover_partitions(storage: Storage) -> ListedFiles:
     """List the whole table once and find its partitions by their marker files.
-
-    `sizes=False`: a store that can list without measuring each file (local disk) gives sizes of
-    -1 (unknown), for a caller that decides nothing by size; other stores give their sizes anyway.
 
     Files inside a nested table (a folder below the base path holding its own `.hoodie`) are left
     out entirely: they are neither partitions nor unrecognised files of this table. Every rule here
     is decided once per folder, not once per file: a table has a hundred files per folder or more.
     """
-    by_dir = _walked(storage, sizes)
+    by_dir = _walked(storage)
     nested = nested_table_roots(by_dir)
     ours: dict[str, list[_Entry]] = {}
     for folder, entries in by_dir.items():
@@ -94,13 +90,13 @@ def list_partitions(storage: Storage, partitions: Collection[str]) -> ListedFile
 _Entry = tuple[str, int]
 
 
-def _walked(storage: Storage, sizes: bool = True) -> dict[str, list[_Entry]]:
+def _walked(storage: Storage) -> dict[str, list[_Entry]]:
     """Everything below the base path by folder, with the running count reported every
     `_REPORT_EVERY` files (a whole-table listing of S3 can take minutes)."""
     progress.begin("listing the table's files", "files")
     by_folder = getattr(storage, "walk_folders", None)
     if by_folder is not None:  # a store that lists a folder at a time (local disk) hands it over whole
-        return _walked_by_folder(by_folder(sizes=sizes), sizes)
+        return _walked_by_folder(by_folder())
     by_dir: dict[str, list[_Entry]] = {}
     count = size = 0
     for info in storage.walk(""):
@@ -118,7 +114,7 @@ def _walked(storage: Storage, sizes: bool = True) -> dict[str, list[_Entry]]:
     return by_dir
 
 
-def _walked_by_folder(folders: Iterable[tuple[str, list[_Entry]]], sizes: bool = True) -> dict[str, list[_Entry]]:
+def _walked_by_folder(folders: Iterable[tuple[str, list[_Entry]]]) -> dict[str, list[_Entry]]:
     """`_walked` from a listing that gives each folder's files at once, each folder once."""
     by_dir: dict[str, list[_Entry]] = {}
     count = size = 0
@@ -129,8 +125,7 @@ def _walked_by_folder(folders: Iterable[tuple[str, list[_Entry]]], sizes: bool =
         else:
             known.extend(entries)
         count += len(entries)
-        if sizes:  # else unknown (-1): the progress counts files only
-            size += sum(entry[1] for entry in entries)
+        size += sum(entry[1] for entry in entries)
         if count >= _REPORT_EVERY:
             progress.advance(count, size)
             count = size = 0

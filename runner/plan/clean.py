@@ -136,7 +136,7 @@ def _reached_by_pending_writes(meta: TableMetadata, partitions: Iterable[str]) -
 
 def _to_files(slices: Iterable[FileSlice]) -> list[FileToDelete]:
     return [
-        FileToDelete(s.partition, relative_path(s.partition, f.name), f.size)
+        FileToDelete(s.partition, relative_path(s.partition, f.name), max(f.size, 0))
         for s in slices
         for f in s.files
     ]

@@ -43,11 +43,7 @@ ACCOMPANYING = frozenset({StepKind.DISABLE_METADATA_TABLE, StepKind.UPDATE_METAD
 
 @dataclass(frozen=True, slots=True)
 class FileToDelete:
-    """A data file, by its path relative to the table's base path, and why the cleaner takes it.
-
-    `size` is -1 when the listing did not measure it: apply's own plan of a table without file
-    sizing (`plan_one(sizes=False)`), whose deletes report the bytes they free instead.
-    """
+    """A data file, by its path relative to the table's base path, and why the cleaner takes it."""
 
     partition: str
     path: str
@@ -155,8 +151,7 @@ class Clean:
 
     @property
     def bytes_to_reclaim(self) -> int:
-        """The measured sizes' total (a plan someone reads measures every file)."""
-        return sum(f.size for f in self.files_to_delete if f.size > 0)
+        return sum(f.size for f in self.files_to_delete)
 
     @property
     def is_empty(self) -> bool:

@@ -407,9 +407,7 @@ class _TableDeleter:
         chunk = max(DELETE_CHUNK, -(-len(paths) // 10))
         for start in range(0, len(paths), chunk):
             part = paths[start:start + chunk]
-            done = storage.delete_many(part) if spark is None else delete_files(spark, storage, part)
-            results += done
-            planned = progress.bytes_of(part)  # None when the plan did not measure sizes: the deletes did
-            progress.advance(len(part), planned if planned is not None else sum(r.size for r in done if r.size > 0))
+            results += storage.delete_many(part) if spark is None else delete_files(spark, storage, part)
+            progress.advance(len(part), progress.bytes_of(part) or 0)
         jobs.progress.step(f"{jobs.table}: recording the clean, then rewriting small files if planned")
         return results

@@ -61,16 +61,11 @@ class DeleteResult(NamedTuple):
         deleted: True if it is gone now because of this call; False if it was already gone (a
             re-run after a crash) or could not be deleted (then `error` says why).
         error: None on success, else a message naming the file and the reason.
-        size: bytes the delete freed: the file's size taken just before its unlink (a symlink's
-            own size, never its target's), so a report of bytes freed is what really went; -1
-            where the store does not measure it (S3 deletes without asking first: the caller
-            takes sizes from its listing).
     """
 
     path: str
     deleted: bool
     error: str | None = None
-    size: int = -1
 
 
 class AlreadyExists(StorageError):

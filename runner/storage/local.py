@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from stat import S_ISDIR, S_ISLNK
-from typing import BinaryIO, TypeVar
+from typing import BinaryIO
 
 from runner.allocation import bulk_allocation
 from runner.errors import RefusedError, StorageError
@@ -105,26 +105,15 @@ class LocalStorage:
             for name, st in files:
                 yield FileInfo(prefix + name, st.st_size, False, st.st_mtime_ns // 1_000_000)
 
-    def walk_folders(self, path: str = "", *, sizes: bool = True) -> Iterator[tuple[str, list[tuple[str, int]]]]:
+    def walk_folders(self, path: str = "") -> Iterator[tuple[str, list[tuple[str, int]]]]:
         """`walk` a folder at a time: each folder holding files, as its root-relative path and its
         files' `(name, size)`, in `walk`'s order. A whole-table listing (planning a clean) needs no
-        more, and builds no per-file `FileInfo` or path string.
-
-        `sizes=False` leaves out the `stat` of each plain file (most of a listing's cost) and gives
-        its size as -1: for a caller that decides nothing by size (applying a clean, whose deletes
-        measure what they free). Symlinks and entries of unknown type are still `stat`-ed, so the
-        same files are listed either way (broken links and links to folders left out)."""
-        if sizes:
-            for folder, files in self._walk_folders_stats(path):
-                yield folder, [(name, st.st_size) for name, st in files]
-            return
-        yield from self._walk_open(path, lambda fd, full, names, special, pool: _unsized(fd, full, names, special))
+        more, and builds no per-file `FileInfo` or path string."""
+        for folder, files in self._walk_folders_stats(path):
+            yield folder, [(name, st.st_size) for name, st in files]
 
     def _walk_folders_stats(self, path: str = "") -> Iterator[tuple[str, list[tuple[str, os.stat_result]]]]:
         """Each folder below `path` that holds files, with each file's name and `stat`, in `walk`'s order."""
-        return self._walk_open(path, lambda fd, full, names, special, pool: _stat_folder(fd, full, names, pool))
-
-    def _walk_open(self, path: str, listing: _Listing[_T]) -> Iterator[tuple[str, list[_T]]]:
         rel = normalize(path)
         top = self._full(rel)
         try:
@@ -134,7 +123,7 @@ class LocalStorage:
         except OSError as e:
             raise _os_error("list", top, e) from e
         with ThreadPoolExecutor(max_workers=max(1, STAT_THREADS), thread_name_prefix="stat") as pool:
-            yield from _walk_open_folder(fd, top, rel, pool, listing)
+            yield from _walk_open_folder(fd, top, rel, pool)
 
     def read(self, path: str) -> bytes:
         full = self._full(normalize(path))
@@ -261,12 +250,6 @@ class LocalStorage:
         return True
 
     @property
-    def measures_deleted_sizes(self) -> bool:
-        """`delete_many` reports each deleted file's size (`DeleteResult.size`), taken just before
-        its unlink: a caller needs no `stat` of its own to report the bytes freed."""
-        return True
-
-    @property
     def delete_threads(self) -> int:
         """The threads `delete_many` uses unless told otherwise (the run report names the count)."""
         return LOCAL_DELETE_THREADS
@@ -344,16 +327,13 @@ class LocalStorage:
                 for index, _ in entries:
                     results[index] = DeleteResult(paths[index], False, refusal)
                 return
-            unlink, lstat = os.unlink, os.lstat
+            unlink = os.unlink
             for index, name in entries:
                 if linked and name in linked:
                     results[index] = _unlink_link(fd, full, proofs.real_root, paths[index], name)
                     continue
-                # The common case inline (a plain file): its size, then its unlink, both relative to
-                # the open folder. The size is taken here, on the pool, rather than by planning for
-                # every listed file: it is what this unlink frees, and no decision needs it earlier.
+                # The common case inline (a plain file): one system call, relative to the open folder.
                 try:
-                    size = lstat(name, dir_fd=fd).st_size
                     unlink(name, dir_fd=fd)
                 except FileNotFoundError:
                     results[index] = DeleteResult(paths[index], False)
@@ -361,7 +341,7 @@ class LocalStorage:
                     results[index] = DeleteResult(
                         paths[index], False, _os_error("delete", os.path.join(full, name), e).message)
                 else:
-                    results[index] = DeleteResult(paths[index], True, None, size)
+                    results[index] = DeleteResult(paths[index], True)
         finally:
             os.close(fd)
 
@@ -504,29 +484,22 @@ def _unlink_link(fd: int, folder: str, real_root: str, path: str, name: str) -> 
         return DeleteResult(path, False, f"Refusing to delete {target}: it is a symlink to {real}, "
                                          f"outside the table root {real_root}.")
     try:
-        size = os.lstat(name, dir_fd=fd).st_size  # the link's own bytes: its target stays
         os.unlink(name, dir_fd=fd)  # removes the symlink itself, never its target
     except FileNotFoundError:
         return DeleteResult(path, False)
     except OSError as e:
         return DeleteResult(path, False, _os_error("delete", target, e).message)
-    return DeleteResult(path, True, None, size)
+    return DeleteResult(path, True)
 
 
 _DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 
 
-# How a walk turns one open folder's file names into its entries: (folder fd, its full path, the
-# sorted names of its non-folder entries, those of them that are not plain files, the stat pool).
-_T = TypeVar("_T")
-_Listing = Callable[[int, str, list[str], frozenset[str], ThreadPoolExecutor], list[_T]]
-
-
 def _walk_open_folder(
-    fd: int, full: str, rel: str, pool: ThreadPoolExecutor, listing: _Listing[_T],
-) -> Iterator[tuple[str, list[_T]]]:
+    fd: int, full: str, rel: str, pool: ThreadPoolExecutor,
+) -> Iterator[tuple[str, list[tuple[str, os.stat_result]]]]:
     """The folders below the open folder `fd` (closed here) that hold files, each with its files'
-    entries as `listing` makes them: its own files first, names sorted.
+    names and `stat`s: its own files first, names sorted.
 
     The order and the rules are those of the `os.walk` it replaces: symlinks to files are followed
     (their target's size), broken links and files that vanish are left out, and linked folders are
@@ -537,10 +510,10 @@ def _walk_open_folder(
     """
     try:
         try:
-            names, folders, special = _scan(fd)
+            names, folders = _scan(fd)
         except OSError as e:
             raise _os_error("list", full, e) from e
-        files = listing(fd, full, names, special, pool)
+        files = _stat_folder(fd, full, names, pool)
         if files:
             yield rel, files
         prefix = f"{rel}/" if rel else ""
@@ -551,20 +524,9 @@ def _walk_open_folder(
                 if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link_now(fd, name):
                     continue  # became a link since the listing: not entered, as any link
                 raise _os_error("list", os.path.join(full, name), e) from e
-            yield from _walk_open_folder(sub, os.path.join(full, name), prefix + name, pool, listing)
+            yield from _walk_open_folder(sub, os.path.join(full, name), prefix + name, pool)
     finally:
         os.close(fd)
-
-
-def _unsized(fd: int, full: str, names: list[str], special: frozenset[str]) -> list[tuple[str, int]]:
-    """`(name, -1)` for the open folder's plain files, whose type the listing gave; the others
-    (links, unknown types) are `stat`-ed as `_stat_files` does, so the same names are kept, and
-    carry their size."""
-    if not special:
-        return [(name, -1) for name in names]
-    measured = {name: st.st_size for name, st in _stat_files(fd, full, [n for n in names if n in special])}
-    return [(name, measured[name] if name in special else -1)
-            for name in names if name not in special or name in measured]
 
 
 def _stat_folder(fd: int, full: str, names: list[str], pool: ThreadPoolExecutor) -> list[tuple[str, os.stat_result]]:
@@ -602,40 +564,27 @@ def _stat_files(fd: int, full: str, names: list[str]) -> list[tuple[str, os.stat
     return files
 
 
-def _scan(fd: int) -> tuple[list[str], list[str], frozenset[str]]:
-    """The open folder's non-folder names and its real (not linked) subfolders, each sorted, and
-    the non-folder names that are not plain files (links, sockets, unknown types).
+def _scan(fd: int) -> tuple[list[str], list[str]]:
+    """The open folder's non-folder names and its real (not linked) subfolders, each sorted.
 
     The entry types come from the listing itself; only a link (or a file system that gives no
     types) costs a `stat` to tell a linked folder from a linked file.
     """
     files: list[str] = []
     folders: list[str] = []
-    special: list[str] = []
     with os.scandir(fd) as entries:
         for entry in entries:
-            if _is_plain_file(entry):  # most entries: one type check, answered by the listing
-                files.append(entry.name)
-                continue
             try:
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
             if not is_dir:
                 files.append(entry.name)
-                special.append(entry.name)
             elif not _is_link(entry):
                 folders.append(entry.name)
     files.sort()
     folders.sort()
-    return files, folders, frozenset(special)
-
-
-def _is_plain_file(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_file(follow_symlinks=False)
-    except OSError:
-        return False
+    return files, folders
 
 
 def _is_link_now(fd: int, name: str) -> bool:

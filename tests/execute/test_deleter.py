@@ -58,8 +58,7 @@ def test_a_local_master_deletes_on_threads_without_starting_spark(tmp_path: Path
     deleter = Deleter(SparkSettings(master="local[2]"), no_spark)
     outcomes = deleter(LocalStorage(str(tmp_path)), [*names[:30], "p=9/gone.parquet"])
 
-    # Each deleted file's size comes back with it (1 byte each), taken just before its unlink.
-    assert outcomes == [DeleteResult(n, True, None, 1) for n in names[:30]] + [DeleteResult("p=9/gone.parquet", False)]
+    assert outcomes == [DeleteResult(n, True) for n in names[:30]] + [DeleteResult("p=9/gone.parquet", False)]
     assert not started
     assert len(list(tmp_path.rglob("*.parquet"))) == 20
     assert deleter.notes == [deleter.notes[0]]
@@ -72,8 +71,7 @@ def test_past_the_bound_a_local_master_uses_the_spark_job(tmp_path: Path, spark:
     deleter = Deleter(SparkSettings(master="local[2]"), lambda: spark, threads_up_to=10)
     outcomes = deleter(LocalStorage(str(tmp_path)), names[:25])
 
-    # The sizes measured in the Spark tasks come back with the results.
-    assert sorted(outcomes, key=lambda o: o.path) == [DeleteResult(n, True, None, 1) for n in sorted(names[:25])]
+    assert sorted(outcomes, key=lambda o: o.path) == [DeleteResult(n, True) for n in sorted(names[:25])]
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.parquet")) == sorted(names[25:])
     assert "a Spark job" in deleter.notes[0] and "more than 10 files" in deleter.notes[0]
 
@@ -109,7 +107,7 @@ def test_the_note_names_the_pool_size_of_the_storage_that_deleted(
     on_s3 = Deleter(SparkSettings(master="local[2]"))
     outcomes = on_s3(storage_for(f"s3://{s3_bucket}/t", options=s3_server.options()), ["p=1/a.parquet"])
 
-    assert outcomes == [DeleteResult("p=1/a.parquet", True)]  # S3 deletes without asking: no size
+    assert outcomes == [DeleteResult("p=1/a.parquet", True)]
     assert f"on {LOCAL_DELETE_THREADS} threads in-process" in local.notes[0]
     assert f"on {DEFAULT_DELETE_THREADS} threads in-process" in on_s3.notes[0]
 

@@ -157,9 +157,9 @@ def test_a_folder_swapped_for_a_link_after_the_listing_is_not_entered(
     (root / "p" / "swapped").symlink_to(outside, target_is_directory=True)
     listed = local._scan
 
-    def as_listed_before_the_swap(fd: int) -> tuple[list[str], list[str], frozenset[str]]:
-        files, folders, special = listed(fd)
-        return files, sorted({*folders, "swapped"}) if "a.parquet" in files else folders, special
+    def as_listed_before_the_swap(fd: int) -> tuple[list[str], list[str]]:
+        files, folders = listed(fd)
+        return files, sorted({*folders, "swapped"}) if "a.parquet" in files else folders
 
     monkeypatch.setattr(local, "_scan", as_listed_before_the_swap)
     assert [i.path for i in LocalStorage(str(root)).walk()] == ["p/a.parquet"]
@@ -178,11 +178,11 @@ def test_a_folder_replaced_by_a_plain_file_after_the_listing_fails_the_walk(
     (root / "p" / "was_a_folder").write_bytes(b"x")
     listed = local._scan
 
-    def as_listed_before_the_swap(fd: int) -> tuple[list[str], list[str], frozenset[str]]:
-        files, folders, special = listed(fd)
+    def as_listed_before_the_swap(fd: int) -> tuple[list[str], list[str]]:
+        files, folders = listed(fd)
         if "was_a_folder" not in files:
-            return files, folders, special
-        return [f for f in files if f != "was_a_folder"], ["was_a_folder"], special - {"was_a_folder"}
+            return files, folders
+        return [f for f in files if f != "was_a_folder"], ["was_a_folder"]
 
     monkeypatch.setattr(local, "_scan", as_listed_before_the_swap)
     with pytest.raises(StorageError, match=r"Cannot list .*p/was_a_folder"):

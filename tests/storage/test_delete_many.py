@@ -15,11 +15,6 @@ from runner.storage.s3 import MAX_KEYS_PER_DELETE, ObjectStorage, batch_outcomes
 from tests.s3 import S3Server
 
 
-def freed(storage: Storage, size: int) -> int:
-    """The size a delete reports: measured on local disk, unknown (-1) on S3, which never asks first."""
-    return size if isinstance(storage, LocalStorage) else -1
-
-
 def write(storage: Storage, names: list[str]) -> None:
     for name in names:
         storage.write_new(name, b"x")
@@ -34,7 +29,7 @@ def test_deletes_exactly_the_given_files_and_answers_in_order(storage: Storage) 
 
     results = storage.delete_many(asked, threads=4)
 
-    assert results == [DeleteResult(p, True, None, freed(storage, 1)) for p in asked]
+    assert results == [DeleteResult(p, True) for p in asked]
     assert [f.path for f in storage.walk()] == ["p=2/keep.parquet"]
 
 
@@ -46,7 +41,7 @@ def test_paths_that_leave_the_root_are_refused_per_file(storage: Storage, bad: s
 
     assert results[0].path == bad and results[0].deleted is False
     assert results[0].error is not None and "Refusing" in results[0].error
-    assert results[1] == DeleteResult("p/a.parquet", True, None, freed(storage, 1))
+    assert results[1] == DeleteResult("p/a.parquet", True)
 
 
 def test_an_empty_request_does_nothing(storage: Storage) -> None:
@@ -66,7 +61,7 @@ def test_local_missing_files_and_folders_count_as_already_gone(tmp_path: Path) -
     results = storage.delete_many(["p/a.parquet", "p/gone.parquet", "nofolder/x.parquet", "p/a.parquet"])
 
     assert results == [
-        DeleteResult("p/a.parquet", True, None, 1),
+        DeleteResult("p/a.parquet", True),
         DeleteResult("p/gone.parquet", False),
         DeleteResult("nofolder/x.parquet", False),
         DeleteResult("p/a.parquet", False),
@@ -85,7 +80,7 @@ def test_local_many_folders_and_large_folders_on_the_pool(tmp_path: Path, monkey
 
     results = LocalStorage(str(root)).delete_many(doomed, threads=6)
 
-    assert results == [DeleteResult(p, True, None, 1) for p in doomed]
+    assert results == [DeleteResult(p, True) for p in doomed]
     left = sorted(str(f.relative_to(root)) for f in root.rglob("*.parquet"))
     assert left == sorted(set(names) - set(doomed))
 
@@ -132,7 +127,7 @@ def test_local_a_folder_that_links_out_of_the_root_is_refused_whole(tmp_path: Pa
 
     assert results[0].deleted is False and results[0].error is not None
     assert "outside the table root" in results[0].error and str(root / "p") in results[0].error
-    assert results[1] == DeleteResult("ok/b.parquet", True, None, 1)
+    assert results[1] == DeleteResult("ok/b.parquet", True)
     assert (outside / "a.parquet").read_bytes() == b"keep me"
 
 
@@ -142,7 +137,7 @@ def test_local_a_folder_linked_inside_the_root_is_fine(tmp_path: Path) -> None:
     (root / "real" / "a.parquet").write_bytes(b"x")
     (root / "alias").symlink_to(root / "real", target_is_directory=True)
 
-    assert LocalStorage(str(root)).delete_many(["alias/a.parquet"]) == [DeleteResult("alias/a.parquet", True, None, 1)]
+    assert LocalStorage(str(root)).delete_many(["alias/a.parquet"]) == [DeleteResult("alias/a.parquet", True)]
     assert not (root / "real" / "a.parquet").exists()
 
 
@@ -160,8 +155,7 @@ def test_local_file_symlinks_out_are_refused_and_links_inside_removed_without_th
     assert results[0].deleted is False and results[0].error is not None
     assert "symlink" in results[0].error and "outside the table root" in results[0].error
     assert (root / "p" / "out.parquet").is_symlink()
-    # A link frees its own bytes (the length of the target's path it holds), never its target's.
-    assert results[1] == DeleteResult("p/in.parquet", True, None, len(str(root / "p" / "real.parquet")))
+    assert results[1] == DeleteResult("p/in.parquet", True)
     assert (root / "p" / "real.parquet").read_bytes() == b"data"
     assert (outside / "precious").read_bytes() == b"keep me"
 

@@ -55,34 +55,6 @@ def test_walk_folders_lists_what_walk_lists_a_folder_at_a_time(tmp_path: Path) -
     assert dict(storage.walk_folders())["p=2"] == [(".hoodie_partition_metadata", 1), ("linked.parquet", 10)]
 
 
-def test_walk_folders_without_sizes_lists_the_same_files_and_stats_only_links(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = tmp_path / "t"
-    _tree(root, tmp_path / "outside")
-    storage = LocalStorage(str(root))
-    stat_ed: list[str] = []
-    real_stat_files = storage_module._stat_files
-
-    def counting(fd: int, full: str, names: list[str]) -> list[tuple[str, os.stat_result]]:
-        stat_ed.extend(names)
-        return real_stat_files(fd, full, names)
-
-    monkeypatch.setattr(storage_module, "_stat_files", counting)
-    unsized = list(storage.walk_folders(sizes=False))
-
-    # The same folders and names in the same order (broken links and linked folders left out);
-    # plain files unmeasured, links still followed for their target's size.
-    sized = list(storage.walk_folders())
-    assert [(f, [n for n, _ in files]) for f, files in unsized] == [(f, [n for n, _ in files]) for f, files in sized]
-    assert dict(unsized)["p=2"] == [(".hoodie_partition_metadata", -1), ("linked.parquet", 10)]
-    assert dict(unsized)["p=1"] == [(".hidden.tmp", -1), (".hoodie_partition_metadata", -1),
-                                    ("a_0-1-2_20240101000000000.parquet", -1)]
-    # Only the links were asked for; the sized listing asks for every name.
-    assert sorted(stat_ed[:2]) == ["broken.parquet", "linked.parquet"]
-    assert len(stat_ed) == 2 + 1 + sum(len(files) for _, files in sized)  # the broken link: asked, left out
-
-
 class _FileByFile:
     """A store that lists file by file only (as S3 does): the listing's other path."""
 
