@@ -9,15 +9,18 @@ from typing import Any
 
 from runner.cli import main
 
+SIZED = "{max_file_size: 10MiB, small_file_limit: 5MiB}"  # files of a few KiB are all small
 
-def project_for(table: Path, root: Path, *, retained: int = 1, extra: str = "") -> Path:
-    """A project declaring `table` with KEEP_LATEST_FILE_VERSIONS and no file sizing."""
+
+def project_for(table: Path, root: Path, *, retained: int = 1, extra: str = "",
+                sizing: str = "{small_file_limit: 0}") -> Path:
+    """A project declaring `table` with KEEP_LATEST_FILE_VERSIONS and, by default, no file sizing."""
     (root / "tables").mkdir(parents=True)
     (root / "project.yml").write_text('name: safety\nspark: {master: "local[1]"}\n')
     (root / "tables" / "t.yml").write_text(
         f"name: t\npath: {table}\n"
         f"clean: {{policy: KEEP_LATEST_FILE_VERSIONS, file_versions_retained: {retained}}}\n"
-        "file_sizing: {small_file_limit: 0}\n" + extra
+        f"file_sizing: {sizing}\n" + extra
     )
     return root
 

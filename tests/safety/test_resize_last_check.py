@@ -23,18 +23,7 @@ from runner.hudi.state import read_table_metadata, read_table_state
 from runner.storage import storage_for
 from runner.testing.tables import TableBuilder
 from tests.mdt.crash_states import assert_metadata_table_healthy
-
-
-def _project(tmp_path: Path, table: Path) -> Path:
-    root = tmp_path / "project"
-    (root / "tables").mkdir(parents=True)
-    (root / "project.yml").write_text('name: safety\nspark: {master: "local[1]"}\n')
-    (root / "tables" / "t.yml").write_text(
-        f"name: t\npath: {table}\n"
-        "clean: {policy: KEEP_LATEST_FILE_VERSIONS, file_versions_retained: 2}\n"
-        "file_sizing: {max_file_size: 10MiB, small_file_limit: 5MiB}\n"
-    )
-    return root
+from tests.safety.conftest import SIZED, project_for
 
 
 def _oracle_rows(table: Path) -> list[dict[str, Any]]:
@@ -50,7 +39,7 @@ def test_a_write_landing_before_the_resize_completes_rolls_it_back(point, tmp_pa
     table = tmp_path / "t"
     builder = TableBuilder(table, name="t", partitions=["p=a"], version=8, metadata_table=True)
     builder.commit(writes=3)
-    root = _project(tmp_path, table)
+    root = project_for(table, tmp_path / "project", retained=2, sizing=SIZED)
     written = builder.file_ids("p=a")[0]
     real_failpoint = resize_module.failpoint
 

@@ -18,7 +18,7 @@ from runner.plan.sizing import plan_sizing
 from runner.storage import storage_for
 from runner.testing.tables import TableBuilder
 from tests.execute.conftest import oracle_snapshot
-from tests.safety.conftest import apply_json, digest, saved_plan
+from tests.safety.conftest import SIZED, apply_json, digest, project_for, saved_plan
 
 MIB = 1024 * 1024
 SIZING = FileSizing(max_file_size=10 * MIB, small_file_limit=5 * MIB)
@@ -38,15 +38,7 @@ def _interrupted_resize(tmp_path: Path) -> tuple[Path, Path]:
     assert step is not None and step.groups
     spark = SparkOnDemand(SparkSettings(master="local[1]"), _never)
     ResizeRunner(storage, state.metadata, spark=spark, clock=lambda: datetime.now(UTC)).schedule(step)
-    root = tmp_path / "project"
-    (root / "tables").mkdir(parents=True)
-    (root / "project.yml").write_text('name: safety\nspark: {master: "local[1]"}\n')
-    (root / "tables" / "t.yml").write_text(
-        f"name: t\npath: {table}\n"
-        "clean: {policy: KEEP_LATEST_FILE_VERSIONS, file_versions_retained: 1}\n"
-        "file_sizing: {max_file_size: 10MiB, small_file_limit: 5MiB}\n"
-    )
-    return table, root
+    return table, project_for(table, tmp_path / "project", sizing=SIZED)
 
 
 def _kinds(plan_file: Path) -> list[str]:
