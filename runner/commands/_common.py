@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -28,10 +29,13 @@ def outside_project(args: argparse.Namespace) -> bool:
     return os.path.realpath(args.project_dir or ".") != os.path.realpath(os.getcwd())
 
 
-def load(args: argparse.Namespace) -> Project:
-    """The project of `--project-dir`; with it given, problems name their files by absolute path."""
+def load(args: argparse.Namespace, *, new_files: Mapping[str, str] | None = None) -> Project:
+    """The project of `--project-dir`; with it given, problems name their files by absolute path.
+
+    `new_files`: declarations not written yet, checked beside the others (see `load_project`).
+    """
     try:
-        project = load_project(args.project_dir, target=args.target)
+        project = load_project(args.project_dir, target=args.target, new_files=new_files)
     except DeclarationError as error:
         if not outside_project(args):
             raise

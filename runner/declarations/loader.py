@@ -36,13 +36,17 @@ class _ProjectFile:
 
 
 def load_project(project_dir: str | os.PathLike[str], *, target: str | None = None,
-                 env: Mapping[str, str] | None = None) -> Project:
+                 env: Mapping[str, str] | None = None, new_files: Mapping[str, str] | None = None) -> Project:
     """Load, validate and merge a whole project.
 
     Args:
         project_dir: the folder holding project.yml.
         target: the target to use (`--target`); default: project.yml's `target:`, if any.
         env: where `${env:NAME}` references are resolved (default: `os.environ`).
+        new_files: table files not written yet (path relative to the project directory → text),
+            checked as if they were on disk beside the others: `runner import` proves a declaration
+            valid, names and locations against the rest included, before it writes the file. When
+            given (even empty), a tables_dir that does not exist yet is no problem: import creates it.
 
     Returns:
         The project with every table's effective settings, its path resolved (an absolute local
@@ -61,8 +65,9 @@ def load_project(project_dir: str | os.PathLike[str], *, target: str | None = No
     located: list[rules.Located] = []
     tables: list[TableDeclaration] = []
     real_of = RealLocations()
-    for relative in _table_files(root, project, problems):
-        table, entry, found = _load_table(root, relative, project, real_of)
+    for relative in _table_files(root, project, problems, new_files):
+        text = None if new_files is None else new_files.get(relative)
+        table, entry, found = _load_table(root, relative, project, real_of, text)
         located.append(entry)
         problems += found
         if table is not None:
@@ -168,10 +173,13 @@ def _top_level(doc: Loaded, what: str) -> list[Problem]:
                         f"got {show(doc.data)}; the file should declare {what}")]
 
 
-def _table_files(root: str, project: _ProjectFile, problems: list[Problem]) -> Iterator[str]:
-    """Every *.yml/*.yaml under tables_dir (hidden files and folders skipped), sorted."""
+def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
+                 new_files: Mapping[str, str] | None) -> Iterator[str]:
+    """Every *.yml/*.yaml under tables_dir (hidden files and folders skipped), and the new files, sorted."""
     folder = os.path.normpath(os.path.join(root, project.tables_dir))
     if not os.path.isdir(folder):
+        if new_files is not None:  # the first import into a project creates the folder
+            return iter(sorted(new_files))
         if not project.found:  # one problem is enough: the missing project.yml explains this one
             return iter(())
         problems.append(project.doc.problem(("tables_dir",), f'folder "{project.tables_dir}" not found in '
@@ -187,14 +195,14 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem]) -> I
         found += [os.path.join(current, name) for name in files
                   if name.endswith(_EXTENSIONS) and not name.startswith(".")]
     project_file = os.path.join(root, PROJECT_FILE)
-    relative = (os.path.relpath(path, root).replace(os.sep, "/") for path in found if path != project_file)
-    return iter(sorted(relative))
+    relative = {os.path.relpath(path, root).replace(os.sep, "/") for path in found if path != project_file}
+    return iter(sorted(relative | set(new_files or ())))
 
 
 def _load_table(
-    root: str, relative: str, project: _ProjectFile, real_of: RealLocations
+    root: str, relative: str, project: _ProjectFile, real_of: RealLocations, text: str | None = None
 ) -> tuple[TableDeclaration | None, rules.Located, list[Problem]]:
-    doc = read_yaml(root, relative)
+    doc = read_yaml(root, relative) if text is None else load_yaml(text, relative)
     problems = list(doc.problems)
     problems += _top_level(doc, "a table (at least `name:` and `path:`)")
     if not isinstance(doc.data, Mapping):
