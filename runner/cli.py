@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from runner import __version__
 from runner.commands.result import CommandResult, ExitCode
 from runner.errors import InternalError, Interrupted, RunnerError, StorageError
+from runner.onboard import DEFAULT_MAX_DEPTH
 
 # subcommand → (module in runner.commands, help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -28,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("plan", "show, changing nothing, what apply would do to bring each table in line"),
     "apply": ("apply", "clean and resize each selected table as Spark jobs, recorded on its timeline"),
     "docs": ("docs", "write (generate) or serve a static HTML report of the selected tables"),
+    "import": ("import_tables", "write a declaration for each existing Hudi table found under the given paths"),
 }
 
 
@@ -102,7 +104,21 @@ EXIT_CODES = {
     "apply": "0 applied or already in sync; 1 a table failed (target/run_results.json says which), the plan "
              "was refused, the user declined, or Ctrl-C",
     "docs": "0 the report was written; 1 a table could not be read (its section shows why)",
+    "import": "0 every table found is now declared (written, or declared already); 1 a path or table could not "
+              "be imported (each is listed with why), or the project is invalid",
 }
+
+IMPORT_EPILOG = """\
+Each table found gets tables/<name>.yml: its type, keys, partition and ordering fields from
+hoodie.properties, the cleaning policy of its latest clean if the timeline records one, otherwise
+Hudi's defaults, which say to set what the table's writers use. Nothing is overwritten: tables the
+project already declares (by path) are skipped, and a taken name gets a suffix (orders_2).
+
+examples:
+  runner import warehouse/orders                 one table
+  runner import /data/lake --max-depth 3         every table up to 3 folders below /data/lake
+  runner import s3://bucket/warehouse --dry-run  show the files it would write, write nothing
+"""
 
 EPILOG = """\
 exit status:
@@ -112,6 +128,7 @@ exit status:
   3  plan only: no changes pending, but a table drifted from its `table:` block
 
 examples:
+  runner import /data/lake
   runner validate
   runner plan --select tag:gold --out target/plan.json
   runner apply target/plan.json
@@ -131,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"runner {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name, (_, help_text) in COMMANDS.items():
+        if name == "import":
+            _import_parser(sub, help_text)
+            continue
         cmd = sub.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".",
                              epilog=f"exit status: {EXIT_CODES[name]}")
         _common(cmd)
@@ -150,6 +170,29 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "docs":
             _docs_arguments(cmd)
     return parser
+
+
+def _import_parser(sub: Any, help_text: str) -> None:
+    """`import` takes paths, not tables: no --select, --exclude, --state or --target."""
+    cmd = sub.add_parser("import", help=help_text, description=help_text[0].upper() + help_text[1:] + ".",
+                         epilog=f"{IMPORT_EPILOG}\nexit status: {EXIT_CODES['import']}",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmd.add_argument("paths", nargs="+", metavar="PATH",
+                     help="a Hudi table (a folder holding .hoodie/), or a folder or s3:// prefix to search for tables")
+    cmd.add_argument("--max-depth", type=_depth, default=DEFAULT_MAX_DEPTH, metavar="N",
+                     help=f"search at most N folders below each PATH (default: {DEFAULT_MAX_DEPTH}); "
+                          "a table's own folders are never searched")
+    cmd.add_argument("--dry-run", action="store_true", help="print the files it would write; write nothing")
+    cmd.add_argument("--project-dir", default=".", help="folder holding project.yml (default: .)")
+    cmd.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    cmd.add_argument("--debug", action="store_true", help="show tracebacks")
+    cmd.set_defaults(target=None)
+
+
+def _depth(text: str) -> int:
+    if not text.isdigit() or int(text) > 100:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 100, got {text!r}")
+    return int(text)
 
 
 def _docs_arguments(cmd: argparse.ArgumentParser) -> None:
@@ -231,6 +274,9 @@ def _quiet_stdout() -> None:
 def _interrupted(argv: Sequence[str]) -> Interrupted:
     """Ctrl-C outside the apply loop (which reports its own tables): say what it left behind."""
     command = next((arg for arg in argv if not arg.startswith("-")), "")
+    if command == "import":
+        return Interrupted("interrupted; each declaration import wrote is complete, the rest were not written",
+                           hint="run `runner import` again: it skips the tables declared already.")
     if command != "apply":  # validate, ls, status, plan and docs only read
         return Interrupted("interrupted; nothing was changed (this command only reads)")
     return Interrupted(

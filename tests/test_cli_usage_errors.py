@@ -16,7 +16,7 @@ from runner.cli import main
 
 @pytest.mark.parametrize(("argv", "first_line"), [
     (["stauts"], "error: runner: argument COMMAND: invalid choice: 'stauts' (choose from 'validate', 'ls', "
-                 "'status', 'plan', 'apply', 'docs') (did you mean \"status\"?)"),
+                 "'status', 'plan', 'apply', 'docs', 'import') (did you mean \"status\"?)"),
     (["plan", "--verbos"], 'error: runner plan: unrecognized arguments: --verbos (did you mean "--verbose"?)'),
     (["plan", "--verbos=1"], 'error: runner plan: unrecognized arguments: --verbos=1 (did you mean "--verbose"?)'),
     (["apply", "--auto"], 'error: runner apply: unrecognized arguments: --auto (did you mean "--auto-approve"?)'),

@@ -1,0 +1,155 @@
+"""The declaration `runner import` writes for one table: a valid, unique name and the YAML text.
+
+Pure: from the facts `discover.read_facts` read to text, so the same table always gives the same
+file. What hoodie.properties records (type, keys, partition fields, ordering field) fills the
+`table:` block, so `runner plan` reports drift when a writer changes them later. Retention and file
+sizes are not recorded anywhere on a table: the file says so, and writes Hudi's defaults (or, for the
+policy, what the latest clean used) for the user to correct.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from runner.declarations import model
+from runner.declarations.model import CleanPolicyName
+from runner.declarations.policies import rule_for
+from runner.declarations.sizes import format_size
+from runner.onboard.discover import TableFacts
+
+# The schema's `name`: a lowercase letter, then lowercase letters, digits or underscores; at most 128.
+MAX_NAME = 128
+_PREFIX = "t_"  # for names that would start with a digit or an underscore
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """One declaration to write.
+
+    Args:
+        text: the YAML file's content.
+        notes: what the user should know about the choices made (name changed, policy's source).
+    """
+
+    text: str
+    notes: tuple[str, ...]
+
+
+def base_name(table_name: str) -> str:
+    """`hoodie.table.name` made into a name the schema accepts: lower case, runs of anything else
+    become one `_`, and a leading digit gets a `t_` prefix; `table` when nothing usable is left."""
+    name = re.sub(r"[^a-z0-9]+", "_", table_name.lower()).strip("_")
+    if not name:
+        return "table"
+    if not name[0].isalpha():
+        name = _PREFIX + name
+    return name[:MAX_NAME].rstrip("_")
+
+
+def unique_name(base: str, taken: Collection[str]) -> str:
+    """`base`, or `base_2`, `base_3`, ... : the first that is not in `taken` (kept within MAX_NAME)."""
+    if base not in taken:
+        return base
+    number = 2
+    while True:
+        suffix = f"_{number}"
+        candidate = base[: MAX_NAME - len(suffix)] + suffix
+        if candidate not in taken:
+            return candidate
+        number += 1
+
+
+def draft(facts: TableFacts, *, name: str, path: str, schema_ref: str) -> Draft:
+    """The declaration of one table.
+
+    Args:
+        facts: what the table says about itself.
+        name: the declaration's name (`base_name`, made unique).
+        path: the table's `path` as it is to be written (relative to the project when inside it).
+        schema_ref: the table schema, relative to the declaration's folder, for editors.
+    """
+    config = facts.config
+    notes = list(facts.notes)
+    if name != config.name:
+        notes.append(f"named {name}: hoodie.table.name is {json.dumps(config.name)}")
+    clean, clean_note = _clean_block(facts)
+    if clean_note:
+        notes.append(clean_note)
+    lines = [
+        f"# yaml-language-server: $schema={schema_ref}",
+        f"# Written by `runner import` from the table's .hoodie/hoodie.properties (hoodie.table.name: "
+        f"{json.dumps(config.name, ensure_ascii=False)}).",
+        "",
+        f"name: {scalar(name)}",
+        f"path: {scalar(path)}",
+        "",
+        "clean:",
+        *clean,
+        "",
+        "file_sizing:",
+        "  # Hudi's defaults (hoodie.parquet.max.file.size, hoodie.parquet.small.file.limit,",
+        "  # hoodie.copyonwrite.insert.split.size): set what the table's writers use. With this block",
+        "  # `runner apply` rewrites small files into larger ones; remove it to leave file sizes alone.",
+        f"  max_file_size: {format_size(model.DEFAULT_MAX_FILE_SIZE)}",
+        f"  small_file_limit: {format_size(model.DEFAULT_SMALL_FILE_LIMIT)}",
+        f"  insert_split_size: {model.DEFAULT_INSERT_SPLIT_SIZE}",
+        "",
+        "table:                            # as hoodie.properties has it; `runner plan` reports drift from it",
+        f"  type: {config.table_type.value}",
+        f"  record_key: {_list(config.record_key_fields)}",
+        f"  partition_by: {_list(config.partition_fields)}" + ("" if config.partition_fields
+                                                               else "                # not partitioned"),
+    ]
+    if config.ordering_fields:
+        lines.append(f"  precombine_field: {scalar(','.join(config.ordering_fields))}")
+    return Draft("\n".join(lines) + "\n", tuple(notes))
+
+
+def _clean_block(facts: TableFacts) -> tuple[list[str], str | None]:
+    """The `clean:` lines, and a note when the policy came from the timeline."""
+    evidence = facts.clean
+    known = {policy.value for policy in CleanPolicyName}
+    if evidence is None or evidence.policy not in known:
+        lines = [
+            "  # Hudi's defaults (hoodie.cleaner.policy, hoodie.cleaner.commits.retained): set what the",
+            "  # table's writers use. " + ("The timeline has no completed clean that records a policy."
+                                            if evidence is None else
+                                            f"Its latest clean records policy {json.dumps(evidence.policy)}, "
+                                            "which is not one the runner knows."),
+            f"  policy: {model.DEFAULT_POLICY.value}",
+            f"  commits_retained: {model.DEFAULT_COMMITS_RETAINED}",
+        ]
+        note = None if evidence is None else (f"clean policy {json.dumps(evidence.policy)} in {evidence.file} is "
+                                              f"not one the runner knows; wrote Hudi's default {model.DEFAULT_POLICY}")
+        return lines, note
+    rule = rule_for(CleanPolicyName(evidence.policy))
+    hudi_key = {"commits_retained": "hoodie.cleaner.commits.retained",
+                "file_versions_retained": "hoodie.cleaner.fileversions.retained",
+                "hours_retained": "hoodie.cleaner.hours.retained"}[rule.field]
+    lines = [
+        f"  # The policy of the table's latest completed clean ({scalar(evidence.file)}). How much it",
+        f"  # retains is not recorded on the timeline: set {rule.field} ({hudi_key}) to what the",
+        f"  # table's writers use; until then the project default applies, else Hudi's {rule.default}.",
+        f"  policy: {evidence.policy}",
+    ]
+    return lines, f"clean policy {evidence.policy}, from the latest completed clean ({evidence.file})"
+
+
+_PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_./-]*")
+# Words YAML 1.1 reads as booleans or null when unquoted.
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
+def scalar(text: str) -> str:
+    """`text` as a YAML scalar that every YAML reader reads back as that string: plain when that
+    is unambiguous, else double-quoted (JSON's escapes are valid YAML)."""
+    if _PLAIN.fullmatch(text) and text.lower() not in _YAML_WORDS:
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _list(fields: Sequence[str]) -> str:
+    return "[" + ", ".join(scalar(f) for f in fields) + "]"
