@@ -12,6 +12,7 @@ import importlib
 import json
 import os
 import sys
+import textwrap
 import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -175,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _import_parser(sub: Any, help_text: str) -> None:
     """`import` takes paths, not tables: no --select, --exclude, --state or --target."""
     cmd = sub.add_parser("import", help=help_text, description=help_text[0].upper() + help_text[1:] + ".",
-                         epilog=f"{IMPORT_EPILOG}\nexit status: {EXIT_CODES['import']}",
+                         epilog=IMPORT_EPILOG + "\n" + textwrap.fill(f"exit status: {EXIT_CODES['import']}", 100),
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     cmd.add_argument("paths", nargs="+", metavar="PATH",
                      help="a Hudi table (a folder holding .hoodie/), or a folder or s3:// prefix to search for tables")
