@@ -19,7 +19,6 @@ from typing import Any
 
 from runner.commands._common import load, outside_project
 from runner.commands.result import CommandResult, ExitCode
-from runner.declarations.loader import load_project
 from runner.declarations.model import Project
 from runner.declarations.paths import PathError, is_local, is_under, location_key, real_location, resolve_path
 from runner.errors import DeclarationError, RunnerError, StorageError
@@ -151,21 +150,21 @@ def _check(project: Project, args: argparse.Namespace, rows: list[Row], drafts: 
     A problem of one new file can be caused by another (two new tables nested in each other): both
     are reported, and the check runs again on what is left until the rest loads cleanly.
     """
+    # Problems name files as `load` shows them: absolute when --project-dir is another folder.
+    shown = {(os.path.join(project.directory, file) if outside_project(args) else file): file for file in drafts}
     pending = dict(drafts)
     while pending:
         try:
-            load_project(project.directory, target=args.target,
-                         new_files={file: row.text or "" for file, row in pending.items()})
+            load(args, new_files={file: row.text or "" for file, row in pending.items()})
             return
         except DeclarationError as error:
-            bad = {p.file for p in error.problems if p.file in pending}
+            bad = {shown[p.file] for p in error.problems if shown.get(p.file) in pending}
             if not bad:  # the project itself went bad meanwhile: report it as `validate` would
                 raise
             for file in bad:
                 row = pending.pop(file)
-                problems = [p for p in error.problems if p.file == file]
                 row.outcome = Outcome.FAILED
-                row.error = DeclarationError(problems)
+                row.error = DeclarationError([p for p in error.problems if shown.get(p.file) == file])
                 row.file = None
 
 
