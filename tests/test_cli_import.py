@@ -183,6 +183,21 @@ def test_dry_run_prints_the_files_and_writes_nothing(lake, tmp_path, capsys):
     written = (project / "tables" / "v9_txns_cow_simple_nometa.yml").read_text().splitlines()
     written += (project / "tables" / "orders.yml").read_text().splitlines()
     assert sorted(printed) == sorted(written)
+    code, data = run_json(capsys, "import", str(lake / "finance"), "--project-dir", str(project), "--dry-run")
+    assert code == 0 and [t["status"] for t in data["tables"]] == ["already_declared"] * 2
+
+
+def test_json_carries_each_declaration_written(lake, tmp_path, capsys):
+    project = new_project(tmp_path / "project")
+
+    code, data = run_json(capsys, "import", str(lake / "finance" / "orders"), "--project-dir", str(project),
+                          "--dry-run")
+
+    assert code == 0 and data["dry_run"] is True
+    (row,) = data["tables"]
+    assert (row["status"], row["name"], row["file"]) == ("would_write", "orders", "tables/orders.yml")
+    assert run(capsys, "import", str(lake / "finance" / "orders"), "--project-dir", str(project))[0] == 0
+    assert (project / "tables" / "orders.yml").read_text() == row["declaration"]
 
 
 def test_a_table_inside_the_project_gets_a_relative_path(tmp_path, capsys, monkeypatch):

@@ -22,7 +22,7 @@ from runner.commands.result import CommandResult, ExitCode
 from runner.declarations.model import Project
 from runner.declarations.paths import PathError, is_local, is_under, location_key, real_location, resolve_path
 from runner.errors import DeclarationError, RunnerError, StorageError
-from runner.onboard.declaration import Draft, base_name, draft, unique_name
+from runner.onboard.declaration import Draft, Names, base_name, draft
 from runner.onboard.discover import read_facts, search
 
 _EXTENSIONS = (".yml", ".yaml")
@@ -55,6 +55,8 @@ class Row:
                                 "file": self.file, "notes": self.notes}
         if self.error is not None:
             data["error"] = self.error.to_json()
+        if self.text is not None and self.outcome in (Outcome.WRITTEN, Outcome.WOULD_WRITE):
+            data["declaration"] = self.text
         return data
 
 
@@ -107,7 +109,7 @@ def _found(project: Project, paths: list[str], max_depth: int) -> list[Row]:
 def _drafted(project: Project, rows: list[Row]) -> dict[str, Row]:
     """Read each new table and draft its declaration; names unique across the project and this run."""
     folder = os.path.normpath(os.path.join(project.directory, project.tables_dir))
-    taken = {t.name for t in project.tables} | _file_stems(folder)
+    names = Names([t.name for t in project.tables] + sorted(_file_stems(folder)))
     schema_ref = os.path.relpath(os.path.join(project.directory, "schemas", "table.schema.json"), folder)
     drafts: dict[str, Row] = {}
     for row in rows:
@@ -118,8 +120,7 @@ def _drafted(project: Project, rows: list[Row]) -> dict[str, Row]:
         except RunnerError as error:
             row.outcome, row.error = Outcome.FAILED, error
             continue
-        row.name = unique_name(base_name(facts.config.name), taken)
-        taken.add(row.name)
+        row.name = names.choose(base_name(facts.config.name))
         made: Draft = draft(facts, name=row.name, path=_path_text(project, row.location),
                             schema_ref=schema_ref.replace(os.sep, "/"))
         row.text, row.notes = made.text, list(made.notes)

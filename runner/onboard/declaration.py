@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from runner.declarations import model
@@ -49,17 +49,27 @@ def base_name(table_name: str) -> str:
     return name[:MAX_NAME].rstrip("_")
 
 
-def unique_name(base: str, taken: Collection[str]) -> str:
-    """`base`, or `base_2`, `base_3`, ... : the first that is not in `taken` (kept within MAX_NAME)."""
-    if base not in taken:
-        return base
-    number = 2
-    while True:
-        suffix = f"_{number}"
-        candidate = base[: MAX_NAME - len(suffix)] + suffix
-        if candidate not in taken:
-            return candidate
-        number += 1
+class Names:
+    """Chooses names no declaration has yet: `base`, else `base_2`, `base_3`, ... (within MAX_NAME).
+
+    Remembers the last number tried per base, so that a lake with hundreds of tables of one
+    `hoodie.table.name` (the same table in many databases) costs one check per table, not hundreds.
+    """
+
+    def __init__(self, taken: Iterable[str]) -> None:
+        self._taken = set(taken)
+        self._next: dict[str, int] = {}
+
+    def choose(self, base: str) -> str:
+        number = self._next.get(base, 1)
+        candidate = base
+        while candidate in self._taken:
+            number += 1
+            suffix = f"_{number}"
+            candidate = base[: MAX_NAME - len(suffix)] + suffix
+        self._next[base] = number
+        self._taken.add(candidate)
+        return candidate
 
 
 def draft(facts: TableFacts, *, name: str, path: str, schema_ref: str) -> Draft:
@@ -67,7 +77,7 @@ def draft(facts: TableFacts, *, name: str, path: str, schema_ref: str) -> Draft:
 
     Args:
         facts: what the table says about itself.
-        name: the declaration's name (`base_name`, made unique).
+        name: the declaration's name (`base_name`, made unique by `Names`).
         path: the table's `path` as it is to be written (relative to the project when inside it).
         schema_ref: the table schema, relative to the declaration's folder, for editors.
     """

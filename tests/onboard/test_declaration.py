@@ -9,7 +9,7 @@ import pytest
 
 from runner.declarations.loader import load_project
 from runner.hudi.properties import TableConfig
-from runner.onboard.declaration import MAX_NAME, base_name, draft, unique_name
+from runner.onboard.declaration import MAX_NAME, Names, base_name, draft
 from runner.onboard.discover import CleanEvidence, TableFacts
 
 
@@ -26,10 +26,12 @@ def test_base_name_is_what_the_schema_accepts(table_name, expected):
     assert base_name(table_name) == expected
 
 
-def test_unique_name_counts_up_and_stays_within_the_limit():
-    assert unique_name("orders", {"orders", "orders_2"}) == "orders_3"
+def test_names_count_up_skip_taken_ones_and_stay_within_the_limit():
+    names = Names(["orders", "orders_3"])
+    assert [names.choose("orders") for _ in range(3)] == ["orders_2", "orders_4", "orders_5"]
+    assert names.choose("customers") == "customers"
     long = "x" * MAX_NAME
-    assert unique_name(long, {long}) == "x" * (MAX_NAME - 2) + "_2"
+    assert Names([long]).choose(long) == "x" * (MAX_NAME - 2) + "_2"
 
 
 def facts(**properties: str) -> TableFacts:
