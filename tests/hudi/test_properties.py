@@ -7,6 +7,7 @@ while writing this module; the random cross-check itself needs a JVM and is not 
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runner.errors import TableError, UnsupportedTableError
+from runner.hudi import properties as properties_module
 from runner.hudi.properties import TableConfig, format_properties, parse_properties
 from runner.vocabulary import TableType
 from tests.conftest import FIXTURES, fixture_id, fixture_zips
@@ -249,3 +251,63 @@ def test_table_config_is_a_hashable_value() -> None:
     assert _from() != _from(hoodie_table_name="other")
     with pytest.raises(TypeError):
         _from().raw["x"] = "y"  # type: ignore[index]
+
+
+# The characters that matter to Java's line reader and escapes, and a few that do not.
+_PROPERTIES_TEXT = st.text(alphabet=list("ab=: \t\f\\\n\r#!u0Aé"), max_size=40)
+
+
+@given(_PROPERTIES_TEXT)
+def test_lines_taken_a_line_at_a_time_are_the_character_loops(text: str) -> None:
+    """The fast paths (a file without continued lines, a key without escapes) split exactly as the
+    character loops do."""
+    assert properties_module._logical_lines(text) == properties_module._continued_lines(text)
+    fast = properties_module._uncontinued_lines(text)
+    assert fast is None or fast == properties_module._continued_lines(text)
+    for _, line in properties_module._continued_lines(text):
+        # The key's end found by a search equals the one the character loop finds.
+        assert properties_module._split_key_value(line)[0] == properties_module._escaped_key_end(line)[0]
+
+
+def _reference_unescape(raw: str) -> str:
+    """The escape rules one character at a time, as `_unescape` was first written (checked against
+    the JDK then); a malformed \\u escape raises ValueError."""
+    out: list[str] = []
+    i, saw_unicode = 0, False
+    while i < len(raw):
+        c = raw[i]
+        i += 1
+        if c != "\\" or i >= len(raw):
+            out.append(c)
+            continue
+        c = raw[i]
+        i += 1
+        if c == "u":
+            digits = raw[i : i + 4]
+            if not re.fullmatch(r"[0-9a-fA-F]{4}", digits):
+                raise ValueError(digits)
+            out.append(chr(int(digits, 16)))
+            i, saw_unicode = i + 4, True
+        else:
+            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(c, c))
+    joined = "".join(out)
+    if saw_unicode:
+        joined = joined.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return joined
+
+
+@given(st.text(alphabet=list("\\utnrf0aAFgé="), max_size=30))
+def test_unescape_decodes_as_the_character_loop(raw: str) -> None:
+    try:
+        expected: str | None = _reference_unescape(raw)
+    except ValueError:
+        expected = None
+    except UnicodeDecodeError:  # a lone surrogate: both refuse it the same way
+        expected = None
+    try:
+        found: str | None = properties_module._unescape(raw, path="p", line_no=1)
+    except TableError:
+        found = None
+    except UnicodeDecodeError:
+        found = None
+    assert found == expected
