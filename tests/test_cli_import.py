@@ -18,7 +18,7 @@ from runner.cli import main
 from runner.declarations.loader import load_project
 from runner.declarations.model import CleanPolicyName
 from runner.testing import TableBuilder
-from tests.conftest import FIXTURES, extract_fixture
+from tests.conftest import FIXTURES, extract_fixture, fixture_id, fixture_zips
 from tests.s3 import S3Server, upload_tree
 
 V6_PLAIN = "sample_table/cow/v6_nonpartitioned"
@@ -369,3 +369,33 @@ def test_help_shows_examples_and_the_exit_status(capsys):
     assert "examples:\n  runner import warehouse/orders" in out
     assert "--dry-run" in out and "--max-depth N" in out
     assert "exit status: 0 every table found is now declared" in out
+
+
+def test_every_fixture_table_imports_without_drift_and_plans(tmp_path, capsys):
+    """All 47 hudi-rs tables (versions 6, 8 and 9, COW and MOR, metadata tables, LANCE base files)."""
+    lake = tmp_path / "lake"
+    for zip_path in fixture_zips():
+        unzip(fixture_id(zip_path), lake / fixture_id(zip_path))
+    project = new_project(tmp_path / "project")
+
+    code, data = run_json(capsys, "import", str(lake), "--project-dir", str(project))
+
+    assert code == 0
+    assert data["summary"]["written"] == len(fixture_zips()) == 47
+    code, status = run_json(capsys, "status", "--project-dir", str(project))
+    assert code == 0
+    assert [t["name"] for t in status["tables"] if t["declaration_drift"]] == []
+    code, plan = run_json(capsys, "plan", "--project-dir", str(project))
+    assert code in (0, 2)
+    assert [t["name"] for t in plan["tables"] if t["status"] not in ("in_sync", "changes")] == []
+
+
+def test_a_declaration_the_disk_refuses_is_reported_by_table(lake, tmp_path, capsys):
+    project = new_project(tmp_path / "project")
+    (project / "tables").write_text("a file where the tables folder should be")
+
+    code, out, err = run(capsys, "import", str(lake / "finance" / "orders"), "--project-dir", str(project))
+
+    assert (code, err) == (1, "")
+    assert f"! {lake}/finance/orders: cannot write its declaration: {project}/tables: File exists" in out
+    assert "Import: 0 written, 0 already declared, 1 failed." in out

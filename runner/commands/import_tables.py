@@ -67,7 +67,13 @@ def run(args: argparse.Namespace) -> CommandResult:
     _check(project, args, rows, drafts)
     for row in rows:
         if row.outcome is Outcome.WOULD_WRITE and not args.dry_run:
-            _write(project, row)
+            try:
+                _write(project, row)
+            except OSError as error:  # one file the disk refused; the others are still written
+                row.outcome, row.file = Outcome.FAILED, None
+                where = f"{error.filename}: " if error.filename else ""
+                row.error = StorageError(f"{row.location}: cannot write its declaration: {where}"
+                                         f"{error.strerror or error}")
     return _result(project, args, rows)
 
 
@@ -133,7 +139,7 @@ def _file_stems(folder: str) -> set[str]:
     """Declaration file names already in the folder: a new file never takes one of them."""
     try:
         names = os.listdir(folder)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # nothing taken; writing there says what is wrong
         return set()
     return {os.path.splitext(name)[0] for name in names if name.endswith(_EXTENSIONS)}
 
