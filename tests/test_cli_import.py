@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -399,3 +400,29 @@ def test_a_declaration_the_disk_refuses_is_reported_by_table(lake, tmp_path, cap
     assert (code, err) == (1, "")
     assert f"! {lake}/finance/orders: cannot write its declaration: {project}/tables: File exists" in out
     assert "Import: 0 written, 0 already declared, 1 failed." in out
+
+
+def test_ctrl_c_leaves_whole_files_and_the_next_import_finishes(lake, tmp_path, capsys, monkeypatch):
+    import runner.commands.import_tables as import_command
+
+    project = new_project(tmp_path / "project")
+    real, calls = import_command._write, []
+
+    def interrupted_at_the_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)  # Python's own handler: KeyboardInterrupt right here
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(import_command, "_write", interrupted_at_the_second)
+    assert main(["import", str(lake), "--project-dir", str(project)]) == 1
+    assert capsys.readouterr().err == ("error: interrupted; each declaration import wrote is complete, the rest were "
+                                       "not written\nTo fix this, run `runner import` again: it skips the tables "
+                                       "declared already.\n")
+    assert len(os.listdir(project / "tables")) == 1  # whole, and no temporary file left
+    monkeypatch.setattr(import_command, "_write", real)
+
+    code, out, _ = run(capsys, "import", str(lake), "--project-dir", str(project))
+
+    assert code == 0 and "Import: 2 written, 1 already declared, 0 failed." in out
+    assert run(capsys, "validate", "--project-dir", str(project))[0] == 0
