@@ -98,7 +98,7 @@ def _found(project: Project, paths: list[str], max_depth: int) -> list[Row]:
             rows.append(Row(given, Outcome.FAILED, error=StorageError(
                 f"{given}: no Hudi table (a folder holding .hoodie/hoodie.properties) found in {location}, "
                 f"{_count(found.folders, 'folder')} searched{deeper}",
-                hint="check the path, or give a deeper --max-depth.")))
+                hint="give a deeper --max-depth, or check the path." if found.too_deep else "check the path.")))
         for table in found.tables:
             key = location_key(real_location(table))
             if key in seen:
