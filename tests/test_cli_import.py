@@ -426,3 +426,15 @@ def test_ctrl_c_leaves_whole_files_and_the_next_import_finishes(lake, tmp_path, 
 
     assert code == 0 and "Import: 2 written, 1 already declared, 0 failed." in out
     assert run(capsys, "validate", "--project-dir", str(project))[0] == 0
+
+
+def test_a_folder_that_cannot_be_listed_is_reported_and_the_search_goes_on(lake, tmp_path, capsys):
+    (lake / "broken").mkdir()
+    (lake / "broken" / "loop").symlink_to("loop")  # listing `broken` stats it: too many levels of links
+    project = new_project(tmp_path / "project")
+
+    code, out, _ = run(capsys, "import", str(lake), "--project-dir", str(project))
+
+    assert code == 1
+    assert f"! Cannot stat {lake}/broken/loop: " in out
+    assert "Import: 3 written, 0 already declared, 1 failed." in out

@@ -92,7 +92,8 @@ def _found(project: Project, paths: list[str], max_depth: int) -> list[Row]:
         except RunnerError as error:
             rows.append(Row(given, Outcome.FAILED, error=error))
             continue
-        if not found.tables:
+        rows += [Row(given, Outcome.FAILED, error=error) for error in found.unreadable]
+        if not found.tables and not found.unreadable:
             deeper = (f"; {found.too_deep:,} folders deeper than --max-depth {max_depth} were not searched"
                       if found.too_deep else "")
             rows.append(Row(given, Outcome.FAILED, error=StorageError(

@@ -32,6 +32,7 @@ class Search:
         tables: base paths of the tables found, in listing order (the path itself when it is one).
         folders: folders listed while searching.
         too_deep: folders left unsearched because they lie deeper than `max_depth`.
+        unreadable: folders that could not be listed, each with why (the search went on without them).
     """
 
     given: str
@@ -39,6 +40,7 @@ class Search:
     tables: tuple[str, ...]
     folders: int
     too_deep: int
+    unreadable: tuple[StorageError, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +72,7 @@ def search(given: str, location: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> 
     """Every table at or below `location`, at most `max_depth` folders down.
 
     Raises:
-        StorageError: `location` does not exist, is a file, or cannot be listed.
+        StorageError: `location` does not exist or is a file.
     """
     storage = storage_for(location)
     root = storage.stat("")
@@ -79,11 +81,16 @@ def search(given: str, location: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> 
     if not root.is_dir:
         raise StorageError(f"{given}: expected a Hudi table or a folder holding tables, found a file ({location})")
     tables: list[str] = []
+    unreadable: list[StorageError] = []
     folders = too_deep = 0
     pending = [("", 0)]
     while pending:
         folder, depth = pending.pop()
-        entries = storage.list_dir(folder)
+        try:
+            entries = storage.list_dir(folder)
+        except StorageError as error:  # one folder the user may not read must not hide the rest
+            unreadable.append(error)
+            continue
         folders += 1
         if any(e.is_dir and posixpath.basename(e.path) == ".hoodie" for e in entries):
             tables.append(_join(location, folder))
@@ -94,7 +101,7 @@ def search(given: str, location: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> 
             continue
         # Depth first, in name order: a stack takes the reversed listing.
         pending += [(path, depth + 1) for path in reversed(below)]
-    return Search(given, location, tuple(tables), folders, too_deep)
+    return Search(given, location, tuple(tables), folders, too_deep, tuple(unreadable))
 
 
 def read_facts(location: str) -> TableFacts:
