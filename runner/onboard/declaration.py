@@ -22,7 +22,7 @@ from runner.onboard.discover import TableFacts
 
 # The schema's `name`: a lowercase letter, then lowercase letters, digits or underscores; at most 128.
 MAX_NAME = 128
-_PREFIX = "t_"  # for names that would start with a digit or an underscore
+_PREFIX = "t_"  # for names that would start with a digit
 
 
 @dataclass(frozen=True, slots=True)
