@@ -91,16 +91,27 @@ def test_imports_every_table_in_nested_folders_with_its_table_block(lake, tmp_pa
         assert decl.table.type.value == options["hoodie.table.type"]
         assert ",".join(decl.table.record_key) == options["hoodie.table.recordkey.fields"]
         assert list(decl.table.partition_by) == oracle.get_partition_schema().names
-        # Hudi's defaults, written out for the user to correct.
+        # Nothing set that the table does not record: Hudi's defaults apply (this project has no
+        # defaults of its own), and no file sizing, so apply never rewrites an imported table's files.
         assert (decl.clean.policy, decl.clean.commits_retained) == (CleanPolicyName.KEEP_LATEST_COMMITS, 10)
-        sizing = decl.file_sizing
-        assert (sizing.max_file_size, sizing.small_file_limit, sizing.insert_split_size) == (
-            120 * 1024 * 1024, 100 * 1024 * 1024, 500_000)
+        assert not decl.file_sizing_declared
     text = (project / "tables" / "orders.yml").read_text()
     assert text.startswith("# yaml-language-server: $schema=../schemas/table.schema.json\n")
-    assert "Hudi's defaults" in text and "set what the\n  # table's writers use" in text
+    assert "\n# clean:\n#   policy: KEEP_LATEST_COMMITS\n#   commits_retained: 10\n" in text
+    assert "\n# file_sizing:\n#   max_file_size: 120MiB\n" in text
     assert loaded["v6_nonpartitioned"].table.precombine_field == "longField"
     assert loaded["v9_txns_cow_simple_nometa"].table.precombine_field == "txn_ts"  # hoodie.table.ordering.fields
+
+
+def test_an_imported_table_takes_the_projects_defaults_until_its_file_sets_its_own(lake, tmp_path, capsys):
+    project = new_project(tmp_path / "project", "defaults:\n  clean: {commits_retained: 3}\n"
+                                                "  file_sizing: {max_file_size: 64MiB, small_file_limit: 10MiB}\n")
+    assert run(capsys, "import", str(lake / "finance" / "orders"), "--project-dir", str(project))[0] == 0
+
+    (decl,) = load_project(project).tables
+    assert (decl.clean.policy, decl.clean.commits_retained) == (CleanPolicyName.KEEP_LATEST_COMMITS, 3)
+    assert decl.file_sizing_declared
+    assert (decl.file_sizing.max_file_size, decl.file_sizing.small_file_limit) == (64 * 1024 * 1024, 10 * 1024 * 1024)
 
 
 def test_validate_status_and_plan_accept_the_imported_project(lake, tmp_path, capsys):

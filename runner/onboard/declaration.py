@@ -3,8 +3,11 @@
 Pure: from the facts `discover.read_facts` read to text, so the same table always gives the same
 file. What hoodie.properties records (type, keys, partition fields, ordering field) fills the
 `table:` block, so `runner plan` reports drift when a writer changes them later. Retention and file
-sizes are not recorded anywhere on a table: the file says so, and writes Hudi's defaults (or, for the
-policy, what the latest clean used) for the user to correct.
+sizes are not recorded anywhere on a table, so the file sets none of them: it shows them commented
+out with Hudi's defaults, and until the user sets them the project's defaults apply, else Hudi's (as
+for any declaration). An imported table is therefore never resized unless project.yml says so, and
+is cleaned as its project's other tables are. The one exception is the policy of the latest
+completed clean, which the timeline records: that is set.
 """
 
 from __future__ import annotations
@@ -96,16 +99,16 @@ def draft(facts: TableFacts, *, name: str, path: str, schema_ref: str) -> Draft:
         f"name: {scalar(name)}",
         f"path: {scalar(path)}",
         "",
-        "clean:",
         *clean,
         "",
-        "file_sizing:",
-        "  # Hudi's defaults (hoodie.parquet.max.file.size, hoodie.parquet.small.file.limit,",
-        "  # hoodie.copyonwrite.insert.split.size): set what the table's writers use. With this block",
-        "  # `runner apply` rewrites small files into larger ones; remove it to leave file sizes alone.",
-        f"  max_file_size: {format_size(model.DEFAULT_MAX_FILE_SIZE)}",
-        f"  small_file_limit: {format_size(model.DEFAULT_SMALL_FILE_LIMIT)}",
-        f"  insert_split_size: {model.DEFAULT_INSERT_SPLIT_SIZE}",
+        "# File sizes: until set here, project.yml's defaults.file_sizing applies, else none (files are",
+        "# left as they are). Set what the table's writers use (hoodie.parquet.max.file.size,",
+        "# hoodie.parquet.small.file.limit, hoodie.copyonwrite.insert.split.size; Hudi's defaults shown)",
+        "# to have `runner apply` rewrite small files into larger ones.",
+        "# file_sizing:",
+        f"#   max_file_size: {format_size(model.DEFAULT_MAX_FILE_SIZE)}",
+        f"#   small_file_limit: {format_size(model.DEFAULT_SMALL_FILE_LIMIT)}",
+        f"#   insert_split_size: {model.DEFAULT_INSERT_SPLIT_SIZE}",
         "",
         "table:                            # as hoodie.properties has it; `runner plan` reports drift from it",
         f"  type: {config.table_type.value}",
@@ -119,27 +122,31 @@ def draft(facts: TableFacts, *, name: str, path: str, schema_ref: str) -> Draft:
 
 
 def _clean_block(facts: TableFacts) -> tuple[list[str], str | None]:
-    """The `clean:` lines, and a note when the policy came from the timeline."""
+    """The `clean:` lines (commented out unless the timeline shows the policy), and a note when the
+    timeline's policy was used or could not be."""
     evidence = facts.clean
     known = {policy.value for policy in CleanPolicyName}
     if evidence is None or evidence.policy not in known:
+        why = ("The timeline has no completed clean that records a policy." if evidence is None else
+               f"Its latest clean records policy {json.dumps(evidence.policy)}, which the runner does not know.")
         lines = [
-            "  # Hudi's defaults (hoodie.cleaner.policy, hoodie.cleaner.commits.retained): set what the",
-            "  # table's writers use. " + ("The timeline has no completed clean that records a policy."
-                                            if evidence is None else
-                                            f"Its latest clean records policy {json.dumps(evidence.policy)}, "
-                                            "which is not one the runner knows."),
-            f"  policy: {model.DEFAULT_POLICY.value}",
-            f"  commits_retained: {model.DEFAULT_COMMITS_RETAINED}",
+            "# Retention: until set here, project.yml's defaults.clean applies, else Hudi's (shown). Set",
+            "# what the table's writers use (hoodie.cleaner.policy, hoodie.cleaner.commits.retained).",
+            f"# {why}",
+            "# clean:",
+            f"#   policy: {model.DEFAULT_POLICY.value}",
+            f"#   commits_retained: {model.DEFAULT_COMMITS_RETAINED}",
         ]
         note = None if evidence is None else (f"clean policy {json.dumps(evidence.policy)} in {evidence.file} is "
-                                              f"not one the runner knows; wrote Hudi's default {model.DEFAULT_POLICY}")
+                                              "not one the runner knows; the project's default policy applies, "
+                                              f"else Hudi's {model.DEFAULT_POLICY}")
         return lines, note
     rule = rule_for(CleanPolicyName(evidence.policy))
     hudi_key = {"commits_retained": "hoodie.cleaner.commits.retained",
                 "file_versions_retained": "hoodie.cleaner.fileversions.retained",
                 "hours_retained": "hoodie.cleaner.hours.retained"}[rule.field]
     lines = [
+        "clean:",
         f"  # The policy of the table's latest completed clean ({scalar(evidence.file)}). How much it",
         f"  # retains is not recorded on the timeline: set {rule.field} ({hudi_key}) to what the",
         f"  # table's writers use; until then the project default applies, else Hudi's {rule.default}.",

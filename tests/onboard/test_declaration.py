@@ -75,4 +75,5 @@ def test_a_clean_policy_the_runner_does_not_know_falls_back_to_hudis_default(tmp
     (decl,) = load_project(tmp_path, new_files={"tables/t.yml": made.text}).tables
     assert (decl.clean.policy.value, decl.clean.commits_retained) == ("KEEP_LATEST_COMMITS", 10)
     assert made.notes == ('clean policy "KEEP_NOTHING" in .hoodie/1.clean.requested is not one the runner '
-                          "knows; wrote Hudi's default KEEP_LATEST_COMMITS",)
+                          "knows; the project's default policy applies, else Hudi's KEEP_LATEST_COMMITS",)
+    assert "\nclean:" not in made.text
