@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from runner.errors import NotAHudiTableError, StorageError, TableError
 from runner.hudi import timeline_metadata as tm
+from runner.hudi.bucket_index import BUCKET_INDEX_FOLDER
 from runner.hudi.files import FileGroup
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import (
@@ -63,6 +64,8 @@ class TableMetadata:
         has_metadata_table: `.hoodie/metadata` exists (the folder; whether the metadata table is
             in use is `metadata_table_enabled`).
         pending_writes: what pending commits, deltacommits and overwrites may still change.
+        has_bucket_index_folder: `.hoodie/.bucket_index` exists (a consistent-hashing bucket index
+            keeps its buckets there; see `runner.hudi.bucket_index`).
     """
 
     base_path: str
@@ -82,6 +85,7 @@ class TableMetadata:
     pending_cleans: tuple[tuple[Instant, CleanPlan | None], ...]
     has_metadata_table: bool
     pending_writes: PendingWrites = NO_PENDING_WRITES
+    has_bucket_index_folder: bool = False
 
     @property
     def savepointed_files(self) -> frozenset[str]:
@@ -205,6 +209,7 @@ def read_table_metadata(storage: Storage) -> TableMetadata:
         pending_cleans=reader.pending_cleans(),
         has_metadata_table=storage.stat(METADATA_TABLE) is not None,
         pending_writes=read_pending_writes(storage, folder, timeline),
+        has_bucket_index_folder=storage.stat(BUCKET_INDEX_FOLDER) is not None,
     )
 
 

@@ -4,12 +4,15 @@ Candidates are the latest base files below `small_file_limit` of active (non-rep
 that are not in pending compaction, log compaction or clustering, and that no pending write may
 change (`runner.hudi.pending_writes`: a group it updates, a partition it inserts into, or the whole
 table while a pending write's reach is unknown). Slices with log files are left alone: rewriting
-them needs merging their logs, which only a Hudi reader can do faithfully.
+them needs merging their logs, which only a Hudi reader can do faithfully. A table laid out for
+Hudi's bucket index is never resized (`runner.hudi.bucket_index`): its writers would no longer find
+the moved records.
 """
 
 from __future__ import annotations
 
 from runner.declarations.model import FileSizing
+from runner.hudi.bucket_index import bucket_index_evidence, bucket_index_refusal
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.state import TableState
 from runner.plan.model import FileToRewrite, RewriteGroup, SizingStep
@@ -30,8 +33,19 @@ def busy_groups(state: TableState) -> frozenset[tuple[str, str]]:
                      | set(meta.pending_clustering) | written)
 
 
+def bucket_index(state: TableState) -> str | None:
+    """What says this table is bucket-indexed (`bucket_index_evidence`), or None."""
+    meta = state.metadata
+    return bucket_index_evidence(meta.config.raw, has_bucket_index_folder=meta.has_bucket_index_folder,
+                                 file_ids=(g.file_id for g in state.active_groups))
+
+
 def resize_blocked_notes(state: TableState) -> list[str]:
-    """Why a resize leaves a table or some partitions alone now (pending writes), for the plan."""
+    """Why a resize leaves a table or some partitions alone now (bucket index, pending writes),
+    for the plan."""
+    evidence = bucket_index(state)
+    if evidence is not None:
+        return [bucket_index_refusal(evidence, what="resize")]
     writes = state.metadata.pending_writes
     if writes.unknown:
         return [f"no resize this run: {writes.unknown[0]}; resizing could hide its rows, so it waits "
@@ -58,6 +72,8 @@ def plan_sizing(sizing: FileSizing, state: TableState) -> SizingStep | None:
     """Bin-pack each partition's small files into groups of at most `max_file_size` bytes."""
     if sizing.small_file_limit <= 0:
         return None
+    if bucket_index(state) is not None:  # every group stays: `resize_blocked_notes` says why
+        return SizingStep(sizing.max_file_size, sizing.small_file_limit, (), sizing.strategy)
     busy = busy_groups(state)
     writes = state.metadata.pending_writes
     candidates: dict[str, dict[str, FileToRewrite]] = {}
