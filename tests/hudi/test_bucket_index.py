@@ -21,9 +21,9 @@ def test_ordinary_file_ids_are_not_taken_for_buckets():
 def test_bucket_ids_are_found_even_after_a_few_groups_were_renamed():
     buckets = [bucket_file_id(n, file_id("t", 0, n)) for n in range(4)]
     assert all(is_bucket_file_id(i) for i in buckets)
-    evidence = _evidence(buckets + [file_id("t", 1, 1), file_id("t", 1, 2)])
+    evidence = _evidence([*buckets, file_id("t", 1, 1), file_id("t", 1, 2)])
     assert evidence is not None and "4 of its 6 file groups" in evidence and buckets[0] in evidence
-    assert _evidence(buckets[:1] + [file_id("t", 1, n) for n in range(2)]) is None  # a third: chance
+    assert _evidence([buckets[0], file_id("t", 1, 0), file_id("t", 1, 1)]) is None  # a third: chance
 
 
 def test_the_properties_and_the_folder_name_themselves():
