@@ -119,6 +119,8 @@ class TableState:
         file_groups: committed slices of every file group there, replaced groups included.
         uncommitted_files: data files (relative paths) of pending or failed writes: never deleted.
         unrecognized_files: files outside partitions or of unknown kinds: ignored, never deleted.
+        crowded_partitions: partitions whose folder holds more than Hudi's marker and data files
+            (another kind of file, a folder): never deleted, since that deletes the folder whole.
     """
 
     metadata: TableMetadata
@@ -127,6 +129,7 @@ class TableState:
     file_groups: tuple[FileGroup, ...]
     uncommitted_files: tuple[str, ...] = ()
     unrecognized_files: tuple[str, ...] = ()
+    crowded_partitions: frozenset[str] = frozenset()
 
     @property
     def config(self) -> TableConfig:
@@ -244,6 +247,7 @@ def read_table_state(
         file_groups=view.groups,
         uncommitted_files=view.uncommitted,
         unrecognized_files=listed.unrecognized,
+        crowded_partitions=view.crowded,
     )
 
 
