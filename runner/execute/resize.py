@@ -33,7 +33,6 @@ marker reconciliation does, so exactly the reported files become visible.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -54,6 +53,7 @@ from runner.execute.resize_plan import (
     strategy_of_plan,
 )
 from runner.failpoints import failpoint
+from runner.hudi.bucket_index import bucket_index_evidence, bucket_index_refusal, new_file_id
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt.maintain import ResizedFile, ResizeMaintenance, prepare_resize_maintenance
@@ -157,7 +157,8 @@ def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: Spark
     runner = ResizeRunner(storage, meta, spark=spark, clock=clock, max_tasks=max_tasks)
     outcomes = []
     for instant, groups in runner.pending_own():
-        conflict = runner.conflict(groups, own=instant.time) or runner.metadata_table_problem(groups)
+        conflict = (runner.bucket_index_problem(groups) or runner.conflict(groups, own=instant.time)
+                    or runner.metadata_table_problem(groups))
         if conflict is None:
             outcomes.append(runner.execute(instant, groups, strategy=runner.strategy_of(instant)))
             continue
@@ -196,6 +197,10 @@ class ResizeRunner:
         partitions (planning may have been minutes ago).
         """
         groups = groups_of_step(step)
+        bucketed = self.bucket_index_problem(groups)
+        if bucketed is not None:
+            raise RefusedError(f"{self.storage.uri}: {bucketed}; nothing was rewritten",
+                               hint="remove `file_sizing` from this table's declaration.")
         problem = self.metadata_table_problem(groups)
         if problem is not None:
             raise RefusedError(f"{self.storage.uri}: the resize cannot be recorded in the metadata table: "
@@ -240,6 +245,17 @@ class ResizeRunner:
                     return (f"{path} is no longer the latest base file of an idle file group (it was "
                             "written to, replaced, got log files, or is gone)")
         return None
+
+    def bucket_index_problem(self, groups: Sequence[PlannedGroup]) -> str | None:
+        """Why `groups` must not leave their file groups: the table looks bucket-indexed
+        (`runner.hudi.bucket_index`), read afresh; None otherwise. The planner leaves such tables
+        alone, but a resize scheduled before the evidence appeared must not finish either."""
+        meta = read_table_metadata(self.storage)
+        evidence = bucket_index_evidence(meta.config.raw, has_bucket_index_folder=meta.has_bucket_index_folder,
+                                         file_ids=[f for g in groups for f in g.file_ids])
+        if evidence is None:
+            return None
+        return bucket_index_refusal(evidence, what="resize", fix="its file groups stay as they are")
 
     def metadata_table_problem(self, groups: Sequence[PlannedGroup]) -> str | None:
         """Why the MDT records of a resize of `groups` cannot be computed, or None."""
@@ -292,7 +308,7 @@ class ResizeRunner:
         attempt = start_attempt(self.storage, str(pending.time))  # before the dead attempts' files go
         removed = self._delete_instant_files(pending.time, partitions, keep=frozenset())
         copy, strategy_notes = self._binary_copy(strategy)
-        tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs, binary_copy=copy)
+        tasks = [GroupRewrite(g.partition, new_file_id(), g.inputs, binary_copy=copy)
                  for g in _largest_first(groups)]
         results, engine = self._rewrite(pending.time, tasks, attempt)
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))

@@ -20,6 +20,7 @@ Refusing a resize of an ordinary table by mistake costs nothing but the resize.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterable, Mapping
 
 BUCKET_INDEX_FOLDER = ".hoodie/.bucket_index"
@@ -34,6 +35,15 @@ _BUCKET_FILE_ID = re.compile(r"000\d{5}-")
 def is_bucket_file_id(file_id: str) -> bool:
     """A file id as the bucket index names file groups (bucket numbers below 100,000)."""
     return _BUCKET_FILE_ID.match(file_id) is not None
+
+
+def new_file_id() -> str:
+    """A new file group id as Hudi makes one (a random UUID and the first file index, `-0`), never
+    one that looks bucket-numbered: the runner's own groups must not count as evidence."""
+    while True:
+        file_id = f"{uuid.uuid4()}-0"
+        if not is_bucket_file_id(file_id):
+            return file_id
 
 
 def bucket_index_evidence(
@@ -67,10 +77,8 @@ def bucket_index_evidence(
     return None
 
 
-def bucket_index_refusal(evidence: str, *, what: str) -> str:
+def bucket_index_refusal(evidence: str, *, what: str, fix: str) -> str:
     """The sentence that refuses `what` on a bucket-indexed table, with the fix."""
     return (f"{what} refused: the table looks bucket-indexed (hoodie.index.type=BUCKET): {evidence}. "
             "Its writers find each record's file group by the bucket number in the file id, so records "
-            "moved to another file group would be duplicated by the next upsert; remove `file_sizing` "
-            "from this table's declaration (or set small_file_limit: 0) and size it with Hudi's own "
-            "bucket tools")
+            f"moved to another file group would be duplicated by the next upsert; {fix}")

@@ -45,7 +45,9 @@ def resize_blocked_notes(state: TableState) -> list[str]:
     for the plan."""
     evidence = bucket_index(state)
     if evidence is not None:
-        return [bucket_index_refusal(evidence, what="resize")]
+        return [bucket_index_refusal(evidence, what="resize", fix=(
+            "remove `file_sizing` from this table's declaration (or set small_file_limit: 0) and size it "
+            "with Hudi's own bucket tools"))]
     writes = state.metadata.pending_writes
     if writes.unknown:
         return [f"no resize this run: {writes.unknown[0]}; resizing could hide its rows, so it waits "

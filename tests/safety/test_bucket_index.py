@@ -122,3 +122,38 @@ def test_evidence_found_after_the_plan_refuses_the_saved_resize(evidence, tmp_pa
     assert "resize refused: the table looks bucket-indexed" in report["tables"][0]["error"]["message"]
     assert digest(table) == before
     assert _oracle(table) == oracle_before
+
+
+@pytest.mark.parametrize("evidence", ["index_type", "consistent_hashing_folder"])
+def test_an_interrupted_resize_of_a_table_found_bucket_indexed_is_rolled_back(evidence, tmp_path, capsys):
+    """A resize the runner scheduled before it knew (an older runner, or settings recorded since)
+    is not finished: finishing it would move the records out of their buckets all the same."""
+    from datetime import UTC, datetime
+
+    from runner.declarations.model import FileSizing, SparkSettings
+    from runner.execute.resize import ResizeRunner
+    from runner.execute.resize_engine import SparkOnDemand
+    from runner.hudi.state import read_table_state
+    from runner.plan.sizing import plan_sizing
+    from runner.storage import storage_for
+
+    table = tmp_path / "t"
+    _bucket_table(table, "none")
+    root = project_for(table, tmp_path / "project", sizing=SIZED)
+    storage = storage_for(str(table))
+    state = read_table_state(storage)
+    step = plan_sizing(FileSizing(max_file_size=10 << 20, small_file_limit=5 << 20), state)
+    assert step is not None and step.groups
+    spark = SparkOnDemand(SparkSettings(master="local[1]"), lambda: pytest.fail("no Spark for a local resize"))
+    ResizeRunner(storage, state.metadata, spark=spark, clock=lambda: datetime.now(UTC)).schedule(step)
+    _leave_evidence(table, evidence)
+    groups_before, rows_before = _oracle(table)
+
+    code, report = apply_json(capsys, "--project-dir", str(root), "--auto-approve")
+
+    assert code == 0, report
+    assert any("rolled back the interrupted resize" in n and "bucket-indexed" in n
+               for n in report["tables"][0]["notes"]), report["tables"][0]["notes"]
+    assert _oracle(table) == (groups_before, rows_before)
+    assert not list((table / ".hoodie" / "timeline").glob("*replacecommit*"))
+    assert not list((table / ".hoodie" / "timeline").glob("*clustering*"))
