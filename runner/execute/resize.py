@@ -53,7 +53,7 @@ from runner.execute.resize_plan import (
     strategy_of_plan,
 )
 from runner.failpoints import failpoint
-from runner.hudi.bucket_index import bucket_index_evidence, bucket_index_refusal, new_file_id
+from runner.hudi.bucket_index import new_file_id
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt.maintain import ResizedFile, ResizeMaintenance, prepare_resize_maintenance
@@ -61,7 +61,7 @@ from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requ
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
-from runner.plan.sizing import busy_groups
+from runner.plan.sizing import busy_groups, resize_refusal
 from runner.spark_jobs import MAX_TASKS, run_tasks
 from runner.storage import Storage
 from runner.vocabulary import TableType
@@ -157,7 +157,7 @@ def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: Spark
     runner = ResizeRunner(storage, meta, spark=spark, clock=clock, max_tasks=max_tasks)
     outcomes = []
     for instant, groups in runner.pending_own():
-        conflict = (runner.bucket_index_problem(groups) or runner.conflict(groups, own=instant.time)
+        conflict = (runner.table_problem(groups) or runner.conflict(groups, own=instant.time)
                     or runner.metadata_table_problem(groups))
         if conflict is None:
             outcomes.append(runner.execute(instant, groups, strategy=runner.strategy_of(instant)))
@@ -197,9 +197,9 @@ class ResizeRunner:
         partitions (planning may have been minutes ago).
         """
         groups = groups_of_step(step)
-        bucketed = self.bucket_index_problem(groups)
-        if bucketed is not None:
-            raise RefusedError(f"{self.storage.uri}: {bucketed}; nothing was rewritten",
+        refused = self.table_problem(groups)
+        if refused is not None:
+            raise RefusedError(f"{self.storage.uri}: {refused}; nothing was rewritten",
                                hint="remove `file_sizing` from this table's declaration.")
         problem = self.metadata_table_problem(groups)
         if problem is not None:
@@ -246,16 +246,11 @@ class ResizeRunner:
                             "written to, replaced, got log files, or is gone)")
         return None
 
-    def bucket_index_problem(self, groups: Sequence[PlannedGroup]) -> str | None:
-        """Why `groups` must not leave their file groups: the table looks bucket-indexed
-        (`runner.hudi.bucket_index`), read afresh; None otherwise. The planner leaves such tables
-        alone, but a resize scheduled before the evidence appeared must not finish either."""
-        meta = read_table_metadata(self.storage)
-        evidence = bucket_index_evidence(meta.config.raw, has_bucket_index_folder=meta.has_bucket_index_folder,
-                                         file_ids=[f for g in groups for f in g.file_ids])
-        if evidence is None:
-            return None
-        return bucket_index_refusal(evidence, what="resize", fix="its file groups stay as they are")
+    def table_problem(self, groups: Sequence[PlannedGroup]) -> str | None:
+        """Why no group of this table may leave its file group (`runner.plan.sizing.resize_refusal`:
+        a bucket index, schema evolution on read), read afresh; None otherwise. The planner leaves
+        such tables alone, but a resize scheduled before the evidence appeared must not finish either."""
+        return resize_refusal(read_table_metadata(self.storage), [f for g in groups for f in g.file_ids])
 
     def metadata_table_problem(self, groups: Sequence[PlannedGroup]) -> str | None:
         """Why the MDT records of a resize of `groups` cannot be computed, or None."""

@@ -27,6 +27,7 @@ from runner.hudi.metadata import (
 from runner.hudi.pending_writes import NONE as NO_PENDING_WRITES
 from runner.hudi.pending_writes import PendingWrites, read_pending_writes
 from runner.hudi.properties import TableConfig, parse_properties
+from runner.hudi.schema_on_read import SCHEMA_HISTORY_FOLDER
 from runner.hudi.timeline import Timeline
 from runner.hudi.view import ListedFiles, build_file_groups, discover_partitions, list_partitions
 
@@ -66,6 +67,8 @@ class TableMetadata:
         pending_writes: what pending commits, deltacommits and overwrites may still change.
         has_bucket_index_folder: `.hoodie/.bucket_index` exists (a consistent-hashing bucket index
             keeps its buckets there; see `runner.hudi.bucket_index`).
+        has_schema_history: `.hoodie/.schema` holds files (Hudi's schema-on-read history; see
+            `runner.hudi.schema_on_read`).
     """
 
     base_path: str
@@ -86,6 +89,7 @@ class TableMetadata:
     has_metadata_table: bool
     pending_writes: PendingWrites = NO_PENDING_WRITES
     has_bucket_index_folder: bool = False
+    has_schema_history: bool = False
 
     @property
     def savepointed_files(self) -> frozenset[str]:
@@ -213,6 +217,8 @@ def read_table_metadata(storage: Storage) -> TableMetadata:
         has_metadata_table=storage.stat(METADATA_TABLE) is not None,
         pending_writes=read_pending_writes(storage, folder, timeline),
         has_bucket_index_folder=storage.stat(BUCKET_INDEX_FOLDER) is not None,
+        # Hudi creates the folder empty with every table; only its files are a history.
+        has_schema_history=any(not f.is_dir for f in storage.list_dir(SCHEMA_HISTORY_FOLDER)),
     )
 
 
