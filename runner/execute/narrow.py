@@ -52,7 +52,7 @@ def narrow(saved: TablePlan, fresh: TablePlan, *, exists: Callable[[str], bool])
             rewrite, names one twice (within or across groups), or has an empty rewrite group.
     """
     clean, clean_note = _narrow_clean(saved.name, saved.clean, fresh.clean, exists)
-    sizing = _narrow_sizing(saved.name, saved.sizing, fresh.sizing)
+    sizing = _narrow_sizing(saved.name, saved.sizing, fresh.sizing, fresh.notes)
     notes = fresh.notes + ((clean_note,) if clean_note else ())
     # Every other step (pending work, the metadata-table decision) is the fresh plan's own.
     kept = tuple(step for step in (clean, sizing) if step is not None)
@@ -90,7 +90,11 @@ def _narrow_clean(name: str, saved: Clean | None, fresh: Clean | None,
     return step, NARROWED_NOTE
 
 
-def _narrow_sizing(name: str, saved: Resize | None, fresh: Resize | None) -> Resize | None:
+# The fresh plan's notes that say why it leaves files alone (`runner.plan.sizing.resize_blocked_notes`).
+_RESIZE_BLOCKED = ("resize refused", "no resize")
+
+
+def _narrow_sizing(name: str, saved: Resize | None, fresh: Resize | None, notes: Iterable[str]) -> Resize | None:
     if saved is None or not saved.groups:
         return None
     for index, group in enumerate(saved.groups):
@@ -102,10 +106,11 @@ def _narrow_sizing(name: str, saved: Resize | None, fresh: Resize | None) -> Res
     missing = [p for p in paths if p not in fresh_group]
     if missing or fresh is None:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        blocked = "".join(f"; {n}" for n in notes if n.startswith(_RESIZE_BLOCKED))
         raise RefusedError(
             f"table {name}: the plan asks to rewrite files a fresh plan would not rewrite (not small, not "
             f"the latest base file, busy, or sizing is not declared): {shown or 'every resize group'}; "
-            "nothing was rewritten",
+            f"nothing was rewritten{blocked}",
             hint=_HINT,
         )
     groups: list[RewriteGroup] = []

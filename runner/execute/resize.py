@@ -33,7 +33,6 @@ marker reconciliation does, so exactly the reported files become visible.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -54,6 +53,7 @@ from runner.execute.resize_plan import (
     strategy_of_plan,
 )
 from runner.failpoints import failpoint
+from runner.hudi.bucket_index import new_file_id
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt.maintain import ResizedFile, ResizeMaintenance, prepare_resize_maintenance
@@ -61,7 +61,7 @@ from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requ
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
-from runner.plan.sizing import busy_groups
+from runner.plan.sizing import busy_groups, resize_refusal
 from runner.spark_jobs import MAX_TASKS, run_tasks
 from runner.storage import Storage
 from runner.vocabulary import TableType
@@ -157,7 +157,8 @@ def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: Spark
     runner = ResizeRunner(storage, meta, spark=spark, clock=clock, max_tasks=max_tasks)
     outcomes = []
     for instant, groups in runner.pending_own():
-        conflict = runner.conflict(groups, own=instant.time) or runner.metadata_table_problem(groups)
+        conflict = (runner.table_problem(groups) or runner.conflict(groups, own=instant.time)
+                    or runner.metadata_table_problem(groups))
         if conflict is None:
             outcomes.append(runner.execute(instant, groups, strategy=runner.strategy_of(instant)))
             continue
@@ -196,6 +197,10 @@ class ResizeRunner:
         partitions (planning may have been minutes ago).
         """
         groups = groups_of_step(step)
+        refused = self.table_problem(groups)
+        if refused is not None:
+            raise RefusedError(f"{self.storage.uri}: {refused}; nothing was rewritten",
+                               hint="remove `file_sizing` from this table's declaration.")
         problem = self.metadata_table_problem(groups)
         if problem is not None:
             raise RefusedError(f"{self.storage.uri}: the resize cannot be recorded in the metadata table: "
@@ -240,6 +245,12 @@ class ResizeRunner:
                     return (f"{path} is no longer the latest base file of an idle file group (it was "
                             "written to, replaced, got log files, or is gone)")
         return None
+
+    def table_problem(self, groups: Sequence[PlannedGroup]) -> str | None:
+        """Why no group of this table may leave its file group (`runner.plan.sizing.resize_refusal`:
+        a bucket index, schema evolution on read), read afresh; None otherwise. The planner leaves
+        such tables alone, but a resize scheduled before the evidence appeared must not finish either."""
+        return resize_refusal(read_table_metadata(self.storage), [f for g in groups for f in g.file_ids])
 
     def metadata_table_problem(self, groups: Sequence[PlannedGroup]) -> str | None:
         """Why the MDT records of a resize of `groups` cannot be computed, or None."""
@@ -292,7 +303,7 @@ class ResizeRunner:
         attempt = start_attempt(self.storage, str(pending.time))  # before the dead attempts' files go
         removed = self._delete_instant_files(pending.time, partitions, keep=frozenset())
         copy, strategy_notes = self._binary_copy(strategy)
-        tasks = [GroupRewrite(g.partition, f"{uuid.uuid4()}-0", g.inputs, binary_copy=copy)
+        tasks = [GroupRewrite(g.partition, new_file_id(), g.inputs, binary_copy=copy)
                  for g in _largest_first(groups)]
         results, engine = self._rewrite(pending.time, tasks, attempt)
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from runner.errors import NotAHudiTableError, StorageError, TableError
 from runner.hudi import timeline_metadata as tm
+from runner.hudi.bucket_index import BUCKET_INDEX_FOLDER
 from runner.hudi.files import FileGroup
 from runner.hudi.instant import Action, Instant, InstantTime
 from runner.hudi.metadata import (
@@ -26,6 +27,7 @@ from runner.hudi.metadata import (
 from runner.hudi.pending_writes import NONE as NO_PENDING_WRITES
 from runner.hudi.pending_writes import PendingWrites, read_pending_writes
 from runner.hudi.properties import TableConfig, parse_properties
+from runner.hudi.schema_on_read import SCHEMA_HISTORY_FOLDER
 from runner.hudi.timeline import Timeline
 from runner.hudi.view import ListedFiles, build_file_groups, discover_partitions, list_partitions
 
@@ -63,6 +65,10 @@ class TableMetadata:
         has_metadata_table: `.hoodie/metadata` exists (the folder; whether the metadata table is
             in use is `metadata_table_enabled`).
         pending_writes: what pending commits, deltacommits and overwrites may still change.
+        has_bucket_index_folder: `.hoodie/.bucket_index` exists (a consistent-hashing bucket index
+            keeps its buckets there; see `runner.hudi.bucket_index`).
+        has_schema_history: `.hoodie/.schema` holds files (Hudi's schema-on-read history; see
+            `runner.hudi.schema_on_read`).
     """
 
     base_path: str
@@ -82,6 +88,8 @@ class TableMetadata:
     pending_cleans: tuple[tuple[Instant, CleanPlan | None], ...]
     has_metadata_table: bool
     pending_writes: PendingWrites = NO_PENDING_WRITES
+    has_bucket_index_folder: bool = False
+    has_schema_history: bool = False
 
     @property
     def savepointed_files(self) -> frozenset[str]:
@@ -115,6 +123,8 @@ class TableState:
         file_groups: committed slices of every file group there, replaced groups included.
         uncommitted_files: data files (relative paths) of pending or failed writes: never deleted.
         unrecognized_files: files outside partitions or of unknown kinds: ignored, never deleted.
+        crowded_partitions: partitions whose folder holds more than Hudi's marker and data files
+            (another kind of file, a folder): never deleted, since that deletes the folder whole.
     """
 
     metadata: TableMetadata
@@ -123,6 +133,7 @@ class TableState:
     file_groups: tuple[FileGroup, ...]
     uncommitted_files: tuple[str, ...] = ()
     unrecognized_files: tuple[str, ...] = ()
+    crowded_partitions: frozenset[str] = frozenset()
 
     @property
     def config(self) -> TableConfig:
@@ -205,6 +216,9 @@ def read_table_metadata(storage: Storage) -> TableMetadata:
         pending_cleans=reader.pending_cleans(),
         has_metadata_table=storage.stat(METADATA_TABLE) is not None,
         pending_writes=read_pending_writes(storage, folder, timeline),
+        has_bucket_index_folder=storage.stat(BUCKET_INDEX_FOLDER) is not None,
+        # Hudi creates the folder empty with every table; only its files are a history.
+        has_schema_history=any(not f.is_dir for f in storage.list_dir(SCHEMA_HISTORY_FOLDER)),
     )
 
 
@@ -239,6 +253,7 @@ def read_table_state(
         file_groups=view.groups,
         uncommitted_files=view.uncommitted,
         unrecognized_files=listed.unrecognized,
+        crowded_partitions=view.crowded,
     )
 
 

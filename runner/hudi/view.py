@@ -38,17 +38,27 @@ _REPORT_EVERY = 1_000  # files listed between two progress reports
 
 @dataclass(frozen=True, slots=True)
 class ListedFiles:
-    """Files found in partition folders. `files` maps a partition to its (name, size) entries."""
+    """Files found in partition folders. `files` maps a partition to its (name, size) entries.
+
+    `crowded` are the partitions whose folder holds more than Hudi's marker and data files: a file
+    of another kind, or a folder (another table's, another tool's). Such a folder must outlive any
+    clean, since deleting a partition deletes its folder with everything in it.
+    """
 
     partitions: tuple[str, ...]
     files: Mapping[str, tuple[tuple[str, int], ...]]
     unrecognized: tuple[str, ...] = ()
+    crowded: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
 class View:
+    """Committed file groups, uncommitted data files, and the listing's `crowded` partitions plus
+    those holding a file that is neither a base nor a log file."""
+
     groups: tuple[FileGroup, ...]
     uncommitted: tuple[str, ...]
+    crowded: frozenset[str] = frozenset()
 
 
 def _is_marker(name: str) -> bool:
@@ -69,21 +79,25 @@ def discover_partitions(storage: Storage) -> ListedFiles:
         if _is_hoodie_folder(folder) or _inside(folder, nested):
             continue
         ours[folder] = entries if folder else [e for e in entries if e[0] != ".hoodie"]
-    return _classify(ours)
+    # Every folder counts here, a nested table's too: it lies inside the partition's folder.
+    return _classify(ours, subfolders=(f for f in by_dir if f and not _is_hoodie_folder(f)))
 
 
 def list_partitions(storage: Storage, partitions: Collection[str]) -> ListedFiles:
     """List only the given partitions (one directory listing each); missing ones are skipped,
     and so is a folder that is, or lies inside, a nested table's base path."""
     by_dir: dict[str, list[_Entry]] = {}
+    with_folders: list[str] = []
     is_table: dict[str, bool] = {}
     wanted = sorted(set(partitions))
     progress.begin("listing partitions", "partitions", len(wanted))
     for partition in wanted:
         if not _in_nested_table(storage, partition, is_table):
-            by_dir[partition] = [(_name(f.path), f.size) for f in storage.list_dir(partition) if not f.is_dir]
+            listed = storage.list_dir(partition)
+            by_dir[partition] = [(_name(f.path), f.size) for f in listed if not f.is_dir]
+            with_folders.extend(f.path for f in listed if f.is_dir)
         progress.advance(1, sum(size for _, size in by_dir.get(partition, ())))
-    return _classify(by_dir)
+    return _classify(by_dir, subfolders=with_folders)
 
 
 # One listed file: its name (no folder) and size in bytes.
@@ -173,17 +187,24 @@ def _in_nested_table(storage: Storage, partition: str, cache: dict[str, bool]) -
     return False
 
 
-def _classify(by_dir: Mapping[str, list[_Entry]]) -> ListedFiles:
+def _classify(by_dir: Mapping[str, list[_Entry]], *, subfolders: Iterable[str] = ()) -> ListedFiles:
+    """Partitions and their files; `subfolders` are folders found below the base path, whose
+    partitions above them are `crowded` (files of other kinds are found by `build_file_groups`,
+    which parses every name anyway)."""
     partitions = sorted(d for d, entries in by_dir.items() if any(_is_marker(n) for n, _ in entries))
     partition_set = set(partitions)
     files: dict[str, tuple[_Entry, ...]] = {}
     unrecognized: list[str] = []
+    crowded: set[str] = set()
     for folder, entries in by_dir.items():
         if folder in partition_set:
             files[folder] = tuple(sorted(e for e in entries if not _is_marker(e[0])))
         else:
             unrecognized.extend(relative_path(folder, n) for n, _ in entries)
-    return ListedFiles(tuple(partitions), files, tuple(sorted(unrecognized)))
+    for folder in subfolders:
+        parts = folder.split("/")
+        crowded.update(p for depth in range(1, len(parts)) if (p := "/".join(parts[:depth])) in partition_set)
+    return ListedFiles(tuple(partitions), files, tuple(sorted(unrecognized)), frozenset(crowded))
 
 
 def _name(path: str) -> str:
@@ -211,6 +232,7 @@ def build_file_groups(
     logs: list[tuple[str, LogFile]] = []
     # A table's files carry few distinct instant times: each is judged once, not once per file.
     judged: dict[InstantTime, bool] = {}
+    crowded = set(listed.crowded)
     for partition, entries in listed.files.items():
         for name, size in entries:
             base = BaseFile.parse(name, size)
@@ -218,6 +240,8 @@ def build_file_groups(
                 log = LogFile.parse(name, size)
                 if log is not None:
                     logs.append((partition, log))
+                else:
+                    crowded.add(partition)
                 continue
             time = base.instant_time
             ok = judged.get(time)
@@ -246,7 +270,7 @@ def build_file_groups(
             parts.logs.append(log)
     order = _InstantOrder()
     groups = tuple(_group(p, f, by_time, order) for (p, f), by_time in sorted(slices.items()) if by_time)
-    return View(groups, tuple(sorted(uncommitted)))
+    return View(groups, tuple(sorted(uncommitted)), frozenset(crowded))
 
 
 @dataclass(slots=True)

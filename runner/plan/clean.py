@@ -6,7 +6,9 @@ The steps follow ../shared/docs/hudi-format.md §1.3–§1.7 (Hudi 0.15 / 1.x):
 3. per partition, the slices to delete: replaced groups by the policy's rule, then old slices of
    active groups, never the latest slice, never a savepointed slice, never a slice a pending
    (log) compaction needs; uncommitted files are not in any slice, so they are never candidates;
-4. partitions to delete: no active file group, no pending file, no replace at or after the ECTR.
+4. partitions to delete: no active file group, no pending file, no replace at or after the ECTR;
+   stricter than Hudi, only when the clean empties the folder: no slice kept (savepoints), no file
+   or folder that is not Hudi's (`TableState.crowded_partitions`).
 
 What differs between policies (the ECTR, whether a full listing is forced, the slices of a
 partition) is one class per policy in `runner.plan.policies`; this module holds what they share.
@@ -106,7 +108,7 @@ def plan_clean(policy: CleanPolicy, state: TableState, scope: CleanScope) -> Cle
         slices, drop_partition = planner.partition_deletions(
             state, groups, ectr, protected, has_pending_files=partition in pending)
         files.extend(_to_files(slices))
-        if drop_partition and partition:
+        if drop_partition and partition and _emptied(partition, groups, slices, state):
             to_delete_partitions.append(partition)
     return CleanStep(
         policy=policy.policy,
@@ -117,6 +119,14 @@ def plan_clean(policy: CleanPolicy, state: TableState, scope: CleanScope) -> Cle
         savepointed_timestamps=tuple(sorted(str(t) for t in meta.savepoints)),
         scope=scope.reason,
     )
+
+
+def _emptied(partition: str, groups: Iterable[FileGroup], deleted: list[FileSlice], state: TableState) -> bool:
+    """Whether this clean leaves the partition's folder with nothing but Hudi's marker. The policy
+    says a partition without active groups may go, but its folder may still hold slices this clean
+    keeps (a savepoint's) or files and folders that are not Hudi's; a recorded plan naming the
+    partition would have Hudi's cleaner, finishing it, delete the folder with all of them."""
+    return partition not in state.crowded_partitions and len(deleted) == sum(len(g.slices) for g in groups)
 
 
 def _partitions_with_pending_files(uncommitted: Iterable[str]) -> frozenset[str]:

@@ -4,14 +4,21 @@ Candidates are the latest base files below `small_file_limit` of active (non-rep
 that are not in pending compaction, log compaction or clustering, and that no pending write may
 change (`runner.hudi.pending_writes`: a group it updates, a partition it inserts into, or the whole
 table while a pending write's reach is unknown). Slices with log files are left alone: rewriting
-them needs merging their logs, which only a Hudi reader can do faithfully.
+them needs merging their logs, which only a Hudi reader can do faithfully. A table laid out for
+Hudi's bucket index is never resized (`runner.hudi.bucket_index`): its writers would no longer find
+the moved records; nor one that evolves its schema on read (`runner.hudi.schema_on_read`): readers
+would match the rewritten files' columns to the wrong schema version.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from runner.declarations.model import FileSizing
+from runner.hudi.bucket_index import bucket_index_evidence, bucket_index_refusal
 from runner.hudi.files import BaseFile, relative_path
-from runner.hudi.state import TableState
+from runner.hudi.schema_on_read import schema_on_read_evidence
+from runner.hudi.state import TableMetadata, TableState
 from runner.plan.model import FileToRewrite, RewriteGroup, SizingStep
 from runner.sizing import plan_bins
 
@@ -30,8 +37,39 @@ def busy_groups(state: TableState) -> frozenset[tuple[str, str]]:
                      | set(meta.pending_clustering) | written)
 
 
+def resize_refusal(meta: TableMetadata, file_ids: Iterable[str]) -> str | None:
+    """Why no file group of this table may be rewritten by a resize, or None: a bucket index
+    (`runner.hudi.bucket_index`; `file_ids` are its active groups, or the groups to rewrite) or
+    schema evolution on read (`runner.hudi.schema_on_read`). Planning and the executor ask alike."""
+    bucketed = bucket_index_evidence(meta.config.raw, has_bucket_index_folder=meta.has_bucket_index_folder,
+                                     file_ids=file_ids)
+    if bucketed is not None:
+        return bucket_index_refusal(bucketed, what="resize", fix=(
+            "remove `file_sizing` from this table's declaration (or set small_file_limit: 0) and size it "
+            "with Hudi's own bucket tools"))
+    latest = meta.timeline.completed_writes[-1].time if meta.timeline.completed_writes else None
+    commit = meta.commits.get(latest) if latest is not None else None
+    evolved = schema_on_read_evidence(
+        meta.config.raw, has_schema_history=meta.has_schema_history,
+        latest_commit=(str(latest), commit.extra_metadata) if latest is not None and commit is not None else None)
+    if evolved is not None:
+        return ("resize refused: the table evolves its schema on read: " + evolved + ". Hudi reads each "
+                "file by the schema version of the instant in its name, matching columns by id, and a "
+                "rewritten file would be read by the newest version (a renamed column as nulls); remove "
+                "`file_sizing` from this table's declaration and use Hudi's clustering")
+    return None
+
+
+def _table_refusal(state: TableState) -> str | None:
+    return resize_refusal(state.metadata, (g.file_id for g in state.active_groups))
+
+
 def resize_blocked_notes(state: TableState) -> list[str]:
-    """Why a resize leaves a table or some partitions alone now (pending writes), for the plan."""
+    """Why a resize leaves a table or some partitions alone now (bucket index, pending writes),
+    for the plan."""
+    refusal = _table_refusal(state)
+    if refusal is not None:
+        return [refusal]
     writes = state.metadata.pending_writes
     if writes.unknown:
         return [f"no resize this run: {writes.unknown[0]}; resizing could hide its rows, so it waits "
@@ -58,6 +96,8 @@ def plan_sizing(sizing: FileSizing, state: TableState) -> SizingStep | None:
     """Bin-pack each partition's small files into groups of at most `max_file_size` bytes."""
     if sizing.small_file_limit <= 0:
         return None
+    if _table_refusal(state) is not None:  # every group stays: `resize_blocked_notes` says why
+        return SizingStep(sizing.max_file_size, sizing.small_file_limit, (), sizing.strategy)
     busy = busy_groups(state)
     writes = state.metadata.pending_writes
     candidates: dict[str, dict[str, FileToRewrite]] = {}

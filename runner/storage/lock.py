@@ -11,10 +11,11 @@ Heartbeat. Like Hudi's writers (`HoodieHeartbeatClient`), the holder proves it i
 the lock every `heartbeat_interval_s` from a background thread: it rewrites the file with a new
 `heartbeat_at`. A lock is *stale*, and is taken over with a warning, when its last heartbeat is
 older than `stale_after_s` (Hudi: interval × tolerable misses, 60 s × 2 by default), or when it was
-taken on this host by a process that no longer exists. A long run is never taken over while its
-holder is alive, however long it takes; a lock from another host is judged by its heartbeat only
-(its pid means nothing here). Hosts' clocks must agree to well within `stale_after_s`, as Hudi's
-heartbeats also assume.
+taken on this host, in this pid namespace of this boot (`process_namespace`), by a process that no
+longer exists. A long run is never taken over while its holder is alive, however long it takes; a
+lock from another host, or from another process table on this one (a container sharing the host's
+network and so its host name), is judged by its heartbeat only (its pid means nothing here).
+Hosts' clocks must agree to well within `stale_after_s`, as Hudi's heartbeats also assume.
 
 Every change to an existing lock file is a compare-and-swap (`Storage.replace_if`/`delete_if`): a
 renewal, a takeover and a release act only if the file still holds the exact bytes last seen, so
@@ -69,6 +70,8 @@ class LockHolder:
         run_id: unique per acquisition; the only field used to decide whether a lock is ours.
         heartbeat_at: the holder's last renewal; staleness is judged by it. Lock files written
             before heartbeats existed have none, and are judged by `acquired_at`.
+        pid_namespace: the holder's process table (`process_namespace`); its pid means something
+            only to a runner with the same one. Empty in lock files written before it was recorded.
     """
 
     owner: str
@@ -77,6 +80,7 @@ class LockHolder:
     acquired_at: datetime
     run_id: str
     heartbeat_at: datetime | None = None
+    pid_namespace: str = ""
 
     @property
     def last_sign_of_life(self) -> datetime:
@@ -102,6 +106,7 @@ class LockHolder:
             acquired_at=_aware(datetime.fromisoformat(raw["acquired_at"])),
             run_id=str(raw["run_id"]),
             heartbeat_at=None if beat is None else _aware(datetime.fromisoformat(beat)),
+            pid_namespace=str(raw.get("pid_namespace", "")),
         )
 
     def describe(self) -> str:
@@ -193,7 +198,8 @@ class TableLock:
         """
         require_table(self.storage, "take the runner lock on")
         now = _now()
-        mine = LockHolder(self.owner, socket.gethostname(), os.getpid(), now, self.run_id, now)
+        mine = LockHolder(self.owner, socket.gethostname(), os.getpid(), now, self.run_id, now,
+                          pid_namespace=process_namespace())
         data = mine.to_json_bytes()
         for _ in range(3):
             try:
@@ -324,7 +330,11 @@ class TableLock:
         silent_s = (_now() - holder.last_sign_of_life).total_seconds()
         if silent_s > self.stale_after_s:
             return True
-        return holder.host == socket.gethostname() and not pid_alive(holder.pid)
+        # A pid is evidence only within the holder's own process table: a host name alone is shared
+        # by containers on the host's network, each with its own pids.
+        here = process_namespace()
+        same_table = holder.host == socket.gethostname() and holder.pid_namespace == here and bool(here)
+        return same_table and not pid_alive(holder.pid)
 
     def _read(self) -> tuple[LockHolder, bytes] | None:
         """The current holder and the file's exact bytes, or None if there is no lock file.
@@ -369,6 +379,18 @@ class TableLock:
             f"Table {self.storage.uri} is locked by another runner: {holder.describe()}.",
             hint=f"wait for it to finish, or delete {self.location} if you are sure no runner is running.",
         )
+
+
+def process_namespace() -> str:
+    """This process's pid namespace and boot (`pid:[4026531836]@<boot id>` on Linux): processes that
+    share a host name (containers on the host's network) may each have their own process table, and
+    a pid is only evidence to a process that shares both. Empty where the system does not say."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as boot:
+            return f"{namespace}@{boot.read().strip()}"
+    except OSError:
+        return ""
 
 
 def pid_alive(pid: int) -> bool:

@@ -102,6 +102,12 @@ def file_id(table: str, seed: int, ordinal: int) -> str:
     return f"{uuid.uuid5(_ID_NAMESPACE, f'{table}/{seed}/{ordinal}')}-0"
 
 
+def bucket_file_id(bucket: int, file_id: str) -> str:
+    """`file_id` renamed as Hudi's bucket index names a bucket's file group: its first 8 characters
+    replaced by the zero-padded bucket number (`BucketIdentifier.newBucketFileIdPrefix`)."""
+    return f"{bucket:08d}{file_id[8:]}"
+
+
 def parquet_log_block(*, instant: str, schema_json: str, parquet: bytes) -> bytes:
     """A Hudi log file holding one Parquet data block.
 

@@ -95,6 +95,8 @@ class TableBuilder:
         metadata_indexes: index partitions the metadata table keeps too: `column_stats` (over
             `STATS_COLUMNS`) and `bloom_filters` (runner.testing.metadata_indexes).
         expression_indexes: expression indexes the metadata table keeps (version 8).
+        bucket_index: name new file groups as Hudi's bucket index does (the bucket number, 0, 1,
+            ... per partition, as the id's first 8 digits); rows are not hashed to their bucket.
     """
 
     def __init__(
@@ -117,6 +119,7 @@ class TableBuilder:
         metadata_table: bool = False,
         metadata_indexes: Sequence[str] = (),
         expression_indexes: Sequence[ExpressionIndex] = (),
+        bucket_index: bool = False,
     ) -> None:
         if version not in (6, 8):
             raise ValueError(f"version must be 6 or 8, got {version}")
@@ -132,6 +135,7 @@ class TableBuilder:
         self.files = TableFiles(self.path, version=version, start=start, step=step)
         self._groups: dict[str, list[Group]] = {p: [] for p in self.partitions}
         self._next_record, self._next_group = 1, 0
+        self._buckets: dict[str, int] | None = {} if bucket_index else None
         self._completed: set[InstantTime] = set()
         self._failed: list[SyntheticFile] = []
         properties = layout.table_properties(
@@ -495,7 +499,11 @@ class TableBuilder:
 
     def new_group(self, partition: str, t: InstantTime) -> Group:
         self._next_group += 1
-        return Group(partition, layout.file_id(self.name, self.seed, self._next_group), t)
+        file_id = layout.file_id(self.name, self.seed, self._next_group)
+        if self._buckets is not None:
+            bucket = self._buckets[partition] = self._buckets.get(partition, -1) + 1
+            file_id = layout.bucket_file_id(bucket, file_id)
+        return Group(partition, file_id, t)
 
     def add_group(self, group: Group) -> None:
         self._groups[group.partition].append(group)

@@ -14,11 +14,11 @@ exactly the number of records `assign_inserts` planned for it.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.declarations.model import FileSizing
+from runner.hudi import bucket_index
 from runner.hudi.files import BaseFile
 from runner.sizing import assign_inserts
 
@@ -83,7 +83,7 @@ def insert_targets(ranges: Sequence[InsertRange]) -> tuple[dict[str, str], dict[
 
 def new_file_id() -> str:
     """A new file group id as Hudi makes one: a random UUID and the first file index, `-0`."""
-    return f"{uuid.uuid4()}-0"
+    return bucket_index.new_file_id()
 
 
 def plan_routing(

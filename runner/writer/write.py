@@ -38,10 +38,11 @@ from runner.declarations.loader import load_project
 from runner.declarations.model import Source, TableDeclaration
 from runner.errors import RefusedError, RunnerError, StepFailed
 from runner.failpoints import failpoint
+from runner.hudi.bucket_index import bucket_index_evidence, bucket_index_refusal
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Instant, InstantTime
 from runner.hudi.properties import TableConfig
-from runner.hudi.state import TableState, read_table_metadata, read_table_state
+from runner.hudi.state import TableMetadata, TableState, read_table_metadata, read_table_state
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.sizing import CommitSize, average_record_size
 from runner.spark_jobs import DRIVER, map_in_arrow
@@ -171,6 +172,7 @@ def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFr
     created = create_table_if_absent(storage, decl, avro_schema_json(data.schema.jsonValue(), decl.name))
     with TableLock(storage, owner=f"runner.write({op.value})"):
         config = open_table(storage, decl)
+        _refuse_bucket_index(read_table_metadata(storage), ())
         data, schema = _conformed(storage, config, data)
         rolled_back = _guard(lambda: rollback_failed_writes(storage, config), "rollback of failed writes")
         layout = _layout(storage, config)
@@ -296,6 +298,7 @@ class _Job:
         """The table state of the partitions the write touches, their latest base files, and the
         file groups a pending clustering or compaction rewrites."""
         state = read_table_state(self.storage, partitions=sorted(per_partition))
+        _refuse_bucket_index(state.metadata, (g.file_id for g in state.active_groups))
         blocked = set(state.metadata.pending_clustering) | set(state.metadata.pending_compaction)
         return state, _latest_base_files(state), blocked
 
@@ -374,6 +377,25 @@ def _latest_base_files(state: TableState) -> dict[str, list[BaseFile]]:
             continue
         latest.setdefault(group.partition, []).append(newest.base_file)
     return latest
+
+
+def _refuse_bucket_index(meta: TableMetadata, file_ids: Iterable[str]) -> None:
+    """Refuse a table laid out for Hudi's bucket index (`runner.hudi.bucket_index`): this writer
+    routes inserts by size and opens file groups with random ids, so its records would sit outside
+    their buckets. `file_ids` are the active groups of the partitions the write touches; the file
+    groups the latest write wrote are looked at too, for a bulk insert, which lists no partition."""
+    latest = meta.timeline.completed_writes[-1].time if meta.timeline.completed_writes else None
+    commit = meta.commits.get(latest) if latest is not None else None
+    written = [s.file_id for s in commit.write_stats if s.file_id] if commit is not None else []
+    ids = list(file_ids)
+    evidence = bucket_index_evidence(meta.config.raw, has_bucket_index_folder=meta.has_bucket_index_folder,
+                                     file_ids=ids or written)
+    if evidence is not None:
+        raise RefusedError(
+            bucket_index_refusal(evidence, what=f"runner.write into {meta.base_path}",
+                                 fix="nothing was written"),
+            hint="write this table with Hudi's own writer and its bucket index settings.",
+        )
 
 
 def _refuse_updates_to(groups: set[tuple[str, str]], table: str) -> None:

@@ -67,7 +67,10 @@ def reference_discover(infos: list[FileInfo]) -> ListedFiles:
     files = {d: tuple(sorted(e for e in by_dir[d] if not is_marker(e[0]))) for d in partitions}
     unrecognized = sorted(relative_path(d, n) for d, entries in by_dir.items() if d not in partitions
                           for n, _ in entries)
-    return ListedFiles(tuple(partitions), files, tuple(unrecognized))
+    # A partition with any file in a folder below it (a nested table's included) is crowded.
+    crowded = {p for p in partitions for info in infos
+               if info.path.startswith(p + "/") and "/" in info.path[len(p) + 1:]}
+    return ListedFiles(tuple(partitions), files, tuple(unrecognized), frozenset(crowded))
 
 
 def assert_same_listing(base: Path) -> None:

@@ -22,15 +22,15 @@ from runner.hudi.instant import Action, InstantTime
 from runner.hudi.timeline_writer import TimelineWriter
 from runner.storage import LocalStorage, Storage, storage_for
 from runner.storage.guard import PROPERTIES
-from runner.storage.lock import LOCK_PATH, LockHolder, TableLock, pid_alive
+from runner.storage.lock import LOCK_PATH, LockHolder, TableLock, pid_alive, process_namespace
 from tests.s3 import S3Server
 
 
 def plant_lock(
     storage: Storage, *, host: str, pid: int, age: timedelta, run_id: str = "theirs"
 ) -> LockHolder:
-    """Write a lock file as another runner would have."""
-    holder = LockHolder("nightly-job", host, pid, datetime.now(UTC) - age, run_id)
+    """Write a lock file as another runner would have (in this process table, when on this host)."""
+    holder = LockHolder("nightly-job", host, pid, datetime.now(UTC) - age, run_id, pid_namespace=process_namespace())
     storage.overwrite(LOCK_PATH, holder.to_json_bytes())
     return holder
 
@@ -73,7 +73,8 @@ def test_lock_file_is_json_with_an_iso_timestamp(storage: Storage) -> None:
     with TableLock(storage, owner="alice"):
         raw = json.loads(storage.read(LOCK_PATH))
 
-    assert set(raw) == {"owner", "host", "pid", "acquired_at", "run_id", "heartbeat_at"}
+    assert set(raw) == {"owner", "host", "pid", "acquired_at", "run_id", "heartbeat_at", "pid_namespace"}
+    assert raw["pid_namespace"] == process_namespace() != ""
     assert datetime.fromisoformat(raw["acquired_at"]).tzinfo is not None
     assert datetime.fromisoformat(raw["heartbeat_at"]) >= datetime.fromisoformat(raw["acquired_at"])
 
