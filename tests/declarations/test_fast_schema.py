@@ -113,6 +113,17 @@ def jsonschema_accepts(doc: object, name: str) -> bool:
     return next(iter(schema.explainer(name).iter_errors(doc)), None) is None
 
 
+def assert_agree(doc: dict[str, Any], name: str) -> None:
+    """A yes from the compiled validator is always jsonschema's yes; a no is jsonschema's no except
+    for a document holding a float, which `is_valid` always leaves to jsonschema by design (a float
+    is valid only where the schema allows a number: `spark.conf` values)."""
+    fast, full = schema.is_valid(doc, name), jsonschema_accepts(doc, name)
+    if fast:
+        assert full
+    elif not schema._has_float(doc):
+        assert not full
+
+
 AGREE = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -124,13 +135,13 @@ def test_the_unmutated_declarations_are_valid_for_both() -> None:
 @AGREE
 @given(mutated(TABLE))
 def test_both_validators_accept_the_same_tables(doc: dict[str, Any]) -> None:
-    assert schema.is_valid(doc, schema.TABLE_SCHEMA) == jsonschema_accepts(doc, schema.TABLE_SCHEMA)
+    assert_agree(doc, schema.TABLE_SCHEMA)
 
 
 @AGREE
 @given(mutated(PROJECT))
 def test_both_validators_accept_the_same_projects(doc: dict[str, Any]) -> None:
-    assert schema.is_valid(doc, schema.PROJECT_SCHEMA) == jsonschema_accepts(doc, schema.PROJECT_SCHEMA)
+    assert_agree(doc, schema.PROJECT_SCHEMA)
 
 
 def test_the_places_where_the_two_libraries_read_a_schema_differently_agree() -> None:
