@@ -1,4 +1,5 @@
-"""`bulk_allocation`: build a large, acyclic object graph without the cyclic collector's help.
+"""`bulk_allocation`: build a large, acyclic object graph without the cyclic collector's help;
+`quick_init`: a cheaper constructor for the frozen values made once per file.
 
 Planning a clean builds a few objects per file (listing entries, parsed names, slices, the files to
 delete, the clean plan's records): hundreds of thousands for a large table. CPython's cyclic garbage
@@ -15,9 +16,11 @@ at the first collection after the block.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 
 @contextmanager
@@ -36,3 +39,43 @@ def bulk_allocation() -> Iterator[None]:
     finally:
         if paused:
             gc.enable()
+
+
+T = TypeVar("T")
+
+
+def quick_init(cls: type[T]) -> type[T]:
+    """Give a frozen, slotted dataclass a faster `__init__` with the same signature and defaults.
+
+    The `__init__` that `dataclass(frozen=True)` writes assigns each field through
+    `object.__setattr__` (the class's own `__setattr__` refuses), looked up afresh per field; this
+    one calls each slot's own setter, bound once when the class is made. The instances are the
+    same: still frozen to every later assignment, equal, hashed and shown as before. Planning a
+    clean makes several such values per file (a parsed base file, its slice, the file to delete,
+    the clean plan's record): measured on this project's machine, about 2.0 against 1.5 us a value
+    (bench/README.md, "clean: the in-process round").
+
+    Apply it above `@dataclass(frozen=True, slots=True)`, to a class with no `__post_init__`, no
+    `InitVar` and no default factory (each refused here, not silently skipped).
+    """
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    if not (params.frozen and "__slots__" in cls.__dict__) or hasattr(cls, "__post_init__"):
+        raise TypeError(f"quick_init needs a frozen, slotted dataclass without __post_init__, not {cls.__name__}")
+    namespace: dict[str, object] = {}
+    arguments, body = [], []
+    for index, field in enumerate(fields):
+        if not field.init or field.default_factory is not dataclasses.MISSING or field.kw_only:
+            raise TypeError(f"quick_init: field {cls.__name__}.{field.name} is not a plain positional field")
+        if field.default is dataclasses.MISSING:
+            arguments.append(field.name)
+        else:
+            namespace[f"_default{index}"] = field.default
+            arguments.append(f"{field.name}=_default{index}")
+        namespace[f"_set{index}"] = cls.__dict__[field.name].__set__
+        body.append(f"    _set{index}(self, {field.name})")
+    exec(f"def __init__(self, {', '.join(arguments)}):\n" + "\n".join(body or ["    pass"]), namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
+    type.__setattr__(cls, "__init__", init)
+    return cls

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from runner.allocation import quick_init
 from runner.hudi.avro import encode_long, encode_string, write_container_with
 from runner.hudi.metadata._fields import (
     Fields,
@@ -36,6 +37,7 @@ class ActionInstant:
     state: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CleanFileInfo:
     """One file a clean plan deletes: its full path, and whether it is a bootstrap source file."""
