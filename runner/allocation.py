@@ -41,6 +41,21 @@ def bulk_allocation() -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def collecting() -> Iterator[None]:
+    """Run the block with the cyclic collector on, even inside a `bulk_allocation`, and put it
+    back as it was: for work that runs for minutes and makes garbage of its own, some of it in
+    cycles (a Spark job, a rewrite), which must not pile up while the collector is paused."""
+    paused = not gc.isenabled()
+    if paused:
+        gc.enable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.disable()
+
+
 T = TypeVar("T")
 
 

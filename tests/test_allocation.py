@@ -8,7 +8,7 @@ from dataclasses import FrozenInstanceError, dataclass, field
 
 import pytest
 
-from runner.allocation import bulk_allocation, quick_init
+from runner.allocation import bulk_allocation, collecting, quick_init
 
 
 @pytest.fixture(autouse=True)
@@ -103,3 +103,17 @@ def test_quick_init_refuses_what_it_would_get_wrong() -> None:
     for cls in (WithFactory, NotFrozen, Checked):
         with pytest.raises(TypeError):
             quick_init(cls)
+
+
+def test_collecting_turns_the_collector_on_inside_a_bulk_block_and_off_again() -> None:
+    with bulk_allocation():
+        with collecting():
+            assert gc.isenabled()
+        assert not gc.isenabled()
+        with pytest.raises(ValueError), collecting():
+            raise ValueError("boom")
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with collecting():  # outside any block it changes nothing
+        assert gc.isenabled()
+    assert gc.isenabled()
