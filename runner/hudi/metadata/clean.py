@@ -304,12 +304,15 @@ def _encoded_partition_metadata(partitions: Mapping[str, CleanPartitionMetadata]
     """`map<HoodieCleanPartitionMetadata>` as fastavro encodes it (the record's fields in order)."""
     parts = [encode_long(len(partitions))] if partitions else []
     for partition, m in partitions.items():
+        patterns = _encoded_strings(m.delete_path_patterns)
+        # Usually every file listed was deleted: the same list, so the same bytes, encoded once.
+        same = m.success_delete_files == m.delete_path_patterns
         parts += (
             encode_string(partition),
             encode_string(m.partition_path),
             encode_string(m.policy),
-            _encoded_strings(m.delete_path_patterns),
-            _encoded_strings(m.success_delete_files),
+            patterns,
+            patterns if same else _encoded_strings(m.success_delete_files),
             _encoded_strings(m.failed_delete_files),
             _FLAG[m.is_partition_deleted],
         )
