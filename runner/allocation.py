@@ -18,42 +18,69 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TypeVar
+
+# Open blocks of this module, across threads (`runner apply --threads` applies tables at once): the
+# collector is paused while a `bulk_allocation` block is open and no `collecting` block is, and the
+# last block to close puts it back. Counting, rather than each block restoring what it found, keeps
+# one thread's exit from undoing another's block (a `collecting` that ended after the pausing block
+# had closed would otherwise leave the collector paused for good).
+_lock = threading.Lock()
+_bulk = 0
+_collecting = 0
+
+
+def _settle() -> None:
+    """Turn the collector on or off as the open blocks say (called with `_lock` held)."""
+    if _bulk and not _collecting:
+        gc.disable()
+    else:
+        gc.enable()
 
 
 @contextmanager
 def bulk_allocation() -> Iterator[None]:
     """Pause the cyclic collector for the block, if it was running; nests and tolerates threads.
 
-    Only the call that paused it resumes it, so a nested block, or one in a thread that found it
-    already paused, never turns it back on early for good; if two threads race, the collector ends
-    running, never paused for good.
+    The collector runs again once every open block (of any thread) has closed, never paused for
+    good; one that someone else paused before any block opened is left as it was.
     """
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
+    global _bulk
+    with _lock:
+        ours = _bulk > 0 or _collecting > 0 or gc.isenabled()
+        if ours:
+            _bulk += 1
+            _settle()
     try:
         yield
     finally:
-        if paused:
-            gc.enable()
+        if ours:
+            with _lock:
+                _bulk -= 1
+                _settle()
 
 
 @contextmanager
 def collecting() -> Iterator[None]:
-    """Run the block with the cyclic collector on, even inside a `bulk_allocation`, and put it
-    back as it was: for work that runs for minutes and makes garbage of its own, some of it in
-    cycles (a Spark job, a rewrite), which must not pile up while the collector is paused."""
-    paused = not gc.isenabled()
-    if paused:
-        gc.enable()
+    """Run the block with the cyclic collector on, even inside a `bulk_allocation`: for work that
+    runs for minutes and makes garbage of its own, some of it in cycles (a Spark job, a rewrite),
+    which must not pile up while the collector is paused. Outside any block it changes nothing."""
+    global _collecting
+    with _lock:
+        ours = _bulk > 0
+        if ours:
+            _collecting += 1
+            _settle()
     try:
         yield
     finally:
-        if paused:
-            gc.disable()
+        if ours:
+            with _lock:
+                _collecting -= 1
+                _settle()
 
 
 T = TypeVar("T")

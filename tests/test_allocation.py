@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from dataclasses import FrozenInstanceError, dataclass, field
 
@@ -73,7 +74,7 @@ class _Plain:
 
 def test_quick_init_makes_the_same_frozen_values_as_the_dataclass_init() -> None:
     for args in (("a",), ("a", 3), ("a", 3, "n")):
-        quick, plain = _Value(*args), _Plain(*args)  # type: ignore[arg-type]
+        quick, plain = _Value(*args), _Plain(*args)
         assert (quick.name, quick.size, quick.note) == (plain.name, plain.size, plain.note)
         assert repr(quick) == repr(plain).replace("_Plain", "_Value")
     assert _Value("a", 3, "x") == _Value("a", 3, "y") and hash(_Value("a", 3)) == hash(_Value("a", 3))
@@ -117,3 +118,59 @@ def test_collecting_turns_the_collector_on_inside_a_bulk_block_and_off_again() -
     with collecting():  # outside any block it changes nothing
         assert gc.isenabled()
     assert gc.isenabled()
+
+
+def test_a_collecting_block_that_outlives_the_pausing_block_of_another_thread_leaves_it_running() -> None:
+    # `runner apply --threads`: table A's apply (a bulk block) ends while table B's rewrite
+    # (`collecting` inside B's own bulk block) is still running; when B is done too, the collector
+    # must run again, and it must stay paused for B's own block in between.
+    a_open, b_collecting, a_closed, b_done = (threading.Event() for _ in range(4))
+    seen: list[bool] = []
+
+    def table_a() -> None:
+        with bulk_allocation():
+            a_open.set()
+            b_collecting.wait()
+        a_closed.set()
+
+    def table_b() -> None:
+        a_open.wait()
+        with bulk_allocation():
+            with collecting():
+                b_collecting.set()
+                a_closed.wait()
+                seen.append(gc.isenabled())
+            seen.append(gc.isenabled())
+        b_done.set()
+
+    threads = [threading.Thread(target=table_a), threading.Thread(target=table_b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == [True, False] and gc.isenabled()
+
+
+def test_blocks_of_two_threads_keep_it_paused_until_both_close() -> None:
+    first_open, second_open, first_closed = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def first() -> None:
+        with bulk_allocation():
+            first_open.set()
+            second_open.wait()
+        first_closed.set()
+
+    def second() -> None:
+        first_open.wait()
+        with bulk_allocation():
+            second_open.set()
+            first_closed.wait()
+            seen.append(gc.isenabled())
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == [False] and gc.isenabled()
