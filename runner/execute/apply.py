@@ -116,7 +116,7 @@ def apply_table(
     # The collector stays paused for the whole table (`bulk_allocation`): planning, the clean's
     # records and the delete results are a few acyclic objects per file, and each time the collector
     # came back between those steps it walked everything the step had left alive (three
-    # collections, 45-80 ms of CPU per 40,100-file clean; bench/README.md, "clean: the in-process
+    # collections, 44-80 ms of CPU per 40,100-file clean; bench/README.md, "clean: the in-process
     # round"). By the end of this call they are freed. Steps that run for minutes with garbage of
     # their own (a rewrite, a Spark delete job) turn it back on (`collecting`).
     with executors_seen() as seen, bulk_allocation():
