@@ -419,7 +419,8 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=100, help="file groups per partition")
     parser.add_argument("--versions", type=int, default=5, help="base-file versions per group")
     parser.add_argument("--touched", type=float, default=1.0, help="percent of partitions the last commits touch")
-    parser.add_argument("--runs", type=int, default=3, help="runs of every apply variant")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="runs of every apply variant (0: none, e.g. to build a --table for other scripts)")
     parser.add_argument("--cli-runs", type=int, default=3, help="of which with the CLI (JVM start-up each)")
     parser.add_argument("--plan-runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=LOCAL_DELETE_THREADS,
@@ -461,7 +462,7 @@ def main() -> None:
         seconds, (builder, touched) = timed(lambda: kept_or_built(master, args))
         print(f"built the table in {seconds:.1f} s" if builder else f"reused the table at {master}", flush=True)
         apply_rows = None
-        if args.only in (None, "apply"):
+        if args.only in (None, "apply") and args.runs > 0:  # --runs 0: only build (or check) the table
             apply_rows = measure_apply(master, work, args)
         plan_rows = None
         if args.only in (None, "plan"):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from runner.allocation import bulk_allocation, collecting
 from runner.declarations.model import SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
 from runner.execute.clean import CleanOutcome, CleanRunner, Deleter, files_of
@@ -112,7 +113,13 @@ def apply_table(
     A saved plan is re-planned under the lock with the real clock and only narrows that plan.
     `spark` returns the session for rewrites (default: `get_spark(spark_settings)`).
     """
-    with executors_seen() as seen:
+    # The collector stays paused for the whole table (`bulk_allocation`): planning, the clean's
+    # records and the delete results are a few acyclic objects per file, and each time the collector
+    # came back between those steps it walked everything the step had left alive (three
+    # collections, 44-80 ms of CPU per 40,100-file clean; bench/README.md, "clean: the in-process
+    # round"). By the end of this call they are freed. Steps that run for minutes with garbage of
+    # their own (a rewrite, a Spark delete job) turn it back on (`collecting`).
+    with executors_seen() as seen, bulk_allocation():
         result = _apply_table(decl, planned, now=now, spark_settings=spark_settings,
                               deleter_factory=deleter_factory, clock=clock, spark=spark)
     result.executors = sorted(seen)
@@ -295,8 +302,9 @@ def _finish_pending_resizes(step: FinishPendingResize, run: _Run) -> None:
     """Finish (or roll back) the resizes a crash interrupted."""
     from runner.execute.resize import finish_pending_resize
 
-    finished = finish_pending_resize(run.storage, read_table_metadata(run.storage), spark=run.spark_on_demand(),
-                                     clock=run.clock, max_tasks=run.decl.spark.resize_partitions)
+    with collecting():  # a rewrite: see apply_table
+        finished = finish_pending_resize(run.storage, read_table_metadata(run.storage), spark=run.spark_on_demand(),
+                                         clock=run.clock, max_tasks=run.decl.spark.resize_partitions)
     if finished is not None:
         _record_resize(run.result, finished)
         run.finished_resize = True
@@ -310,7 +318,8 @@ def _resize(step: Resize, run: _Run) -> None:
     if run.finished_resize:  # the finished resize may have taken some of these files
         step = _still_rewritable(step, plan_sizing(run.decl.file_sizing, read_table_state(run.storage, metadata=meta)))
     tasks = run.decl.spark.resize_partitions  # the table's own bound on the rewrite job's tasks
-    outcome = run_resize(run.storage, meta, step, spark=run.spark_on_demand(), clock=run.clock, max_tasks=tasks)
+    with collecting():  # a rewrite: see apply_table
+        outcome = run_resize(run.storage, meta, step, spark=run.spark_on_demand(), clock=run.clock, max_tasks=tasks)
     _record_resize(run.result, outcome)
 
 

@@ -9,8 +9,9 @@ deleted, so the end result is the same as an uninterrupted run.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import runner.progress as progress
 from runner.allocation import bulk_allocation
@@ -121,6 +122,23 @@ def files_of(plan: CleanPlan, base_uri: str) -> dict[str, list[str]]:
     return files
 
 
+def _tally(outcomes: Iterable[DeleteResult]) -> tuple[list[str], int, list[str]]:
+    """The paths deleted by this run, the number already gone and the paths that failed, in one
+    pass (a clean has a result per file)."""
+    deleted: list[str] = []
+    gone = 0
+    failed: list[str] = []
+    for outcome in outcomes:
+        if outcome.error is None:
+            if outcome.deleted:
+                deleted.append(outcome.path)
+            else:
+                gone += 1
+        elif outcome.error:
+            failed.append(outcome.path)
+    return deleted, gone, failed
+
+
 def _reached_by_pending_writes(storage: Storage) -> Callable[[str], bool]:
     """Whether a pending write may still write into a partition: its folder must stay, or file-listing
     readers would not find the partition (they know one by its `.hoodie_partition_metadata`)."""
@@ -189,13 +207,13 @@ class CleanRunner:
         done = self.writer.complete(pending, data, completion=self.completion_time())
         written.append(done.file_name)
         failpoint("after_clean_completed")
-        ok = [o for o in outcomes.values() if o.error is None]
+        deleted, gone, failed = _tally(outcomes.values())
         return CleanOutcome(
             instant=str(pending.time),
-            files_deleted=sum(1 for o in ok if o.deleted),
-            bytes_deleted=sum(sizes.get(o.path, 0) for o in ok if o.deleted),
-            files_already_gone=sum(1 for o in ok if not o.deleted),
-            failed=tuple(sorted(o.path for o in outcomes.values() if o.error)),
+            files_deleted=len(deleted),
+            bytes_deleted=sum(map(sizes.get, deleted, repeat(0))),
+            files_already_gone=gone,
+            failed=tuple(sorted(failed)),
             partitions_deleted=deleted_partitions,
             instants_written=tuple(written),
         )
@@ -214,16 +232,17 @@ class CleanRunner:
         partitions = {}
         for partition in sorted(set(files) | set(plan.partitions_to_delete)):
             paths = files.get(partition, [])
-            names = [p.rsplit("/", 1)[-1] for p in paths]
+            names = tuple(p.rsplit("/", 1)[-1] for p in paths)
             # As Hudi's CleanActionExecutor: a file whose delete did not happen (an error, or already
             # gone after a crash) is a failed delete, not a successful one.
-            done = [outcomes[p].error is None and outcomes[p].deleted for p in paths]
+            done = [(o := outcomes[p]).error is None and o.deleted for p in paths]
+            every = all(done)  # the usual case: the lists are the names as they are
             partitions[partition] = CleanPartitionMetadata(
                 partition_path=partition,
                 policy=plan.policy,
-                delete_path_patterns=tuple(names),
-                success_delete_files=tuple(n for n, ok in zip(names, done, strict=True) if ok),
-                failed_delete_files=tuple(n for n, ok in zip(names, done, strict=True) if not ok),
+                delete_path_patterns=names,
+                success_delete_files=names if every else tuple(n for n, ok in zip(names, done, strict=True) if ok),
+                failed_delete_files=() if every else tuple(n for n, ok in zip(names, done, strict=True) if not ok),
                 is_partition_deleted=partition in deleted,
             )
         ectr = plan.earliest_instant_to_retain

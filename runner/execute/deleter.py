@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from runner.allocation import collecting
 from runner.declarations.model import SparkSettings
 from runner.storage import DEFAULT_DELETE_THREADS, DeleteResult, Storage
 
@@ -106,5 +107,6 @@ class Deleter:
     def _spark_job(self, storage: Storage, paths: Sequence[str]) -> list[DeleteResult]:
         from runner.execute.spark import delete_files, get_spark
 
-        session = self._spark() if self._spark is not None else get_spark(self._settings)
-        return delete_files(session, storage, paths)
+        with collecting():  # a job that may run for minutes (see runner.execute.apply.apply_table)
+            session = self._spark() if self._spark is not None else get_spark(self._settings)
+            return delete_files(session, storage, paths)

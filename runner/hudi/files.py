@@ -14,6 +14,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from runner.allocation import quick_init
 from runner.hudi.instant import InstantTime
 
 BASE_FORMATS = ("parquet", "orc", "hfile", "lance")
@@ -48,6 +49,7 @@ def write_token(partition_id: int, stage_id: int, attempt_id: int) -> str:
     return f"{partition_id}-{stage_id}-{attempt_id}"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class BaseFile:
     """A base (columnar) file. `size` is in bytes, -1 when unknown.
@@ -69,7 +71,8 @@ class BaseFile:
         match = _BASE_RE.fullmatch(name)
         if match is None:
             return None
-        return cls(match["file_id"], match["token"], _instant_time(match["time"]), match["ext"], size, name)
+        file_id, token, time, extension = match.groups()  # the pattern's groups, in this order
+        return cls(file_id, token, _instant_time(time), extension, size, name)
 
     @property
     def name(self) -> str:
@@ -122,6 +125,7 @@ def is_data_file_name(name: str) -> bool:
     return log is not None and log["ext"] == "log"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class FileSlice:
     """One version of a file group: a base instant, its base file (absent for log-only slices or
@@ -146,6 +150,7 @@ class FileSlice:
         return sum(max(f.size, 0) for f in self.files)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class FileGroup:
     """All committed slices of `(partition, file_id)`, newest base instant first."""

@@ -17,6 +17,7 @@ Rules (Hudi's `AbstractTableFileSystemView` / `HoodieFileGroup`, and hudi-rs agr
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -191,20 +192,34 @@ def _classify(by_dir: Mapping[str, list[_Entry]], *, subfolders: Iterable[str] =
     """Partitions and their files; `subfolders` are folders found below the base path, whose
     partitions above them are `crowded` (files of other kinds are found by `build_file_groups`,
     which parses every name anyway)."""
-    partitions = sorted(d for d, entries in by_dir.items() if any(_is_marker(n) for n, _ in entries))
-    partition_set = set(partitions)
+    partitions: list[str] = []
     files: dict[str, tuple[_Entry, ...]] = {}
     unrecognized: list[str] = []
     crowded: set[str] = set()
     for folder, entries in by_dir.items():
-        if folder in partition_set:
-            files[folder] = tuple(sorted(e for e in entries if not _is_marker(e[0])))
+        ordered = sorted(entries)  # a local listing comes sorted already: one pass, no reordering
+        start, end = _marker_run(ordered)
+        kept = [e for e in ordered[start:end] if not _is_marker(e[0])]
+        if len(kept) < end - start:  # a marker: a partition (its markers are not data)
+            partitions.append(folder)
+            files[folder] = (*ordered[:start], *kept, *ordered[end:])
         else:
             unrecognized.extend(relative_path(folder, n) for n, _ in entries)
+    partition_set = set(partitions)
     for folder in subfolders:
         parts = folder.split("/")
         crowded.update(p for depth in range(1, len(parts)) if (p := "/".join(parts[:depth])) in partition_set)
-    return ListedFiles(tuple(partitions), files, tuple(sorted(unrecognized)), frozenset(crowded))
+    return ListedFiles(tuple(sorted(partitions)), files, tuple(sorted(unrecognized)), frozenset(crowded))
+
+
+def _marker_run(ordered: list[_Entry]) -> tuple[int, int]:
+    """Where the names starting with `PARTITION_MARKER` lie in a folder's sorted entries: one
+    contiguous run (sorted strings sharing a prefix are adjacent), found by bisection, so only
+    those few names are tested one by one rather than every data file of the folder."""
+    start = end = bisect_left(ordered, (PARTITION_MARKER,))
+    while end < len(ordered) and ordered[end][0].startswith(PARTITION_MARKER):
+        end += 1
+    return start, end
 
 
 def _name(path: str) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from runner.allocation import quick_init
 from runner.declarations.model import CleanPolicyName, ResizeStrategy
 from runner.hudi.instant import Action, Instant, InstantTime, State
 
@@ -41,6 +42,7 @@ STEP_ORDER = tuple(StepKind)
 ACCOMPANYING = frozenset({StepKind.DISABLE_METADATA_TABLE, StepKind.UPDATE_METADATA_TABLE})
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class FileToDelete:
     """A data file, by its path relative to the table's base path, and why the cleaner takes it."""

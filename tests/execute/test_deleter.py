@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from runner.allocation import bulk_allocation
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.execute.apply import apply_table
 from runner.execute.deleter import THREADS_UP_TO, Deleter, choose_engine, is_local_master
@@ -68,8 +70,18 @@ def test_a_local_master_deletes_on_threads_without_starting_spark(tmp_path: Path
 def test_past_the_bound_a_local_master_uses_the_spark_job(tmp_path: Path, spark: Any) -> None:
     names = _files(tmp_path, 40)
 
-    deleter = Deleter(SparkSettings(master="local[2]"), lambda: spark, threads_up_to=10)
-    outcomes = deleter(LocalStorage(str(tmp_path)), names[:25])
+    collector: list[bool] = []
+
+    def session() -> Any:
+        collector.append(gc.isenabled())
+        return spark
+
+    deleter = Deleter(SparkSettings(master="local[2]"), session, threads_up_to=10)
+    with bulk_allocation():  # as apply runs it: the job turns the collector back on for itself
+        outcomes = deleter(LocalStorage(str(tmp_path)), names[:25])
+        assert not gc.isenabled()
+
+    assert collector == [True]
 
     assert sorted(outcomes, key=lambda o: o.path) == [DeleteResult(n, True) for n in sorted(names[:25])]
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.parquet")) == sorted(names[25:])
@@ -124,14 +136,28 @@ def test_apply_reports_the_engine_and_keeps_what_readers_see(tmp_path: Path) -> 
     assert planned.clean is not None and planned.clean.files_to_delete, "the fixture must have old versions"
     before = oracle_snapshot(base)
 
+    deleter = _CollectorSeen(Deleter(SparkSettings(master="local[2]"), _refuse_spark))
+
     result = apply_table(decl, None, now=now, spark_settings=SparkSettings(master="local[2]"),
-                         deleter_factory=lambda: Deleter(SparkSettings(master="local[2]"), _refuse_spark))
+                         deleter_factory=lambda: deleter)
 
     assert result.status == "success", result
+    assert deleter.collector == [False] and gc.isenabled()  # paused for the table's apply, running after
     assert result.files_deleted == len(planned.clean.files_to_delete)
     assert any("in-process" in note for note in result.notes), result.notes
     assert all(not (base / f.path).exists() for f in planned.clean.files_to_delete)
     assert oracle_snapshot(base) == before
+
+
+class _CollectorSeen:
+    """`runner apply`'s deleter, noting whether the cyclic collector ran while it deleted."""
+
+    def __init__(self, inner: Deleter) -> None:
+        self.inner, self.notes, self.collector = inner, inner.notes, list[bool]()
+
+    def __call__(self, storage: Any, paths: Any) -> list[DeleteResult]:
+        self.collector.append(gc.isenabled())
+        return self.inner(storage, paths)
 
 
 def _refuse_spark() -> Any:

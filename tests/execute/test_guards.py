@@ -156,6 +156,13 @@ _PLANS: list[dict[str, list[str]]] = [
     {"p": [f"file:/t2/p/{NAME}"]},
     {"p": [f"file:/t/p/../../t2/p/{NAME}"]},
     {"p": []},
+    # Line breaks, which the partition-at-once check uses as its separator: in a name, a path that
+    # holds a second path, and a partition's name.
+    {"p": [f"file:/t/p/{NAME}", "file:/t/p/a\n_0-1-2_20240101000000000.parquet"]},
+    {"p": [f"file:/t/p/{NAME}\nfile:/t/p/{LOG}"]},
+    {"p": [f"file:/t/p/{NAME}\n", f"file:/t/p/{LOG}"]},
+    {"p\nq": [f"file:/t/p\nq/{NAME}", f"file:/t/p\nq/{LOG}"]},
+    {"p": [f"file:/t/p/{NAME}", f"\nfile:/t/p/{LOG}"]},
 ]
 
 

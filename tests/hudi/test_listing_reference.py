@@ -11,13 +11,14 @@ unchanged too (tests/plan and tests/execute check the plans themselves).
 from __future__ import annotations
 
 import os
+import random
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from runner.hudi.files import relative_path
-from runner.hudi.view import PARTITION_MARKER, ListedFiles, discover_partitions
+from runner.hudi.view import PARTITION_MARKER, ListedFiles, _classify, discover_partitions
 from runner.storage import FileInfo, LocalStorage
 from runner.testing import TableBuilder
 from tests.conftest import extract_fixture, fixture_id, fixture_zips
@@ -115,6 +116,14 @@ def trap_table(tmp_path: Path) -> Path:
     (root / "dt=3" / "loop").symlink_to(root, target_is_directory=True)
     (root / "dt=3" / "away").symlink_to(outside / "folder", target_is_directory=True)
     os.mkfifo(root / "dt=1" / "fifo")
+    # Names around the marker in sorted order: `_classify` looks only at the run of names that
+    # start like a marker, so these check both ends of that run and what sorts before it.
+    (root / "dt=2" / f"{PARTITION_MARKER}_not_a_marker").write_bytes(b"x")
+    (root / "dt=2" / f"{PARTITION_MARKER}X").write_bytes(b"x")
+    (root / "dt=2" / "-sorts-before-the-marker.parquet").write_bytes(b"x")
+    (root / "lookalike").mkdir()
+    (root / "lookalike" / f"{PARTITION_MARKER}_not_a_marker").write_bytes(b"x")  # so not a partition
+    (root / "lookalike" / "a.parquet").write_bytes(b"x")
     return root
 
 
@@ -130,11 +139,27 @@ def test_the_traps_are_listed_by_the_old_rules(trap_table: Path) -> None:
     assert "dt=1/broken.parquet" not in walked
     assert not any(p.startswith(("dt=3/loop/", "dt=3/away/")) for p in walked)
     assert "dt=1/fifo" in walked
-    assert listed.partitions == ("dt=1", "dt=2", "dt=3")  # not dt=2/inner/p=1, not other
+    assert listed.partitions == ("dt=1", "dt=2", "dt=3")  # not dt=2/inner/p=1, not other, not lookalike
+    assert f"{PARTITION_MARKER}_not_a_marker" in dict(listed.files["dt=2"])
+    assert "lookalike/a.parquet" in listed.unrecognized
     assert not any("inner" in p or p.startswith("other/") for p in listed.unrecognized)
     assert "dt=3/sub/below_a_partition.parquet" in listed.unrecognized
     assert "loose.parquet" in listed.unrecognized
     assert "dt=1/notes.txt" in {relative_path("dt=1", n) for n, _ in listed.files["dt=1"]}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_classifying_unsorted_folders_agrees_with_every_rule_per_file(seed: int) -> None:
+    """A store that lists in any order (not local disk): markers of each form, names that only
+    start like one, names sorting before and after it, a folder of lookalikes only."""
+    rng = random.Random(seed)
+    pool = [PARTITION_MARKER, f"{PARTITION_MARKER}.parquet", f"{PARTITION_MARKER}.orc", f"{PARTITION_MARKER}_x",
+            f"{PARTITION_MARKER}X", ".hoodie_partition_metadat", "-a.parquet", ".a.log.1", "a.parquet", "z.parquet",
+            "~.parquet", "f1_0-1-2_20240101000000000.parquet"]
+    by_dir = {f"p{i}": [(name, rng.randrange(5)) for name in rng.sample(pool, rng.randrange(len(pool) + 1))]
+              for i in range(6)}
+    infos = [FileInfo(relative_path(d, n), size, False, 0) for d, entries in by_dir.items() for n, size in entries]
+    assert _classify({d: list(entries) for d, entries in by_dir.items()}) == reference_discover(infos)
 
 
 def test_walk_of_a_file_or_a_missing_folder_is_empty(trap_table: Path) -> None:

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from runner.allocation import quick_init
 from runner.hudi.avro import encode_long, encode_string, write_container_with
 from runner.hudi.metadata._fields import (
     Fields,
@@ -36,6 +37,7 @@ class ActionInstant:
     state: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CleanFileInfo:
     """One file a clean plan deletes: its full path, and whether it is a bootstrap source file."""
@@ -302,12 +304,15 @@ def _encoded_partition_metadata(partitions: Mapping[str, CleanPartitionMetadata]
     """`map<HoodieCleanPartitionMetadata>` as fastavro encodes it (the record's fields in order)."""
     parts = [encode_long(len(partitions))] if partitions else []
     for partition, m in partitions.items():
+        patterns = _encoded_strings(m.delete_path_patterns)
+        # Usually every file listed was deleted: the same list, so the same bytes, encoded once.
+        same = m.success_delete_files == m.delete_path_patterns
         parts += (
             encode_string(partition),
             encode_string(m.partition_path),
             encode_string(m.policy),
-            _encoded_strings(m.delete_path_patterns),
-            _encoded_strings(m.success_delete_files),
+            patterns,
+            patterns if same else _encoded_strings(m.success_delete_files),
             _encoded_strings(m.failed_delete_files),
             _FLAG[m.is_partition_deleted],
         )
