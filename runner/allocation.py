@@ -19,8 +19,8 @@ from __future__ import annotations
 import dataclasses
 import gc
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import TypeVar
 
 # Open blocks of this module, across threads (`runner apply --threads` applies tables at once): the
@@ -29,58 +29,49 @@ from typing import TypeVar
 # one thread's exit from undoing another's block (a `collecting` that ended after the pausing block
 # had closed would otherwise leave the collector paused for good).
 _lock = threading.Lock()
-_bulk = 0
-_collecting = 0
+_open = {"bulk": 0, "collecting": 0}
 
 
 def _settle() -> None:
     """Turn the collector on or off as the open blocks say (called with `_lock` held)."""
-    if _bulk and not _collecting:
+    if _open["bulk"] and not _open["collecting"]:
         gc.disable()
     else:
         gc.enable()
 
 
 @contextmanager
-def bulk_allocation() -> Iterator[None]:
+def _counted(kind: str, joins: Callable[[], bool]) -> Iterator[None]:
+    """Count the block among the open blocks of `kind` if `joins()` says so (asked under the lock),
+    and settle the collector as it opens and as it closes."""
+    with _lock:
+        ours = joins()
+        if ours:
+            _open[kind] += 1
+            _settle()
+    try:
+        yield
+    finally:
+        if ours:
+            with _lock:
+                _open[kind] -= 1
+                _settle()
+
+
+def bulk_allocation() -> AbstractContextManager[None]:
     """Pause the cyclic collector for the block, if it was running; nests and tolerates threads.
 
     The collector runs again once every open block (of any thread) has closed, never paused for
     good; one that someone else paused before any block opened is left as it was.
     """
-    global _bulk
-    with _lock:
-        ours = _bulk > 0 or _collecting > 0 or gc.isenabled()
-        if ours:
-            _bulk += 1
-            _settle()
-    try:
-        yield
-    finally:
-        if ours:
-            with _lock:
-                _bulk -= 1
-                _settle()
+    return _counted("bulk", lambda: _open["bulk"] > 0 or _open["collecting"] > 0 or gc.isenabled())
 
 
-@contextmanager
-def collecting() -> Iterator[None]:
+def collecting() -> AbstractContextManager[None]:
     """Run the block with the cyclic collector on, even inside a `bulk_allocation`: for work that
     runs for minutes and makes garbage of its own, some of it in cycles (a Spark job, a rewrite),
     which must not pile up while the collector is paused. Outside any block it changes nothing."""
-    global _collecting
-    with _lock:
-        ours = _bulk > 0
-        if ours:
-            _collecting += 1
-            _settle()
-    try:
-        yield
-    finally:
-        if ours:
-            with _lock:
-                _collecting -= 1
-                _settle()
+    return _counted("collecting", lambda: _open["bulk"] > 0)
 
 
 T = TypeVar("T")
