@@ -20,6 +20,7 @@ from dataclasses import replace
 from runner.errors import RefusedError, RequirementFailed
 from runner.execute.paths import partition_path, table_relative
 from runner.plan.model import TablePlan
+from runner.plan.sizing import BLOCKED_NOTE_PREFIXES
 from runner.plan.steps import (
     ACCOMPANYING,
     Clean,
@@ -90,10 +91,6 @@ def _narrow_clean(name: str, saved: Clean | None, fresh: Clean | None,
     return step, NARROWED_NOTE
 
 
-# The fresh plan's notes that say why it leaves files alone (`runner.plan.sizing.resize_blocked_notes`).
-_RESIZE_BLOCKED = ("resize refused", "no resize")
-
-
 def _narrow_sizing(name: str, saved: Resize | None, fresh: Resize | None, notes: Iterable[str]) -> Resize | None:
     if saved is None or not saved.groups:
         return None
@@ -106,7 +103,7 @@ def _narrow_sizing(name: str, saved: Resize | None, fresh: Resize | None, notes:
     missing = [p for p in paths if p not in fresh_group]
     if missing or fresh is None:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        blocked = "".join(f"; {n}" for n in notes if n.startswith(_RESIZE_BLOCKED))
+        blocked = "".join(f"; {n}" for n in notes if n.startswith(BLOCKED_NOTE_PREFIXES))
         raise RefusedError(
             f"table {name}: the plan asks to rewrite files a fresh plan would not rewrite (not small, not "
             f"the latest base file, busy, or sizing is not declared): {shown or 'every resize group'}; "

@@ -64,6 +64,11 @@ def _table_refusal(state: TableState) -> str | None:
     return resize_refusal(state.metadata, (g.file_id for g in state.active_groups))
 
 
+# How every note of `resize_blocked_notes` begins (a refusal of the table, or a wait for a pending
+# write), so that a saved plan's refused resize can quote the fresh plan's reason.
+BLOCKED_NOTE_PREFIXES = ("resize refused", "no resize")
+
+
 def resize_blocked_notes(state: TableState) -> list[str]:
     """Why a resize leaves a table or some partitions alone now (bucket index, pending writes),
     for the plan."""
