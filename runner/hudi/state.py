@@ -34,8 +34,9 @@ from runner.hudi.view import ListedFiles, build_file_groups, discover_partitions
 if TYPE_CHECKING:  # annotations only: the Hudi model reads through whatever Storage it is given
     from runner.storage import Storage
 
-PROPERTIES = ".hoodie/hoodie.properties"
-METADATA_TABLE = ".hoodie/metadata"
+HOODIE = ".hoodie"
+PROPERTIES = f"{HOODIE}/hoodie.properties"
+METADATA_TABLE = f"{HOODIE}/metadata"
 
 FileGroupKey = tuple[str, str]
 
@@ -150,13 +151,14 @@ class TableState:
 
 def read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str]:
     """Read hoodie.properties and the timeline folder, refusing non-Hudi folders and unknown versions."""
-    config, timeline, folder, _ = _read_timeline(storage)
+    config, timeline, folder, _, _ = _read_timeline(storage)
     return config, timeline, folder
 
 
-def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[str, tm.FileStamp]]:
+def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[str, tm.FileStamp], set[str] | None]:
     """`read_timeline`, plus each instant file's size and modification time from the same listing
-    (they key the cache of decoded instants)."""
+    (they key the cache of decoded instants), and the names of what `.hoodie` holds when that
+    listing is `.hoodie` itself (timeline layout 1), else None."""
     try:
         raw = storage.read(PROPERTIES)
     except StorageError as error:
@@ -169,7 +171,7 @@ def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[s
                 hint="make it a file the runner can read (check its permissions: the runner reads the table's "
                 "files, and writes them to apply).",
             ) from None
-        if storage.stat(".hoodie") is None:
+        if storage.stat(HOODIE) is None:
             found = "it does not exist" if storage.stat("") is None else "it has no .hoodie folder"
             raise NotAHudiTableError(
                 f"{storage.uri} is not a Hudi table: {found}",
@@ -184,15 +186,27 @@ def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[s
     config = TableConfig.from_properties(
         parse_properties(raw.decode("utf-8", errors="replace"), path=PROPERTIES), path=PROPERTIES
     )
-    folder = ".hoodie" if config.timeline_layout_version == 1 else f".hoodie/{config.timeline_path}"
-    files = [f for f in storage.list_dir(folder) if not f.is_dir]
-    stamps = {f.path.rsplit("/", 1)[-1]: (f.size, f.mtime_ms) for f in files}
-    return config, Timeline.from_file_names(list(stamps), folder=folder), folder, stamps
+    folder = HOODIE if config.timeline_layout_version == 1 else f"{HOODIE}/{config.timeline_path}"
+    listed = storage.list_dir(folder)
+    stamps = {_name(f.path): (f.size, f.mtime_ms) for f in listed if not f.is_dir}
+    children = {_name(f.path) for f in listed} if folder == HOODIE else None
+    return config, Timeline.from_file_names(list(stamps), folder=folder), folder, stamps, children
+
+
+def _hoodie_children(storage: Storage, listed: set[str] | None) -> set[str]:
+    """Names of what `.hoodie` holds: one listing answers for the metadata table, the bucket index
+    and the schema history, where a `stat` each would cost a request each (two on S3 for a folder)."""
+    return listed if listed is not None else {_name(f.path) for f in storage.list_dir(HOODIE)}
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def read_table_metadata(storage: Storage) -> TableMetadata:
     """Read hoodie.properties, the timeline and the instant contents the planners need."""
-    config, timeline, folder, stamps = _read_timeline(storage)
+    config, timeline, folder, stamps, listed = _read_timeline(storage)
+    hoodie = _hoodie_children(storage, listed)
     reader = tm.InstantReader(storage, folder, timeline, stamps=stamps)
     commits = reader.completed_commits()  # lazy: a plan decodes only the commits it looks at
     compactions = reader.pending_operations(Action.COMPACTION)
@@ -214,11 +228,12 @@ def read_table_metadata(storage: Storage) -> TableMetadata:
         last_clean=last_clean,
         empty_completed_cleans=empty_cleans,
         pending_cleans=reader.pending_cleans(),
-        has_metadata_table=storage.stat(METADATA_TABLE) is not None,
+        has_metadata_table=_name(METADATA_TABLE) in hoodie,
         pending_writes=read_pending_writes(storage, folder, timeline),
-        has_bucket_index_folder=storage.stat(BUCKET_INDEX_FOLDER) is not None,
+        has_bucket_index_folder=_name(BUCKET_INDEX_FOLDER) in hoodie,
         # Hudi creates the folder empty with every table; only its files are a history.
-        has_schema_history=any(not f.is_dir for f in storage.list_dir(SCHEMA_HISTORY_FOLDER)),
+        has_schema_history=_name(SCHEMA_HISTORY_FOLDER) in hoodie
+        and any(not f.is_dir for f in storage.list_dir(SCHEMA_HISTORY_FOLDER)),
     )
 
 
