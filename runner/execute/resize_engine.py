@@ -29,6 +29,8 @@ import logging
 import multiprocessing
 import os
 import pickle
+import select
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -253,12 +255,37 @@ def _executor(pool: Pool, workers: int) -> Executor:
     # it is when the job starts (a failpoint armed after the server started, credentials read from
     # the environment).
     return ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                               initializer=_adopt_environment, initargs=(dict(os.environ),))
+                               initializer=_start_worker, initargs=(dict(os.environ), os.getpid()))
 
 
-def _adopt_environment(environment: dict[str, str]) -> None:
+def _start_worker(environment: dict[str, str], driver: int) -> None:
     os.environ.clear()
     os.environ.update(environment)
+    # A killed driver (SIGKILL, out of memory) leaves its workers behind: they and the forkserver
+    # hold each other's pipes open, so neither sees it go. The attempt fence already keeps an orphan
+    # from publishing; this keeps it from burning a core on a group nobody will commit.
+    threading.Thread(target=_exit_with, args=(driver,), name="driver-watch", daemon=True).start()
+
+
+def _exit_with(driver: int) -> None:
+    try:
+        handle = os.pidfd_open(driver)  # readable once the driver has exited, whatever reuses its pid
+    except (AttributeError, OSError):  # not Linux 5.3 or later: poll the pid
+        while _alive(driver):
+            time.sleep(0.5)
+    else:
+        select.select([handle], [], [])
+    os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # there, under another user: not ours, so ours is gone
+        return False
+    return True
 
 
 def _run_one(storage: Storage, instant: str, index: int,

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -302,3 +303,42 @@ def test_on_s3_either_pool_rewrites_and_the_storage_with_its_credentials_reaches
             target.write_bytes(client.get_object(Bucket=s3_bucket, Key=item["Key"])["Body"].read())
     assert snapshot(back) == before  # the `hudi` reader, on the table as the workers left it on S3
     assert all((back / p).exists() for p in outcome.output_files)
+
+
+_ORPHAN_DRIVER = """
+import os, sys, time
+from runner.execute.resize_engine import _executor
+pool = _executor("processes", 1)
+pool.submit(time.sleep, 600)  # a worker busy with a long group
+while not pool._processes:
+    time.sleep(0.05)
+print(next(iter(pool._processes)), flush=True)
+time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` still runs (an exited orphan waits unreaped when PID 1 does not reap)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_a_busy_worker_process_exits_when_the_driver_is_killed():
+    driver = subprocess.Popen([sys.executable, "-c", _ORPHAN_DRIVER], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert driver.stdout is not None
+        worker = int(driver.stdout.readline())
+        assert _running(worker)
+        driver.kill()  # SIGKILL: no clean-up of its own runs
+        driver.wait()
+        deadline = time.monotonic() + 60
+        while _running(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(worker), f"worker {worker} outlived its driver"
+    finally:
+        driver.kill()
