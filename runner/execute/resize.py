@@ -58,6 +58,7 @@ from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt.maintain import ResizedFile, ResizeMaintenance, prepare_resize_maintenance
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
+from runner.hudi.pending_undo import history_moved
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
@@ -225,6 +226,11 @@ class ResizeRunner:
                 not a conflict), or None before it is written.
         """
         meta = read_table_metadata(self.storage)
+        # A rollback of a write the groups hold (or a restore) would be undone by the new file
+        # groups, which copy its rows; Hudi writers start one without the runner's lock.
+        moved = history_moved(self.storage, self.meta.timeline, savepoints=False)
+        if moved is not None:
+            return moved
         state = read_table_state(self.storage, partitions={g.partition for g in groups}, metadata=meta)
         busy = set(busy_groups(state)) - set(meta.pending_clustering)
         busy |= _foreign_clustering_groups(self.storage, meta, own)

@@ -21,12 +21,14 @@ import pytest
 
 import runner.execute.apply as apply_module
 import runner.execute.clean as clean_module
+import runner.execute.resize as resize_module
 from runner.cli import main
 from runner.hudi.instant import Action, InstantTime
-from runner.hudi.state import read_table_metadata
+from runner.hudi.state import read_table_metadata, read_table_state
 from runner.storage import storage_for
 from runner.testing.tables import TableBuilder
-from tests.safety.conftest import project_for
+from tests.mdt.crash_states import assert_metadata_table_healthy
+from tests.safety.conftest import SIZED, project_for
 from tests.safety.test_pending_rollback import _finish_rollback, _rollback_requested
 
 
@@ -184,3 +186,36 @@ def test_a_rollback_of_a_failed_write_does_not_stop_the_clean(tmp_path, capsys, 
     assert code == 0, capsys.readouterr().out
     assert not _written_by(table, first)  # the clean ran
     assert _rows(table) == _expected(builder, str(second))
+
+
+@pytest.mark.parametrize("point", ["after_replace_requested", "after_rewrite", "after_resize_metadata_table_commit"])
+def test_a_rollback_of_a_resized_write_landing_before_the_resize_completes_rolls_it_back(
+        point, tmp_path, capsys, monkeypatch):
+    table = tmp_path / "t"
+    with_mdt = point == "after_resize_metadata_table_commit"
+    builder = TableBuilder(table, name="t", partitions=["p=a"], version=8, metadata_table=with_mdt)
+    builder.commit(writes=3)
+    latest = builder.commit(updates=1)  # one group's latest base file is this write's
+    before = builder.completed_instants[-2]
+    root = project_for(table, tmp_path / "project", retained=2, sizing=SIZED)
+    undone = _written_by(table, latest)
+    rollback: list[InstantTime] = []
+    _at(monkeypatch, resize_module, point,
+        lambda: rollback.append(_rollback_requested(table, latest, undone)))
+
+    code = main(["apply", "--project-dir", str(root), "--auto-approve"])
+    out = capsys.readouterr().out
+
+    assert code == 1, out
+    said = " ".join(out.split())
+    assert "rolled back before completing" in said and f"rollback of the completed write {latest}" in said, out
+    meta = read_table_metadata(storage_for(str(table)))
+    assert not meta.replaced
+    assert not meta.timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING)
+    assert not read_table_state(storage_for(str(table))).uncommitted_files
+    assert _rows(table) == _expected(builder, str(latest))  # nothing replaced: the rollback still has its say
+    if with_mdt:
+        assert_metadata_table_healthy(table)  # the resize's own deltacommit went with it
+        return  # finishing the rollback by hand would leave the metadata table listing its files
+    _finish_rollback(table, latest, undone, rollback[0])
+    assert _rows(table) == _expected(builder, str(before))  # the undone update is not copied back
