@@ -158,7 +158,7 @@ class _Run:
         if self._cleaner is None:
             self._cleaner = _runner(self.storage, self.meta, self.deleter(), self.clock, self.maintenance)
             # Measured against the timeline read under the lock, which the plan was made from.
-            self._cleaner.history = lambda: history_moved(self.storage, self.meta.timeline, savepoints=True)
+            self._cleaner.history = lambda: history_moved(self.storage, self.meta, savepoints=True)
         return self._cleaner
 
     def spark_on_demand(self) -> SparkOnDemand:
@@ -261,6 +261,9 @@ def _pending_clean_paths(meta: TableMetadata, storage: Storage) -> dict[str, Pen
 
 def _disable_metadata_table(step: DisableMetadataTable, run: _Run) -> None:
     disable_metadata_table(run.storage, run.meta)
+    # The table the later steps are checked against (`history_moved`) is the one this step left.
+    config = replace(run.meta.config, metadata_partitions=(), metadata_partitions_inflight=())
+    run.meta = replace(run.meta, config=config, has_metadata_table=False)
     run.result.notes.append("disabled the metadata table before cleaning")
 
 

@@ -10,8 +10,9 @@ harmless here: that write's files are uncommitted, never deleted or rewritten.
 
 Planning refuses while one is pending (`refuse_pending_undo`). Hudi writers do not take the
 runner's lock, so one may also start (or even finish) after the locked re-plan, while apply starts
-Spark or writes the metadata table: `history_moved` compares the timeline with the one the plan was
-made from, just before a clean is recorded, before its first delete and before a resize completes.
+Spark or writes the metadata table: `history_moved` compares the table with the one the plan was
+made from, just before a clean is recorded, before its first delete and before a resize completes
+(the metadata table's presence and partitions too, which decide how apply records its changes).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from __future__ import annotations
 from runner.errors import CorruptMetadataError, RefusedError
 from runner.hudi.instant import Action, InstantTime, State
 from runner.hudi.metadata import decode_rollback_plan
-from runner.hudi.state import TableMetadata, read_timeline
+from runner.hudi.properties import TableConfig
+from runner.hudi.state import METADATA_TABLE, PROPERTIES, TableMetadata, read_timeline
 from runner.hudi.timeline import Timeline
 from runner.storage import Storage
 
@@ -43,8 +45,8 @@ def refuse_pending_undo(storage: Storage, meta: TableMetadata) -> None:
         )
 
 
-def history_moved(storage: Storage, before: Timeline, *, savepoints: bool) -> str | None:
-    """Why the timeline, read now, no longer supports a plan made from `before`; None if it does.
+def history_moved(storage: Storage, before: TableMetadata, *, savepoints: bool) -> str | None:
+    """Why the table, read now, no longer supports a plan made from `before`; None if it does.
 
     It moved when a restore, or a rollback of a write `before` shows completed, appeared since (in
     any state: a fast one may already be done, its write's instant gone), or, with `savepoints`, a
@@ -52,10 +54,17 @@ def history_moved(storage: Storage, before: Timeline, *, savepoints: bool) -> st
     they are now). Rollbacks of writes that never completed (Hudi rolls failed writes back before
     each new one) and everything else a concurrent writer adds (new slices only make older ones
     older) leave the plan valid.
+
+    It also moved when the metadata table appeared, went, or changed its partitions (built or being
+    built): whether and how apply records its change there was decided from `before`, and a
+    metadata table that does not hear of deleted or replaced files lists them to its readers.
     """
-    _, now, folder = read_timeline(storage)
-    seen = {(i.time.normalized, i.family) for i in before.instants}
-    completed = {str(i.time) for i in before.instants if i.is_completed}
+    config, now, folder = read_timeline(storage)
+    mdt = _metadata_table_change(storage, before, config)
+    if mdt is not None:
+        return mdt
+    seen = {(i.time.normalized, i.family) for i in before.timeline.instants}
+    completed = {str(i.time) for i in before.timeline.instants if i.is_completed}
     for instant in now.instants:
         if (instant.time.normalized, instant.family) in seen:
             continue
@@ -73,6 +82,22 @@ def history_moved(storage: Storage, before: Timeline, *, savepoints: bool) -> st
             if target in completed:
                 return f"a rollback of the completed write {target} ({shown}) was started since the plan was made"
     return _pending_undo(storage, now, folder)
+
+
+def _metadata_table_change(storage: Storage, before: TableMetadata, config: TableConfig) -> str | None:
+    was = before.config
+    for key, old, new in (
+        ("hoodie.table.metadata.partitions", was.metadata_partitions, config.metadata_partitions),
+        ("hoodie.table.metadata.partitions.inflight", was.metadata_partitions_inflight,
+         config.metadata_partitions_inflight),
+    ):
+        if sorted(old) != sorted(new):
+            return (f"{PROPERTIES} changed its metadata table since the plan was made ({key}: was "
+                    f"{','.join(old) or 'empty'}, now {','.join(new) or 'empty'})")
+    exists = storage.stat(METADATA_TABLE) is not None
+    if exists != before.has_metadata_table:
+        return f"{METADATA_TABLE} {'appeared' if exists else 'was removed'} since the plan was made"
+    return None
 
 
 def _pending_undo(storage: Storage, timeline: Timeline, folder: str) -> str | None:

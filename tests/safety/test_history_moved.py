@@ -12,6 +12,7 @@ reaches a failpoint, and the `hudi` reader says what readers see once Hudi has f
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -219,3 +220,32 @@ def test_a_rollback_of_a_resized_write_landing_before_the_resize_completes_rolls
         return  # finishing the rollback by hand would leave the metadata table listing its files
     _finish_rollback(table, latest, undone, rollback[0])
     assert _rows(table) == _expected(builder, str(before))  # the undone update is not copied back
+
+
+@pytest.mark.parametrize("module,point", _CLEAN_POINTS, ids=[p for _, p in _CLEAN_POINTS])
+def test_a_metadata_table_created_before_the_deletes_stops_the_clean(module, point, tmp_path, capsys, monkeypatch):
+    """`hudi-cli metadata create` (or a Hudi write with the metadata table on) builds one from the
+    files on storage: a clean that then deletes some of them without recording it there leaves
+    readers listing files that are gone."""
+    table, builder, first, second, root = _two_versions(tmp_path, 8)
+    twin = TableBuilder(tmp_path / "twin", name="t", partitions=["p=a", "p=b"], version=8, metadata_table=True)
+    twin.commit(writes=1)
+    twin.commit(updates=1)
+    assert _written_by(tmp_path / "twin", first) == _written_by(table, first)  # the same files, listed
+
+    def metadata_table_created() -> None:
+        shutil.copytree(tmp_path / "twin" / ".hoodie" / "metadata", table / ".hoodie" / "metadata")
+        shutil.copy(tmp_path / "twin" / ".hoodie" / "hoodie.properties", table / ".hoodie" / "hoodie.properties")
+
+    _at(monkeypatch, module, point, metadata_table_created)
+    old = _written_by(table, first)
+
+    code = main(["apply", "--project-dir", str(root), "--auto-approve"])
+    out = capsys.readouterr().out
+
+    assert code == 1, out
+    assert "metadata table" in " ".join(out.split()), out
+    assert all((table / f).exists() for f in old)
+    _no_clean_left(table)
+    assert_metadata_table_healthy(table)
+    assert _rows(table) == _expected(builder, str(second))
