@@ -68,3 +68,35 @@ def test_the_cutoff_of_a_window_reaching_before_any_instant_is_the_earliest_inst
     for hours in _HUGE:
         assert hours_cutoff(now, hours, zone) == InstantTime("0" * 17)
     assert hours_cutoff(now, 24, "UTC") == InstantTime("20251231000000000")
+
+
+@pytest.mark.parametrize("version,policy", [(6, "KEEP_LATEST_COMMITS"), (8, "KEEP_LATEST_FILE_VERSIONS")])
+def test_a_timeline_of_only_replacecommits_keeps_what_readers_and_a_savepoint_read(version, policy, tmp_path, capsys):
+    import pyarrow as pa
+    from hudi import HudiReadOptions, HudiTableBuilder
+
+    table = tmp_path / "t"
+    builder = TableBuilder(table, name="t", partitions=["p=a", "p=b"], version=version)
+    builder.insert_overwrite(["p=a", "p=b"])
+    builder.insert_overwrite("p=a", groups=2)
+    kept = builder.insert_overwrite("p=b")
+    builder.savepoint(str(kept))
+    builder.insert_overwrite(["p=a", "p=b"])
+    builder.delete_partition("p=b")  # p=b's groups all replaced, but the savepoint lists one
+    root = tmp_path / "project"
+    (root / "tables").mkdir(parents=True)
+    (root / "project.yml").write_text('name: bounds\nspark: {master: "local[1]"}\n')
+    field = "commits_retained" if policy == "KEEP_LATEST_COMMITS" else "file_versions_retained"
+    (root / "tables" / "t.yml").write_text(f"name: t\npath: {table}\nclean: {{policy: {policy}, {field}: 1}}\n")
+
+    def rows(as_of: str | None = None) -> list[dict[str, object]]:
+        reader = HudiTableBuilder.from_base_uri(str(table)).build()
+        batches = reader.read(HudiReadOptions().with_as_of_timestamp(as_of) if as_of else HudiReadOptions())
+        return sorted(pa.Table.from_batches(batches).to_pylist(), key=repr) if batches else []
+
+    latest, savepointed = rows(), rows(str(kept))
+    assert latest == sorted(builder.expected_rows().to_pylist(), key=repr) and savepointed
+
+    assert main(["apply", "--project-dir", str(root), "--auto-approve"]) == 0, capsys.readouterr().out
+    assert rows() == latest and rows(str(kept)) == savepointed
+    assert len(list(table.rglob("*.parquet"))) < 9  # the clean did delete replaced groups
