@@ -157,7 +157,7 @@ class _Run:
         # Built on first use, after the metadata-table step decided how cleans are recorded.
         if self._cleaner is None:
             self._cleaner = _runner(self.storage, self.meta, self.deleter(), self.clock, self.maintenance)
-            # Measured against the timeline read under the lock, which the plan was made from.
+            # Measured against the table read under the lock, which the plan was made from.
             self._cleaner.history = lambda: history_moved(self.storage, self.meta, savepoints=True)
         return self._cleaner
 

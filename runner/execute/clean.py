@@ -39,7 +39,7 @@ from runner.storage import DeleteResult, Storage
 Deleter = Callable[[Storage, Sequence[str]], list[DeleteResult]]
 # (clean instant, its HoodieCleanMetadata, completion-time source) -> files written
 BeforeComplete = Callable[[InstantTime, CleanMetadata, Callable[[], InstantTime]], list[str]]
-# Why the timeline no longer supports the plan (`runner.hudi.pending_undo.history_moved`), or None
+# Why the table no longer supports the plan (`runner.hudi.pending_undo.history_moved`), or None
 HistoryCheck = Callable[[], str | None]
 
 
@@ -164,7 +164,7 @@ class CleanRunner:
         self.before_complete = before_complete
         # Asked before anything is recorded and again before the first delete: Hudi writers do not
         # take the runner's lock, and a rollback or savepoint landing after the plan changes which
-        # slices readers need.
+        # slices readers need (a metadata table appearing, where the clean must be recorded).
         self.history = history
 
     def start(self, time_: InstantTime, step: CleanStep) -> tuple[Instant, CleanPlan]:
@@ -250,7 +250,8 @@ class CleanRunner:
         raise RefusedError(
             f"table {self.storage.uri}: {moved}; expected the timeline the clean was planned from, since it "
             f"decides which file slices readers need; {done}",
-            hint="plan again once the rollback, restore or savepoint has completed (`runner plan`).",
+            hint="plan again (`runner plan`) once the rollback, restore, savepoint or metadata-table change "
+            "has completed.",
         )
 
     def _delete_partition(self, partition: str) -> bool:
