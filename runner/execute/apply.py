@@ -37,6 +37,7 @@ from runner.failpoints import failpoint
 from runner.hudi.files import FileGroup, FileSlice, relative_path
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import CleanPlan
+from runner.hudi.pending_undo import history_moved
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.build import timeline_fingerprint
@@ -156,6 +157,8 @@ class _Run:
         # Built on first use, after the metadata-table step decided how cleans are recorded.
         if self._cleaner is None:
             self._cleaner = _runner(self.storage, self.meta, self.deleter(), self.clock, self.maintenance)
+            # Measured against the table read under the lock, which the plan was made from.
+            self._cleaner.history = lambda: history_moved(self.storage, self.meta, savepoints=True)
         return self._cleaner
 
     def spark_on_demand(self) -> SparkOnDemand:
@@ -258,6 +261,9 @@ def _pending_clean_paths(meta: TableMetadata, storage: Storage) -> dict[str, Pen
 
 def _disable_metadata_table(step: DisableMetadataTable, run: _Run) -> None:
     disable_metadata_table(run.storage, run.meta)
+    # The table the later steps are checked against (`history_moved`) is the one this step left.
+    config = replace(run.meta.config, metadata_partitions=(), metadata_partitions_inflight=())
+    run.meta = replace(run.meta, config=config, has_metadata_table=False)
     run.result.notes.append("disabled the metadata table before cleaning")
 
 
@@ -295,7 +301,7 @@ def _clean(step: Clean, run: _Run) -> None:
     start = new_instant_time(timeline, clock=run.clock(), table_timezone=run.meta.config.timezone)
     inflight, clean_plan = run.cleaner.start(start, step)
     sizes = {f.path: f.size for f in step.files_to_delete}
-    _record(run.result, run.cleaner.finish(inflight, clean_plan, sizes=sizes), started=str(start))
+    _record(run.result, run.cleaner.finish(inflight, clean_plan, sizes=sizes, withdraw=True), started=str(start))
 
 
 def _finish_pending_resizes(step: FinishPendingResize, run: _Run) -> None:

@@ -18,7 +18,7 @@ from runner.allocation import bulk_allocation
 from runner.errors import RefusedError
 from runner.execute.paths import partition_path, plain_paths_in, relativize
 from runner.failpoints import failpoint
-from runner.hudi.instant import Action, Instant, InstantTime
+from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import (
     ActionInstant,
     CleanFileInfo,
@@ -39,6 +39,8 @@ from runner.storage import DeleteResult, Storage
 Deleter = Callable[[Storage, Sequence[str]], list[DeleteResult]]
 # (clean instant, its HoodieCleanMetadata, completion-time source) -> files written
 BeforeComplete = Callable[[InstantTime, CleanMetadata, Callable[[], InstantTime]], list[str]]
+# Why the table no longer supports the plan (`runner.hudi.pending_undo.history_moved`), or None
+HistoryCheck = Callable[[], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,13 +154,18 @@ class CleanRunner:
 
     def __init__(self, storage: Storage, writer: TimelineWriter, deleter: Deleter, *,
                  completion_time: Callable[[], InstantTime],
-                 before_complete: BeforeComplete | None = None) -> None:
+                 before_complete: BeforeComplete | None = None,
+                 history: HistoryCheck | None = None) -> None:
         self.storage = storage
         self.writer = writer
         self.deleter = deleter
         self.completion_time = completion_time
         # Records the clean in the metadata table (same instant time) before the clean completes.
         self.before_complete = before_complete
+        # Asked before anything is recorded and again before the first delete: Hudi writers do not
+        # take the runner's lock, and a rollback or savepoint landing after the plan changes which
+        # slices readers need (a metadata table appearing, where the clean must be recorded).
+        self.history = history
 
     def start(self, time_: InstantTime, step: CleanStep) -> tuple[Instant, CleanPlan]:
         """Write `<t>.clean.requested` and `<t>.clean.inflight`.
@@ -169,6 +176,7 @@ class CleanRunner:
         if not step.files_to_delete and not step.partitions_to_delete:
             raise RefusedError(f"clean {time_} on {self.storage.uri} lists no files and no partitions; "
                                "Hudi never schedules such a clean, so none is written")
+        self._refuse_if_history_moved(time_, "nothing was written")
         with bulk_allocation():  # a few objects per file, none in a cycle (see runner.allocation)
             plan = to_plan(step, self.storage.uri)
             data = encode_clean_plan(plan)
@@ -178,8 +186,16 @@ class CleanRunner:
         failpoint("after_clean_inflight")
         return inflight, plan
 
-    def finish(self, pending: Instant, plan: CleanPlan, *, sizes: dict[str, int] | None = None) -> CleanOutcome:
-        """Delete what the plan lists and complete the instant (writing inflight first if needed)."""
+    def finish(self, pending: Instant, plan: CleanPlan, *, sizes: dict[str, int] | None = None,
+               withdraw: bool = False) -> CleanOutcome:
+        """Delete what the plan lists and complete the instant (writing inflight first if needed).
+
+        Args:
+            withdraw: the clean was started by this run (`start`), so if the timeline moved since the
+                plan its requested and inflight files are removed again: nothing of it ran, and left
+                pending, Hudi's cleaner would run it without checking it again. A pending clean
+                found on the timeline may have deleted files already and is left as it is.
+        """
         with bulk_allocation():
             files = files_of(plan, self.storage.uri)  # checked before anything is written
             flat = [path for paths in files.values() for path in paths]
@@ -187,6 +203,9 @@ class CleanRunner:
         if pending.state.value == "requested":
             self.writer.inflight(pending.time, Action.CLEAN, encode_clean_plan(plan))
             written.append(f"{pending.time}.clean.inflight")
+        self._refuse_if_history_moved(pending.time, "nothing was deleted" if withdraw else
+                                      f"nothing was deleted; clean {pending.time} stays pending for the next "
+                                      "apply to check again", withdraw=withdraw)
         started = time.monotonic()
         if sizes is None:  # a pending clean from the timeline: measure what is really there
             sizes = {path: info.size for path in flat if (info := self.storage.stat(path)) is not None}
@@ -216,6 +235,23 @@ class CleanRunner:
             failed=tuple(sorted(failed)),
             partitions_deleted=deleted_partitions,
             instants_written=tuple(written),
+        )
+
+    def _refuse_if_history_moved(self, time_: InstantTime, done: str, *, withdraw: bool = False) -> None:
+        moved = self.history() if self.history is not None else None
+        if moved is None:
+            return
+        if withdraw:
+            # Inflight first, as an instant is taken back: a crash in between leaves a requested
+            # clean, which the next apply checks against the table again before running it.
+            for state in (State.INFLIGHT, State.REQUESTED):
+                self.storage.delete(self.writer.path(Instant(time_, Action.CLEAN, state)))
+            done += f", and clean {time_} was withdrawn from the timeline"
+        raise RefusedError(
+            f"table {self.storage.uri}: {moved}; expected the timeline the clean was planned from, since it "
+            f"decides which file slices readers need; {done}",
+            hint="plan again (`runner plan`) once the rollback, restore, savepoint or metadata-table change "
+            "has completed.",
         )
 
     def _delete_partition(self, partition: str) -> bool:

@@ -28,6 +28,11 @@ attempt's files, so it is taken back first (`undo_mdt_commit`), and a rolled-bac
 MDT deltacommit with it before its own instant goes. Before completing, files named with T that
 the job did not report (leftovers of failed or retried task attempts) are deleted, as Hudi's
 marker reconciliation does, so exactly the reported files become visible.
+
+A rewrite that fails while the process lives (a torn input file, a type no file can take, a worker
+killed) rolls the instant back at once instead: left pending, it would make Hudi writers reject
+every update of its file groups (`SparkRejectUpdateStrategy`) and hold back Hudi's cleaning and
+archival, and a cause that does not go away would keep it pending for good.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 import runner.progress as progress
-from runner.errors import RefusedError, StepFailed
+from runner.errors import RefusedError, RunnerError, StepFailed
 from runner.execute.attempt_fence import AttemptStorage, end_attempts, start_attempt
 from runner.execute.resize_copy import BINARY_COPY, REWRITE
 from runner.execute.resize_engine import EngineChoice, SparkOnDemand, choose_engine, run_in_driver, session_of
@@ -58,6 +63,7 @@ from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt.maintain import ResizedFile, ResizeMaintenance, prepare_resize_maintenance
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
+from runner.hudi.pending_undo import history_moved
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
@@ -135,7 +141,7 @@ def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
     Raises:
         RefusedError: the table's metadata table cannot be kept in step, or an input is no longer a
             rewritable latest base file; nothing was written.
-        StepFailed: the rewrite job failed; the clustering stays pending for the next apply.
+        StepFailed: the rewrite job failed; the clustering was rolled back (nothing was replaced).
     """
     if step.is_empty:
         return ResizeOutcome()
@@ -225,6 +231,11 @@ class ResizeRunner:
                 not a conflict), or None before it is written.
         """
         meta = read_table_metadata(self.storage)
+        # A rollback of a write the groups hold (or a restore) would be undone by the new file
+        # groups, which copy its rows; Hudi writers start one without the runner's lock.
+        moved = history_moved(self.storage, self.meta, savepoints=False)
+        if moved is not None:
+            return moved
         state = read_table_state(self.storage, partitions={g.partition for g in groups}, metadata=meta)
         busy = set(busy_groups(state)) - set(meta.pending_clustering)
         busy |= _foreign_clustering_groups(self.storage, meta, own)
@@ -305,7 +316,10 @@ class ResizeRunner:
         copy, strategy_notes = self._binary_copy(strategy)
         tasks = [GroupRewrite(g.partition, new_file_id(), g.inputs, binary_copy=copy)
                  for g in _largest_first(groups)]
-        results, engine = self._rewrite(pending.time, tasks, attempt)
+        try:
+            results, engine = self._rewrite(pending.time, tasks, attempt)
+        except StepFailed as failed:
+            raise self._rolled_back(pending.time, partitions, failed) from failed.__cause__
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))
         failpoint("after_rewrite")
         self._roll_back_on_conflict(pending.time, groups, partitions)
@@ -345,6 +359,18 @@ class ResizeRunner:
                 "no file group was replaced",
                 hint="apply again once the concurrent write has completed; it plans from the new state.",
             )
+
+    def _rolled_back(self, time: InstantTime, partitions: Sequence[str], failed: StepFailed) -> StepFailed:
+        """`failed`, after rolling its clustering back (see the module's docstring); if even that
+        fails (the lock was taken over, storage is gone), the instant stays for the next apply."""
+        try:
+            self.roll_back(time, partitions)
+        except RunnerError as error:
+            return StepFailed(f"{failed.message}; rolling the clustering back failed too ({error.message}), so "
+                              "it stays pending", hint="fix the cause; the next `runner apply` rolls it back or "
+                              "finishes it.")
+        return StepFailed(f"{failed.message}; the clustering was rolled back, no file group was replaced",
+                          hint="fix the cause (the error names the file or group), then apply again.")
 
     def _binary_copy(self, strategy: str) -> tuple[bool, tuple[str, ...]]:
         """Whether groups may be binary-copied, and why not when the table rules it out."""
@@ -405,11 +431,11 @@ class ResizeRunner:
                                         done=_advance)
             else:
                 results = self._spark_job(time, tasks, attempt)
-        except Exception as error:  # a Py4J/Spark error wraps the task's; the instant stays pending
+        except Exception as error:  # a Py4J/Spark error wraps the task's; `execute` rolls the instant back
             raise StepFailed(
                 f"clustering {time} on {self.storage.uri}: rewriting {len(tasks)} group(s) failed: "
-                f"{type(error).__name__}: {str(error)[:2000]}",
-                hint="fix the cause; the next `runner apply` deletes the partial files and runs the same plan again.",
+                f"{type(error).__name__}: {str(error)[:2000]}"
+                + "".join(f" ({note})" for note in getattr(error, "__notes__", ())),
             ) from error
         if len(results) != len(tasks):
             raise StepFailed(f"clustering {time}: {len(tasks)} groups planned but {len(results)} files reported")

@@ -234,10 +234,14 @@ class _Source:
 
 
 def _read_source(storage: Storage, path: str) -> _Source:
-    with storage.open_input(path) as f:
-        parquet = pq.ParquetFile(f)
-        size = f.seek(0, os.SEEK_END)
-        return _Source(parquet.metadata, parquet.schema_arrow.remove_metadata(), size)
+    try:
+        with storage.open_input(path) as f:
+            parquet = pq.ParquetFile(f)
+            size = f.seek(0, os.SEEK_END)
+            return _Source(parquet.metadata, parquet.schema_arrow.remove_metadata(), size)
+    except Exception as error:  # the error keeps its type; the resize's message names the file
+        error.add_note(f"reading the footer of {path}")
+        raise
 
 
 def _batches(storage: Storage, path: str, metadata: pq.FileMetaData, schema: pa.Schema, name: str,

@@ -265,12 +265,22 @@ def planner_for(clean: CleanPolicy) -> PolicyPlanner:
     return PLANNERS[clean.policy](clean)
 
 
+# Earlier than any instant time: the cutoff of a window wider than the calendar.
+EARLIEST_INSTANT = InstantTime("0" * 17)
+
+
 def hours_cutoff(now: datetime, hours: int, table_timezone: str) -> InstantTime:
     """`now - hours`, rendered as an instant time in the table's timeline timezone (UTC or LOCAL)."""
     aware = now if now.tzinfo else now.replace(tzinfo=UTC)
     zone = UTC if table_timezone.upper() == "UTC" else None
-    local = (aware - timedelta(hours=hours)).astimezone(zone)
+    try:
+        local = (aware - timedelta(hours=hours)).astimezone(zone)
+    except OverflowError:  # before year 1: the window holds the whole history
+        return EARLIEST_INSTANT
+    if local.year < 1000:  # instant times have four-digit years; no Hudi instant is that old
+        return EARLIEST_INSTANT
     return InstantTime.from_datetime(local.replace(tzinfo=None))
+
 
 
 def _replaced_slices(

@@ -17,7 +17,7 @@ import pytest
 
 from runner.errors import StepFailed
 from runner.execute import resize_engine
-from runner.execute.resize import ResizeRunner, finish_pending_resize, run_resize
+from runner.execute.resize import ResizeRunner, run_resize
 from runner.execute.resize_engine import engine_for
 from runner.execute.resize_plan import groups_of_step
 from runner.hudi.files import BaseFile
@@ -101,7 +101,7 @@ def _driver_pool() -> str:
 
 
 @pytest.mark.parametrize("pool", ["threads", "processes"])
-def test_a_failed_group_fails_the_step_and_the_next_apply_finishes_it(pool, v6_small, spark, monkeypatch):  # noqa: F811
+def test_a_failed_group_fails_the_step_and_rolls_it_back(pool, v6_small, spark, monkeypatch):  # noqa: F811
     monkeypatch.setattr(resize_engine, "PINNED", "driver")
     monkeypatch.setattr(resize_engine, "PINNED_POOL", pool)
     before = snapshot(v6_small)
@@ -119,17 +119,19 @@ def test_a_failed_group_fails_the_step_and_the_next_apply_finishes_it(pool, v6_s
         runner.execute(pending, groups)
 
     assert isinstance(failed.value.__cause__, pa.ArrowInvalid)  # the same error whichever pool ran the group
+    assert broken.name in failed.value.message and "the clustering was rolled back" in failed.value.message
 
-    assert read_table_metadata(storage).timeline.pending()  # the instant stays pending
-    assert not list(v6_small.rglob("*.tmp"))  # the failed group's temporary file was removed
-    written = sorted(p.name for p in v6_small.rglob(f"*_{pending.time}.parquet"))
-    assert len(written) < 3  # the other groups finished (or were never started); none was published
+    # Left pending, it would block Hudi's updates of its groups: the instant and every file it wrote are gone.
+    assert not read_table_metadata(storage).timeline.pending()
+    assert not list(v6_small.rglob("*.tmp"))
+    assert not list(v6_small.rglob(f"*_{pending.time}.parquet"))
     broken.write_bytes(good)
     assert snapshot(v6_small) == before
 
-    outcome = finish_pending_resize(storage, read_table_metadata(storage), spark=spark, clock=clock)
+    storage, state, step = plan(v6_small)  # the next apply plans afresh and rewrites
+    outcome = run_resize(storage, state.metadata, step, spark=spark, clock=clock)
 
-    assert outcome is not None and sorted(p.rsplit("/", 1)[-1] for p in outcome.partial_files_deleted) == written
+    assert outcome.files_rewritten == sum(len(g.files) for g in step.groups)
     assert snapshot(v6_small) == before
     assert not read_table_metadata(storage).timeline.pending()
 
@@ -230,10 +232,10 @@ def test_the_driver_s_pool_is_threads_and_processes_only_when_pinned_for_several
 
 
 @TWO_CPUS
-def test_a_worker_process_that_dies_fails_the_step_and_the_next_apply_finishes_it(v6_small, spark, monkeypatch):  # noqa: F811
+def test_a_worker_process_that_dies_fails_the_step_and_rolls_it_back(v6_small, spark, monkeypatch):  # noqa: F811
     """A worker killed mid-file (`os._exit` at the `mid_rewrite` failpoint, as the OOM killer would)
-    fails the step with a clear error; the driver lives on, nothing is published, and the next
-    apply deletes the leftovers and runs the same plan again."""
+    fails the step with a clear error; the driver lives on, nothing is published, the clustering
+    and its leftovers are rolled back, and the next apply plans and rewrites afresh."""
     from runner.failpoints import ENV
 
     monkeypatch.setattr(resize_engine, "PINNED", "driver")
@@ -249,17 +251,16 @@ def test_a_worker_process_that_dies_fails_the_step_and_the_next_apply_finishes_i
         runner.execute(pending, groups_of_step(step))
 
     monkeypatch.delenv(ENV)
-    assert "the next `runner apply` deletes the partial files" in (failed.value.hint or "")
-    assert read_table_metadata(storage).timeline.pending()
-    left = sorted(p.name for p in v6_small.rglob(f".*_{pending.time}.parquet.*.tmp"))
-    assert left  # a worker died mid-file: its temporary file stays, and nothing was published
+    assert "the clustering was rolled back" in failed.value.message
+    assert not read_table_metadata(storage).timeline.pending()
+    assert not list(v6_small.rglob("*.tmp"))  # the dead worker's temporary file went with it
     assert not list(v6_small.rglob(f"*_{pending.time}.parquet"))
     assert snapshot(v6_small) == before
 
-    outcome = finish_pending_resize(storage, read_table_metadata(storage), spark=spark, clock=clock)
+    storage, state, step = plan(v6_small)
+    outcome = run_resize(storage, state.metadata, step, spark=spark, clock=clock)
 
-    assert outcome is not None and outcome.notes[0].startswith("rewrote 3 groups on 2 worker processes of the driver")
-    assert set(left) <= {p.rsplit("/", 1)[-1] for p in outcome.partial_files_deleted}
+    assert outcome.notes[0].startswith("rewrote 3 groups on 2 worker processes of the driver")
     assert not list(v6_small.rglob("*.tmp"))
     assert snapshot(v6_small) == before
     assert not read_table_metadata(storage).timeline.pending()
