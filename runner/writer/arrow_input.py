@@ -9,8 +9,11 @@ schema reconciliation, lock, rollback, de-duplication, index, routing, file writ
 What this module restates in Arrow, and where the DataFrame path defines it:
 
 - the Spark schema of the input (`spark_schema`), which the Avro schema, the reconciliation with the
-  table and the files' Arrow types are all derived from, as they are from `df.schema.jsonValue()`;
-  Arrow types Spark has no type for (unsigned integers, times, durations, ...) are refused;
+  table and the files' Arrow types are all derived from, as they are from `df.schema.jsonValue()`:
+  the one `createDataFrame` gives the same Arrow table (tested), except that a timestamp without a
+  time zone stays a local timestamp (`timestamp_ntz`, as with `spark.sql.timestampType=TIMESTAMP_NTZ`)
+  where Spark's default would read it in the session's time zone, which a write without Spark has
+  not got. Arrow types Spark has no type for (unsigned integers, times, durations, ...) are refused;
 - the record key and partition path (`keyed`), the rules of `runner.writer.keys` with the same
   refusals and messages. Key fields may be strings, integers, booleans, dates or timestamps, whose
   text is the same in Arrow as in Spark's casts (decimal digits, `true`, `yyyy-MM-dd`, epoch
@@ -112,9 +115,9 @@ def _spark_type(kind: pa.DataType, name: str) -> SparkType:
         return "float"
     if t.is_float64(kind):
         return "double"
-    if t.is_string(kind) or t.is_large_string(kind) or t.is_string_view(kind):
+    if t.is_string(kind) or t.is_large_string(kind) or _is_view(kind, "string"):
         return "string"
-    if t.is_binary(kind) or t.is_large_binary(kind) or t.is_binary_view(kind):
+    if t.is_binary(kind) or t.is_large_binary(kind) or _is_view(kind, "binary"):
         return "binary"
     if t.is_date32(kind) or t.is_date64(kind):
         return "date"
@@ -136,6 +139,13 @@ def _spark_type(kind: pa.DataType, name: str) -> SparkType:
         hint=f"cast {name!r} to a signed integer, float, string, binary, boolean, date, timestamp, decimal "
         f"or a nested type of these (for example `{pa.int64()}` for unsigned integers).",
     )
+
+
+def _is_view(kind: pa.DataType, name: str) -> bool:
+    import pyarrow.types as t
+
+    check = getattr(t, f"is_{name}_view", None)  # view types came with pyarrow 16; the project takes 14
+    return bool(check is not None and check(kind))
 
 
 def keyed(records: pa.Table, layout: KeyLayout, types: Mapping[str, SparkType]) -> pa.Table:

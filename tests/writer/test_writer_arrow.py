@@ -236,3 +236,27 @@ def test_an_arrow_write_starts_no_spark(project: Callable[..., Path]) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
     assert sorted(r["name"] for r in oracle_rows(root / "warehouse" / "t")) == ["c", "d"]
+
+
+def test_the_spark_schema_of_an_arrow_input_is_the_one_spark_gives_its_dataframe(spark: Any) -> None:
+    """`arrow_input.spark_schema` maps Arrow types as Spark's `createDataFrame` of the same table does,
+    nullability included: the Avro schema, the reconciliation and the files' types follow from it."""
+    from runner.writer import arrow_input
+
+    fields = [
+        pa.field("b", pa.int8()), pa.field("s", pa.int16(), nullable=False), pa.field("i", pa.int32()),
+        pa.field("l", pa.int64()), pa.field("f", pa.float32()), pa.field("d", pa.float64()),
+        pa.field("t", pa.string()), pa.field("bin", pa.binary()), pa.field("ok", pa.bool_()),
+        pa.field("day", pa.date32()), pa.field("at", pa.timestamp("us", tz="UTC")),
+        pa.field("dec", pa.decimal128(12, 3)),
+        pa.field("st", pa.struct([pa.field("x", pa.int64()), pa.field("y", pa.string(), nullable=False)])),
+        pa.field("arr", pa.list_(pa.field("element", pa.int32(), nullable=False))),
+        pa.field("m", pa.map_(pa.string(), pa.float64())),
+    ]
+    schema = pa.schema(fields)
+    table = schema.empty_table()
+    assert arrow_input.spark_schema(schema) == spark.createDataFrame(table).schema.jsonValue()
+    # A timestamp without a time zone: Spark's default reads it in the session's time zone, which a
+    # write without Spark has not got; it is kept a local timestamp, as TIMESTAMP_NTZ types it.
+    naive = arrow_input.spark_schema(pa.schema([pa.field("local", pa.timestamp("us"))]))
+    assert naive["fields"] == [{"name": "local", "type": "timestamp_ntz", "nullable": True, "metadata": {}}]
