@@ -82,7 +82,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
