@@ -14,15 +14,19 @@ runner writing `hoodie.parquet.compression.codec=snappy`, a write option). `--co
 pairs run. Runs are interleaved so that background load hits every
 row alike; the tables are loaded once before the timed runs. Each step also reports the peak
 resident memory of this process tree (Spark's JVM and Python workers included, sampled every 20 ms)
-and how much that is above the RSS on entry. `--profile` runs one more upsert under cProfile and
-prints the driver's top functions by cumulative time. `--phases N` runs N more upserts (first pair
-of `--engines`/`--codecs`) and prints each phase's median wall time and CPU time (this process, all
-its threads; Spark's JVM is not counted, so a phase that waits on Spark shows wall without CPU).
+and how much that is above the RSS on entry, and the CPU time of this process (all its threads;
+Spark's JVM not counted). `--profile` runs one more upsert under cProfile and prints the driver's
+top functions by cumulative time. `--phases N` runs N more upserts (first pair of
+`--engines`/`--codecs`; `--phase-engine` picks another engine) and prints each phase's median wall
+time and CPU time (this process, all its threads; Spark's JVM is not counted, so a phase that
+waits on Spark shows wall without CPU).
 Needs `pip install deltalake` (bench only).
 
 `--engines` picks the write engines timed, each upserting the same rows into its own table per
-codec (loaded alike): `auto` (chosen by size, as users get it), `driver` or `spark` pinned (`runner.writer.local`);
-the engine that actually wrote each run is printed.
+codec (loaded alike): `auto` (chosen by size, as users get it), `driver` or `spark` pinned (`runner.writer.local`),
+all three given the Spark DataFrame, and `arrow`: the same rows as a `pyarrow.Table` (converted
+before timing, the input delta-rs gets), which `runner.write` writes on the driver without Spark.
+The engine that actually wrote each run is printed.
 
 Usage (from the repository root):
     .venv/bin/python bench/bench_writer.py --rows 100000 --runs 3 --engines auto,spark --codecs gzip,snappy
@@ -84,20 +88,24 @@ def rows(spark: object, start: int, count: int, ts: int) -> object:
 MIB = 1024 * 1024
 
 
-def timed(memory: list[PeakRss], action: object, *args: object) -> tuple[float, object]:
-    """Seconds of `action(*args)` and what it returned; its peak memory is appended to `memory`."""
+def timed(memory: list[PeakRss], action: object, *args: object, cpu: list[float] | None = None) -> tuple[float, object]:
+    """Seconds of `action(*args)` and what it returned; its peak memory is appended to `memory`, and
+    the CPU time of this process (all its threads; Spark's JVM not counted) to `cpu`."""
     assert callable(action)
     with PeakRss() as peak:
-        start = time.perf_counter()
+        start, started_cpu = time.perf_counter(), time.process_time()
         result = action(*args)
         seconds = time.perf_counter() - start
+        if cpu is not None:
+            cpu.append(time.process_time() - started_cpu)
     memory.append(peak)
     return seconds, result
 
 
 def write_table(df: object, work: Path, engine: str, codec: str = "gzip") -> WriteResult:
-    """One upsert into the engine's own table of `codec`, the engine pinned unless `auto` (chosen by size)."""
-    local.PINNED = None if engine == "auto" else engine  # type: ignore[assignment]
+    """One upsert into the engine's own table of `codec`, the engine pinned unless `auto` (chosen by size);
+    engine `arrow`: `df` is a `pyarrow.Table`, written without Spark (always the driver engine)."""
+    local.PINNED = None if engine in ("auto", "arrow") else engine  # type: ignore[assignment]
     try:
         return runner.write(df, table_of(engine, codec), project_dir=work,  # type: ignore[arg-type]
                             options={CODEC_OPTION: codec})
@@ -110,6 +118,8 @@ def table_of(engine: str, codec: str) -> str:
 
 
 def upsert_row(engine: str, codec: str) -> str:
+    if engine == "arrow":
+        return f"runner.write upsert (Arrow input, {codec})"
     return f"runner.write upsert ({engine} engine, {codec})"
 
 
@@ -163,8 +173,9 @@ def profile_upsert(spark: object, df: object, work: Path, top: int, engine: str,
     """One more upsert under cProfile (the driver's side: Spark jobs show as the calls that wait)."""
     profiler = cProfile.Profile()
     jobs = spark_jobs(spark)
+    data = as_arrow(df) if engine == "arrow" else df
     profiler.enable()
-    result = write_table(df, work, engine, codec)
+    result = write_table(data, work, engine, codec)
     profiler.disable()
     print(f"\nSpark jobs run by this upsert ({result.engine} engine, {codec}): {spark_jobs(spark) - jobs}")
     print("\ncProfile of one upsert (driver), the runner's own functions by cumulative time:")
@@ -173,8 +184,16 @@ def profile_upsert(spark: object, df: object, work: Path, top: int, engine: str,
 
 # (module, attribute, label) of each phase of an upsert timed by `--phases`, in the order they run.
 PHASES = (
+    ("runner.writer.arrow_input", "prepared", "Arrow input: schema and types"),
+    ("runner.writer.write", "create_table_if_absent", "table exists? (hoodie.properties)"),
+    ("runner.writer.write", "open_table", "open table (properties, checks)"),
+    ("runner.writer.write", "read_table_metadata", "table metadata reads (timeline, commits)"),
+    ("runner.writer.write", "rollback_failed_writes", "rollback check"),
     ("runner.writer.write", "with_keys", "keys as Spark expressions"),
+    ("runner.writer.arrow_input", "keyed", "Arrow input: keys"),
     ("runner.writer.local", "collect", "Spark action (toArrow) + de-dup"),
+    ("runner.writer.dedup", "deduplicate", "Arrow de-dup"),
+    ("runner.writer.write", "read_table_state", "touched partitions' state"),
     ("runner.writer.write", "index_table", "index: read old files"),
     ("runner.writer.local", "tag", "tagging"),
     ("runner.writer.local", "route_inserts", "insert routing"),
@@ -214,9 +233,10 @@ def phases(spark: object, work: Path, runs: int, first_key: int, rows_per_run: i
     totals = []
     for run in range(runs):
         df = rows(spark, first_key + run * (rows_per_run // 2), rows_per_run, 1000 + run)
+        data = as_arrow(df) if engine == "arrow" else df
         with phase_clocks(seconds):
             wall, cpu = time.perf_counter(), time.process_time()
-            write_table(df, work, engine, codec)
+            write_table(data, work, engine, codec)
             totals.append((time.perf_counter() - wall, time.process_time() - cpu))
         df.unpersist()  # type: ignore[attr-defined]
     print(f"\nphases of {runs} more upserts ({engine} engine, {codec}), median wall and CPU (this process, "
@@ -261,9 +281,12 @@ def main() -> None:
                         help="after the timed runs, profile one upsert and print the top N functions")
     parser.add_argument("--phases", type=int, default=0, metavar="N",
                         help="after the timed runs, N more upserts with each phase's wall and CPU time")
-    parser.add_argument("--engines", default="auto",
+    parser.add_argument("--phase-engine", default=None,
+                        help="the engine of --phases and --profile (default: the first of --engines)")
+    parser.add_argument("--engines", default="auto,arrow",
                         help="comma-separated write engines to time, each on its own table: auto (chosen by "
-                        "size, what users get), driver, spark (default auto)")
+                        "size, what users get), driver, spark (a DataFrame input), arrow (the same rows as a "
+                        "pyarrow.Table, converted before timing, as delta-rs gets them) (default auto,arrow)")
     parser.add_argument("--collect-runs", type=int, default=0, metavar="N",
                         help="after the timed runs, time the driver engine's Spark action with and without "
                         "the window's shuffle, N interleaved runs each")
@@ -272,8 +295,8 @@ def main() -> None:
                         "(Hudi's default), snappy (delta-rs's default) (default gzip,snappy)")
     args = parser.parse_args()
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    if not engines or any(e not in ("auto", "driver", "spark") for e in engines):
-        parser.error(f"--engines takes auto, driver and spark; got {args.engines!r}")
+    if not engines or any(e not in ("auto", "driver", "spark", "arrow") for e in engines):
+        parser.error(f"--engines takes auto, driver, spark and arrow; got {args.engines!r}")
     codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
     if not codecs or any(c not in ("gzip", "snappy") for c in codecs):
         parser.error(f"--codecs takes gzip and snappy; got {args.codecs!r}")
@@ -290,9 +313,15 @@ def main() -> None:
 
     half = args.rows // 2
     first = rows(spark, 0, args.rows, 0)
-    for engine, codec in pairs:  # loaded by the Spark engine alike, so every table starts with the same files
+    # Loaded by the Spark engine alike from one Spark partition, so every table starts with one file
+    # per partition (as the Delta table does). From two, each partition got two files a few bytes
+    # apart, and which was the smaller (random file ids in the footers) decided whether the first
+    # upsert's inserts joined the file its updates rewrite or a second one: tables then differed by
+    # a file per partition in their first run.
+    load = first.coalesce(1)  # type: ignore[attr-defined]
+    for engine, codec in pairs:
         local.PINNED = "spark"
-        runner.write(first, table_of(engine, codec), operation="bulk_insert", project_dir=work,
+        runner.write(load, table_of(engine, codec), operation="bulk_insert", project_dir=work,
                      options={CODEC_OPTION: codec})
         local.PINNED = None
     delta = {codec: work / f"delta_{codec}" for codec in codecs}
@@ -304,6 +333,7 @@ def main() -> None:
     if not args.no_delta:
         times |= {delta_row(codec): [] for codec in codecs}
     memory: dict[str, list[PeakRss]] = {name: [] for name in times}
+    cpu: dict[str, list[float]] = {name: [] for name in times}
     rewritten: list[int] = []
     chosen: dict[str, list[str]] = {upsert_row(e, c): [] for e, c in pairs}
     written: dict[str, list[int]] = {upsert_row(e, c): [] for e, c in pairs}
@@ -314,17 +344,18 @@ def main() -> None:
             ("df.write.parquet (snappy)", df.write.parquet, (str(out / "snappy"),)),
             ("df.write.parquet (gzip)", df.write.option("compression", "gzip").parquet, (str(out / "gzip"),)),
         ]
+        source = as_arrow(df) if not args.no_delta or "arrow" in engines else None
         if not args.no_delta:
-            source = as_arrow(df)
             steps += [(delta_row(codec), delta_merge, (delta[codec], source, codec)) for codec in codecs]
         for name, action, action_args in steps:
-            times[name].append(timed(memory[name], action, *action_args)[0])
+            times[name].append(timed(memory[name], action, *action_args, cpu=cpu[name])[0])
         for codec in codecs if not args.no_delta else []:  # every run adds `half` new keys and updates the rest
             expected = args.rows + run * (args.rows - half)
             assert delta_rows(delta[codec]) == expected, (codec, delta_rows(delta[codec]))
         for engine, codec in pairs:
             row = upsert_row(engine, codec)
-            seconds, result = timed(memory[row], write_table, df, work, engine, codec)
+            seconds, result = timed(memory[row], write_table, source if engine == "arrow" else df, work, engine,
+                                    codec, cpu=cpu[row])
             times[row].append(seconds)
             assert isinstance(result, WriteResult)
             chosen[row].append(result.engine)
@@ -339,14 +370,15 @@ def main() -> None:
         f"median of {args.runs} runs, Spark {spark.version}, master {args.master}, Python {sys.version.split()[0]}"
     )
     print()
-    print("| what | median | rows/s | vs df.write.parquet (snappy) | peak RSS, process tree | added by the step |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| what | median | rows/s | vs df.write.parquet (snappy) | CPU, this process | peak RSS, process tree "
+          "| added by the step |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, values in times.items():
         median = statistics.median(values)
         peak = statistics.median(m.peak for m in memory[name]) / MIB
         added = statistics.median(m.added for m in memory[name]) / MIB
         print(f"| {name} | {median:.2f} s | {args.rows / median:,.0f} | {median / baseline:.2f}x "
-              f"| {peak:.0f} MiB | {added:.0f} MiB |")
+              f"| {statistics.median(cpu[name]):.2f} s | {peak:.0f} MiB | {added:.0f} MiB |")
     print()
     for row, engines_used in chosen.items():
         print(f"engine that wrote, {row}: {', '.join(engines_used)}")
@@ -354,6 +386,10 @@ def main() -> None:
         ours, peer = times[upsert_row(engine, codec)], times[delta_row(codec)]
         per_run = [o / p for o, p in zip(ours, peer, strict=True)]
         label = "like for like, Hudi's default codec" if codec == "gzip" else "like for like, delta-rs's default codec"
+        ours_cpu, peer_cpu = cpu[upsert_row(engine, codec)], cpu[delta_row(codec)]
+        print(f"  CPU of this process, {upsert_row(engine, codec)} vs delta-rs ({codec}): "
+              f"{statistics.median(ours_cpu) / statistics.median(peer_cpu):.2f}x (ratio of medians; the JVM not "
+              "counted)")
         print(f"runner upsert ({engine} engine) vs delta-rs merge, both {codec} ({label}): "
               f"{statistics.median(ours) / statistics.median(peer):.2f}x "
               f"(ratio of medians); per run {', '.join(f'{r:.2f}' for r in per_run)}, "
@@ -366,6 +402,7 @@ def main() -> None:
     print()
     for name, values in times.items():
         print(f"raw seconds, {name}: {', '.join(f'{v:.2f}' for v in values)}")
+        print(f"raw CPU seconds (this process), {name}: {', '.join(f'{v:.2f}' for v in cpu[name])}")
         print(f"raw peak RSS MiB (added), {name}: "
               f"{', '.join(f'{m.peak / MIB:.0f} (+{m.added / MIB:.0f})' for m in memory[name])}")
     print(
@@ -378,13 +415,15 @@ def main() -> None:
           f"at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.collect_runs:
         collect_both_ways(spark, rows(spark, (args.runs + 2) * half, args.rows, args.runs + 2), args.collect_runs)
+    measured = (args.phase_engine or pairs[0][0], pairs[0][1])
+    if measured not in pairs:
+        parser.error(f"--phase-engine {measured[0]} is not one of --engines")
     if args.phases:
-        phases(spark, work, args.phases, (args.runs + 1) * half, args.rows, *pairs[0])
+        phases(spark, work, args.phases, (args.runs + 1) * half, args.rows, *measured)
     if args.profile:
         # After the phase runs, if any, so that it too updates half its records.
         start = (args.runs + 1 + args.phases) * half
-        profile_upsert(spark, rows(spark, start, args.rows, args.runs + 1), work, args.profile,
-                       *pairs[0])
+        profile_upsert(spark, rows(spark, start, args.rows, args.runs + 1), work, args.profile, *measured)
     spark.stop()
 
 

@@ -13,8 +13,8 @@ input was built from rows the driver held: `built_on_driver`), the writer runs o
 - partition counts, the index lookup (`runner.writer.index.index_table`, in threads: each base file
   read whole once and, within `OLD_FILES_MAX_BYTES`, kept for the merge of its group), tagging
   (a left join on partition and key: a key held by two groups tags the record for both, as the
-  Spark join does; a lookup of the key alone when no key is in two groups), update and insert
-  counts;
+  Spark join does; a lookup of the key alone when no key is given twice among the records nor held
+  twice in the index for them), update and insert counts;
 - routing with `plan_routing` and `insert_targets` (the same ranges in the same input order);
 - each target's rows sorted by input position and written by `WriteTask.write` as Spark task
   number `i` of the i-th bucket would, which is the task the Spark engine gives it
@@ -167,33 +167,49 @@ def tag(records: pa.Table, index: pa.Table | None) -> pa.Table:
 
     if index is None:
         return records.append_column(TARGET, pa.nulls(records.num_rows, pa.string()))
-    if _unique(index.column("_w_ikey")):
-        return _tag_by_key(records, index)
-    return _tag_by_join(records, index)
+    tagged = _tag_by_key(records, index)
+    return tagged if tagged is not None else _tag_by_join(records, index)
 
 
-def _unique(values: pa.ChunkedArray) -> bool:
+def _unique(values: pa.ChunkedArray | pa.Array) -> bool:
     # A one-column group-by: cheaper than `count_distinct`, which also spends threads.
     return bool(_as_table(values).group_by("v", use_threads=False).aggregate([]).num_rows == len(values))
 
 
-def _as_table(values: pa.ChunkedArray) -> pa.Table:
+def _as_table(values: pa.ChunkedArray | pa.Array) -> pa.Table:
     import pyarrow as pa
 
     return pa.table({"v": values})
 
 
-def _tag_by_key(records: pa.Table, index: pa.Table) -> pa.Table:
-    """`tag` when no key is in two index rows (the usual table): a lookup of the key alone finds its
-    only group, which tags the record when the partitions match too. The join's rows, in input
-    order, without hashing the partition column."""
+def _tag_by_key(records: pa.Table, index: pa.Table) -> pa.Table | None:
+    """`tag` by the key alone, for the usual table: no key twice among the records nor in the index.
+    Then each index row finds the one record with its key, which it tags if the partitions match
+    too: the join's rows, in input order, without hashing the partition column. None when a key
+    is given twice, on either side, for the join to handle.
+
+    The hash table is built of the records' keys and the index probed against it, not the other
+    way: the records are usually the fewer, and only their keys need testing for repeats (an index
+    key no record has cannot matter). Testing the whole index and hashing it took about twice the
+    CPU (`bench/README.md`, "the Arrow round").
+    """
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    found = pc.index_in(records.column(RECORD_KEY), value_set=index.column("_w_ikey").combine_chunks())
-    same = pc.fill_null(pc.equal(records.column(PARTITION_PATH), index.column("_w_ipath").take(found)), False)
-    target = pc.if_else(same, index.column("_w_ifid").take(found), pa.scalar(None, pa.string()))
-    return records.append_column(TARGET, target)
+    keys = records.column(RECORD_KEY).combine_chunks()
+    if not _unique(keys):
+        return None
+    found = pc.index_in(index.column("_w_ikey"), value_set=keys)  # per index row, its record or null
+    at = found.drop_null().to_numpy()
+    if len(at) and int(np.bincount(at).max()) > 1:
+        return None  # a record key held by two index rows: the join gives that record a row for each
+    matched = index.filter(found.is_valid())
+    same = pc.equal(matched.column("_w_ipath"), records.column(PARTITION_PATH).take(pa.array(at)))
+    hit = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+    row = np.full(records.num_rows, -1, dtype=np.int64)  # per record, its matched index row or -1
+    row[at[hit]] = np.flatnonzero(hit)
+    return records.append_column(TARGET, matched.column("_w_ifid").take(pa.array(row, mask=row < 0)))
 
 
 def _tag_by_join(records: pa.Table, index: pa.Table) -> pa.Table:

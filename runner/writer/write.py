@@ -48,7 +48,7 @@ from runner.sizing import CommitSize, average_record_size
 from runner.spark_jobs import DRIVER, map_in_arrow
 from runner.storage import Storage, storage_for
 from runner.storage.lock import TableLock
-from runner.writer import commit, local
+from runner.writer import arrow_input, commit, dedup, local
 from runner.writer.create import (
     COMPLEX,
     KeyLayout,
@@ -73,12 +73,13 @@ from runner.writer.prepare import (
 )
 from runner.writer.rollback import rollback_failed_writes
 from runner.writer.route import Routing, plan_routing
-from runner.writer.schema import PARTITION_PATH, avro_schema_json, file_avro_schema_json
+from runner.writer.schema import PARTITION_PATH, avro_schema_json, field_types, file_avro_schema_json
 from runner.writer.table_schema import current_schema, reconcile
 from runner.writer.tasks import STATS_SCHEMA, TARGET, Target, WriteTask
 from runner.writer.workers import writer_workers
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
 T = TypeVar("T")
@@ -134,12 +135,15 @@ class WriteResult:
     engine: Engine = "spark"
 
 
-def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: str | os.PathLike[str] = ".",
-          target: str | None = None, options: Mapping[str, str] | None = None) -> WriteResult:
-    """Write a DataFrame into the declared table as one Hudi commit (see the module docstring).
+def write(df: DataFrame | pa.Table | pa.RecordBatchReader, table: str, *, operation: str = "upsert",
+          project_dir: str | os.PathLike[str] = ".", target: str | None = None,
+          options: Mapping[str, str] | None = None) -> WriteResult:
+    """Write a DataFrame (or Arrow records) into the declared table as one Hudi commit (see the module docstring).
 
     Args:
-        df: the records; Hudi meta columns in it are ignored.
+        df: the records; Hudi meta columns in it are ignored. A `pyarrow.Table` or
+            `RecordBatchReader` is written on the driver engine without Spark
+            (`runner.writer.arrow_input`): same steps, checks and files as a DataFrame of the same rows.
         table: the table's declared name.
         operation: `upsert`, `insert` or `bulk_insert`.
         project_dir: the project holding the table's declaration.
@@ -162,21 +166,27 @@ def write(df: DataFrame, table: str, *, operation: str = "upsert", project_dir: 
     write_options = parse_options(options)
     decl = _declaration(project_dir, table, target)
     storage = storage_for(decl.path)
+    if arrow_input.is_arrow(df):
+        records, schema = arrow_input.prepared(df)
+        return _write(storage, decl, op, records, schema, write_options)
     data = data_columns(df)
-    with writer_workers(df.sparkSession):
-        return _write(storage, decl, op, data, write_options)
+    with writer_workers(data.sparkSession):
+        return _write(storage, decl, op, data, data.schema.jsonValue(), write_options)
 
 
-def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFrame,
-           options: WriteOptions) -> WriteResult:
-    created = create_table_if_absent(storage, decl, avro_schema_json(data.schema.jsonValue(), decl.name))
+def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFrame | pa.Table,
+           spark_schema: dict[str, object], options: WriteOptions) -> WriteResult:
+    created = create_table_if_absent(storage, decl, avro_schema_json(spark_schema, decl.name))
     with TableLock(storage, owner=f"runner.write({op.value})"):
         config = open_table(storage, decl)
-        _refuse_bucket_index(read_table_metadata(storage), ())
-        data, schema = _conformed(storage, config, data)
+        meta = read_table_metadata(storage)
+        _refuse_bucket_index(meta, ())
+        data, schema = _conformed(storage, meta, config, data, spark_schema)
         rolled_back = _guard(lambda: rollback_failed_writes(storage, config), "rollback of failed writes")
-        layout = _layout(storage, config)
-        job = _Job(storage, decl, layout, op, data, schema, config.timezone, options)
+        # A rollback adds its own instant and removes failed ones: only then is the timeline read again.
+        meta = read_table_metadata(storage) if rolled_back else meta
+        layout = _layout(storage, config, meta)
+        job = _Job(storage, decl, layout, op, data, schema, config.timezone, options, meta)
         files = _guard(job.run, "write")
     return WriteResult(
         table=decl.name, path=decl.path, instant=str(job.instant), operation=op.hudi, created=created,
@@ -191,20 +201,22 @@ class _Job:
     """One commit's worth of work, run under the lock."""
 
     def __init__(self, storage: Storage, decl: TableDeclaration, layout: KeyLayout, op: Operation,
-                 data: DataFrame, schema: dict[str, object], timezone: str, options: WriteOptions) -> None:
+                 data: DataFrame | pa.Table, schema: dict[str, object], timezone: str, options: WriteOptions,
+                 meta: TableMetadata) -> None:
         self.storage, self.decl, self.layout, self.op, self.data = storage, decl, layout, op, data
         self.options = options
         self.schema = schema
-        state = read_table_state(storage, partitions=())
-        self.folder = state.metadata.timeline_folder
+        self.folder = meta.timeline_folder
         self.timeline = TimelineWriter(storage, self.folder, 1)
-        self.instant = new_instant_time(state.timeline, clock=datetime.now(UTC), table_timezone=timezone)
-        self.commits = state.metadata
+        self.instant = new_instant_time(meta.timeline, clock=datetime.now(UTC), table_timezone=timezone)
+        self.commits = meta
         self.cached: list[DataFrame] = []
         self.executors: set[str] = set()
         self.engine: Engine = "spark"
 
     def run(self) -> list[WrittenFile]:
+        if arrow_input.is_arrow(self.data):
+            return self._run_arrow(self.data)
         commit.begin(self.timeline, InstantTime(self.instant))
         keyed = with_keys(self.data, self.layout)
         # Chosen on the keyed records: de-duplication only drops rows, so this estimate bounds its output's.
@@ -222,6 +234,30 @@ class _Job:
         finally:
             for frame in self.cached:
                 frame.unpersist()
+        return self._complete(inflight, files)
+
+    def _run_arrow(self, data: pa.Table) -> list[WrittenFile]:
+        """An Arrow input: keys computed (and refused) before the instant is requested, then the
+        driver engine's steps, with no Spark action."""
+        types = field_types(self.schema)
+        precombine = self.layout.precombine_field
+        if self.op is Operation.UPSERT and precombine in types and not dedup.orders_like_spark(types[precombine]):
+            raise RefusedError(
+                f"The precombine field {precombine!r} is of a type ({types[precombine]}) whose order only "
+                "Spark defines; an Arrow input is de-duplicated without Spark.",
+                hint="pass the records as a Spark DataFrame, or de-duplicate them before writing.",
+            )
+        records = arrow_input.keyed(data, self.layout, types)
+        self.engine = "driver"
+        log.info("runner.write %s of %s at %s runs on the driver (an Arrow input).", self.op.value,
+                 self.decl.name, self.instant)
+        commit.begin(self.timeline, InstantTime(self.instant))
+        if self.op is Operation.UPSERT:
+            records = dedup.deduplicate(records, precombine)
+        inflight, files = self._on_driver_arrow(records, arrow_input.threads())
+        return self._complete(inflight, files)
+
+    def _complete(self, inflight: Instant, files: list[WrittenFile]) -> list[WrittenFile]:
         meta = commit.commit_metadata(self.op.hudi, files, avro_schema_json(self.schema, self.layout.table_name))
         commit.complete(self.storage, self.timeline, inflight, meta)
         return files
@@ -246,6 +282,10 @@ class _Job:
         workers = local.threads(keyed)
         records = local.collect(keyed, deduplicate=self.op is Operation.UPSERT,
                                 precombine_field=self.layout.precombine_field)
+        return self._on_driver_arrow(records, workers)
+
+    def _on_driver_arrow(self, records: pa.Table, workers: int) -> tuple[Instant, list[WrittenFile]]:
+        """The driver engine from the keyed (and, for an upsert, de-duplicated) records on."""
         self.executors.add(DRIVER)
         if self.op is Operation.BULK_INSERT:
             inflight = self._bulk_inflight()
@@ -296,7 +336,9 @@ class _Job:
     def _touched(self, per_partition: Mapping[str, int]
                  ) -> tuple[TableState, dict[str, list[BaseFile]], set[tuple[str, str]]]:
         """The table state of the partitions the write touches, their latest base files, and the
-        file groups a pending clustering or compaction rewrites."""
+        file groups a pending clustering or compaction rewrites. Read afresh, after this write's
+        instant is requested and (on the DataFrame path) after the Spark action: a clustering a Hudi
+        writer scheduled meanwhile is seen."""
         state = read_table_state(self.storage, partitions=sorted(per_partition))
         _refuse_bucket_index(state.metadata, (g.file_id for g in state.active_groups))
         blocked = set(state.metadata.pending_clustering) | set(state.metadata.pending_compaction)
@@ -348,24 +390,26 @@ class _Job:
         )
 
 
-def _conformed(storage: Storage, config: TableConfig, data: DataFrame) -> tuple[DataFrame, dict[str, object]]:
+def _conformed(storage: Storage, meta: TableMetadata, config: TableConfig, data: DataFrame | pa.Table,
+               spark_schema: dict[str, object]) -> tuple[DataFrame | pa.Table, dict[str, object]]:
     """The data in the table's column order and its schema to write, or a refusal if the columns
     differ from the table's (see `runner.writer.table_schema`). Runs before anything is written."""
-    spark_schema: dict[str, object] = data.schema.jsonValue()
-    table_schema = current_schema(read_table_metadata(storage), config)
+    table_schema = current_schema(meta, config)
     if table_schema is None:
         return data, spark_schema
     order, schema = reconcile(spark_schema, table_schema, table=config.name, where=storage.uri)
+    if arrow_input.is_arrow(data):
+        return arrow_input.conformed(data, schema), schema
     if order == data.columns:  # already in the table's order: no new plan for Spark to analyse
         return data, schema
     return data.select(*order), schema
 
 
-def _layout(storage: Storage, config: TableConfig) -> KeyLayout:
+def _layout(storage: Storage, config: TableConfig, meta: TableMetadata) -> KeyLayout:
     """The table's key layout; a single-field ComplexKeyGenerator table is asked how it stores keys."""
     if key_generator_of(config) != COMPLEX or len(config.record_key_fields) != 1:
         return layout_of(config)
-    return layout_of(config, sample_key=sample_record_key(storage, read_table_metadata(storage).commits))
+    return layout_of(config, sample_key=sample_record_key(storage, meta.commits))
 
 
 def _latest_base_files(state: TableState) -> dict[str, list[BaseFile]]:

@@ -30,9 +30,10 @@ table:
 """
 
 
+@pytest.mark.parametrize("arrow", [False, True], ids=["dataframe", "arrow"])
 @pytest.mark.parametrize("operation", ["upsert", "insert", "bulk_insert"])
 @pytest.mark.parametrize("evidence", ["file_ids", "index_type", "consistent_hashing_folder"])
-def test_runner_write_refuses_a_bucket_indexed_table(evidence, operation, spark: Any, tmp_path: Path):
+def test_runner_write_refuses_a_bucket_indexed_table(evidence, operation, arrow, spark: Any, tmp_path: Path):
     table = tmp_path / "t"
     TableBuilder(table, name="t", partitions=["p=a"], version=6, bucket_index=evidence == "file_ids").commit(writes=2)
     _leave_evidence(table, evidence)
@@ -44,8 +45,8 @@ def test_runner_write_refuses_a_bucket_indexed_table(evidence, operation, spark:
     rows = [(100, "a", 1, 1.0, "new"), (1, "a", 2, 2.0, "update")]
     df = spark.createDataFrame(rows, "id long, p string, ts long, amount double, note string")
 
-    with pytest.raises(RefusedError, match="bucket-indexed"):
-        runner.write(df, "t", operation=operation, project_dir=root)  # type: ignore[attr-defined]
+    with pytest.raises(RefusedError, match="bucket-indexed"):  # an Arrow input too, which starts no Spark
+        runner.write(df.toArrow() if arrow else df, "t", operation=operation, project_dir=root)  # type: ignore[attr-defined]
 
     assert digest(table) == before
     assert _oracle(table) == oracle_before
