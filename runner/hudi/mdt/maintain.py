@@ -31,7 +31,13 @@ from runner.hudi.mdt.clustering import (
     resize_refusals,
 )
 from runner.hudi.mdt.partitions import BLOOM_FILTERS, COLUMN_STATS, EXPRESSION_INDEX_PREFIX, EXPRESSION_INDEX_TYPES
-from runner.hudi.mdt.reader import MetadataTable, read_files_listing, read_metadata_table, read_partition
+from runner.hudi.mdt.reader import (
+    FILES_PARTITION,
+    MetadataTable,
+    read_metadata_table,
+    read_partition,
+    read_partition_schema,
+)
 from runner.hudi.mdt.writer import SUPPORTED_VERSIONS, _remove_logs_of, write_mdt_commit
 from runner.hudi.metadata import CleanMetadata
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
@@ -304,7 +310,7 @@ def _split(path: str) -> tuple[str, str]:
 
 
 def _record_schema(storage: Storage, data: TableMetadata, mdt: MetadataTable) -> str:
-    schema = read_files_listing(storage, data, mdt).schema
+    schema = read_partition_schema(storage, data, mdt, FILES_PARTITION)
     if not schema:
         raise RefusedError(f"{storage.uri}: the metadata table's files partition has no record schema to write with")
     return schema
