@@ -9,7 +9,7 @@ deleted, so the end result is the same as an uninterrupted run.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -39,6 +39,8 @@ from runner.storage import DeleteResult, Storage
 Deleter = Callable[[Storage, Sequence[str]], list[DeleteResult]]
 # (clean instant, its HoodieCleanMetadata, completion-time source) -> files written
 BeforeComplete = Callable[[InstantTime, CleanMetadata, Callable[[], InstantTime]], list[str]]
+# (clean instant, data partition -> names of the files it deletes): told before the deletes start
+BeforeDeletes = Callable[[InstantTime, Mapping[str, tuple[str, ...]]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,13 +154,16 @@ class CleanRunner:
 
     def __init__(self, storage: Storage, writer: TimelineWriter, deleter: Deleter, *,
                  completion_time: Callable[[], InstantTime],
-                 before_complete: BeforeComplete | None = None) -> None:
+                 before_complete: BeforeComplete | None = None,
+                 before_deletes: BeforeDeletes | None = None) -> None:
         self.storage = storage
         self.writer = writer
         self.deleter = deleter
         self.completion_time = completion_time
         # Records the clean in the metadata table (same instant time) before the clean completes.
         self.before_complete = before_complete
+        # Lets that record's work that depends only on the plan start beside the deletes (writes nothing).
+        self.before_deletes = before_deletes
 
     def start(self, time_: InstantTime, step: CleanStep) -> tuple[Instant, CleanPlan]:
         """Write `<t>.clean.requested` and `<t>.clean.inflight`.
@@ -188,6 +193,9 @@ class CleanRunner:
             self.writer.inflight(pending.time, Action.CLEAN, encode_clean_plan(plan))
             written.append(f"{pending.time}.clean.inflight")
         started = time.monotonic()
+        if self.before_deletes is not None:
+            self.before_deletes(pending.time, {p: tuple(path.rsplit("/", 1)[-1] for path in paths)
+                                               for p, paths in files.items()})
         if sizes is None:  # a pending clean from the timeline: measure what is really there
             sizes = {path: info.size for path in flat if (info := self.storage.stat(path)) is not None}
         with progress.known_sizes(sizes):  # so the deleter's progress shows bytes as well as files
