@@ -13,10 +13,11 @@ the clean deletes every base file but each group's latest: `--files` files, 1 % 
 Each run, interleaved:
 1. the baseline, as in bench_mdt.py: a bare `os.unlink` loop over as many *empty* files (created and
    synced, not timed);
-2. a fresh copy of the table (`cp -r`, holes kept sparse), whose files to delete then get real disk
-   blocks of `--file-kb` KiB each: `posix_fallocate` over each file's length (tiny-mode files are
-   sparse holes of that size; ext4 marks the extents unwritten, so nothing is written, and each
-   file's `st_blocks` is checked), then `os.sync()`; not timed. Deleting them frees real extents,
+2. a fresh copy of the table (hard links), whose files to delete are then rewritten as files of
+   their own (their few KiB of data; `runner.testing.data.unshare`) and given real disk blocks of
+   `--file-kb` KiB each: `posix_fallocate` over each file's length (tiny-mode files are sparse
+   holes of that size; ext4 marks the extents unwritten, so nothing is written, and each file's
+   `st_blocks` is checked), then `os.sync()`; not timed. Deleting them frees real extents,
    as deleting a real table's files does;
 3. `apply_table` as `runner apply --auto-approve` runs it (no saved plan; the deleter `runner apply`
    builds, on a local master: the in-process thread pool), with the time of each phase taken at
@@ -24,10 +25,14 @@ Each run, interleaved:
    calls; nothing else is replaced): lock and planning, the MDT checks (in planning and again in
    `prepare_clean_maintenance`, with the MDT's schema read), `clean.requested`/`.inflight`, the
    deletes, the clean's metadata, the MDT records (`clean_commit`) and deltacommit
-   (`write_mdt_commit`), the completed clean.
+   (`write_mdt_commit`), the completed clean. `runner apply` encodes the index tombstones' log
+   files on a thread while the deletes run (`CleanMaintenance.ahead`; nothing is written before
+   the deletes end), so that work's time falls in the deletes' row; `--ahead off` leaves it after
+   the deletes, `--ahead alternate` switches run by run for an interleaved comparison.
 The first run then checks the table: every planned file gone, the rest still there, the MDT
 deltacommit of the clean completed and its `files` listing in step with storage (`runner status`'s
-check), and one tombstone per deleted file and indexed column in column_stats.
+check), and exactly one tombstone per deleted file and indexed column in the clean's column_stats
+logs.
 
 Wall-clock seconds and CPU seconds of the process (every thread: the delete pool's kernel time
 included) per phase; the MDT share is the MDT update's (checks, records, deltacommit) over the
@@ -38,6 +43,8 @@ stays). Usage:
 
     .venv/bin/python bench/bench_mdt_clean.py --files 2000                  # smoke run: 2,000 files
     .venv/bin/python bench/bench_mdt_clean.py --files 100000 --runs 3 --workdir /tmp/pv-mdt
+    .venv/bin/python bench/bench_mdt_clean.py --files 100000 --runs 4 --ahead alternate \
+        --table /tmp/pv-mdt-table --workdir /tmp/pv-mdt    # build the table once (about 10 min), keep it
 """
 
 from __future__ import annotations
@@ -76,7 +83,7 @@ from runner.declarations.model import (  # noqa: E402
 from runner.execute.deleter import Deleter  # noqa: E402
 from runner.hudi.files import BaseFile  # noqa: E402
 from runner.testing import TableBuilder  # noqa: E402
-from runner.testing.data import allocate_blocks  # noqa: E402
+from runner.testing.data import allocate_blocks, unshare  # noqa: E402
 from runner.testing.metadata_indexes import INDEX_DEFS_PATH, index_definitions  # noqa: E402
 
 KEEP_ONE = CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
@@ -178,8 +185,20 @@ class Phases:
         return last[0] - first[0], last[1] - first[1]
 
 
+class _TimedHook:
+    """The clean hook `prepare_clean_maintenance` returns, its call timed; `ahead` (encoding the
+    index tombstones beside the deletes) passed on, or left out to time the update without it."""
+
+    def __init__(self, phases: Phases, hook: Any, ahead: bool) -> None:
+        self._call = phases.span("mdt_hook", hook)
+        self.ahead = phases.span("mdt_ahead", hook.ahead) if ahead else None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+
 @contextmanager
-def timing(phases: Phases) -> Iterator[None]:
+def timing(phases: Phases, *, ahead: bool = True) -> Iterator[None]:
     """Time the runner's clean phases in this process: the failpoint calls of apply and the clean
     runner mark moments; the functions apply calls for planning, the MDT checks and the MDT update
     are wrapped to record their spans. Everything is put back on exit."""
@@ -202,8 +221,7 @@ def timing(phases: Phases) -> Iterator[None]:
     prepare = maintain_module.prepare_clean_maintenance
 
     def prepared(*args: Any, **kwargs: Any) -> Any:
-        hook = phases.span("mdt_prepare", prepare)(*args, **kwargs)
-        return phases.span("mdt_hook", hook)
+        return _TimedHook(phases, phases.span("mdt_prepare", prepare)(*args, **kwargs), ahead)
 
     swap(maintain_module, "prepare_clean_maintenance", prepared)
     swap(maintain_module, "clean_commit", phases.span("mdt_records", maintain_module.clean_commit))
@@ -278,16 +296,22 @@ def empty_floor(work: Path, files: int) -> Stamp:
 
 
 def prepare_copy(template: Path, copy: Path, deleted: Sequence[str]) -> int:
-    """A fresh copy of the table whose files to delete hold real blocks; returns the bytes allocated."""
-    fresh_copy(template, copy)
-    allocated = sum(allocate_blocks(str(copy / path)) for path in deleted)
+    """A fresh copy of the table whose files to delete are files of their own holding real blocks;
+    returns the bytes allocated. The copy is hard links (a byte copy of 100,000 files' holes takes
+    many minutes); each file to delete is then written anew (`unshare`: its few KiB of data, the
+    hole left a hole) and allocated, so deleting it frees its blocks and leaves the table intact."""
+    fresh_copy(template, copy, hardlink=True)
+    allocated = 0
+    for path in deleted:
+        unshare(str(copy / path))
+        allocated += allocate_blocks(str(copy / path))
     os.sync()
     return allocated
 
 
-def run_clean(copy: Path) -> tuple[dict[str, Stamp], Any]:
+def run_clean(copy: Path, *, ahead: bool = True) -> tuple[dict[str, Stamp], Any]:
     phases = Phases()
-    with timing(phases):
+    with timing(phases, ahead=ahead):
         started = _now()
         result = apply_module.apply_table(
             declaration(copy), None, now=datetime.now(UTC), spark_settings=LOCAL,
@@ -299,11 +323,18 @@ def run_clean(copy: Path) -> tuple[dict[str, Stamp], Any]:
     return phase_times(phases, (ended[0] - started[0], ended[1] - started[1])), result
 
 
-def check_table(copy: Path, deleted: Sequence[str], kept: Sequence[str], columns: int) -> None:
-    """The planned files are gone and the others remain; the MDT recorded the clean as Hudi does."""
+def check_table(copy: Path, deleted: Sequence[str], kept: Sequence[str], columns: Sequence[str]) -> None:
+    """The planned files are gone and the others remain; the MDT recorded the clean as Hudi does:
+    its deltacommit completed, its `files` listing in step with storage (`runner status`'s check),
+    and the clean's column_stats logs hold exactly one tombstone per deleted file and indexed column
+    (every key compared; a sample of the values decoded, since decoding 1.6 million takes minutes)."""
     from runner.hudi.instant import Action
+    from runner.hudi.mdt import keys
     from runner.hudi.mdt.check import check_metadata_table
-    from runner.hudi.mdt.reader import read_metadata_table, read_partition
+    from runner.hudi.mdt.hfile import read_hfile
+    from runner.hudi.mdt.logfile import HeaderKey, read_log_blocks
+    from runner.hudi.mdt.reader import read_metadata_table
+    from runner.hudi.mdt.records import decode_record
     from runner.hudi.state import read_table_metadata, read_table_state
     from runner.storage import storage_for
 
@@ -318,9 +349,17 @@ def check_table(copy: Path, deleted: Sequence[str], kept: Sequence[str], columns
     assert any(i.time == clean.time and i.is_completed for i in mdt.timeline.instants), "no MDT deltacommit"
     health = check_metadata_table(storage, read_table_state(storage))
     assert health.ok, health.to_json()
-    stats, _ = read_partition(storage, data, mdt, "column_stats")
-    tombstones = sum(1 for r in stats.values() if r["ColumnStatsMetadata"]["isDeleted"])
-    assert tombstones == len(deleted) * columns, (tombstones, len(deleted) * columns)
+    cells: list[tuple[bytes, bytes]] = []
+    schema = ""
+    for log in (copy / ".hoodie/metadata/column_stats").glob(f".*_{clean.time}.log.*"):
+        for block in read_log_blocks(log.read_bytes(), where=str(log)):
+            schema = block.header[HeaderKey.SCHEMA]
+            cells += read_hfile(block.content, where=str(log)).cells
+    expected = {keys.column_stats_key(c, *path.split("/", 1)) for c in columns for path in deleted}
+    assert len(cells) == len(expected) and {row.decode() for row, _ in cells} == expected, (len(cells), len(expected))
+    for _, value in cells[:: max(1, len(cells) // 1000)]:
+        stats = decode_record(schema, value, where="column_stats")["ColumnStatsMetadata"]
+        assert stats["isDeleted"] and stats["columnName"] in columns, stats
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -358,6 +397,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="0: only build (or check) the --table")
     parser.add_argument("--workdir", help="parent folder of the temporary data (default: system temp)")
     parser.add_argument("--table", help="build the table here once, or reuse it if it is there (never changed)")
+    parser.add_argument("--ahead", choices=("on", "off", "alternate"), default="on",
+                        help="encode the index tombstones beside the deletes (on: as `runner apply` does), after "
+                        "them (off), or alternate run by run, starting with off (an interleaved A/B)")
     args = parser.parse_args()
     if args.versions < 2:
         parser.error("--versions must be at least 2")
@@ -387,31 +429,36 @@ def measure(args: argparse.Namespace, shape: Shape, file_bytes: int, work: Path)
     sizes = {os.stat(template / p).st_size for p in deleted[:100]}
     if sizes != {file_bytes}:
         raise SystemExit(f"{template}: expected data files of {file_bytes} bytes, found sizes {sorted(sizes)}")
-    indexed = len(json.loads((template / INDEX_DEFS_PATH).read_bytes())["indexDefinitions"]["column_stats"]
-                  ["sourceFields"])
+    indexed = tuple(json.loads((template / INDEX_DEFS_PATH).read_bytes())["indexDefinitions"]["column_stats"]
+                    ["sourceFields"])
     if not args.runs:
         return
     copy = work / "copy"
-    runs: list[dict[str, Stamp]] = []
-    floors: list[Stamp] = []
+    runs: dict[bool, list[dict[str, Stamp]]] = {True: [], False: []}
+    floors: dict[bool, list[Stamp]] = {True: [], False: []}
     prepared: list[float] = []
     for run in range(args.runs):
-        floors.append(empty_floor(work, shape.deletes))
+        ahead = args.ahead == "on" or (args.ahead == "alternate" and run % 2 == 1)
+        floors[ahead].append(empty_floor(work, shape.deletes))
         started = time.perf_counter()
         allocated = prepare_copy(template, copy, deleted)
         prepared.append(time.perf_counter() - started)
-        times, result = run_clean(copy)
+        times, result = run_clean(copy, ahead=ahead)
         if result.files_deleted != shape.deletes:
             raise SystemExit(f"the clean deleted {result.files_deleted:,} files, expected {shape.deletes:,}")
         if run == 0:
             kept = [p for p in _base_files(template) if p not in set(deleted)]
             check_table(copy, deleted, kept, indexed)
-        runs.append(times)
-        print(f"run {run + 1}: apply {times['apply'][0]:.2f} s (CPU {times['apply'][1]:.2f} s), MDT update "
-              f"{times['mdt'][0]:.2f} s (CPU {times['mdt'][1]:.2f} s), {allocated / 2**30:.1f} GiB freed; "
-              f"empty-file floor {floors[-1][0]:.2f} s; load {os.getloadavg()[0]:.1f}", flush=True)
+            print(f"run 1 checked: files, MDT listing and {len(deleted) * len(indexed):,} tombstones", flush=True)
+        runs[ahead].append(times)
+        print(f"run {run + 1} (ahead {'on' if ahead else 'off'}): apply {times['apply'][0]:.2f} s (CPU "
+              f"{times['apply'][1]:.2f} s), MDT update {times['mdt'][0]:.2f} s (CPU {times['mdt'][1]:.2f} s), "
+              f"{allocated / 2**30:.1f} GiB freed; empty-file floor {floors[ahead][-1][0]:.2f} s; "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
         remove_tree(copy)
-    report(args, shape, indexed, runs, floors, prepared)
+    for ahead in (False, True):
+        if runs[ahead]:
+            report(args, shape, len(indexed), runs[ahead], floors[ahead], prepared, ahead=ahead)
 
 
 def _base_files(table: Path) -> list[str]:
@@ -420,7 +467,7 @@ def _base_files(table: Path) -> list[str]:
 
 
 def report(args: argparse.Namespace, shape: Shape, columns: int, runs: list[dict[str, Stamp]],
-           floors: list[Stamp], prepared: list[float]) -> None:
+           floors: list[Stamp], prepared: list[float], *, ahead: bool) -> None:
     def cells(label: str, walls: list[float], cpus: list[float], whole: float) -> tuple[str, ...]:
         return (label, ", ".join(f"{w:.2f}" for w in walls), f"{median(walls):.2f} s",
                 f"{median(walls) / whole:.1%}", f"{median(cpus):.2f} s")
@@ -444,6 +491,9 @@ def report(args: argparse.Namespace, shape: Shape, columns: int, runs: list[dict
         f"{columns} indexed columns ({shape.deletes * columns:,} column-stats tombstones); table version 8; "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end; copy + allocation per run "
         f"(not timed) {', '.join(f'{p:.0f}' for p in prepared)} s\n"
+        + ("The index tombstones are encoded beside the deletes (as `runner apply` does): that work's wall "
+           "and CPU time fall in the deletes' row.\n" if ahead else
+           "Encoding beside the deletes turned off (--ahead off): the whole update runs after them.\n")
     )
     print(markdown_table(("phase", "runs (s)", "median", "of the clean", "CPU, median"), rows, align="llrrr"))
     shares = [r["mdt"][0] / r["apply"][0] for r in runs]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from runner.testing import TableBuilder
-from runner.testing.data import allocate_blocks
+from runner.testing.data import allocate_blocks, unshare
 
 SIZE = 432 * 1024
 
@@ -35,3 +35,19 @@ def test_an_empty_file_needs_no_blocks(tmp_path: Path) -> None:
     path.touch()
     assert allocate_blocks(str(path)) == 0
     assert os.stat(path).st_size == 0
+
+
+def test_an_unshared_hard_link_keeps_the_bytes_and_frees_the_original(tmp_path: Path) -> None:
+    b = TableBuilder(tmp_path / "t", name="t", partitions=["dt=1"], tiny=True, file_bytes=SIZE)
+    b.commit(writes=1)
+    (original,) = (tmp_path / "t" / "dt=1").glob("*.parquet")
+    link = tmp_path / "link.parquet"
+    os.link(original, link)
+
+    unshare(str(link))
+    allocate_blocks(str(link))
+
+    assert link.read_bytes() == original.read_bytes()
+    assert os.stat(link).st_ino != os.stat(original).st_ino
+    assert os.stat(original).st_nlink == 1
+    assert os.stat(original).st_blocks * 512 < SIZE // 2  # the original stays sparse
