@@ -447,7 +447,8 @@ def measure(args: argparse.Namespace, shape: Shape, file_bytes: int, work: Path)
         if result.files_deleted != shape.deletes:
             raise SystemExit(f"the clean deleted {result.files_deleted:,} files, expected {shape.deletes:,}")
         if run == 0:
-            kept = [p for p in _base_files(template) if p not in set(deleted)]
+            gone = set(deleted)
+            kept = [p for p in _base_files(template) if p not in gone]
             check_table(copy, deleted, kept, indexed)
             print(f"run 1 checked: files, MDT listing and {len(deleted) * len(indexed):,} tombstones", flush=True)
         runs[ahead].append(times)
