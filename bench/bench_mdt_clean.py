@@ -259,7 +259,8 @@ def phase_times(phases: Phases, total: Stamp) -> dict[str, Stamp]:
         "start": phases.between(phases.spans["mdt_prepare"][0][1], p["after_clean_inflight"]),
         "deletes": phases.between(p["after_clean_inflight"], p["after_delete"]),
         "metadata": phases.between(p["after_delete"], hook[0]),
-        "mdt_records": phases.total("mdt_records"),
+        # Only the hook's own: with `ahead`, `clean_commit` also runs on a thread during the deletes.
+        "mdt_records": _within(phases.spans.get("mdt_records", []), hook),
         "mdt_write": phases.total("mdt_write"),
         "mdt_hook": phases.between(*hook),
         "complete": phases.between(hook[1], p["after_clean_completed"]),
@@ -273,6 +274,11 @@ def phase_times(phases: Phases, total: Stamp) -> dict[str, Stamp]:
     parts = (out["plan_mdt"], out["mdt_prepare"], out["mdt_hook"])
     out["mdt"] = (sum(p[0] for p in parts), sum(p[1] for p in parts))
     return out
+
+
+def _within(spans: list[tuple[Stamp, Stamp]], outer: tuple[Stamp, Stamp]) -> Stamp:
+    inside = [(s, e) for s, e in spans if outer[0][0] <= s[0] and e[0] <= outer[1][0]]
+    return sum(e[0] - s[0] for s, e in inside), sum(e[1] - s[1] for s, e in inside)
 
 
 # --- one run ----------------------------------------------------------------------------------
