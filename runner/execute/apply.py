@@ -437,7 +437,8 @@ def _runner(storage: Storage, meta: TableMetadata, deleter: Any, clock: Callable
         last.append(value)
         return value
 
-    return CleanRunner(storage, writer, deleter, completion_time=completion, before_complete=maintenance)
+    return CleanRunner(storage, writer, deleter, completion_time=completion, before_complete=maintenance,
+                       before_deletes=maintenance.ahead if maintenance is not None else None)
 
 
 def _record(result: TableResult, outcome: CleanOutcome, *, started: str | None = None) -> None:

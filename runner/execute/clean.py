@@ -9,7 +9,7 @@ deleted, so the end result is the same as an uninterrupted run.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -41,6 +41,8 @@ Deleter = Callable[[Storage, Sequence[str]], list[DeleteResult]]
 BeforeComplete = Callable[[InstantTime, CleanMetadata, Callable[[], InstantTime]], list[str]]
 # Why the table no longer supports the plan (`runner.hudi.pending_undo.history_moved`), or None
 HistoryCheck = Callable[[], str | None]
+# (clean instant, data partition -> names of the files it deletes): told before the deletes start
+BeforeDeletes = Callable[[InstantTime, Mapping[str, tuple[str, ...]]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +157,8 @@ class CleanRunner:
     def __init__(self, storage: Storage, writer: TimelineWriter, deleter: Deleter, *,
                  completion_time: Callable[[], InstantTime],
                  before_complete: BeforeComplete | None = None,
-                 history: HistoryCheck | None = None) -> None:
+                 history: HistoryCheck | None = None,
+                 before_deletes: BeforeDeletes | None = None) -> None:
         self.storage = storage
         self.writer = writer
         self.deleter = deleter
@@ -166,6 +169,8 @@ class CleanRunner:
         # take the runner's lock, and a rollback or savepoint landing after the plan changes which
         # slices readers need (a metadata table appearing, where the clean must be recorded).
         self.history = history
+        # Lets that record's work that depends only on the plan start beside the deletes (writes nothing).
+        self.before_deletes = before_deletes
 
     def start(self, time_: InstantTime, step: CleanStep) -> tuple[Instant, CleanPlan]:
         """Write `<t>.clean.requested` and `<t>.clean.inflight`.
@@ -207,6 +212,9 @@ class CleanRunner:
                                       f"nothing was deleted; clean {pending.time} stays pending for the next "
                                       "apply to check again", withdraw=withdraw)
         started = time.monotonic()
+        if self.before_deletes is not None:
+            self.before_deletes(pending.time, {p: tuple(path.rsplit("/", 1)[-1] for path in paths)
+                                               for p, paths in files.items()})
         if sizes is None:  # a pending clean from the timeline: measure what is really there
             sizes = {path: info.size for path in flat if (info := self.storage.stat(path)) is not None}
         with progress.known_sizes(sizes):  # so the deleter's progress shows bytes as well as files

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from runner.errors import RunnerError
 from runner.hudi.mdt.drift import compare
-from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
+from runner.hudi.mdt.reader import read_files_listing, read_metadata_table, read_partition, read_partition_schema
 from runner.hudi.mdt.view import valid_instants
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.hudi.timeline import Timeline
@@ -44,6 +46,58 @@ def test_hudi_rs_latest_slices_are_in_our_listing_with_the_same_sizes(
             assert files[s.base_file_name] == s.base_file_size
         for name, size in zip(s.log_file_names, s.log_file_sizes, strict=True):
             assert files[name] == size
+
+
+@pytest.mark.parametrize("fixture", MDT_IDS)
+def test_the_schema_read_alone_is_the_one_the_full_read_returns(mdt_tables: dict[str, Path], fixture: str) -> None:
+    storage = storage_for(str(mdt_tables[fixture]))
+    data = read_table_metadata(storage)
+    mdt = read_metadata_table(storage)
+    for partition in data.config.metadata_partitions:
+        full = _outcome(lambda p=partition: read_partition(storage, data, mdt, p)[1])
+        assert _outcome(lambda p=partition: read_partition_schema(storage, data, mdt, p)) == full, partition
+        assert partition != "files" or full.startswith("{")
+
+
+def _outcome(read: Callable[[], str]) -> str:
+    """The schema read, or the refusal's message (a partition the reader cannot merge)."""
+    try:
+        return read()
+    except RunnerError as error:
+        return f"refused: {error}"
+
+
+def test_the_schema_read_alone_follows_the_newest_valid_block(tmp_path: Path) -> None:
+    # A deltacommit with another schema counts once its data instant completes, for both reads.
+    from runner.hudi.instant import Action, State
+    from runner.hudi.mdt import records as rec
+    from runner.hudi.mdt.actions import MdtCommit
+    from runner.hudi.mdt.writer import write_mdt_commit
+    from runner.hudi.metadata import CommitMetadata, encode_commit_metadata
+    from runner.testing import TableBuilder
+    from runner.testing.metadata_table import metadata_record_schema
+
+    b = TableBuilder(tmp_path / "t", name="t", partitions=["p=1"], version=8, metadata_table=True)
+    b.commit(writes=1)
+    storage = storage_for(b.path)
+
+    def both() -> tuple[str, str]:
+        data, mdt = read_table_metadata(storage), read_metadata_table(storage)
+        return read_partition_schema(storage, data, mdt, "files"), read_partition(storage, data, mdt, "files")[1]
+
+    before, _ = both()
+    wider = metadata_record_schema(with_indexes=True)
+    assert wider != before
+    record = rec.encode_record(wider, rec.file_list_record({}))  # lists nothing new
+    t = b.files.tick()
+    b.files.instant(t, Action.COMMIT, State.REQUESTED)
+    b.files.instant(t, Action.COMMIT, State.INFLIGHT)
+    write_mdt_commit(storage, read_metadata_table(storage), MdtCommit(str(t), {"files": {"p=1": record}}), schema=wider,
+                     created_ms=0, completion_time=lambda: t.plus_millis(1))
+    assert both() == (before, before)  # the data instant is pending: its block does not count
+    b.files.instant(t, Action.COMMIT, State.COMPLETED, encode_commit_metadata(CommitMetadata("UPSERT", {}), layout=2),
+                    completed=t.plus_millis(2))
+    assert both() == (wider, wider)
 
 
 def _copy(mdt_tables: dict[str, Path], fixture: str, tmp_path: Path) -> Path:

@@ -90,6 +90,16 @@ def read_hfile(data: bytes, *, where: str) -> HFile:
         raise _corrupt(where, "complete blocks", f"truncated data ({error})") from error
 
 
+def read_hfile_info(data: bytes, *, where: str) -> dict[bytes, bytes]:
+    """Only the file-info map of an HFile (trailer, then one block), without its data blocks."""
+    try:
+        trailer = _read_trailer(data, where)
+        payload, _ = _read_block(data, trailer.file_info_offset, FILE_INFO_MAGIC, trailer.codec, where)
+        return _parse_file_info(payload, where)
+    except (struct.error, IndexError) as error:
+        raise _corrupt(where, "complete blocks", f"truncated data ({error})") from error
+
+
 def _read_hfile(data: bytes, where: str) -> HFile:
     trailer = _read_trailer(data, where)
     index_payload, checksum_type = _read_block(

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,7 +21,7 @@ from runner.errors import CorruptMetadataError, RefusedError, StorageError
 from runner.hudi.footer import BLOOM_FILTER, BLOOM_FILTER_TYPE_CODE
 from runner.hudi.instant import Action, InstantTime, State
 from runner.hudi.mdt import records as rec
-from runner.hudi.mdt.actions import clean_commit, held_by_file, unsupported_partitions
+from runner.hudi.mdt.actions import MdtCommit, clean_commit, held_by_file, unsupported_partitions
 from runner.hudi.mdt.check import consistency_problems
 from runner.hudi.mdt.clustering import (
     PARTITION_STATS,
@@ -31,9 +32,15 @@ from runner.hudi.mdt.clustering import (
     resize_refusals,
 )
 from runner.hudi.mdt.partitions import BLOOM_FILTERS, COLUMN_STATS, EXPRESSION_INDEX_PREFIX, EXPRESSION_INDEX_TYPES
-from runner.hudi.mdt.reader import MetadataTable, read_files_listing, read_metadata_table, read_partition
-from runner.hudi.mdt.writer import SUPPORTED_VERSIONS, _remove_logs_of, write_mdt_commit
-from runner.hudi.metadata import CleanMetadata
+from runner.hudi.mdt.reader import (
+    FILES_PARTITION,
+    MetadataTable,
+    read_metadata_table,
+    read_partition,
+    read_partition_schema,
+)
+from runner.hudi.mdt.writer import SUPPORTED_VERSIONS, EncodedLogs, _remove_logs_of, encode_logs, write_mdt_commit
+from runner.hudi.metadata import CleanMetadata, CleanPartitionMetadata
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
 from runner.storage import Storage
 
@@ -59,18 +66,41 @@ class CleanMaintenance:
     stats_columns: tuple[str, ...]
     step: Callable[[str], None] = lambda _: None
     held_partitions: tuple[str, ...] = ()
+    # instant -> (the deleted names it was started for, the work): see `ahead`
+    _ahead: dict[str, tuple[Names, Future[_Encoded]]] = field(default_factory=dict)
+
+    def ahead(self, instant: InstantTime, names: Names) -> None:
+        """Start building and encoding the index partitions' tombstones for a clean deleting `names`
+        (data partition -> file names), on a thread, while the clean's deletes run.
+
+        gzip of their HFile blocks is most of the MDT update's CPU, and it depends only on which
+        files the plan lists (Hudi tombstones every `deletePathPatterns` entry, deleted or not),
+        never on how the deletes went. Nothing is written here: the deltacommit is still written
+        by `__call__`, after the deletes, and uses this work only if the clean's files are these.
+        Not for `held_partitions`, whose records are read from the MDT when the clean is recorded.
+        """
+        indexes = tuple(p for p in self.partitions if p in (COLUMN_STATS, BLOOM_FILTERS))
+        if self.held_partitions or not indexes:
+            return
+        names = {p: n for p, n in names.items() if n}
+        self._ahead.clear()
+        self._ahead[str(instant)] = (names, _AHEAD.submit(self._encode_indexes, str(instant), names, indexes))
 
     def __call__(
         self, instant: InstantTime, clean: CleanMetadata, completion_time: Callable[[], InstantTime]
     ) -> list[str]:
+        ready = self._take_ahead(str(instant), clean)
         held = {}
         if self.held_partitions:
             data = read_table_metadata(self.storage)
             held = {p: held_by_file(read_partition(self.storage, data, self.mdt, p)[0]) for p in self.held_partitions}
         commit = clean_commit(
-            str(instant), clean, mdt_partitions=self.partitions, stats_columns=self.stats_columns, schema=self.schema,
-            held=held, legacy_keys=self.mdt.config.version < INDEX_DEFS_VERSION,
+            str(instant), clean, mdt_partitions=[p for p in self.partitions if ready is None or p not in ready.records],
+            stats_columns=self.stats_columns, schema=self.schema, held=held,
+            legacy_keys=self.mdt.config.version < INDEX_DEFS_VERSION,
         )
+        if ready is not None:
+            commit = MdtCommit(commit.instant, {**commit.records, **ready.records})
         mdt = read_metadata_table(self.storage)  # a retry may find its own pending instant
         return write_mdt_commit(
             self.storage,
@@ -78,9 +108,52 @@ class CleanMaintenance:
             commit,
             schema=self.schema,
             completion_time=completion_time,
-            created_ms=int(time.time() * 1000),
+            created_ms=ready.created_ms if ready is not None else int(time.time() * 1000),
             step=self.step,
+            encoded=ready.logs if ready is not None else None,
         )
+
+    def _take_ahead(self, instant: str, clean: CleanMetadata) -> _Encoded | None:
+        """`ahead`'s work for this clean, if it was started for exactly its files (its errors are
+        raised here, where the same work would have raised them)."""
+        started = self._ahead.pop(instant, None)
+        if started is None:
+            return None
+        names, work = started
+        listed = {p: m.delete_path_patterns for p, m in clean.partition_metadata.items() if m.delete_path_patterns}
+        if listed != names:
+            work.cancel()
+            return None
+        return work.result()
+
+    def _encode_indexes(self, instant: str, names: Names, indexes: tuple[str, ...]) -> _Encoded:
+        clean = CleanMetadata(instant, 0, 0, "", "", {
+            p: CleanPartitionMetadata(p, "", files, files, ()) for p, files in names.items()
+        }, {}, 2)
+        commit = clean_commit(instant, clean, mdt_partitions=indexes, stats_columns=self.stats_columns,
+                              schema=self.schema, legacy_keys=self.mdt.config.version < INDEX_DEFS_VERSION)
+        records = {p: r for p, r in commit.records.items() if p in indexes}
+        created_ms = int(time.time() * 1000)
+        mdt = read_metadata_table(self.storage)
+        logs = {p: encode_logs(self.storage, mdt, p, r, instant, self.schema, created_ms) for p, r in records.items()}
+        return _Encoded(records, logs, created_ms)
+
+
+# data partition -> names of the files a clean deletes there
+Names = Mapping[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Encoded:
+    """Index records of a clean and their log files, encoded ahead (`CleanMaintenance.ahead`)."""
+
+    records: Mapping[str, Mapping[str, bytes]]
+    logs: Mapping[str, EncodedLogs]
+    created_ms: int
+
+
+# One clean's encoding at a time is enough: it runs beside the deletes, which wait on the disk.
+_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mdt-ahead")
 
 
 def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozenset[str] = frozenset(),
@@ -304,7 +377,7 @@ def _split(path: str) -> tuple[str, str]:
 
 
 def _record_schema(storage: Storage, data: TableMetadata, mdt: MetadataTable) -> str:
-    schema = read_files_listing(storage, data, mdt).schema
+    schema = read_partition_schema(storage, data, mdt, FILES_PARTITION)
     if not schema:
         raise RefusedError(f"{storage.uri}: the metadata table's files partition has no record schema to write with")
     return schema

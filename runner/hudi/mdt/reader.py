@@ -15,7 +15,7 @@ from types import MappingProxyType
 from runner.errors import RunnerError, UnsupportedTableError
 from runner.hudi.instant import Action
 from runner.hudi.mdt import records as rec
-from runner.hudi.mdt.hfile import read_hfile
+from runner.hudi.mdt.hfile import read_hfile, read_hfile_info
 from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, read_log_blocks
 from runner.hudi.mdt.view import MdtSlice, latest_slices, valid_instants
 from runner.hudi.metadata.history import decode_rollback_metadata
@@ -93,6 +93,34 @@ def read_partition(
     return merged, schema
 
 
+def read_partition_schema(storage: Storage, data: TableMetadata, mdt: MetadataTable, partition: str) -> str:
+    """The schema `read_partition` returns (that of the newest valid block or base file), read from
+    the log blocks' headers and the base file's file info without decoding any record.
+
+    Writing a deltacommit needs only this, and decoding a `files` partition that lists every file of
+    a large table costs seconds. The blocks are still parsed and checked as `read_partition` checks
+    them (framing, block types, delete blocks without keys); the records in their HFiles are not.
+    """
+    valid = valid_instants(
+        data.timeline, mdt.timeline, rolled_back_instants(storage, data), table_version=mdt.config.version
+    )
+    folder = f"{METADATA_TABLE}/{partition}"
+    listing = [(f.path.rsplit("/", 1)[-1], f.size) for f in storage.list_dir(folder) if not f.is_dir]
+    schema = ""
+    for mdt_slice in latest_slices(listing, mdt.timeline, table_version=mdt.config.version):
+        found = ""
+        if mdt_slice.base_file is not None:
+            path = f"{folder}/{mdt_slice.base_file.name}"
+            info = read_hfile_info(storage.read(path), where=path)
+            found = _schema_or_refuse(info.get(b"schema", b"").decode("utf-8"), path)
+        for path, block in _valid_blocks(storage, folder, mdt_slice, valid):
+            _check_block(path, block)
+            if block.block_type is BlockType.HFILE_DATA:
+                found = _schema_or_refuse(block.header.get(HeaderKey.SCHEMA, ""), path)
+        schema = found or schema
+    return schema
+
+
 def read_files_listing(storage: Storage, data: TableMetadata, mdt: MetadataTable | None = None) -> FilesListing:
     """The data table's partitions and files as the MDT `files` partition records them."""
     mdt = mdt or read_metadata_table(storage)
@@ -122,15 +150,21 @@ def _merge_slice(
         hfile = read_hfile(storage.read(path), where=path)
         schema = hfile.file_info.get(b"schema", b"").decode("utf-8")
         _apply_cells(hfile.cells, schema, path, merged, with_names)
+    for path, block in _valid_blocks(storage, folder, mdt_slice, valid):
+        schema = _apply_block(path, block, merged, with_names) or schema
+    return schema
+
+
+def _valid_blocks(
+    storage: Storage, folder: str, mdt_slice: MdtSlice, valid: frozenset[str]
+) -> list[tuple[str, LogBlock]]:
+    """The slice's log blocks a reader merges, in log order: of valid instants, not rolled back."""
     blocks: list[tuple[str, LogBlock]] = []
     for log in mdt_slice.log_files:
         path = f"{folder}/{log.name}"
         blocks.extend((path, block) for block in read_log_blocks(storage.read(path), where=path))
-    for path, block in _without_rolled_back(blocks):
-        if block.instant_time not in valid and not block.instant_time.startswith("00000000000000"):
-            continue
-        schema = _apply_block(path, block, merged, with_names) or schema
-    return schema
+    return [(path, block) for path, block in _without_rolled_back(blocks)
+            if block.instant_time in valid or block.instant_time.startswith("00000000000000")]
 
 
 def _without_rolled_back(blocks: list[tuple[str, LogBlock]]) -> Iterable[tuple[str, LogBlock]]:
@@ -140,6 +174,17 @@ def _without_rolled_back(blocks: list[tuple[str, LogBlock]]) -> Iterable[tuple[s
 
 
 def _apply_block(path: str, block: LogBlock, merged: dict[str, rec.MetadataRecord], with_names: bool = False) -> str:
+    _check_block(path, block)
+    if block.block_type is BlockType.DELETE:
+        return ""
+    schema = block.header.get(HeaderKey.SCHEMA, "")
+    _apply_cells(read_hfile(block.content, where=path).cells, schema, path, merged, with_names)
+    return schema
+
+
+def _check_block(path: str, block: LogBlock) -> None:
+    """Refuse the blocks the reader cannot merge: delete blocks with keys, and types other than
+    HFILE_DATA and DELETE (command blocks are taken out before)."""
     if block.block_type is BlockType.DELETE:
         if block.content[8:] not in (b"", b"\x00"):
             raise UnsupportedTableError(
@@ -148,15 +193,17 @@ def _apply_block(path: str, block: LogBlock, merged: dict[str, rec.MetadataRecor
                 path=path,
                 hint="let Hudi compact the metadata table (any Hudi write does), then retry.",
             )
-        return ""
-    if block.block_type is not BlockType.HFILE_DATA:
+    elif block.block_type is not BlockType.HFILE_DATA:
         raise UnsupportedTableError(
             f"{path}: a metadata-table log block of type {block.block_type.name}; expected HFILE_DATA, "
             "DELETE or COMMAND blocks",
             path=path,
         )
-    schema = block.header.get(HeaderKey.SCHEMA, "")
-    _apply_cells(read_hfile(block.content, where=path).cells, schema, path, merged, with_names)
+
+
+def _schema_or_refuse(schema: str, path: str) -> str:
+    if not schema:
+        raise RunnerError(f"{path}: a metadata-table HFile without its HoodieMetadataRecord schema")
     return schema
 
 
@@ -164,8 +211,7 @@ def _apply_cells(
     cells: Iterable[tuple[bytes, bytes]], schema: str, path: str, merged: dict[str, rec.MetadataRecord],
     with_names: bool = False,
 ) -> None:
-    if not schema:
-        raise RunnerError(f"{path}: a metadata-table HFile without its HoodieMetadataRecord schema")
+    _schema_or_refuse(schema, path)
     for row, value in cells:
         key = row.decode("utf-8")
         newer = rec.decode_record(schema, value, where=path, with_names=with_names)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from runner.errors import RefusedError, RunnerError
 from runner.hudi.files import BaseFile, LogFile
@@ -56,11 +57,14 @@ def write_mdt_commit(
     completion_time: Callable[[], InstantTime],
     created_ms: int,
     step: Callable[[str], None] = lambda _: None,
+    encoded: Mapping[str, EncodedLogs] | None = None,
 ) -> list[str]:
     """Write (or finish) MDT deltacommit `commit.instant`; returns the MDT files written.
 
     `step(name)` is called after each durable step (`after_mdt_requested`, `after_mdt_inflight`,
-    `after_mdt_logs`), so crash tests can stop the process there.
+    `after_mdt_logs`), so crash tests can stop the process there. `encoded`: log contents of some
+    partitions' records, encoded ahead (`encode_logs`); used when the partition's file groups are
+    still those they were cut for, else the records are encoded here.
     """
     if mdt.config.version not in SUPPORTED_VERSIONS:
         raise RefusedError(
@@ -89,7 +93,8 @@ def write_mdt_commit(
         step("after_mdt_inflight")
     stats: dict[str, tuple[WriteStat, ...]] = {}
     for partition, records in sorted(commit.records.items()):
-        stats[partition] = tuple(_write_partition(storage, mdt, partition, records, time, schema, created_ms))
+        ready = (encoded or {}).get(partition)
+        stats[partition] = tuple(_write_partition(storage, mdt, partition, records, time, schema, created_ms, ready))
         written.extend(f"{METADATA_TABLE}/{s.path}" for s in stats[partition])
     step("after_mdt_logs")
     done = timeline.complete(
@@ -97,6 +102,35 @@ def write_mdt_commit(
     )
     written.append(timeline.path(done))
     return written
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedLogs:
+    """One MDT partition's new log files for a deltacommit, encoded before they are written: the
+    partition's file groups they were cut for, and per touched group (in id order) its id, the
+    log file's content and its record count."""
+
+    groups: tuple[str, ...]
+    logs: tuple[tuple[str, bytes, int], ...]
+
+
+def encode_logs(
+    storage: Storage, mdt: MetadataTable, partition: str, records: Mapping[str, bytes], time: str, schema: str,
+    created_ms: int,
+) -> EncodedLogs:
+    """The log files `write_mdt_commit` would write for `records` in `partition`, not written: a
+    clean's index tombstones are encoded while its deletes run (gzip is most of their cost)."""
+    folder = f"{METADATA_TABLE}/{partition}"
+    names = [f.path.rsplit("/", 1)[-1] for f in storage.list_dir(folder) if not f.is_dir]
+    return _encode(records, tuple(_file_groups(names, folder)), time, schema, created_ms, mdt.config.version)
+
+
+def _encode(records: Mapping[str, bytes], groups: tuple[str, ...], time: str, schema: str, created_ms: int,
+            version: int) -> EncodedLogs:
+    by_group = _cells_by_group(records, len(groups))
+    logs = [(groups[g], _log_file(cells, time, schema, created_ms, version), len(cells))
+            for g, cells in enumerate(by_group) if len(cells)]
+    return EncodedLogs(groups, tuple(sorted(logs, key=lambda log: log[0])))
 
 
 def _write_partition(
@@ -107,26 +141,27 @@ def _write_partition(
     time: InstantTime,
     schema: str,
     created_ms: int,
+    ready: EncodedLogs | None = None,
 ) -> list[WriteStat]:
     folder = f"{METADATA_TABLE}/{partition}"
     listing = [(f.path.rsplit("/", 1)[-1], f.size) for f in storage.list_dir(folder) if not f.is_dir]
     names = [name for name, _ in listing]
-    groups = _file_groups(names, folder)
+    groups = tuple(_file_groups(names, folder))
     version = mdt.config.version
-    by_group = _cells_by_group(records, len(groups))
+    if ready is None or ready.groups != groups:  # shards are cut by the group count, so it must not have changed
+        ready = _encode(records, groups, time, schema, created_ms, version)
     slices = {s.file_id: s for s in latest_slices(listing, mdt.timeline, table_version=version)} if version < 8 else {}
     stats = []
-    for file_id, cells in sorted((groups[g], run) for g, run in enumerate(by_group) if len(run)):
-        data = _log_file(cells, time, schema, created_ms, version)
+    for file_id, data, count in ready.logs:
         if version < 8:
             if file_id not in slices:
                 raise RefusedError(
                     f"{folder}: file group {file_id} has no committed file slice to append a log version to",
                     hint="let Hudi finish or roll back its metadata-table writes, or set `metadata_table: disable`.",
                 )
-            stat = _append_to_slice(partition, slices[file_id], names, len(cells), len(data))
+            stat = _append_to_slice(partition, slices[file_id], names, count, len(data))
         else:
-            stat = _log_write_stat(partition, LogFile(file_id, time, 1, WRITE_TOKEN), time, len(cells), len(data))
+            stat = _log_write_stat(partition, LogFile(file_id, time, 1, WRITE_TOKEN), time, count, len(data))
         storage.write_new(f"{METADATA_TABLE}/{stat.path}", data)
         stats.append(stat)
     return stats
