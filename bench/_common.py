@@ -135,3 +135,21 @@ class PeakRss:
 
 
 __all__ = ["PeakRss", "fresh_copy", "markdown_table", "median", "remove_tree", "timed", "tree_rss_bytes"]
+
+
+def empty_unlink_floor(work: Path, files: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of a bare `os.unlink` loop over `files` empty, synced files made in
+    `work/floor`: the metadata-table benches' baseline (`bench_mdt.py`, `bench_mdt_clean.py`)."""
+    folder = work / "floor"
+    folder.mkdir()
+    paths = [str(folder / f"f{i:08d}") for i in range(files)]
+    for path in paths:
+        with open(path, "wb"):
+            pass
+    os.sync()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for path in paths:
+        os.unlink(path)
+    taken = time.perf_counter() - wall, time.process_time() - cpu
+    folder.rmdir()
+    return taken

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from _common import markdown_table, median, remove_tree
+from _common import empty_unlink_floor, markdown_table, median, remove_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -136,19 +136,6 @@ def _check(base: Path, commit: MdtCommit) -> None:
     assert sum(1 for r in stats.values() if r["ColumnStatsMetadata"]["isDeleted"]) == len(expected)
 
 
-def _floor(work: Path, files: int) -> Times:
-    folder = work / "floor"
-    folder.mkdir()
-    paths = [str(folder / f"f{i:08d}") for i in range(files)]
-    for path in paths:
-        with open(path, "wb"):
-            pass
-    os.sync()
-    seconds, _ = timed(lambda: [os.unlink(p) for p in paths])
-    folder.rmdir()
-    return seconds
-
-
 def _sized_floor(work: Path, files: int, size_kb: int) -> Times:
     """`_floor` over files of `size_kb` KiB each (real blocks: written, not sparse, and synced), as
     a table's data files are; on ext4 freeing their blocks is most of an unlink's cost."""
@@ -185,7 +172,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_mdt_", dir=args.workdir) as tmp:
         work = Path(tmp)
         for run in range(args.runs):
-            floor_wall, floor_cpu = _floor(work, args.files)
+            floor_wall, floor_cpu = empty_unlink_floor(work, args.files)
             rows["floor"].append(floor_wall)
             cpu["floor"].append(floor_cpu)
             base = _extract(work / f"run{run}")

@@ -65,7 +65,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from _common import fresh_copy, markdown_table, median, remove_tree
+from _common import empty_unlink_floor, fresh_copy, markdown_table, median, remove_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -284,23 +284,6 @@ def _within(spans: list[tuple[Stamp, Stamp]], outer: tuple[Stamp, Stamp]) -> Sta
 # --- one run ----------------------------------------------------------------------------------
 
 
-def empty_floor(work: Path, files: int) -> Stamp:
-    """The baseline of bench_mdt.py: a bare `os.unlink` loop over as many empty, synced files."""
-    folder = work / "floor"
-    folder.mkdir()
-    paths = [str(folder / f"f{i:08d}") for i in range(files)]
-    for path in paths:
-        with open(path, "wb"):
-            pass
-    os.sync()
-    started = _now()
-    for path in paths:
-        os.unlink(path)
-    wall, cpu = _now()
-    folder.rmdir()
-    return wall - started[0], cpu - started[1]
-
-
 def prepare_copy(template: Path, copy: Path, deleted: Sequence[str]) -> int:
     """A fresh copy of the table whose files to delete are files of their own holding real blocks;
     returns the bytes allocated. The copy is hard links (a byte copy of 100,000 files' holes takes
@@ -445,7 +428,7 @@ def measure(args: argparse.Namespace, shape: Shape, file_bytes: int, work: Path)
     prepared: list[float] = []
     for run in range(args.runs):
         ahead = args.ahead == "on" or (args.ahead == "alternate" and run % 2 == 1)
-        floors[ahead].append(empty_floor(work, shape.deletes))
+        floors[ahead].append(empty_unlink_floor(work, shape.deletes))
         started = time.perf_counter()
         allocated = prepare_copy(template, copy, deleted)
         prepared.append(time.perf_counter() - started)

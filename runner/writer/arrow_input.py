@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from runner.errors import RefusedError
 from runner.writer.create import KeyLayout
-from runner.writer.keys import DEFAULT_PARTITION, EMPTY_PLACEHOLDER, NULL_PLACEHOLDER
+from runner.writer.keys import DEFAULT_PARTITION, EMPTY_PLACEHOLDER, NULL_PLACEHOLDER, require_key_field
 from runner.writer.prepare import SEQ
 from runner.writer.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, SparkType, arrow_schema
 
@@ -220,13 +220,7 @@ def _partition_path(records: pa.Table, layout: KeyLayout, types: Mapping[str, Sp
 def _as_string(records: pa.Table, field: str, types: Mapping[str, SparkType]) -> pa.ChunkedArray:
     import pyarrow as pa
 
-    if field not in types:
-        raise RefusedError(
-            f"The Arrow input has no column {field!r}, which the table uses as a key or partition field; "
-            f"columns: {', '.join(types)}.",
-            hint="add the column, or check the table's record_key and partition_by.",
-        )
-    kind = types[field]
+    kind = require_key_field(field, types, source="Arrow input")
     column = records.column(field)
     if kind not in _KEY_TYPES:
         shown = kind if isinstance(kind, str) else kind.get("type")

@@ -78,16 +78,22 @@ def partition_path_column(layout: KeyLayout, types: Mapping[str, SparkType]) -> 
     return F.concat_ws("/", *segments)
 
 
-def _as_string(field: str, types: Mapping[str, SparkType]) -> Column:
-    from pyspark.sql import functions as F
-
+def require_key_field(field: str, types: Mapping[str, SparkType], *, source: str) -> SparkType:
+    """The type of a key or partition field of the input (`source`: "DataFrame", "Arrow input"),
+    or a refusal naming the columns there are."""
     if field not in types:
         raise RefusedError(
-            f"The DataFrame has no column {field!r}, which the table uses as a key or partition field; "
+            f"The {source} has no column {field!r}, which the table uses as a key or partition field; "
             f"columns: {', '.join(types)}.",
             hint="add the column, or check the table's record_key and partition_by.",
         )
-    kind = types[field]
+    return types[field]
+
+
+def _as_string(field: str, types: Mapping[str, SparkType]) -> Column:
+    from pyspark.sql import functions as F
+
+    kind = require_key_field(field, types, source="DataFrame")
     column = F.col(f"`{field}`")
     if kind == "timestamp":
         return F.unix_micros(column).cast("string")

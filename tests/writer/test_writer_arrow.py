@@ -24,7 +24,7 @@ import runner
 from runner.errors import LockError, RefusedError
 from runner.storage import storage_for
 from runner.storage.lock import TableLock
-from tests.writer.test_writer_engines import SCHEMA, SIZING, _groups, _profile
+from tests.writer.test_writer_engines import SCHEMA, _groups, _profile, two_copies_and_a_write
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 
 ARROW_SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("name", pa.string()), ("ts", pa.int64())])
@@ -43,17 +43,7 @@ def _files(base: Path) -> dict[str, bytes]:
 def test_arrow_and_dataframe_inputs_write_the_same_commit(
     spark: Any, project: Callable[..., Path], tmp_path: Path, operation: str, reader: bool
 ) -> None:
-    first = project(t=table_yaml("t", sizing=SIZING))
-    regions = ("eu", "us", "ap")
-    initial = [(i, regions[i % 3], f"v1-{i}", 1) for i in range(90)]
-    runner.write(spark.createDataFrame(initial, SCHEMA), "t", operation="bulk_insert", project_dir=first)
-    second = shutil.copytree(first, tmp_path / "copy", symlinks=True)
-
-    # Updates to every partition, new keys there, a new partition split over several groups, and
-    # duplicate keys (de-duplicated by `ts` for upsert, kept by insert).
-    rows = [(i, regions[i % 3], f"v2-{i}", 2) for i in range(45, 120)]
-    rows += [(1000 + i, "sa", f"new-{i}", 2) for i in range(60)]
-    rows += [(50, "ap", "late", 3), (51, "eu", "stale", 0), (1000, "sa", "again", 5)]
+    first, second, rows = two_copies_and_a_write(spark, project, tmp_path)
     table = _arrow(rows)
     arrow: pa.Table | pa.RecordBatchReader = (
         pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=40)) if reader else table

@@ -59,21 +59,28 @@ def _profile(base: Path, instant: str) -> list[tuple[Any, ...]]:
                   for stats in meta["partitionToWriteStats"].values() for s in stats)
 
 
-@pytest.mark.parametrize("operation", ["upsert", "insert"])
-def test_both_engines_write_the_same_records_to_the_same_file_groups(
-    spark: Any, project: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, operation: str
-) -> None:
+def two_copies_and_a_write(spark: Any, project: Callable[..., Path], tmp_path: Path
+                           ) -> tuple[Path, Path, list[tuple[Any, ...]]]:
+    """Two projects holding copies of one bulk-inserted table (90 keys over three partitions), and
+    the rows of a second write to send to both: updates to every partition, new keys there, a new
+    partition split over several groups, and duplicate keys (de-duplicated by `ts` for upsert, kept
+    by insert)."""
     first = project(t=table_yaml("t", sizing=SIZING))
     regions = ("eu", "us", "ap")
     initial = [(i, regions[i % 3], f"v1-{i}", 1) for i in range(90)]
     runner.write(spark.createDataFrame(initial, SCHEMA), "t", operation="bulk_insert", project_dir=first)
     second = shutil.copytree(first, tmp_path / "copy", symlinks=True)
-
-    # Updates to every partition, new keys there, a new partition split over several groups, and
-    # duplicate keys (de-duplicated by `ts` for upsert, kept by insert).
-    rows = [(i, regions[i % 3], f"v2-{i}", 2) for i in range(45, 120)]
+    rows: list[tuple[Any, ...]] = [(i, regions[i % 3], f"v2-{i}", 2) for i in range(45, 120)]
     rows += [(1000 + i, "sa", f"new-{i}", 2) for i in range(60)]
     rows += [(50, "ap", "late", 3), (51, "eu", "stale", 0), (1000, "sa", "again", 5)]
+    return first, second, rows
+
+
+@pytest.mark.parametrize("operation", ["upsert", "insert"])
+def test_both_engines_write_the_same_records_to_the_same_file_groups(
+    spark: Any, project: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    first, second, rows = two_copies_and_a_write(spark, project, tmp_path)
     df = spark.createDataFrame(rows, SCHEMA)
 
     on_driver = runner.write(df, "t", operation=operation, project_dir=first)
