@@ -1,6 +1,7 @@
-"""CPU of the re-check apply makes before a clean's plan is written, before its first delete and in
-each resize conflict check (`runner.hudi.pending_undo.history_moved`): one timeline read and one
-stat of the metadata table folder, on synthetic tables of 10 and 200 commits.
+"""CPU of the re-check apply makes before a clean's plan is written and before its first delete
+(`runner.hudi.pending_undo.history_moved`): one timeline read, whose listing of `.hoodie` also says
+whether a metadata table is there, on synthetic tables of 10 and 200 commits. A resize conflict
+check runs the same comparison on the table metadata it has just read, with no read of its own.
 
     .venv/bin/python bench/bench_history_check.py
 """

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from runner.allocation import bulk_allocation, collecting
 from runner.declarations.model import SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
-from runner.execute.clean import CleanOutcome, CleanRunner, Deleter, files_of
+from runner.execute.clean import CleanOutcome, CleanRunner, Deleter, HistoryCheck, files_of
 from runner.execute.metadata_table import disable_metadata_table
 from runner.execute.narrow import PendingClean, narrow, refuse_unreviewed
 from runner.execute.paths import partition_path
@@ -156,9 +156,9 @@ class _Run:
     def cleaner(self) -> CleanRunner:
         # Built on first use, after the metadata-table step decided how cleans are recorded.
         if self._cleaner is None:
-            self._cleaner = _runner(self.storage, self.meta, self.deleter(), self.clock, self.maintenance)
-            # Measured against the table read under the lock, which the plan was made from.
-            self._cleaner.history = lambda: history_moved(self.storage, self.meta, savepoints=True)
+            self._cleaner = _runner(self.storage, self.meta, self.deleter(), self.clock, self.maintenance,
+                                    # against the table read under the lock, which the plan was made from
+                                    history=lambda: history_moved(self.storage, self.meta, savepoints=True))
         return self._cleaner
 
     def spark_on_demand(self) -> SparkOnDemand:
@@ -423,7 +423,7 @@ def _record_resize(result: TableResult, outcome: Any) -> None:
 
 
 def _runner(storage: Storage, meta: TableMetadata, deleter: Any, clock: Callable[[], datetime],
-            maintenance: CleanMaintenance | None = None) -> CleanRunner:
+            maintenance: CleanMaintenance | None = None, history: HistoryCheck | None = None) -> CleanRunner:
     writer = TimelineWriter(storage, meta.timeline_folder, meta.config.timeline_layout_version)
     last: list[InstantTime] = []
 
@@ -438,7 +438,7 @@ def _runner(storage: Storage, meta: TableMetadata, deleter: Any, clock: Callable
         return value
 
     return CleanRunner(storage, writer, deleter, completion_time=completion, before_complete=maintenance,
-                       before_deletes=maintenance.ahead if maintenance is not None else None)
+                       history=history, before_deletes=maintenance.ahead if maintenance is not None else None)
 
 
 def _record(result: TableResult, outcome: CleanOutcome, *, started: str | None = None) -> None:

@@ -233,7 +233,7 @@ class ResizeRunner:
         meta = read_table_metadata(self.storage)
         # A rollback of a write the groups hold (or a restore) would be undone by the new file
         # groups, which copy its rows; Hudi writers start one without the runner's lock.
-        moved = history_moved(self.storage, self.meta, savepoints=False)
+        moved = history_moved(self.storage, self.meta, savepoints=False, now=meta)
         if moved is not None:
             return moved
         state = read_table_state(self.storage, partitions={g.partition for g in groups}, metadata=meta)

@@ -21,7 +21,7 @@ from runner.errors import CorruptMetadataError, RefusedError
 from runner.hudi.instant import Action, InstantTime, State
 from runner.hudi.metadata import decode_rollback_plan
 from runner.hudi.properties import TableConfig
-from runner.hudi.state import METADATA_TABLE, PROPERTIES, TableMetadata, read_timeline
+from runner.hudi.state import METADATA_TABLE, PROPERTIES, TableMetadata, read_timeline_with_mdt
 from runner.hudi.timeline import Timeline
 from runner.storage import Storage
 
@@ -45,8 +45,10 @@ def refuse_pending_undo(storage: Storage, meta: TableMetadata) -> None:
         )
 
 
-def history_moved(storage: Storage, before: TableMetadata, *, savepoints: bool) -> str | None:
-    """Why the table, read now, no longer supports a plan made from `before`; None if it does.
+def history_moved(storage: Storage, before: TableMetadata, *, savepoints: bool,
+                  now: TableMetadata | None = None) -> str | None:
+    """Why the table, read now (or `now`, when the caller has just read it), no longer supports a
+    plan made from `before`; None if it does.
 
     It moved when a restore, or a rollback of a write `before` shows completed, appeared since (in
     any state: a fast one may already be done, its write's instant gone), or, with `savepoints`, a
@@ -59,32 +61,35 @@ def history_moved(storage: Storage, before: TableMetadata, *, savepoints: bool) 
     built): whether and how apply records its change there was decided from `before`, and a
     metadata table that does not hear of deleted or replaced files lists them to its readers.
     """
-    config, now, folder = read_timeline(storage)
-    mdt = _metadata_table_change(storage, before, config)
+    if now is None:
+        config, timeline, folder, has_mdt = read_timeline_with_mdt(storage)
+    else:
+        config, timeline, folder, has_mdt = now.config, now.timeline, now.timeline_folder, now.has_metadata_table
+    mdt = _metadata_table_change(before, config, has_mdt)
     if mdt is not None:
         return mdt
     seen = {(i.time.normalized, i.family) for i in before.timeline.instants}
     completed = {str(i.time) for i in before.timeline.instants if i.is_completed}
-    for instant in now.instants:
+    for instant in timeline.instants:
         if (instant.time.normalized, instant.family) in seen:
             continue
-        shown = _shown(now, folder, instant.time, instant.action)
+        shown = _shown(timeline, folder, instant.time, instant.action)
         if instant.family is Action.RESTORE:
             return f"a restore ({shown}) was started since the plan was made"
         if instant.family is Action.SAVEPOINT and savepoints:
             return (f"a savepoint of {instant.time} ({shown}) was started since the plan was made; it lists "
                     "the slices of that instant, which the plan may delete")
         if instant.family is Action.ROLLBACK:
-            target = _rollback_target(storage, now, folder, instant.time)
+            target = _rollback_target(storage, timeline, folder, instant.time)
             if target is None:
                 return (f"a rollback ({shown}) was started since the plan was made and its plan does not say "
                         "which write it undoes")
             if target in completed:
                 return f"a rollback of the completed write {target} ({shown}) was started since the plan was made"
-    return _pending_undo(storage, now, folder)
+    return _pending_undo(storage, timeline, folder)
 
 
-def _metadata_table_change(storage: Storage, before: TableMetadata, config: TableConfig) -> str | None:
+def _metadata_table_change(before: TableMetadata, config: TableConfig, exists: bool) -> str | None:
     was = before.config
     for key, old, new in (
         ("hoodie.table.metadata.partitions", was.metadata_partitions, config.metadata_partitions),
@@ -94,7 +99,6 @@ def _metadata_table_change(storage: Storage, before: TableMetadata, config: Tabl
         if sorted(old) != sorted(new):
             return (f"{PROPERTIES} changed its metadata table since the plan was made ({key}: was "
                     f"{','.join(old) or 'empty'}, now {','.join(new) or 'empty'})")
-    exists = storage.stat(METADATA_TABLE) is not None
     if exists != before.has_metadata_table:
         return f"{METADATA_TABLE} {'appeared' if exists else 'was removed'} since the plan was made"
     return None

@@ -155,6 +155,13 @@ def read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str]:
     return config, timeline, folder
 
 
+def read_timeline_with_mdt(storage: Storage) -> tuple[TableConfig, Timeline, str, bool]:
+    """`read_timeline`, and whether `.hoodie` holds a metadata table, decided as
+    `read_table_metadata` decides it (on layout 1 from the timeline's own listing)."""
+    config, timeline, folder, _, listed = _read_timeline(storage)
+    return config, timeline, folder, _name(METADATA_TABLE) in _hoodie_children(storage, listed)
+
+
 def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[str, tm.FileStamp], set[str] | None]:
     """`read_timeline`, plus each instant file's size and modification time from the same listing
     (they key the cache of decoded instants), and the names of what `.hoodie` holds when that

@@ -282,7 +282,6 @@ def hours_cutoff(now: datetime, hours: int, table_timezone: str) -> InstantTime:
     return InstantTime.from_datetime(local.replace(tzinfo=None))
 
 
-
 def _replaced_slices(
     groups: Iterable[FileGroup],
     protected: Protection,
