@@ -86,6 +86,21 @@ def _no_clean_left(table: Path) -> None:
     assert not meta.timeline.completed(Action.CLEAN)
 
 
+def _apply_refused(root: Path, table: Path, kept: list[str], capsys: pytest.CaptureFixture[str],
+                   *said: str) -> str:
+    """Run `runner apply`: it fails saying each of `said`, every file in `kept` is still there, and
+    no clean is left on the timeline. Returns the output, its whitespace collapsed."""
+    code = main(["apply", "--project-dir", str(root), "--auto-approve"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    flat = " ".join(out.split())
+    for fragment in said:
+        assert fragment in flat, out
+    assert all((table / f).exists() for f in kept)
+    _no_clean_left(table)
+    return flat
+
+
 @pytest.mark.parametrize("module,point", _CLEAN_POINTS, ids=[p for _, p in _CLEAN_POINTS])
 @pytest.mark.parametrize("version", [6, 8])
 def test_a_rollback_of_the_latest_write_landing_before_the_deletes_stops_the_clean(
@@ -95,15 +110,8 @@ def test_a_rollback_of_the_latest_write_landing_before_the_deletes_stops_the_cle
     old = _written_by(table, first)
     _at(monkeypatch, module, point, lambda: _rollback_requested(table, second, undone))
 
-    code = main(["apply", "--project-dir", str(root), "--auto-approve"])
-    out = capsys.readouterr().out
-
-    assert code == 1, out
-    said = " ".join(out.split())
-    assert f"rollback of the completed write {second}" in said, out
-    assert ("nothing was written" if module is apply_module else "withdrawn from the timeline") in said, out
-    assert all((table / f).exists() for f in old)
-    _no_clean_left(table)
+    _apply_refused(root, table, old, capsys, f"rollback of the completed write {second}",
+                   "nothing was written" if module is apply_module else "withdrawn from the timeline")
     rollback = read_table_metadata(storage_for(str(table))).timeline.pending(Action.ROLLBACK)[0].time
     _finish_rollback(table, second, undone, rollback)
     assert _rows(table) == _expected(builder, str(first))  # what readers fall back to is all there
@@ -127,13 +135,7 @@ def test_a_rollback_that_completes_before_the_deletes_stops_the_clean(module, po
 
     _at(monkeypatch, module, point, requested_kept)
 
-    code = main(["apply", "--project-dir", str(root), "--auto-approve"])
-    out = capsys.readouterr().out
-
-    assert code == 1, out
-    assert f"rollback of the completed write {second}" in " ".join(out.split()), out
-    assert all((table / f).exists() for f in old)
-    _no_clean_left(table)
+    _apply_refused(root, table, old, capsys, f"rollback of the completed write {second}")
     assert _rows(table) == _expected(builder, str(first))
 
 
@@ -143,13 +145,7 @@ def test_a_savepoint_taken_before_the_deletes_stops_the_clean(module, point, tmp
     old = _written_by(table, first)
     _at(monkeypatch, module, point, lambda: builder.savepoint(str(first)))
 
-    code = main(["apply", "--project-dir", str(root), "--auto-approve"])
-    out = capsys.readouterr().out
-
-    assert code == 1, out
-    assert f"a savepoint of {first}" in " ".join(out.split()), out
-    assert all((table / f).exists() for f in old)
-    _no_clean_left(table)
+    _apply_refused(root, table, old, capsys, f"a savepoint of {first}")
     assert _rows(table, str(first)) == _expected(builder, str(first))  # the savepoint's view is readable
 
     # Once planned with the savepoint, the clean keeps its slices and goes ahead.
@@ -165,13 +161,7 @@ def test_a_restore_started_before_the_deletes_stops_the_clean(tmp_path, capsys, 
     _at(monkeypatch, clean_module, "after_clean_inflight",
         lambda: (table / ".hoodie" / f"{restore}.restore.inflight").write_bytes(b""))
 
-    code = main(["apply", "--project-dir", str(root), "--auto-approve"])
-    out = capsys.readouterr().out
-
-    assert code == 1, out
-    assert f"{restore}.restore.inflight" in out and "withdrawn" in " ".join(out.split()), out
-    assert all((table / f).exists() for f in old)
-    _no_clean_left(table)
+    _apply_refused(root, table, old, capsys, f"{restore}.restore.inflight", "withdrawn")
 
 
 def test_a_rollback_of_a_failed_write_does_not_stop_the_clean(tmp_path, capsys, monkeypatch):
@@ -240,12 +230,6 @@ def test_a_metadata_table_created_before_the_deletes_stops_the_clean(module, poi
     _at(monkeypatch, module, point, metadata_table_created)
     old = _written_by(table, first)
 
-    code = main(["apply", "--project-dir", str(root), "--auto-approve"])
-    out = capsys.readouterr().out
-
-    assert code == 1, out
-    assert "metadata table" in " ".join(out.split()), out
-    assert all((table / f).exists() for f in old)
-    _no_clean_left(table)
+    _apply_refused(root, table, old, capsys, "metadata table")
     assert_metadata_table_healthy(table)
     assert _rows(table) == _expected(builder, str(second))
