@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from runner.errors import RefusedError
 from runner.writer.create import KeyLayout
-from runner.writer.keys import DEFAULT_PARTITION, EMPTY_PLACEHOLDER, NULL_PLACEHOLDER, require_key_field
+from runner.writer.keys import (
+    DEFAULT_PARTITION,
+    EMPTY_PLACEHOLDER,
+    NULL_PLACEHOLDER,
+    require_key_field,
+    require_precombine_field,
+)
 from runner.writer.prepare import SEQ
 from runner.writer.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, SparkType, arrow_schema
 
@@ -159,12 +165,7 @@ def keyed(records: pa.Table, layout: KeyLayout, types: Mapping[str, SparkType]) 
     import numpy as np
     import pyarrow as pa
 
-    if layout.precombine_field and layout.precombine_field not in types:
-        raise RefusedError(
-            f"The Arrow input has no column {layout.precombine_field!r}, the table's precombine field; "
-            f"columns: {', '.join(types)}.",
-            hint="add the column: it decides which of several records with one key is kept.",
-        )
+    require_precombine_field(layout, types, source="Arrow input")
     return (records.append_column(RECORD_KEY, _record_key(records, layout, types))
             .append_column(PARTITION_PATH, _partition_path(records, layout, types))
             .append_column(SEQ, pa.array(np.arange(records.num_rows, dtype=np.int64))))

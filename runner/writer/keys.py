@@ -90,6 +90,16 @@ def require_key_field(field: str, types: Mapping[str, SparkType], *, source: str
     return types[field]
 
 
+def require_precombine_field(layout: KeyLayout, types: Mapping[str, SparkType], *, source: str) -> None:
+    """Refuse an input (`source`: "DataFrame", "Arrow input") without the table's precombine field."""
+    if layout.precombine_field and layout.precombine_field not in types:
+        raise RefusedError(
+            f"The {source} has no column {layout.precombine_field!r}, the table's precombine field; "
+            f"columns: {', '.join(types)}.",
+            hint="add the column: it decides which of several records with one key is kept.",
+        )
+
+
 def _as_string(field: str, types: Mapping[str, SparkType]) -> Column:
     from pyspark.sql import functions as F
 

@@ -19,9 +19,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from runner.errors import RefusedError
 from runner.writer.create import KeyLayout
-from runner.writer.keys import partition_path_column, record_key_column
+from runner.writer.keys import partition_path_column, record_key_column, require_precombine_field
 from runner.writer.route import InsertRange, insert_targets
 from runner.writer.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, SparkType, field_types
 from runner.writer.spark_hash import partition_keys
@@ -46,12 +45,7 @@ def with_keys(df: DataFrame, layout: KeyLayout) -> DataFrame:
     from pyspark.sql import functions as F
 
     types = field_types(df.schema.jsonValue())
-    if layout.precombine_field and layout.precombine_field not in types:
-        raise RefusedError(
-            f"The DataFrame has no column {layout.precombine_field!r}, the table's precombine field; "
-            f"columns: {', '.join(types)}.",
-            hint="add the column: it decides which of several records with one key is kept.",
-        )
+    require_precombine_field(layout, types, source="DataFrame")
     record_key, partition_path = key_columns(df.sparkSession, layout, types)
     return df.select(
         "*",
