@@ -209,7 +209,9 @@ def test_json_carries_each_declaration_written(lake, tmp_path, capsys):
     (row,) = data["tables"]
     assert (row["status"], row["name"], row["file"]) == ("would_write", "orders", "tables/orders.yml")
     assert run(capsys, "import", str(lake / "finance" / "orders"), "--project-dir", str(project))[0] == 0
-    assert (project / "tables" / "orders.yml").read_text() == row["declaration"]
+    # "file" is relative to the project folder the JSON names, whatever folder the command ran in.
+    written = os.path.join(data["project_directory"], row["file"])
+    assert os.path.isabs(written) and open(written).read() == row["declaration"]
 
 
 def test_a_table_inside_the_project_gets_a_relative_path(tmp_path, capsys, monkeypatch):

@@ -212,7 +212,10 @@ def _result(project: Project, args: argparse.Namespace, rows: list[Row]) -> Comm
         lines += _row_lines(row, shown, args.dry_run)
     summary = _summary(counts, args.dry_run)
     lines += ["", summary, _next(counts, args)]
-    data = {"project": project.name, "dry_run": args.dry_run,
+    # Each table's "file" is relative to the project folder, which is named here so that a caller
+    # running from elsewhere (`--project-dir`) can resolve it without knowing where it ran.
+    data = {"project": project.name, "project_directory": os.path.abspath(project.directory),
+            "dry_run": args.dry_run,
             "tables": [r.to_json() for r in rows],
             "summary": {o.value: n for o, n in counts.items()}}
     failed = counts[Outcome.FAILED] > 0
