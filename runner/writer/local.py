@@ -161,13 +161,14 @@ def partition_counts(records: pa.Table) -> dict[str, int]:
     return dict(zip(counts.column(PARTITION_PATH).to_pylist(), counts.column("count_all").to_pylist(), strict=True))
 
 
-def tag(records: pa.Table, index: pa.Table | None) -> pa.Table:
-    """`runner.writer.prepare.tag` in Arrow: `_w_fid` per record, a row per matching group."""
+def tag(records: pa.Table, index: pa.Table | None, *, keys_distinct: bool = False) -> pa.Table:
+    """`runner.writer.prepare.tag` in Arrow: `_w_fid` per record, a row per matching group.
+    `keys_distinct`: the caller knows no record key is given twice (`dedup.deduplicated`)."""
     import pyarrow as pa
 
     if index is None:
         return records.append_column(TARGET, pa.nulls(records.num_rows, pa.string()))
-    tagged = _tag_by_key(records, index)
+    tagged = _tag_by_key(records, index, keys_distinct=keys_distinct)
     return tagged if tagged is not None else _tag_by_join(records, index)
 
 
@@ -182,7 +183,7 @@ def _as_table(values: pa.ChunkedArray | pa.Array) -> pa.Table:
     return pa.table({"v": values})
 
 
-def _tag_by_key(records: pa.Table, index: pa.Table) -> pa.Table | None:
+def _tag_by_key(records: pa.Table, index: pa.Table, *, keys_distinct: bool = False) -> pa.Table | None:
     """`tag` by the key alone, for the usual table: no key twice among the records nor in the index.
     Then each index row finds the one record with its key, which it tags if the partitions match
     too: the join's rows, in input order, without hashing the partition column. None when a key
@@ -198,7 +199,7 @@ def _tag_by_key(records: pa.Table, index: pa.Table) -> pa.Table | None:
     import pyarrow.compute as pc
 
     keys = records.column(RECORD_KEY).combine_chunks()
-    if not _unique(keys):
+    if not keys_distinct and not _unique(keys):
         return None
     found = pc.index_in(index.column("_w_ikey"), value_set=keys)  # per index row, its record or null
     at = found.drop_null().to_numpy()

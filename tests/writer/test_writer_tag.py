@@ -68,3 +68,12 @@ def test_a_key_in_two_groups_is_tagged_for_both_by_the_join() -> None:
     assert local._tag_by_key(_records([("eu", "1"), ("us", "2"), ("us", "1")]), index) is None
     tagged = local.tag(_records([("eu", "1"), ("us", "2"), ("us", "1")]), index)
     assert _rows(tagged) == [(0, "a"), (0, "b"), (1, "c"), (2, None)]
+
+
+def test_keys_known_distinct_tag_as_the_join_does() -> None:
+    """The lookup told the keys are distinct (by de-duplication) skips its own check, same rows."""
+    index = pa.table({"_w_ipath": ["eu", "us", "eu"], "_w_ikey": ["1", "2", "3"], "_w_ifid": ["f1", "f2", "f3"]})
+    records = _records([("eu", "1"), ("us", "2"), ("us", "3"), ("eu", "4")])
+    tagged = local.tag(records, index, keys_distinct=True)
+    assert _rows(tagged) == _rows(local._tag_by_join(records, index))
+
