@@ -268,9 +268,29 @@ def route_inserts(tagged: pa.Table, ranges: Sequence[InsertRange]) -> pa.Table:
 
 def runs_by(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
     """The rows of each value of `column`, sorted by input position, as a task receives them."""
-    ordered = table.sort_by([(column, "ascending"), (SEQ, "ascending")])
+    ordered = table.take(_by_value_then_position(table, column))
     if ordered.num_rows:
         yield from runs(ordered, column)
+
+
+def _by_value_then_position(table: pa.Table, column: str) -> pa.Array:
+    """The row order of `table.sort_by([(column, "ascending"), (SEQ, "ascending")])`, found with
+    integer sorts: by position, then stably by the rank of each row's value among the column's few
+    distinct values (file ids, partition paths). Arrow's sort of the string column with the
+    position as a second key cost about twice as much (`bench/README.md`, "the format round")."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = table.column(column).combine_chunks()
+    if values.null_count:
+        return pc.sort_indices(table, sort_keys=[(column, "ascending"), (SEQ, "ascending")])
+    encoded = pc.dictionary_encode(values)
+    rank = np.empty(len(encoded.dictionary), np.int64)
+    rank[pc.sort_indices(encoded.dictionary).to_numpy()] = np.arange(len(encoded.dictionary))
+    by_position = np.argsort(table.column(SEQ).to_numpy(), kind="stable")
+    ranks = rank[encoded.indices.to_numpy()]
+    return pa.array(by_position[np.argsort(ranks[by_position], kind="stable")])
 
 
 def write_targets(task: WriteTask, routed: pa.Table, order: Sequence[str], workers: int,

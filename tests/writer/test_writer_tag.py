@@ -77,3 +77,12 @@ def test_keys_known_distinct_tag_as_the_join_does() -> None:
     tagged = local.tag(records, index, keys_distinct=True)
     assert _rows(tagged) == _rows(local._tag_by_join(records, index))
 
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["f1", "f10", "f2", "é", "a", None]), st.integers(0, 50)), max_size=40,
+                unique_by=lambda r: r[1]))
+def test_runs_come_in_the_order_of_arrows_sort_by_value_then_position(rows: list[tuple[str | None, int]]) -> None:
+    table = pa.table({TARGET: pa.array([r[0] for r in rows], pa.string()),
+                      SEQ: pa.array([r[1] for r in rows], pa.int64())})
+    expected = table.sort_by([(TARGET, "ascending"), (SEQ, "ascending")])
+    assert table.take(local._by_value_then_position(table, TARGET)).equals(expected)
