@@ -92,6 +92,7 @@ class FileContext:
         max_file_size: bytes at which a create handle rolls over.
         avg_record_size: bytes per record to expect before the first row group is written.
         codec: the Parquet codec of the files written (`hoodie.parquet.compression.codec`).
+        keys_distinct: no key is given twice among a merge's new records (`WriteTask.keys_distinct`).
     """
 
     storage: Storage
@@ -103,6 +104,7 @@ class FileContext:
     max_file_size: int
     avg_record_size: int
     codec: ParquetCodec = GZIP
+    keys_distinct: bool = False
 
     def file_name(self, file_id: str) -> str:
         return BaseFile(file_id, self.write_token, self.instant, "parquet").name  # type: ignore[arg-type]
@@ -206,7 +208,7 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
     import numpy as np
     import pyarrow as pa
 
-    newest = _newest_per_key(incoming)
+    newest = incoming if ctx.keys_distinct else _newest_per_key(incoming)
     new_keys = newest.column(RECORD_KEY).combine_chunks().cast(pa.string())
     replaced = np.zeros(newest.num_rows, dtype=bool)
     # Refuses a differing schema before anything is written.

@@ -375,6 +375,7 @@ class _Job:
             max_file_size=self.decl.file_sizing.max_file_size,
             avg_record_size=self._avg_record_size(None),
             codec=self.options.codec,
+            keys_distinct=self.op is Operation.UPSERT,  # both engines de-duplicate an upsert first
         )
 
     def _avg_record_size(self, state: TableState | None) -> int:
