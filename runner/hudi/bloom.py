@@ -40,6 +40,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from runner.errors import RefusedError
@@ -73,21 +74,52 @@ def serialize(keys: pa.Array) -> str:
     Raises RefusedError for a null or empty key: Hudi cannot put one in a bloom filter, so no file
     Hudi wrote holds one, and a filter built anyway would differ from any Hudi could build.
     """
+    return _serialized(_packed_rows(keys, _row_members(len(keys))), len(keys))
+
+
+def extend(held_rows: Sequence[npt.NDArray[np.uint8]], held: int, keys: pa.Array) -> str:
+    """`serialize` of a file whose first `held` keys a filter already holds and whose other keys are
+    `keys` (in file order), given that filter's rows (packed bit vectors, as `bloom_merge` reads them):
+    only `keys` are hashed. Keys are added one after another and a key's row depends only on its
+    place (`_row_members`), so when `held_rows` is the filter `serialize` built of those `held` keys
+    the result is byte for byte the filter `serialize` builds of all the keys; from any filter that
+    holds them (one merged by a resize) it holds all the keys as well.
+
+    Raises RefusedError for a null or empty key among `keys`, as `serialize` does.
+    """
     import numpy as np
 
+    total = held + len(keys)
+    if len(held_rows) != row_count(held):
+        raise ValueError(f"a filter of {held} keys has {row_count(held)} rows, not {len(held_rows)}")
+    packed = _packed_rows(keys, [members[members >= held] - held for members in _row_members(total)])
+    for row, bits in enumerate(held_rows):
+        np.bitwise_or(packed[row], bits, out=packed[row])
+    return _serialized(packed, total)
+
+
+def _packed_rows(keys: pa.Array, row_members: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.uint8]:
+    """The filter's rows as packed bit vectors, row `r` holding the keys at `row_members[r]`."""
+    import numpy as np
+
+    bits = np.zeros((len(row_members), VECTOR_SIZE), np.bool_)
+    if not len(keys):
+        return np.packbits(bits, axis=1, bitorder="little")
     offsets, data = _key_bytes(keys)
     lengths = offsets[1:] - offsets[:-1]
     words = _unaligned_words(data)
-    rows = row_count(len(keys))
-    bits = np.zeros((rows, VECTOR_SIZE), np.bool_)
-    for row, members in enumerate(_row_members(len(keys))):
+    for row, members in enumerate(row_members):
         ordered = _longest_first(lengths, members)
         for first in range(0, len(ordered), _BLOCK_KEYS):
             block = ordered[first : first + _BLOCK_KEYS]
             _set_bits(bits[row], _KeyBlock.read(data, words, offsets[block], lengths[block]))
+    return np.packbits(bits, axis=1, bitorder="little")
+
+
+def _serialized(packed: npt.NDArray[np.uint8], keys: int) -> str:
     header = _filter_header()
-    out = [header, struct.pack(">iii", ENTRIES, current_records(len(keys)), rows)]
-    for vector in np.packbits(bits, axis=1, bitorder="little"):
+    out = [header, struct.pack(">iii", ENTRIES, current_records(keys), len(packed))]
+    for vector in packed:
         out += [header, vector.tobytes()]
     return base64.b64encode(b"".join(out)).decode("ascii")
 

@@ -105,6 +105,50 @@ def record_key_footer(keys: pa.Array | pa.ChunkedArray) -> dict[str, str]:
     return footer | range_footer(key_range(flat))
 
 
+def extended_record_key_footer(old: bloom_merge.InputFilter,
+                               keys: pa.Array | pa.ChunkedArray) -> tuple[dict[str, str], str]:
+    """`record_key_footer` of a file whose first `old.records` keys, in order, are those of the file
+    whose footer `old` comes from, hashing only the keys after them; and where the filter came from:
+    "extended" (the old filter with the other keys added, `bloom.extend`), or "rebuilt: <why>"
+    from all the keys. A copy-on-write merge writes such a file: the old records stay in place
+    (an update replaces a record by one of the same key) and the inserts follow.
+
+    The old filter is extended only when it has this writer's DYNAMIC_V0 geometry and exactly the
+    rows and `currentNbRecord` of a filter of `old.records` keys (`bloom_merge.dynamic_rows`), and a
+    sample of the first keys passes it: a filter that does not hold its file's keys (stale, or
+    another file's) is rebuilt, not passed on. Built by Hudi or by `serialize`, the extended filter
+    is byte for byte the rebuilt one; from a filter a resize merged it holds every key as well."""
+    import pyarrow as pa
+
+    flat = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    flat = flat.cast(pa.string())
+    rows = _extendable(old, flat)
+    if isinstance(rows, str):
+        return record_key_footer(flat), f"rebuilt: {rows}"
+    sample = flat.take(pa.array(_spread(0, old.records)))
+    if not bool(bloom_merge.rows_hold(rows, sample).all()):
+        return record_key_footer(flat), f"rebuilt: {old.path}: its bloom filter does not hold its record keys"
+    value = bloom.extend(rows, old.records, flat.slice(old.records))
+    entries = {BLOOM_FILTER: value, BLOOM_FILTER_TYPE_CODE: bloom.TYPE_CODE}
+    return entries | range_footer(key_range(flat)), "extended"
+
+
+def _extendable(old: bloom_merge.InputFilter, keys: pa.Array) -> list[npt.NDArray[np.uint8]] | str:
+    """The old filter's rows when it can be extended with `keys` after its own; else why not."""
+    if old.type_code != bloom.TYPE_CODE:
+        return f"{old.path}: bloom filter type {old.type_code!r}, not {bloom.TYPE_CODE}"
+    if not 0 < old.records <= len(keys):
+        return f"{old.path}: {old.records} records, and the new file holds {len(keys)} record keys"
+    try:
+        bloom.check_keys(keys)  # what `serialize` refuses, refused here too without hashing
+    except RefusedError as error:
+        return str(error)
+    try:
+        return bloom_merge.dynamic_rows(old)
+    except bloom_merge.NotMergeable as why:
+        return str(why)
+
+
 def range_footer(bounds: tuple[str, str] | None) -> dict[str, str]:
     """The two key-range footer entries, none without a range."""
     return {} if bounds is None else {MIN_RECORD_KEY: bounds[0], MAX_RECORD_KEY: bounds[1]}

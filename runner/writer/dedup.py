@@ -42,19 +42,33 @@ def orders_like_spark(spark_type: SparkType | None) -> bool:
 
 def deduplicate(records: pa.Table, precombine_field: str | None) -> pa.Table:
     """One record per (partition path, record key), the winner by the module's rule, in input order."""
+    return deduplicated(records, precombine_field)[0]
+
+
+def deduplicated(records: pa.Table, precombine_field: str | None) -> tuple[pa.Table, bool]:
+    """`deduplicate`, and whether the record keys alone are distinct in what it returns (True) or
+    that is not known (False): the tagging's lookup by key needs exactly that, and is spared
+    hashing the keys a second time (`local.tag`)."""
     import numpy as np
     import pyarrow as pa
 
+    # The usual case, no key given twice, is found on the key alone: one column hashed, not two.
+    if _distinct(records.select([RECORD_KEY])):
+        return records, True
     keys = records.select([PARTITION_PATH, RECORD_KEY])
-    distinct = keys.group_by([PARTITION_PATH, RECORD_KEY], use_threads=False).aggregate([])
-    if distinct.num_rows == records.num_rows:
-        return records  # the usual case: no key given twice
+    if _distinct(keys):
+        return records, False  # a key repeats, but in another partition: another record
     order = winners_first(records, precombine_field)
     ranked = keys.take(order).append_column(_AT, order)
     # With one thread, "first" is the first row of each group in the table's order: the winner.
     first = ranked.group_by([PARTITION_PATH, RECORD_KEY], use_threads=False).aggregate([(_AT, "first")])
     kept = np.sort(first.column(f"{_AT}_first").to_numpy())
-    return records.take(pa.array(kept, pa.int64()))
+    return records.take(pa.array(kept, pa.int64())), False
+
+
+def _distinct(columns: pa.Table) -> bool:
+    """Whether no row of `columns` is given twice."""
+    return bool(columns.group_by(columns.column_names, use_threads=False).aggregate([]).num_rows == columns.num_rows)
 
 
 def winners_first(records: pa.Table, precombine_field: str | None) -> pa.Array:

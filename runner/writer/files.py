@@ -29,6 +29,7 @@ file is written there.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from runner.errors import RefusedError
 from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
-from runner.hudi.footer import record_key_footer
+from runner.hudi.footer import extended_record_key_footer, input_filter, record_key_footer
 from runner.hudi.properties import format_properties
 from runner.storage import AlreadyExists, Storage
 from runner.writer.encoding import dictionary_columns
@@ -54,7 +55,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from runner.hudi.bloom_merge import InputFilter
     from runner.writer.index import OldFile
+
+log = logging.getLogger(__name__)
 
 PARTITION_METADATA = ".hoodie_partition_metadata"
 ROW_GROUP_ROWS = 131_072
@@ -88,6 +92,7 @@ class FileContext:
         max_file_size: bytes at which a create handle rolls over.
         avg_record_size: bytes per record to expect before the first row group is written.
         codec: the Parquet codec of the files written (`hoodie.parquet.compression.codec`).
+        keys_distinct: no key is given twice among a merge's new records (`WriteTask.keys_distinct`).
     """
 
     storage: Storage
@@ -99,6 +104,7 @@ class FileContext:
     max_file_size: int
     avg_record_size: int
     codec: ParquetCodec = GZIP
+    keys_distinct: bool = False
 
     def file_name(self, file_id: str) -> str:
         return BaseFile(file_id, self.write_token, self.instant, "parquet").name  # type: ignore[arg-type]
@@ -202,12 +208,17 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
     import numpy as np
     import pyarrow as pa
 
-    newest = _newest_per_key(incoming)
+    newest = incoming if ctx.keys_distinct else _newest_per_key(incoming)
     new_keys = newest.column(RECORD_KEY).combine_chunks().cast(pa.string())
     replaced = np.zeros(newest.num_rows, dtype=bool)
     # Refuses a differing schema before anything is written.
-    old_batches = _read_base(ctx, partition, base) if old_file is None else _reread(ctx, partition, base, old_file)
+    parquet, old_batches = (_read_base(ctx, partition, base) if old_file is None
+                            else _reread(ctx, partition, base, old_file))
     out = _OpenFile(ctx, partition, base.file_id, prev_commit=str(base.instant_time), io_type="MERGE")
+    # The old records come first, in place and under their keys, so the old file's bloom filter
+    # already holds the first keys of the new one: only the inserts need hashing.
+    out.prior_filter = input_filter(relative_path(partition, base.name), parquet.metadata.metadata,
+                                    parquet.metadata.num_rows)
     try:
         inserts, updates = _merge_into(ctx, out, old_batches, newest, new_keys, replaced)
     except BaseException:
@@ -292,8 +303,8 @@ class _RowGroups:
         self._pending, self._rows = [], 0
 
 
-def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> Iterator[pa.Table]:
-    """The base file's records a batch at a time, in the written column order and types.
+def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
+    """The base file (its footer) and its records a batch at a time, in the written column order and types.
 
     The columns are checked here, before the caller writes anything; the file is read through
     `Storage.open_input` (ranges of it, not the whole object in memory) and closed when the batches
@@ -309,14 +320,15 @@ def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> Iterator[pa.
     except BaseException:
         source.close()
         raise
-    return _batches(ctx, path, source, parquet, names)
+    return parquet, _batches(ctx, path, source, parquet, names)
 
 
-def _reread(ctx: FileContext, partition: str, base: BaseFile, old_file: OldFile) -> Iterator[pa.Table]:
+def _reread(ctx: FileContext, partition: str, base: BaseFile,
+            old_file: OldFile) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
     """`_read_base` over the file the index read: its other columns decoded, its keys reused."""
     path = relative_path(partition, base.name)
     names = _checked_columns(ctx, path, old_file.parquet)
-    return _batches(ctx, path, contextlib.nullcontext(), old_file.parquet, names, old_file.keys)
+    return old_file.parquet, _batches(ctx, path, contextlib.nullcontext(), old_file.parquet, names, old_file.keys)
 
 
 def _checked_columns(ctx: FileContext, path: str, parquet: pq.ParquetFile) -> list[str]:
@@ -373,6 +385,8 @@ class _OpenFile:
         self.name = ctx.file_name(file_id)
         self.rows = 0
         self._all_keys: list[pa.ChunkedArray] = []
+        # Set by a merge: the old file's bloom filter, which holds this file's first keys.
+        self.prior_filter: InputFilter | None = None
         ensure_partition_metadata(ctx.storage, partition, ctx.instant)
         ctx.storage.write_new(marker_path(ctx.instant, partition, self.name, io_type), b"")
         self._stream = contextlib.ExitStack()
@@ -403,7 +417,12 @@ class _OpenFile:
             keys = pa.chunked_array([c for chunked in self._all_keys for c in chunked.chunks], pa.string())
             footer = {"parquet.avro.schema": self.ctx.avro_schema, "writer.model.name": "avro"}
             writer = self._opened(self.ctx.schema.empty_table())
-            writer.add_key_value_metadata(footer | record_key_footer(keys))
+            if self.prior_filter is None:
+                key_footer = record_key_footer(keys)
+            else:
+                key_footer, origin = extended_record_key_footer(self.prior_filter, keys)
+                log.debug("%s: bloom filter %s", self.name, origin)
+            writer.add_key_value_metadata(footer | key_footer)
             writer.close()
             size = self.size
         except BaseException:

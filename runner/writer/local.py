@@ -161,13 +161,14 @@ def partition_counts(records: pa.Table) -> dict[str, int]:
     return dict(zip(counts.column(PARTITION_PATH).to_pylist(), counts.column("count_all").to_pylist(), strict=True))
 
 
-def tag(records: pa.Table, index: pa.Table | None) -> pa.Table:
-    """`runner.writer.prepare.tag` in Arrow: `_w_fid` per record, a row per matching group."""
+def tag(records: pa.Table, index: pa.Table | None, *, keys_distinct: bool = False) -> pa.Table:
+    """`runner.writer.prepare.tag` in Arrow: `_w_fid` per record, a row per matching group.
+    `keys_distinct`: the caller knows no record key is given twice (`dedup.deduplicated`)."""
     import pyarrow as pa
 
     if index is None:
         return records.append_column(TARGET, pa.nulls(records.num_rows, pa.string()))
-    tagged = _tag_by_key(records, index)
+    tagged = _tag_by_key(records, index, keys_distinct=keys_distinct)
     return tagged if tagged is not None else _tag_by_join(records, index)
 
 
@@ -182,7 +183,7 @@ def _as_table(values: pa.ChunkedArray | pa.Array) -> pa.Table:
     return pa.table({"v": values})
 
 
-def _tag_by_key(records: pa.Table, index: pa.Table) -> pa.Table | None:
+def _tag_by_key(records: pa.Table, index: pa.Table, *, keys_distinct: bool = False) -> pa.Table | None:
     """`tag` by the key alone, for the usual table: no key twice among the records nor in the index.
     Then each index row finds the one record with its key, which it tags if the partitions match
     too: the join's rows, in input order, without hashing the partition column. None when a key
@@ -198,7 +199,7 @@ def _tag_by_key(records: pa.Table, index: pa.Table) -> pa.Table | None:
     import pyarrow.compute as pc
 
     keys = records.column(RECORD_KEY).combine_chunks()
-    if not _unique(keys):
+    if not keys_distinct and not _unique(keys):
         return None
     found = pc.index_in(index.column("_w_ikey"), value_set=keys)  # per index row, its record or null
     at = found.drop_null().to_numpy()
@@ -267,9 +268,29 @@ def route_inserts(tagged: pa.Table, ranges: Sequence[InsertRange]) -> pa.Table:
 
 def runs_by(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
     """The rows of each value of `column`, sorted by input position, as a task receives them."""
-    ordered = table.sort_by([(column, "ascending"), (SEQ, "ascending")])
+    ordered = table.take(_by_value_then_position(table, column))
     if ordered.num_rows:
         yield from runs(ordered, column)
+
+
+def _by_value_then_position(table: pa.Table, column: str) -> pa.Array:
+    """The row order of `table.sort_by([(column, "ascending"), (SEQ, "ascending")])`, found with
+    integer sorts: by position, then stably by the rank of each row's value among the column's few
+    distinct values (file ids, partition paths). Arrow's sort of the string column with the
+    position as a second key cost about twice as much (`bench/README.md`, "the format round")."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = table.column(column).combine_chunks()
+    if values.null_count:
+        return pc.sort_indices(table, sort_keys=[(column, "ascending"), (SEQ, "ascending")])
+    encoded = pc.dictionary_encode(values)
+    rank = np.empty(len(encoded.dictionary), np.int64)
+    rank[pc.sort_indices(encoded.dictionary).to_numpy()] = np.arange(len(encoded.dictionary))
+    by_position = np.argsort(table.column(SEQ).to_numpy(), kind="stable")
+    ranks = rank[encoded.indices.to_numpy()]
+    return pa.array(by_position[np.argsort(ranks[by_position], kind="stable")])
 
 
 def write_targets(task: WriteTask, routed: pa.Table, order: Sequence[str], workers: int,

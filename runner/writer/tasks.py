@@ -54,6 +54,8 @@ class WriteTask:
         max_file_size: the create handle's roll-over size.
         avg_record_size: bytes per record expected before a file has any row group.
         codec: the Parquet codec of the files written.
+        keys_distinct: the rows were de-duplicated by partition and key (upsert), so a file group's
+            rows, all of one partition, give each key once and a merge need not collapse them.
     """
 
     storage: Storage
@@ -64,6 +66,7 @@ class WriteTask:
     max_file_size: int
     avg_record_size: int
     codec: ParquetCodec = GZIP
+    keys_distinct: bool = False
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -126,6 +129,7 @@ class WriteTask:
             max_file_size=self.max_file_size,
             avg_record_size=self.avg_record_size,
             codec=self.codec,
+            keys_distinct=self.keys_distinct,
         )
 
 

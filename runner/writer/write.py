@@ -252,9 +252,10 @@ class _Job:
         log.info("runner.write %s of %s at %s runs on the driver (an Arrow input).", self.op.value,
                  self.decl.name, self.instant)
         commit.begin(self.timeline, InstantTime(self.instant))
+        keys_distinct = False
         if self.op is Operation.UPSERT:
-            records = dedup.deduplicate(records, precombine)
-        inflight, files = self._on_driver_arrow(records, arrow_input.threads())
+            records, keys_distinct = dedup.deduplicated(records, precombine)
+        inflight, files = self._on_driver_arrow(records, arrow_input.threads(), keys_distinct=keys_distinct)
         return self._complete(inflight, files)
 
     def _complete(self, inflight: Instant, files: list[WrittenFile]) -> list[WrittenFile]:
@@ -284,8 +285,10 @@ class _Job:
                                 precombine_field=self.layout.precombine_field)
         return self._on_driver_arrow(records, workers)
 
-    def _on_driver_arrow(self, records: pa.Table, workers: int) -> tuple[Instant, list[WrittenFile]]:
-        """The driver engine from the keyed (and, for an upsert, de-duplicated) records on."""
+    def _on_driver_arrow(self, records: pa.Table, workers: int, *,
+                         keys_distinct: bool = False) -> tuple[Instant, list[WrittenFile]]:
+        """The driver engine from the keyed (and, for an upsert, de-duplicated) records on;
+        `keys_distinct`: no record key is given twice, as de-duplication found."""
         self.executors.add(DRIVER)
         if self.op is Operation.BULK_INSERT:
             inflight = self._bulk_inflight()
@@ -298,7 +301,7 @@ class _Job:
             if self.op is Operation.UPSERT:
                 index, old_files = index_table(self.storage, [(p, f) for p, fs in latest.items() for f in fs],
                                                workers, keep_bytes=local.OLD_FILES_MAX_BYTES)
-            tagged = local.tag(records, index)
+            tagged = local.tag(records, index, keys_distinct=keys_distinct)
             inflight, routing = self._plan(state, latest, blocked, *local.target_counts(tagged))
             routed = local.route_inserts(tagged, routing.ranges)
             merged = {relative_path(b.partition, b.base_file.name) for b in routing.buckets if b.base_file}
@@ -372,6 +375,7 @@ class _Job:
             max_file_size=self.decl.file_sizing.max_file_size,
             avg_record_size=self._avg_record_size(None),
             codec=self.options.codec,
+            keys_distinct=self.op is Operation.UPSERT,  # both engines de-duplicate an upsert first
         )
 
     def _avg_record_size(self, state: TableState | None) -> int:

@@ -384,3 +384,67 @@ def test_row_sizes_follow_hudis_row_assignment() -> None:
     for n in (0, 1, 59_999, 60_000, 60_001, 119_999, 120_000, 120_001, 120_002, 120_003, 125_000):
         assert bloom_merge._row_sizes(n) == [len(m) for m in bloom._row_members(n)], n
         assert sum(bloom_merge._row_sizes(n)) == n
+
+
+# The filter of a merged file: the old file's filter extended with the keys after its own.
+
+
+def _keys(count: int, start: int = 0) -> pa.Array:
+    return pa.array([f"key-{i}-{i * 7919 % 1000}" for i in range(start, start + count)])
+
+
+@pytest.mark.parametrize(("held", "added"), [
+    (1, 0), (1, 1), (1_000, 2_500), (59_990, 20), (60_000, 1), (59_999, 70_000), (100_000, 30_000), (120_000, 5),
+])
+def test_extending_a_filter_equals_the_filter_of_all_the_keys(held: int, added: int) -> None:
+    """Across the row boundaries (60,000 keys, then 100,000 where keys go round robin)."""
+    keys = _keys(held + added)
+    old = _footer_filter(bloom.serialize(keys.slice(0, held)), held)
+    assert bloom.extend(bloom_merge.dynamic_rows(old), held, keys.slice(held)) == bloom.serialize(keys)
+
+
+def _footer_filter(value: str, records: int, type_code: str = bloom.TYPE_CODE) -> bloom_merge.InputFilter:
+    from runner.hudi import footer
+
+    return footer.input_filter("p/old.parquet", {BLOOM: value.encode(), b"hoodie_bloom_filter_type_code":
+                                                 type_code.encode()}, records)
+
+
+def test_the_merged_file_footer_extends_the_old_filter_when_it_holds_the_old_keys() -> None:
+    from runner.hudi import footer
+
+    keys = _keys(5_000)
+    old = _footer_filter(bloom.serialize(keys.slice(0, 4_000)), 4_000)
+    in_chunks = pa.chunked_array([keys.slice(0, 4_500), keys.slice(4_500)])
+    entries, origin = footer.extended_record_key_footer(old, in_chunks)
+    assert origin == "extended"
+    assert entries == footer.record_key_footer(keys)
+
+
+@pytest.mark.parametrize(("old_value", "records", "type_code", "why"), [
+    ("filter of other keys", 4_000, bloom.TYPE_CODE, "does not hold its record keys"),
+    ("filter of the keys", 3_999, bloom.TYPE_CODE, "for its 3999 records"),
+    ("filter of the keys", 6_000, bloom.TYPE_CODE, "6000 records, and the new file holds 5000"),
+    ("filter of the keys", 4_000, "SIMPLE", "type 'SIMPLE'"),
+    ("not base64", 4_000, bloom.TYPE_CODE, "not Base64"),
+])
+def test_an_old_filter_that_cannot_be_extended_is_rebuilt_with_the_reason(old_value: str, records: int,
+                                                                          type_code: str, why: str) -> None:
+    from runner.hudi import footer
+
+    keys = _keys(5_000)
+    value = {"filter of other keys": bloom.serialize(_keys(4_000, start=10_000)),
+             "filter of the keys": bloom.serialize(keys.slice(0, 4_000)), "not base64": "%%%"}[old_value]
+    entries, origin = footer.extended_record_key_footer(_footer_filter(value, records, type_code), keys)
+    assert origin.startswith("rebuilt: ") and why in origin, origin
+    assert entries == footer.record_key_footer(keys)
+
+
+def test_a_null_or_empty_key_after_the_old_ones_is_refused_as_a_rebuild_refuses_it() -> None:
+    from runner.hudi import footer
+
+    keys = _keys(100)
+    old = _footer_filter(bloom.serialize(keys), 100)
+    for bad in (pa.array([None], pa.string()), pa.array([""])):
+        with pytest.raises(RefusedError, match="_hoodie_record_key: row 100 of 101"):
+            footer.extended_record_key_footer(old, pa.concat_arrays([keys, bad]))

@@ -82,6 +82,23 @@ def test_unique_keys_come_back_unchanged() -> None:
     assert dedup.deduplicate(table, "ts") is table
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from("123"), st.integers(0, 3)), max_size=8))
+def test_keys_are_said_distinct_only_when_no_record_key_is_given_twice(rows: list[tuple[str, str, int]]) -> None:
+    """What `deduplicated` says lets the tagging skip its own check, so True must be true, and it is
+    said whenever the input's keys are distinct (else the tagging hashes them again for nothing)."""
+    table = pa.table({PARTITION_PATH: pa.array([r[0] for r in rows], pa.string()),
+                      RECORD_KEY: pa.array([r[1] for r in rows], pa.string()), SEQ: list(range(len(rows))),
+                      "ts": pa.array([r[2] for r in rows], pa.int64())})
+    kept, distinct = dedup.deduplicated(table, "ts")
+    assert kept.equals(dedup.deduplicate(table, "ts"))
+    keys = kept.column(RECORD_KEY).to_pylist()
+    if distinct:
+        assert len(set(keys)) == len(keys)
+    if len({r[1] for r in rows}) == len(rows):
+        assert distinct is True and kept is table
+
+
 @pytest.mark.parametrize("spark_type, ordered", [
     ("long", True), ("decimal(10,2)", True), ("timestamp", True), ("string", True),
     ("string collate UTF8_LCASE", False), ({"type": "struct", "fields": []}, False), (None, True),

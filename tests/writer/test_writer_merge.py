@@ -109,3 +109,20 @@ def test_merge_replaces_updates_in_place_appends_inserts_and_streams_row_groups(
         [len(rows) % row_group_rows] if len(rows) % row_group_rows else [])
     footer = metadata.metadata
     assert footer[b"hoodie_min_record_key"] == b"0" and footer[b"hoodie_max_record_key"] == b"9"
+
+
+def test_new_records_known_distinct_merge_as_when_they_are_checked(tmp_path: Path) -> None:
+    """An upsert's records are de-duplicated before routing (`WriteTask.keys_distinct`): the merge then
+    skips collapsing them, and writes the same records as when it checks."""
+    incoming = [(100, "new-100"), (3, "upd-3"), (101, "new-101"), (39, "upd-39"), (0, "upd-0")]
+    got = []
+    for known in (False, True):
+        root = tmp_path / str(known)
+        base = _base_file(root, [(i, f"old-{i}") for i in range(40)])
+        ctx = _context(root, "20240102000000000", 4)
+        ctx = FileContext(**{**{f: getattr(ctx, f) for f in ctx.__dataclass_fields__}, "keys_distinct": known})
+        written = merge(ctx, PARTITION, base, _records(incoming))
+        table = pq.read_table(root / PARTITION / written.name).drop_columns(["_hoodie_file_name"])
+        got.append((table.to_pylist(), written.num_update_writes, written.num_inserts))
+    assert got[0] == got[1]
+    assert got[0][1:] == (3, 2)

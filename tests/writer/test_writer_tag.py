@@ -68,3 +68,21 @@ def test_a_key_in_two_groups_is_tagged_for_both_by_the_join() -> None:
     assert local._tag_by_key(_records([("eu", "1"), ("us", "2"), ("us", "1")]), index) is None
     tagged = local.tag(_records([("eu", "1"), ("us", "2"), ("us", "1")]), index)
     assert _rows(tagged) == [(0, "a"), (0, "b"), (1, "c"), (2, None)]
+
+
+def test_keys_known_distinct_tag_as_the_join_does() -> None:
+    """The lookup told the keys are distinct (by de-duplication) skips its own check, same rows."""
+    index = pa.table({"_w_ipath": ["eu", "us", "eu"], "_w_ikey": ["1", "2", "3"], "_w_ifid": ["f1", "f2", "f3"]})
+    records = _records([("eu", "1"), ("us", "2"), ("us", "3"), ("eu", "4")])
+    tagged = local.tag(records, index, keys_distinct=True)
+    assert _rows(tagged) == _rows(local._tag_by_join(records, index))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["f1", "f10", "f2", "é", "a", None]), st.integers(0, 50)), max_size=40,
+                unique_by=lambda r: r[1]))
+def test_runs_come_in_the_order_of_arrows_sort_by_value_then_position(rows: list[tuple[str | None, int]]) -> None:
+    table = pa.table({TARGET: pa.array([r[0] for r in rows], pa.string()),
+                      SEQ: pa.array([r[1] for r in rows], pa.int64())})
+    expected = table.sort_by([(TARGET, "ascending"), (SEQ, "ascending")])
+    assert table.take(local._by_value_then_position(table, TARGET)).equals(expected)

@@ -1,0 +1,188 @@
+"""Where an Arrow-input upsert's CPU goes, phase by phase, without Spark: for A/B runs of two trees.
+
+Builds one table of the bench's shape (`id, region, name, amount, ts`, 8 partitions, record key
+`id`, precombine `ts`) with `runner.write` of a `pyarrow.Table` (a bulk insert of `--rows` records,
+then an upsert of `--rows` more, half of them updates), then times `--reps` upserts of the same
+next `--rows` records (half updates, half new), each into a fresh copy of that table, so every rep
+does exactly the same work. Per upsert it prints the CPU time of this process (all threads) and
+the wall time, and the CPU time of each phase below, summed over its calls in the threads that
+ran them (`time.thread_time`, inclusive of what the phase calls); a median line ends the output.
+
+`--threads 1` writes the file groups inline, one after another in the calling thread, so the
+phases add up without two threads sharing the cores; `--threads 0` (the default) keeps the
+writer's own thread pool. The first upsert of the process warms up imports and is not printed.
+
+An interleaved A/B of two versions of the code: run this script alternately with `PYTHONPATH`
+set to a copy of each tree (`git archive <commit> runner schemas | tar -x -C DIR`), the order
+flipped every pair, and compare the phases' medians.
+
+Usage (from the repository root):
+    .venv/bin/python bench/bench_writer_phases.py --rows 100000 --reps 3 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+import runner
+from runner.writer.options import CODEC_KEY
+
+TABLE = """\
+name: t
+path: warehouse/t
+table:
+  type: COPY_ON_WRITE
+  record_key: [id]
+  partition_by: [region]
+  precombine_field: ts
+"""
+
+# (module, attribute, label): the phases timed, each where the writer looks it up at call time.
+# A phase missing from a version of the code is skipped (its line is then absent for that side).
+PHASES = (
+    ("runner.writer.arrow_input", "keyed", "input keys"),
+    ("runner.writer.dedup", "deduplicated", "de-duplication"),
+    ("runner.writer.dedup", "deduplicate", "de-duplication"),
+    ("runner.writer.write", "index_table", "index: read old files (waits for threads)"),
+    ("runner.writer.local", "tag", "tagging"),
+    ("runner.writer.local", "route_inserts", "insert routing"),
+    ("runner.writer.local", "write_targets", "file writes (all)"),
+    ("runner.writer.files", "_newest_per_key", "  merge: collapse new records by key"),
+    ("runner.writer.files", "stamp", "  meta columns (stamp)"),
+    ("runner.writer.files", "dictionary_columns", "  dictionary rule"),
+    ("runner.writer.files", "record_key_footer", "  record-key footer (rebuilt)"),
+    ("runner.writer.files", "extended_record_key_footer", "  record-key footer (extended)"),
+    ("runner.writer.commit", "complete", "commit"),
+)
+GENERATORS = (("runner.writer.local", "runs_by", "runs by target (sort, take)"),
+              ("runner.writer.files", "_batches", "  old file: decode other columns"))
+
+
+def rows(start: int, count: int, ts: int) -> pa.Table:
+    ids = np.arange(start, start + count, dtype=np.int64)
+    return pa.table({
+        "id": ids,
+        "region": pc.binary_join_element_wise("r", pa.array(ids % 8).cast(pa.string()), ""),
+        "name": pc.binary_join_element_wise("customer-", pa.array(ids).cast(pa.string()), ""),
+        "amount": ids * 1.5,
+        "ts": pa.repeat(pa.scalar(ts, pa.int64()), count),
+    })
+
+
+def clocked(seconds: dict[str, float], label: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        started = time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            seconds[label] += time.thread_time() - started
+    return run
+
+
+def clocked_generator(seconds: dict[str, float], label: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        items = function(*args, **kwargs)
+        while True:
+            started = time.thread_time()
+            try:
+                item = next(items)
+            except StopIteration:
+                seconds[label] += time.thread_time() - started
+                return
+            seconds[label] += time.thread_time() - started
+            yield item
+    return run
+
+
+def install_clocks(seconds: dict[str, float]) -> None:
+    for module_name, attribute, label in PHASES:
+        module = importlib.import_module(module_name)
+        if hasattr(module, attribute):
+            setattr(module, attribute, clocked(seconds, label, getattr(module, attribute)))
+    for module_name, attribute, label in GENERATORS:
+        module = importlib.import_module(module_name)
+        setattr(module, attribute, clocked_generator(seconds, label, getattr(module, attribute)))
+    # The Parquet encode itself, wherever it is called from.
+    pq.ParquetWriter.write_table = clocked(seconds, "  Parquet encode (write_table)",  # type: ignore[method-assign]
+                                           pq.ParquetWriter.write_table)
+
+
+def inline_writes() -> None:
+    """File groups written one after another in the calling thread (`--threads 1`)."""
+    from runner.writer import local
+
+    def one_by_one(task: Any, jobs: list[tuple[int, pa.Table]], workers: int, old_files: Any = None) -> list[Any]:
+        return [f for number, rows in jobs for f in task.on_driver(rows, number, old_files)]
+
+    local._in_threads = one_by_one  # type: ignore[assignment]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=100_000, help="records per upsert (default 100000)")
+    parser.add_argument("--reps", type=int, default=3, help="timed upserts (default 3)")
+    parser.add_argument("--threads", type=int, default=0, choices=(0, 1),
+                        help="1: write the file groups inline; 0: the writer's thread pool (default)")
+    parser.add_argument("--tag", default="", help="a label printed at the start of every line (A, B)")
+    args = parser.parse_args()
+
+    seconds: dict[str, float] = defaultdict(float)
+    work = Path(tempfile.mkdtemp(prefix="bench_writer_phases_"))
+    try:
+        base = work / "base"
+        (base / "tables").mkdir(parents=True)
+        (base / "project.yml").write_text("name: bench\n")
+        (base / "tables" / "t.yml").write_text(TABLE)
+        options = {CODEC_KEY: "gzip"}
+        runner.write(rows(0, args.rows, 0), "t", operation="bulk_insert", project_dir=base, options=options)
+        runner.write(rows(args.rows // 2, args.rows, 1), "t", project_dir=base, options=options)
+        install_clocks(seconds)
+        if args.threads == 1:
+            inline_writes()
+        data = rows(args.rows, args.rows, 2)
+        runs: dict[str, list[float]] = defaultdict(list)
+        for rep in range(args.reps + 1):
+            copy = work / "copy"
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(base, copy)
+            seconds.clear()
+            wall, cpu = time.perf_counter(), time.process_time()
+            result = runner.write(data, "t", project_dir=copy, options=options)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            if not rep:
+                continue
+            measured = {"CPU": cpu, "wall": wall, "cores busy": cpu / wall} | dict(seconds)
+            for name, value in measured.items():
+                runs[name].append(value)
+            print(f"{args.tag} upsert {rep}: {result.num_writes} records, {result.bytes_written} bytes; "
+                  + "; ".join(f"{k.strip()} {v * 1000:.1f} ms" if k not in ("cores busy",) else f"{k} {v:.2f}"
+                              for k, v in measured.items()))
+        print(f"{args.tag} medians of {args.reps} upserts, load {' '.join(f'{x:.1f}' for x in os.getloadavg())}:")
+        for name, values in runs.items():
+            median = statistics.median(values)
+            print(f"{args.tag}   {name}: " + (f"{median:.2f}" if name == "cores busy" else f"{median * 1000:.1f} ms"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
