@@ -45,7 +45,8 @@ check), and exactly one tombstone per deleted file and indexed column in the cle
 logs.
 
 Wall-clock seconds and CPU seconds of the process (every thread: the delete pool's kernel time
-included; plus the encoder child's, counted when it is reaped, in the hook's row) per phase. The
+included; plus the encoder child's, counted when it is reaped: in the deletes' row when it ends
+before them, else in the hook's) per phase. The
 share of the MDT update is `(whole clean with it - whole clean with none) / whole clean with it`,
 medians of the `ahead` and `none` runs of the same invocation, and per pair of neighbouring runs;
 the update's own phases (checks, records, deltacommit) over the whole apply are shown too. Before
@@ -170,7 +171,7 @@ Stamp = tuple[float, float]  # (perf_counter, process_time)
 
 
 def _now() -> Stamp:
-    # The encoder child's CPU counts once it is reaped (the hook waits for it).
+    # The encoder child's CPU counts once it is reaped (its waiter thread does that as it ends).
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.perf_counter(), time.process_time() + children.ru_utime + children.ru_stime
 
@@ -564,7 +565,8 @@ def report(args: argparse.Namespace, shape: Shape, columns: int, runs: list[dict
         f"(not timed) {', '.join(f'{p:.0f}' for p in prepared)} s\n"
         + {
             "ahead": "Variant ahead (as `runner apply` runs): the index tombstones encoded in a child process "
-                     "beside the deletes; its wall time falls in the deletes' row, its CPU in the hook's.\n",
+                     "beside the deletes; its wall time falls in the deletes' row, its CPU in the row "
+                     "where it ended (the deletes' when it ended before them).\n",
             "thread": "Variant thread: the index tombstones encoded on a thread of this process beside the deletes "
                       "(the mdt3 round's way); that work's wall and CPU time fall in the deletes' row.\n",
             "off": "Variant off: the whole update runs after the deletes.\n",
