@@ -430,7 +430,12 @@ def main() -> None:
     parser.add_argument("--variants", default="ahead",
                         help="comma-separated, taken in turn run by run: ahead (as `runner apply` runs), thread, "
                         "off, none (no MDT work at all: the share's baseline); see the module docstring")
+    parser.add_argument("--ahead", choices=("on", "off", "alternate"),
+                        help="the mdt3 round's spelling, kept for its commands: on = --variants ahead, off = "
+                        "--variants off, alternate = --variants off,ahead")
     args = parser.parse_args()
+    if args.ahead:
+        args.variants = {"on": "ahead", "off": "off", "alternate": "off,ahead"}[args.ahead]
     args.variants = args.variants.split(",")
     if not args.variants or not set(args.variants) <= set(VARIANTS):
         parser.error(f"--variants: expected a comma-separated list of {', '.join(VARIANTS)}")
