@@ -26,24 +26,37 @@ Each run, interleaved:
    `prepare_clean_maintenance`, with the MDT's schema read), `clean.requested`/`.inflight`, the
    deletes, the clean's metadata, the MDT records (`clean_commit`) and deltacommit
    (`write_mdt_commit`), the completed clean. `runner apply` encodes the index tombstones' log
-   files on a thread while the deletes run (`CleanMaintenance.ahead`; nothing is written before
-   the deletes end), so that work's time falls in the deletes' row; `--ahead off` leaves it after
-   the deletes, `--ahead alternate` switches run by run for an interleaved comparison.
+   files in a child process while the deletes run (`CleanMaintenance.ahead`; nothing is written
+   before the deletes end), so that work's wall time falls in the deletes' row.
+   `--variants` lists how runs go, taken in turn run by run (an interleaved comparison):
+   - `ahead`: as `runner apply` runs it (the tombstones encoded in a child process, from
+     `maintain.CHILD_FROM` tombstones; on a thread below that);
+   - `thread`: encoded on a thread of this process instead (the mdt3 round's way), for an A/B;
+   - `off`: the whole update after the deletes (`ahead` not called);
+   - `none`: **no metadata-table work at all**, the baseline of the share: the bench replaces
+     `maintain.refusal_reasons` (planning's MDT checks) with one that finds nothing and
+     `maintain.prepare_clean_maintenance` with one that returns None, so `apply` builds the clean
+     runner with no hook (as for a table without a metadata table). The table's MDT is then left
+     behind the clean, which is fine for a copy removed after the run; nothing in runner/ offers
+     this.
 The first run then checks the table: every planned file gone, the rest still there, the MDT
 deltacommit of the clean completed and its `files` listing in step with storage (`runner status`'s
 check), and exactly one tombstone per deleted file and indexed column in the clean's column_stats
 logs.
 
 Wall-clock seconds and CPU seconds of the process (every thread: the delete pool's kernel time
-included) per phase; the MDT share is the MDT update's (checks, records, deltacommit) over the
-whole apply, measured in the same run. Before starting, the bench checks the free disk space
-(`--files` x `--file-kb`, plus the table copies and a margin) and refuses if it is short; everything
-it creates is removed after each run and on exit (Ctrl-C included; a `--table` it did not build
-stays). Usage:
+included; plus the encoder child's, counted when it is reaped: in the deletes' row when it ends
+before them, else in the hook's) per phase. The
+share of the MDT update is `(whole clean with it - whole clean with none) / whole clean with it`,
+medians of the `ahead` and `none` runs of the same invocation, and per pair of neighbouring runs;
+the update's own phases (checks, records, deltacommit) over the whole apply are shown too. Before
+starting, the bench checks the free disk space (`--files` x `--file-kb`, plus the table copies and
+a margin) and refuses if it is short; everything it creates is removed after each run and on exit
+(Ctrl-C included; a `--table` it did not build stays). Usage:
 
     .venv/bin/python bench/bench_mdt_clean.py --files 2000                  # smoke run: 2,000 files
     .venv/bin/python bench/bench_mdt_clean.py --files 100000 --runs 3 --workdir /tmp/pv-mdt
-    .venv/bin/python bench/bench_mdt_clean.py --files 100000 --runs 4 --ahead alternate \
+    .venv/bin/python bench/bench_mdt_clean.py --files 100000 --runs 6 --variants none,ahead \
         --table /tmp/pv-mdt-table --workdir /tmp/pv-mdt    # build the table once (about 10 min), keep it
 """
 
@@ -52,6 +65,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -157,7 +171,9 @@ Stamp = tuple[float, float]  # (perf_counter, process_time)
 
 
 def _now() -> Stamp:
-    return time.perf_counter(), time.process_time()
+    # The encoder child's CPU counts once it is reaped (its waiter thread does that as it ends).
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter(), time.process_time() + children.ru_utime + children.ru_stime
 
 
 @dataclass
@@ -197,11 +213,16 @@ class _TimedHook:
         return self._call(*args, **kwargs)
 
 
+VARIANTS = ("ahead", "thread", "off", "none")
+
+
 @contextmanager
-def timing(phases: Phases, *, ahead: bool = True) -> Iterator[None]:
+def timing(phases: Phases, variant: str = "ahead") -> Iterator[None]:
     """Time the runner's clean phases in this process: the failpoint calls of apply and the clean
     runner mark moments; the functions apply calls for planning, the MDT checks and the MDT update
-    are wrapped to record their spans. Everything is put back on exit."""
+    are wrapped to record their spans. `variant`: see the module docstring (`none` replaces the
+    MDT checks and the hook; `thread` the encoder). Everything is put back on exit."""
+    ahead = variant != "off"
 
     def mark(name: str, original: Callable[[str], None]) -> None:
         phases.points[name] = _now()
@@ -217,13 +238,19 @@ def timing(phases: Phases, *, ahead: bool = True) -> Iterator[None]:
         original = module.failpoint
         swap(module, "failpoint", lambda name, _o=original: mark(name, _o))
     swap(apply_module, "plan_one", phases.span("plan", apply_module.plan_one))
-    swap(maintain_module, "refusal_reasons", phases.span("mdt_checks", maintain_module.refusal_reasons))
-    prepare = maintain_module.prepare_clean_maintenance
+    if variant == "none":  # no metadata-table work at all: no checks, no hook (see the module docstring)
+        swap(maintain_module, "refusal_reasons", lambda *args, **kwargs: [])
+        swap(maintain_module, "prepare_clean_maintenance", lambda *args, **kwargs: None)
+    else:
+        swap(maintain_module, "refusal_reasons", phases.span("mdt_checks", maintain_module.refusal_reasons))
+        prepare = maintain_module.prepare_clean_maintenance
 
-    def prepared(*args: Any, **kwargs: Any) -> Any:
-        return _TimedHook(phases, phases.span("mdt_prepare", prepare)(*args, **kwargs), ahead)
+        def prepared(*args: Any, **kwargs: Any) -> Any:
+            return _TimedHook(phases, phases.span("mdt_prepare", prepare)(*args, **kwargs), ahead)
 
-    swap(maintain_module, "prepare_clean_maintenance", prepared)
+        swap(maintain_module, "prepare_clean_maintenance", prepared)
+    if variant == "thread":
+        swap(maintain_module, "CHILD_FROM", sys.maxsize)  # never a child: always the thread
     swap(maintain_module, "clean_commit", phases.span("mdt_records", maintain_module.clean_commit))
     swap(maintain_module, "write_mdt_commit", phases.span("mdt_write", maintain_module.write_mdt_commit))
     try:
@@ -250,6 +277,20 @@ def phase_times(phases: Phases, total: Stamp) -> dict[str, Stamp]:
     """Wall and CPU seconds per row of ROWS, plus `mdt` (the MDT update: its checks, records and
     deltacommit) and `apply` (the whole call)."""
     p = phases.points
+    if "mdt_hook" not in phases.spans:  # variant `none`: no MDT work; the metadata row runs to completion
+        zero = (0.0, 0.0)
+        out = {
+            "plan": phases.total("plan"), "plan_mdt": zero, "mdt_prepare": zero,
+            "start": phases.between(p["after_lock"], p["after_clean_inflight"]),
+            "deletes": phases.between(p["after_clean_inflight"], p["after_delete"]),
+            "metadata": phases.between(p["after_delete"], p["after_clean_completed"]),
+            "mdt_records": zero, "mdt_write": zero, "mdt_hook": zero, "complete": zero, "apply": total,
+        }
+        out["start"] = (out["start"][0] - out["plan"][0], out["start"][1] - out["plan"][1])
+        counted = [out[k] for k in ("plan", "start", "deletes", "metadata")]
+        out["other"] = (total[0] - sum(c[0] for c in counted), total[1] - sum(c[1] for c in counted))
+        out["mdt"] = zero
+        return out
     hook = phases.spans["mdt_hook"][0]
     out = {
         "plan": phases.total("plan"),
@@ -298,9 +339,9 @@ def prepare_copy(template: Path, copy: Path, deleted: Sequence[str]) -> int:
     return allocated
 
 
-def run_clean(copy: Path, *, ahead: bool = True) -> tuple[dict[str, Stamp], Any]:
+def run_clean(copy: Path, variant: str = "ahead") -> tuple[dict[str, Stamp], Any]:
     phases = Phases()
-    with timing(phases, ahead=ahead):
+    with timing(phases, variant):
         started = _now()
         result = apply_module.apply_table(
             declaration(copy), None, now=datetime.now(UTC), spark_settings=LOCAL,
@@ -386,10 +427,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="0: only build (or check) the --table")
     parser.add_argument("--workdir", help="parent folder of the temporary data (default: system temp)")
     parser.add_argument("--table", help="build the table here once, or reuse it if it is there (never changed)")
-    parser.add_argument("--ahead", choices=("on", "off", "alternate"), default="on",
-                        help="encode the index tombstones beside the deletes (on: as `runner apply` does), after "
-                        "them (off), or alternate run by run, starting with off (an interleaved A/B)")
+    parser.add_argument("--variants", default="ahead",
+                        help="comma-separated, taken in turn run by run: ahead (as `runner apply` runs), thread, "
+                        "off, none (no MDT work at all: the share's baseline); see the module docstring")
+    parser.add_argument("--ahead", choices=("on", "off", "alternate"),
+                        help="the mdt3 round's spelling, kept for its commands: on = --variants ahead, off = "
+                        "--variants off, alternate = --variants off,ahead")
     args = parser.parse_args()
+    if args.ahead:
+        args.variants = {"on": "ahead", "off": "off", "alternate": "off,ahead"}[args.ahead]
+    args.variants = args.variants.split(",")
+    if not args.variants or not set(args.variants) <= set(VARIANTS):
+        parser.error(f"--variants: expected a comma-separated list of {', '.join(VARIANTS)}")
     if args.versions < 2:
         parser.error("--versions must be at least 2")
     shape = shape_for(args.files, args.partitions, args.versions)
@@ -423,32 +472,40 @@ def measure(args: argparse.Namespace, shape: Shape, file_bytes: int, work: Path)
     if not args.runs:
         return
     copy = work / "copy"
-    runs: dict[bool, list[dict[str, Stamp]]] = {True: [], False: []}
-    floors: dict[bool, list[Stamp]] = {True: [], False: []}
+    runs: dict[str, list[dict[str, Stamp]]] = {v: [] for v in VARIANTS}
+    floors: dict[str, list[Stamp]] = {v: [] for v in VARIANTS}
     prepared: list[float] = []
+    order: list[tuple[str, float]] = []  # (variant, whole clean) per run, in run order
+    checked = False
     for run in range(args.runs):
-        ahead = args.ahead == "on" or (args.ahead == "alternate" and run % 2 == 1)
-        floors[ahead].append(empty_unlink_floor(work, shape.deletes))
+        variant = args.variants[run % len(args.variants)]
+        run_started = time.perf_counter()
+        floors[variant].append(empty_unlink_floor(work, shape.deletes))
         started = time.perf_counter()
         allocated = prepare_copy(template, copy, deleted)
         prepared.append(time.perf_counter() - started)
-        times, result = run_clean(copy, ahead=ahead)
+        times, result = run_clean(copy, variant)
         if result.files_deleted != shape.deletes:
             raise SystemExit(f"the clean deleted {result.files_deleted:,} files, expected {shape.deletes:,}")
-        if run == 0:
+        if not checked and variant != "none":  # `none` leaves the MDT behind on purpose
+            checked = True
             gone = set(deleted)
             kept = [p for p in _base_files(template) if p not in gone]
             check_table(copy, deleted, kept, indexed)
-            print(f"run 1 checked: files, MDT listing and {len(deleted) * len(indexed):,} tombstones", flush=True)
-        runs[ahead].append(times)
-        print(f"run {run + 1} (ahead {'on' if ahead else 'off'}): apply {times['apply'][0]:.2f} s (CPU "
-              f"{times['apply'][1]:.2f} s), MDT update {times['mdt'][0]:.2f} s (CPU {times['mdt'][1]:.2f} s), "
-              f"{allocated / 2**30:.1f} GiB freed; empty-file floor {floors[ahead][-1][0]:.2f} s; "
-              f"load {os.getloadavg()[0]:.1f}", flush=True)
+            print(f"run {run + 1} checked: files, MDT listing and {len(deleted) * len(indexed):,} tombstones",
+                  flush=True)
+        runs[variant].append(times)
+        order.append((variant, times["apply"][0]))
         remove_tree(copy)
-    for ahead in (False, True):
-        if runs[ahead]:
-            report(args, shape, len(indexed), runs[ahead], floors[ahead], prepared, ahead=ahead)
+        print(f"run {run + 1} ({variant}): apply {times['apply'][0]:.2f} s (CPU {times['apply'][1]:.2f} s), "
+              f"deletes {times['deletes'][0]:.2f} s (CPU {times['deletes'][1]:.2f} s), MDT update's phases "
+              f"{times['mdt'][0]:.2f} s (CPU {times['mdt'][1]:.2f} s), {allocated / 2**30:.1f} GiB freed; empty-file "
+              f"floor {floors[variant][-1][0]:.2f} s; load {os.getloadavg()[0]:.1f}; the run took "
+              f"{time.perf_counter() - run_started:.0f} s in all", flush=True)
+    for variant in VARIANTS:
+        if runs[variant]:
+            report(args, shape, len(indexed), runs[variant], floors[variant], prepared, variant=variant)
+    compare(runs, order)
 
 
 def _base_files(table: Path) -> list[str]:
@@ -456,8 +513,38 @@ def _base_files(table: Path) -> list[str]:
             for n in os.listdir(table / p) if BaseFile.parse(n) is not None]
 
 
+def compare(runs: dict[str, list[dict[str, Stamp]]], order: list[tuple[str, float]]) -> None:
+    """The share: each variant's whole clean against the clean with no MDT work (`none`), by the
+    medians and per pair of neighbouring runs."""
+    if not runs["none"]:
+        return
+    without = median([r["apply"][0] for r in runs["none"]])
+    without_cpu = median([r["apply"][1] for r in runs["none"]])
+    listed = ", ".join(f"{r['apply'][0]:.2f}" for r in runs["none"])
+    print(f"\nThe clean with no metadata-table work (none): {without:.2f} s by the median "
+          f"(runs {listed}; CPU {without_cpu:.2f} s)")
+    for variant in ("ahead", "thread", "off"):
+        if not runs[variant]:
+            continue
+        walls = [r["apply"][0] for r in runs[variant]]
+        cpus = [r["apply"][1] for r in runs[variant]]
+        with_ = median(walls)
+        # Each run of the variant against the `none` run just before or after it (the nearer in load).
+        pairs = []
+        for i, (v, wall) in enumerate(order):
+            if v != variant:
+                continue
+            near = [order[j][1] for j in (i - 1, i + 1) if 0 <= j < len(order) and order[j][0] == "none"]
+            if near:
+                pairs.append((wall - near[0]) / wall)
+        print(f"{variant}: whole clean {with_:.2f} s by the median (runs {', '.join(f'{w:.2f}' for w in walls)}; "
+              f"CPU {median(cpus):.2f} s); share (with - without) / with = **{(with_ - without) / with_:.1%}** "
+              f"(CPU {(median(cpus) - without_cpu) / median(cpus):.1%}); per run against a neighbouring none run "
+              f"{', '.join(f'{p:.1%}' for p in pairs) or 'n/a'}")
+
+
 def report(args: argparse.Namespace, shape: Shape, columns: int, runs: list[dict[str, Stamp]],
-           floors: list[Stamp], prepared: list[float], *, ahead: bool) -> None:
+           floors: list[Stamp], prepared: list[float], *, variant: str) -> None:
     def cells(label: str, walls: list[float], cpus: list[float], whole: float) -> tuple[str, ...]:
         return (label, ", ".join(f"{w:.2f}" for w in walls), f"{median(walls):.2f} s",
                 f"{median(walls) / whole:.1%}", f"{median(cpus):.2f} s")
@@ -481,9 +568,15 @@ def report(args: argparse.Namespace, shape: Shape, columns: int, runs: list[dict
         f"{columns} indexed columns ({shape.deletes * columns:,} column-stats tombstones); table version 8; "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end; copy + allocation per run "
         f"(not timed) {', '.join(f'{p:.0f}' for p in prepared)} s\n"
-        + ("The index tombstones are encoded beside the deletes (as `runner apply` does): that work's wall "
-           "and CPU time fall in the deletes' row.\n" if ahead else
-           "Encoding beside the deletes turned off (--ahead off): the whole update runs after them.\n")
+        + {
+            "ahead": "Variant ahead (as `runner apply` runs): the index tombstones encoded in a child process "
+                     "beside the deletes; its wall time falls in the deletes' row, its CPU in the row "
+                     "where it ended (the deletes' when it ended before them).\n",
+            "thread": "Variant thread: the index tombstones encoded on a thread of this process beside the deletes "
+                      "(the mdt3 round's way); that work's wall and CPU time fall in the deletes' row.\n",
+            "off": "Variant off: the whole update runs after the deletes.\n",
+            "none": "Variant none: no metadata-table work at all (the bench removes the checks and the hook).\n",
+        }[variant]
     )
     print(markdown_table(("phase", "runs (s)", "median", "of the clean", "CPU, median"), rows, align="llrrr"))
     shares = [r["mdt"][0] / r["apply"][0] for r in runs]

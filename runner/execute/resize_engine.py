@@ -29,8 +29,6 @@ import logging
 import multiprocessing
 import os
 import pickle
-import select
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -41,6 +39,7 @@ from typing import TYPE_CHECKING, Literal
 from runner.declarations.model import SparkSettings
 from runner.execute.deleter import is_local_master
 from runner.hudi.files import write_token
+from runner.orphans import exit_with
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -264,28 +263,7 @@ def _start_worker(environment: dict[str, str], driver: int) -> None:
     # A killed driver (SIGKILL, out of memory) leaves its workers behind: they and the forkserver
     # hold each other's pipes open, so neither sees it go. The attempt fence already keeps an orphan
     # from publishing; this keeps it from burning a core on a group nobody will commit.
-    threading.Thread(target=_exit_with, args=(driver,), name="driver-watch", daemon=True).start()
-
-
-def _exit_with(driver: int) -> None:
-    try:
-        handle = os.pidfd_open(driver)  # readable once the driver has exited, whatever reuses its pid
-    except (AttributeError, OSError):  # not Linux 5.3 or later: poll the pid
-        while _alive(driver):
-            time.sleep(0.5)
-    else:
-        select.select([handle], [], [])
-    os._exit(1)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # there, under another user: not ours, so ours is gone
-        return False
-    return True
+    exit_with(driver)
 
 
 def _run_one(storage: Storage, instant: str, index: int,

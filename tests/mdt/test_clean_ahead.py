@@ -6,21 +6,27 @@ every file the plan lists)."""
 from __future__ import annotations
 
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import runner.hudi.mdt.ahead as ahead
 import runner.hudi.mdt.maintain as maintain
 import runner.hudi.mdt.writer as writer
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.errors import RunnerError
 from runner.execute.apply import apply_table
-from runner.hudi.instant import InstantTime
+from runner.hudi.instant import Action, InstantTime
+from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_metadata_table, read_partition
 from runner.hudi.metadata import CleanMetadata, CleanPartitionMetadata
-from runner.hudi.state import read_table_metadata
+from runner.hudi.state import read_table_metadata, read_table_state
 from runner.storage import DeleteResult, Storage, storage_for
 from runner.testing import COPY_ON_WRITE
 from tests.mdt.synthetic import build_with_mdt
@@ -129,3 +135,169 @@ def test_a_failed_delete_is_recorded_in_the_metadata_table_like_the_others(table
     assert mine and all(s["isDeleted"] for s in mine)
     files, _ = read_partition(storage, data, mdt, "files")
     assert files[partition]["filesystemMetadata"][name]["isDeleted"]
+
+
+# --- the encoder in a child process (a large clean's; `maintain.CHILD_FROM` lowered to reach it) ---
+
+
+@pytest.fixture
+def in_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(maintain, "CHILD_FROM", 0)
+
+
+@pytest.mark.usefixtures("fixed_clock", "in_child")
+def test_the_deltacommit_encoded_in_a_child_is_the_one_encoded_after(table: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = _record(_copy(table, tmp_path / "plain"), None)
+    storage = _copy(table, tmp_path / "child")
+    _, names = _clean(storage)
+    started: list[ahead.Encoder] = []
+    monkeypatch.setattr(ahead.Encoder, "__init__", _remembered(ahead.Encoder.__init__, started))
+    handed = _spy_on_writes(monkeypatch)
+
+    assert _record(storage, names) == plain
+    (encoder,) = started
+    assert type(encoder) is ahead.Encoder and encoder.process is not None and encoder.process.returncode == 0
+    assert handed == {"files": False, "bloom_filters": True, "column_stats": True}
+
+
+@pytest.mark.usefixtures("fixed_clock", "in_child")
+def test_a_killed_encoder_leaves_the_encoding_to_after_the_deletes(table: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = _record(_copy(table, tmp_path / "plain"), None)
+    storage = _copy(table, tmp_path / "killed")
+    _, names = _clean(storage)
+    hook = maintain.prepare_clean_maintenance(storage, read_table_metadata(storage))
+    hook.ahead(INSTANT, names)
+    ((_, encoder),) = hook._ahead.values()
+    while encoder.process is None:  # started on the waiter thread; killed at once, long before it is done
+        time.sleep(0.01)
+    encoder.process.send_signal(signal.SIGKILL)
+    handed = _spy_on_writes(monkeypatch)
+    clean, _ = _clean(storage)
+
+    written = hook(INSTANT, clean, lambda: InstantTime("20991231000000001"))
+
+    assert encoder.process.returncode == -signal.SIGKILL and encoder.result() is None
+    assert handed == {"files": False, "bloom_filters": False, "column_stats": False}
+    assert {path: storage.read(path) for path in written} == plain
+
+
+def test_the_encoder_exits_when_its_driver_dies(tmp_path: Path) -> None:
+    # The encoder's child waits for its job on stdin, which this test holds open (so it never sees
+    # an end of file): only its watch on the driver's pid can end it.
+    driver = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    encoder = subprocess.Popen([sys.executable, "-m", "runner.hudi.mdt.ahead", str(driver.pid)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        driver.kill()
+        driver.wait()
+        assert encoder.wait(timeout=120) == 1
+        assert encoder.stdout is not None and encoder.stdout.read() == b""  # no output: killed by the watch
+    finally:
+        encoder.kill()
+        encoder.wait()
+        assert encoder.stdin is not None
+        encoder.stdin.close()
+
+
+# Runs `apply_table` on the table at argv[1] with the encoder in a child; the deleter, once that
+# child exists, writes its pid to argv[2] and exits the driver as a kill would (no cleanup at all).
+_KILLED_DRIVER = """
+import os, sys, time
+from datetime import UTC, datetime
+import runner.hudi.mdt.ahead as ahead
+import runner.hudi.mdt.maintain as maintain
+from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
+from runner.execute.apply import apply_table
+
+maintain.CHILD_FROM = 0
+
+def encoder_child():
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            command = open(f"/proc/{pid}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if int(stat[1]) == os.getpid() and b"runner.hudi.mdt.ahead" in command:
+            return int(pid)
+    return None
+
+def killed_during_deletes(storage, paths):
+    while (child := encoder_child()) is None:
+        time.sleep(0.01)
+    with open(sys.argv[2], "w") as out:
+        out.write(str(child))
+    os._exit(97)
+
+decl = TableDeclaration(name="t", path=sys.argv[1], source_file="tables/t.yml",
+                        clean=CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1),
+                        file_sizing=FileSizing(small_file_limit=0))
+apply_table(decl, None, now=datetime(2026, 11, 22, tzinfo=UTC), spark_settings=SparkSettings(master="local[1]"),
+            deleter_factory=lambda: killed_during_deletes)
+"""
+
+
+def test_a_driver_killed_during_the_deletes_leaves_no_encoder_and_the_next_apply_finishes(
+        table: Path, tmp_path: Path) -> None:
+    base = tmp_path / "t"
+    storage = _copy(table, base)
+    pid_file = tmp_path / "encoder.pid"
+
+    crashed = subprocess.run([sys.executable, "-c", _KILLED_DRIVER, str(base), str(pid_file)],
+                             capture_output=True, text=True, timeout=300)
+
+    assert crashed.returncode == 97, crashed.stderr
+    encoder = int(pid_file.read_text())
+    while _running(encoder):  # the encoder ends with its driver (the test's timeout bounds this)
+        time.sleep(0.05)
+    (pending,) = [i for i in read_table_metadata(storage).timeline.instants if i.action.value == "clean"]
+    assert not pending.is_completed
+    assert not [i for i in read_metadata_table(storage).timeline.instants if i.time == pending.time]
+
+    decl = TableDeclaration(name="t", path=str(base), source_file="tables/t.yml",
+                            clean=CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1),
+                            file_sizing=FileSizing(small_file_limit=0))
+    result = apply_table(decl, None, now=datetime(2026, 11, 22, tzinfo=UTC), spark_settings=LOCAL,
+                         deleter_factory=lambda: lambda storage, paths: storage.delete_many(paths))
+
+    assert result.status == "success", result.error
+    assert check_metadata_table(storage, read_table_state(storage)).ok
+    data = read_table_metadata(storage)
+    assert [i.time for i in data.timeline.completed(Action.CLEAN)] == [pending.time]
+    mdt = read_metadata_table(storage)
+    assert any(i.time == pending.time and i.is_completed for i in mdt.timeline.instants)
+    stats, _ = read_partition(storage, data, mdt, "column_stats")
+    deleted = [r["ColumnStatsMetadata"] for r in stats.values() if r["ColumnStatsMetadata"]["isDeleted"]]
+    assert deleted and not any((base / f"{s['fileName']}").exists() for s in deleted)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie left for a parent that does not reap it counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _remembered(init: Any, started: list[Any]) -> Any:
+    def remember(self: Any, job: Any) -> None:
+        started.append(self)
+        init(self, job)
+
+    return remember
+
+
+def _spy_on_writes(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
+    """MDT partition -> whether the writer got its logs encoded ahead."""
+    handed: dict[str, bool] = {}
+    write_partition = writer._write_partition
+
+    def spy(storage: Storage, mdt: Any, partition: str, *args: Any) -> Any:
+        handed[partition] = args[4] is not None  # (records, time, schema, created_ms, ready)
+        return write_partition(storage, mdt, partition, *args)
+
+    monkeypatch.setattr(writer, "_write_partition", spy)
+    return handed

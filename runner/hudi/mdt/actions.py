@@ -89,7 +89,8 @@ def clean_commit(
     schema: str, held: Mapping[str, Mapping[str, Sequence[tuple[str, str]]]] | None = None,
     legacy_keys: bool = False,
 ) -> MdtCommit:
-    """The records Hudi writes to the MDT for a completed clean, encoded with `schema`.
+    """The records Hudi writes to the MDT for a completed clean, encoded with `schema` (the `files`
+    partition's only when FILES is among `mdt_partitions`, which it always is in a real MDT).
 
     `held`: MDT partition -> `held_by_file` of its records, for the index partitions whose
     tombstones are those of the records the MDT holds for each cleaned file (column_stats on table
@@ -105,14 +106,15 @@ def clean_commit(
     deleted: list[tuple[str, tuple[str, ...]]] = []
     for partition, meta in clean.partition_metadata.items():
         pid = partition_id(partition)
-        files[pid] = rec.encode_file_list(schema, dict.fromkeys(meta.delete_path_patterns, (0, True)))
+        if FILES in mdt_partitions:
+            files[pid] = rec.encode_file_list(schema, dict.fromkeys(meta.delete_path_patterns, (0, True)))
         if meta.is_partition_deleted:
             deleted_partitions[pid] = (0, True)
         deleted.append((pid, meta.delete_path_patterns))
-    if deleted_partitions:
+    if deleted_partitions and FILES in mdt_partitions:
         files[rec.ALL_PARTITIONS_KEY] = rec.encode_file_list(
             schema, deleted_partitions, record_type=rec.PARTITION_LIST)
-    out: dict[str, Mapping[str, bytes]] = {FILES: files}
+    out: dict[str, Mapping[str, bytes]] = {FILES: files} if FILES in mdt_partitions else {}
     with_stats = COLUMN_STATS in mdt_partitions and bool(stats_columns)
     # Tombstones differ only in file and column name: spliced into one encoded template (built only
     # when needed: a table without column stats may have a schema without their fields).

@@ -8,10 +8,10 @@ resize: its hook runs after the new base files are written and before the replac
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from runner.errors import CorruptMetadataError, RefusedError, StorageError
 from runner.hudi.footer import BLOOM_FILTER, BLOOM_FILTER_TYPE_CODE
 from runner.hudi.instant import Action, InstantTime, State
+from runner.hudi.mdt import ahead as ahead_encoding
 from runner.hudi.mdt import records as rec
 from runner.hudi.mdt.actions import MdtCommit, clean_commit, held_by_file, unsupported_partitions
 from runner.hudi.mdt.check import consistency_problems
@@ -39,13 +40,21 @@ from runner.hudi.mdt.reader import (
     read_partition,
     read_partition_schema,
 )
-from runner.hudi.mdt.writer import SUPPORTED_VERSIONS, EncodedLogs, _remove_logs_of, encode_logs, write_mdt_commit
-from runner.hudi.metadata import CleanMetadata, CleanPartitionMetadata
+from runner.hudi.mdt.tombstones import LaterTombstones
+from runner.hudi.mdt.writer import (
+    SUPPORTED_VERSIONS,
+    EncodedLogs,
+    _remove_logs_of,
+    partition_groups,
+    write_mdt_commit,
+)
+from runner.hudi.metadata import CleanMetadata
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
 from runner.storage import Storage
 
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
 DEFAULT_INDEX_DEFS = ".hoodie/.index_defs/index.json"
+Names = ahead_encoding.Names
 # Hudi 1.x (table version 8+) records its indexes' columns in the table's index definitions.
 INDEX_DEFS_VERSION = 8
 
@@ -67,11 +76,12 @@ class CleanMaintenance:
     step: Callable[[str], None] = lambda _: None
     held_partitions: tuple[str, ...] = ()
     # instant -> (the deleted names it was started for, the work): see `ahead`
-    _ahead: dict[str, tuple[Names, Future[_Encoded]]] = field(default_factory=dict)
+    _ahead: dict[str, tuple[Names, ahead_encoding.Encoder]] = field(default_factory=dict)
 
     def ahead(self, instant: InstantTime, names: Names) -> None:
         """Start building and encoding the index partitions' tombstones for a clean deleting `names`
-        (data partition -> file names), on a thread, while the clean's deletes run.
+        (data partition -> file names), while the clean's deletes run: in a child process for a
+        large clean, on a thread for a small one (see `CHILD_FROM`).
 
         gzip of their HFile blocks is most of the MDT update's CPU, and it depends only on which
         files the plan lists (Hudi tombstones every `deletePathPatterns` entry, deleted or not),
@@ -83,24 +93,36 @@ class CleanMaintenance:
         if self.held_partitions or not indexes:
             return
         names = {p: n for p, n in names.items() if n}
+        for _, earlier in self._ahead.values():
+            earlier.stop()
         self._ahead.clear()
-        self._ahead[str(instant)] = (names, _AHEAD.submit(self._encode_indexes, str(instant), names, indexes))
+        version = self.mdt.config.version
+        job = ahead_encoding.EncodeJob(
+            str(instant), names, {p: partition_groups(self.storage, p) for p in indexes}, self.stats_columns,
+            self.schema, version, version < INDEX_DEFS_VERSION, int(time.time() * 1000),
+        )
+        tombstones = sum(map(len, names.values())) * (len(self.stats_columns) + (BLOOM_FILTERS in indexes))
+        encoder = ahead_encoding.Encoder if tombstones >= CHILD_FROM else ahead_encoding.ThreadEncoder
+        self._ahead[str(instant)] = (names, encoder(job))
 
     def __call__(
         self, instant: InstantTime, clean: CleanMetadata, completion_time: Callable[[], InstantTime]
     ) -> list[str]:
-        ready = self._take_ahead(str(instant), clean)
+        job, ready = self._take_ahead(str(instant), clean)
         held = {}
         if self.held_partitions:
             data = read_table_metadata(self.storage)
             held = {p: held_by_file(read_partition(self.storage, data, self.mdt, p)[0]) for p in self.held_partitions}
         commit = clean_commit(
-            str(instant), clean, mdt_partitions=[p for p in self.partitions if ready is None or p not in ready.records],
+            str(instant), clean, mdt_partitions=[p for p in self.partitions if p not in ready],
             stats_columns=self.stats_columns, schema=self.schema, held=held,
             legacy_keys=self.mdt.config.version < INDEX_DEFS_VERSION,
         )
-        if ready is not None:
-            commit = MdtCommit(commit.instant, {**commit.records, **ready.records})
+        if job is not None and ready:
+            # Built again only if a partition's file groups changed since (the writer re-encodes then).
+            built = _once(lambda: ahead_encoding.tombstones(job))
+            later = {p: LaterTombstones(functools.partial(_pick, built, p)) for p in ready}
+            commit = MdtCommit(commit.instant, {**commit.records, **later})
         mdt = read_metadata_table(self.storage)  # a retry may find its own pending instant
         return write_mdt_commit(
             self.storage,
@@ -108,52 +130,46 @@ class CleanMaintenance:
             commit,
             schema=self.schema,
             completion_time=completion_time,
-            created_ms=ready.created_ms if ready is not None else int(time.time() * 1000),
+            created_ms=job.created_ms if job is not None else int(time.time() * 1000),
             step=self.step,
-            encoded=ready.logs if ready is not None else None,
+            encoded=ready,
         )
 
-    def _take_ahead(self, instant: str, clean: CleanMetadata) -> _Encoded | None:
-        """`ahead`'s work for this clean, if it was started for exactly its files (its errors are
-        raised here, where the same work would have raised them)."""
+    def _take_ahead(self, instant: str, clean: CleanMetadata) -> tuple[ahead_encoding.EncodeJob | None,
+                                                                        Mapping[str, EncodedLogs]]:
+        """`ahead`'s job and logs for this clean, if it was started for exactly its files and
+        finished; else (None, {}): the hook encodes everything itself, as without it."""
         started = self._ahead.pop(instant, None)
         if started is None:
-            return None
+            return None, {}
         names, work = started
         listed = {p: m.delete_path_patterns for p, m in clean.partition_metadata.items() if m.delete_path_patterns}
         if listed != names:
-            work.cancel()
-            return None
-        return work.result()
-
-    def _encode_indexes(self, instant: str, names: Names, indexes: tuple[str, ...]) -> _Encoded:
-        clean = CleanMetadata(instant, 0, 0, "", "", {
-            p: CleanPartitionMetadata(p, "", files, files, ()) for p, files in names.items()
-        }, {}, 2)
-        commit = clean_commit(instant, clean, mdt_partitions=indexes, stats_columns=self.stats_columns,
-                              schema=self.schema, legacy_keys=self.mdt.config.version < INDEX_DEFS_VERSION)
-        records = {p: r for p, r in commit.records.items() if p in indexes}
-        created_ms = int(time.time() * 1000)
-        mdt = read_metadata_table(self.storage)
-        logs = {p: encode_logs(self.storage, mdt, p, r, instant, self.schema, created_ms) for p, r in records.items()}
-        return _Encoded(records, logs, created_ms)
+            work.stop()
+            return None, {}
+        logs = work.result()
+        return (work.job, logs) if logs is not None else (None, {})
 
 
-# data partition -> names of the files a clean deletes there
-Names = Mapping[str, tuple[str, ...]]
+def _pick(build: Callable[[], dict[str, Mapping[str, bytes]]], partition: str) -> Mapping[str, bytes]:
+    return build()[partition]
 
 
-@dataclass(frozen=True, slots=True)
-class _Encoded:
-    """Index records of a clean and their log files, encoded ahead (`CleanMaintenance.ahead`)."""
+def _once(build: Callable[[], dict[str, Mapping[str, bytes]]]) -> Callable[[], dict[str, Mapping[str, bytes]]]:
+    done: list[dict[str, Mapping[str, bytes]]] = []
 
-    records: Mapping[str, Mapping[str, bytes]]
-    logs: Mapping[str, EncodedLogs]
-    created_ms: int
+    def value() -> dict[str, Mapping[str, bytes]]:
+        if not done:
+            done.append(build())
+        return done[0]
+
+    return value
 
 
-# One clean's encoding at a time is enough: it runs beside the deletes, which wait on the disk.
-_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mdt-ahead")
+# From how many tombstones `ahead` encodes in a child process rather than on a thread (see
+# runner.hudi.mdt.ahead for why). A child costs about 0.5 s of CPU to start (numpy and the encoder's
+# imports); encoding takes about 4.6 us of CPU a tombstone, so below this the thread is cheaper.
+CHILD_FROM = 250_000
 
 
 def refusal_reasons(storage: Storage, data: TableMetadata, *, resuming: frozenset[str] = frozenset(),

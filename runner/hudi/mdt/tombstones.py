@@ -19,7 +19,7 @@ The cells are the bytes the per-record path gives (`keys.column_stats_key`,
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -151,6 +151,30 @@ class IndexTombstones(Mapping[str, bytes]):
 
     def __len__(self) -> int:
         return len(self._columns) * len(self._tails)
+
+
+class LaterTombstones(Mapping[str, bytes]):
+    """Index tombstones built only if something asks for them: a clean's, encoded ahead in another
+    process (`runner.hudi.mdt.ahead`), are needed again only if the MDT partition's file groups
+    changed since, so the driver does not build them beside work already done."""
+
+    def __init__(self, build: Callable[[], Mapping[str, bytes]]) -> None:
+        self._build = build
+        self._built: Mapping[str, bytes] | None = None
+
+    def built(self) -> Mapping[str, bytes]:
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+    def __getitem__(self, key: str) -> bytes:
+        return self.built()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.built())
+
+    def __len__(self) -> int:
+        return len(self.built())
 
 
 class _ShardCells(Cells):

@@ -34,7 +34,7 @@ from runner.hudi.mdt.actions import MdtCommit
 from runner.hudi.mdt.hfile import CHECKSUM_CRC32C, CHECKSUM_NULL, CellRun, Cells, standard_file_info, write_hfile
 from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, encode_log_block, read_log_blocks
 from runner.hudi.mdt.reader import MetadataTable, read_metadata_table
-from runner.hudi.mdt.tombstones import IndexTombstones
+from runner.hudi.mdt.tombstones import IndexTombstones, LaterTombstones
 from runner.hudi.mdt.view import MdtSlice, latest_slices
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
 from runner.hudi.state import METADATA_TABLE
@@ -120,13 +120,19 @@ def encode_logs(
 ) -> EncodedLogs:
     """The log files `write_mdt_commit` would write for `records` in `partition`, not written: a
     clean's index tombstones are encoded while its deletes run (gzip is most of their cost)."""
+    return encode_groups(records, partition_groups(storage, partition), time, schema, created_ms, mdt.config.version)
+
+
+def partition_groups(storage: Storage, partition: str) -> tuple[str, ...]:
+    """The MDT partition's file-group ids in shard order, as `write_mdt_commit` cuts its records."""
     folder = f"{METADATA_TABLE}/{partition}"
     names = [f.path.rsplit("/", 1)[-1] for f in storage.list_dir(folder) if not f.is_dir]
-    return _encode(records, tuple(_file_groups(names, folder)), time, schema, created_ms, mdt.config.version)
+    return tuple(_file_groups(names, folder))
 
 
-def _encode(records: Mapping[str, bytes], groups: tuple[str, ...], time: str, schema: str, created_ms: int,
-            version: int) -> EncodedLogs:
+def encode_groups(records: Mapping[str, bytes], groups: tuple[str, ...], time: str, schema: str, created_ms: int,
+                  version: int) -> EncodedLogs:
+    """`encode_logs` for a partition whose file groups are `groups` (pure: no storage)."""
     by_group = _cells_by_group(records, len(groups))
     logs = [(groups[g], _log_file(cells, time, schema, created_ms, version), len(cells))
             for g, cells in enumerate(by_group) if len(cells)]
@@ -149,7 +155,7 @@ def _write_partition(
     groups = tuple(_file_groups(names, folder))
     version = mdt.config.version
     if ready is None or ready.groups != groups:  # shards are cut by the group count, so it must not have changed
-        ready = _encode(records, groups, time, schema, created_ms, version)
+        ready = encode_groups(records, groups, time, schema, created_ms, version)
     slices = {s.file_id: s for s in latest_slices(listing, mdt.timeline, table_version=version)} if version < 8 else {}
     stats = []
     for file_id, data, count in ready.logs:
@@ -169,6 +175,8 @@ def _write_partition(
 
 def _cells_by_group(records: Mapping[str, bytes], count: int) -> list[Cells]:
     """Each file group's cells in key order, laid out for its HFile."""
+    if isinstance(records, LaterTombstones):
+        records = records.built()
     if isinstance(records, IndexTombstones):
         return records.runs(count)  # a clean's index tombstones: whole arrays
     # Python orders str by code point, which is the order of their UTF-8 bytes, the order HFile
