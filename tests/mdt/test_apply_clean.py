@@ -113,3 +113,44 @@ def _no_deletes():
         raise AssertionError(f"nothing may be deleted, got {paths}")
 
     return delete
+
+
+def test_a_large_clean_deflates_its_tombstones_faster_and_readers_see_the_same(
+        tmp_path: Path, spark_deleter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An HFile of `FAST_GZIP_FROM` cells or more is deflated at `FAST_GZIP_LEVEL`, not Hudi's level:
+    other bytes, the same records. The threshold is lowered so that this small clean crosses it."""
+    import struct
+
+    import runner.hudi.mdt.writer as mdt_writer
+    from runner.hudi.mdt.hfile import FAST_GZIP_LEVEL, GZIP_LEVEL, read_hfile, standard_file_info, write_hfile
+    from runner.hudi.mdt.logfile import BlockType, read_log_blocks
+
+    monkeypatch.setattr(mdt_writer, "FAST_GZIP_FROM", 1)
+    base = extract_fixture(F9, tmp_path)
+    decl = _decl(base)
+    storage = storage_for(str(base))
+    before = oracle_snapshot(base)
+    planned = plan_one(decl, storage, now=NOW)
+    assert planned.clean is not None and not planned.clean.is_empty
+
+    result = apply_table(decl, None, now=NOW, spark_settings=SparkSettings(), deleter_factory=spark_deleter)
+
+    assert result.status == "success", result
+    assert oracle_snapshot(base) == before
+    _every_instant_reads(base)
+    assert check_metadata_table(storage, read_table_state(storage)).ok
+    assert plan_one(decl, storage, now=NOW).status is TableStatus.IN_SYNC
+    _assert_recorded(base, planned.clean.files_to_delete)
+    (clean,) = read_table_metadata(storage).timeline.completed(Action.CLEAN)
+    compared = 0
+    for path in (base / ".hoodie" / "metadata").rglob("*.log.*"):
+        for block in read_log_blocks(path.read_bytes(), where=str(path)):
+            if block.block_type is not BlockType.HFILE_DATA or block.instant_time != str(clean.time):
+                continue
+            hfile = read_hfile(block.content, where=str(path))
+            created = struct.unpack(">q", hfile.file_info[b"hfile.CREATE_TIME_TS"])[0]
+            info = [(b"schema", hfile.file_info[b"schema"]), *standard_file_info(hfile.cells, created_ms=created)]
+            assert write_hfile(hfile.cells, info, level=FAST_GZIP_LEVEL) == block.content, path
+            assert write_hfile(hfile.cells, info, level=GZIP_LEVEL) != block.content, path
+            compared += 1
+    assert compared > 0

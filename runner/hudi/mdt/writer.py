@@ -31,7 +31,16 @@ from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt import keys
 from runner.hudi.mdt.actions import MdtCommit
-from runner.hudi.mdt.hfile import CHECKSUM_CRC32C, CHECKSUM_NULL, CellRun, Cells, standard_file_info, write_hfile
+from runner.hudi.mdt.hfile import (
+    CHECKSUM_CRC32C,
+    CHECKSUM_NULL,
+    FAST_GZIP_LEVEL,
+    GZIP_LEVEL,
+    CellRun,
+    Cells,
+    standard_file_info,
+    write_hfile,
+)
 from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, encode_log_block, read_log_blocks
 from runner.hudi.mdt.reader import MetadataTable, read_metadata_table
 from runner.hudi.mdt.tombstones import IndexTombstones, LaterTombstones
@@ -261,19 +270,27 @@ def _file_groups(names: list[str], folder: str) -> list[str]:
     return [indexed[n] for n in range(len(ids))]
 
 
+# An HFile of at least this many cells (a large clean's index tombstones) is deflated at
+# `FAST_GZIP_LEVEL`: its compression is most of the update's CPU and runs beside the clean's deletes.
+# Smaller ones keep Hudi's level and so its exact bytes.
+FAST_GZIP_FROM = 250_000
+
+
 def _log_file(cells: Cells, time: str, schema: str, created_ms: int, version: int) -> bytes:
     header = {HeaderKey.SCHEMA: schema, HeaderKey.INSTANT_TIME: time}
+    level = FAST_GZIP_LEVEL if len(cells) >= FAST_GZIP_FROM else GZIP_LEVEL
     if version < 8:
         # Hudi 0.14/0.15 read HFiles with HBase's reader, which needs HBase's layout (see hfile.py);
         # HBase leaves the creation time 0 unless told.
         info = [(b"schema", schema.encode("utf-8")), *standard_file_info(cells, created_ms=0, hbase=True)]
-        content = write_hfile(cells, info, checksum_type=CHECKSUM_CRC32C, hbase=True)
+        content = write_hfile(cells, info, checksum_type=CHECKSUM_CRC32C, hbase=True, level=level)
         return encode_log_block(LogBlock(BlockType.HFILE_DATA, header, content))
     info = [(b"schema", schema.encode("utf-8")), *standard_file_info(cells, created_ms=created_ms)]
     # Hudi 1.1 (table version 9) writes no checksums; Hudi 1.0 (version 8) wrote HFiles with HBase's
     # writer and CRC32C checksums, which every reader accepts, so version 8 tables get those.
     checksum = CHECKSUM_NULL if version >= 9 else CHECKSUM_CRC32C
-    return encode_log_block(LogBlock(BlockType.HFILE_DATA, header, write_hfile(cells, info, checksum_type=checksum)))
+    content = write_hfile(cells, info, checksum_type=checksum, level=level)
+    return encode_log_block(LogBlock(BlockType.HFILE_DATA, header, content))
 
 
 def _log_write_stat(partition: str, log: LogFile, prev_commit: str, count: int, size: int, *,
