@@ -28,11 +28,15 @@ from pathlib import Path
 import pytest
 
 STARTUP_SECONDS = 120
-# Executor sizes for every application started against the test cluster (see the module docstring).
+# Executor sizes for every application started against the test cluster (see the module docstring),
+# and shuffle partitions to match its 2 task slots: with Spark's default of 200, each of
+# runner.write's shuffles ran 200 tasks for a few dozen rows (measured: about 1,000 tasks for the
+# cluster test's four writes, most of its time), which tests nothing more than 2 tasks do.
 APP_CONF = {
     "spark.executor.cores": "1",
     "spark.executor.memory": "1g",
     "spark.cores.max": "2",
+    "spark.sql.shuffle.partitions": "2",
 }
 
 

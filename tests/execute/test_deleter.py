@@ -18,7 +18,7 @@ from runner.storage import DEFAULT_DELETE_THREADS, DeleteResult, LocalStorage, s
 from runner.storage.local import LOCAL_DELETE_THREADS
 from tests.conftest import FIXTURES, extract_fixture
 from tests.execute.conftest import oracle_snapshot
-from tests.s3 import S3Server
+from tests.s3 import S3Server, seed_objects
 
 CLUSTER = "spark://cluster.example:7077"
 
@@ -94,8 +94,7 @@ def test_a_cluster_master_always_uses_spark_also_on_s3(spark: Any, s3_server: S3
     # chosen and that its tasks rebuild the S3 client from the pickled storage.
     client = s3_server.client()
     keys = [f"p={i % 3}/f{i:04d}.parquet" for i in range(1200)]
-    for key in keys:
-        client.put_object(Bucket=s3_bucket, Key=f"t/{key}", Body=b"x")
+    seed_objects(s3_bucket, [f"t/{key}" for key in keys])
     storage = storage_for(f"s3://{s3_bucket}/t", options=s3_server.options())
 
     deleter = Deleter(SparkSettings(master=CLUSTER), lambda: spark)

@@ -330,7 +330,9 @@ RESIZE_SCRIPT = textwrap.dedent("""
     state = read_table_state(storage)
     step = plan_sizing(FileSizing(max_file_size=int(sys.argv[2]), small_file_limit=int(sys.argv[3])), state)
     resize_engine.PINNED = sys.argv[4]
-    spark = get_spark(SparkSettings(master="local[1]", conf=()))
+    # On demand, as `runner apply` passes it: the driver engine's runs start no JVM.
+    settings = SparkSettings(master="local[1]", conf=())
+    spark = resize_engine.SparkOnDemand(settings, lambda: get_spark(settings))
     run_resize(storage, state.metadata, step, spark=spark, clock=lambda: datetime.now(timezone.utc))
 """)
 

@@ -12,7 +12,7 @@ import pytest
 import runner.storage.local as storage_module
 from runner.storage import DeleteResult, LocalStorage, Storage, storage_for
 from runner.storage.s3 import MAX_KEYS_PER_DELETE, ObjectStorage, batch_outcomes
-from tests.s3 import S3Server
+from tests.s3 import S3Server, seed_objects
 
 
 def write(storage: Storage, names: list[str]) -> None:
@@ -212,8 +212,7 @@ def test_s3_batches_deletes_and_never_asks_first(s3_storage: tuple[ObjectStorage
     storage, server, bucket = s3_storage
     client = server.client()
     keys = [f"p={i % 3}/f{i:05d}.parquet" for i in range(2 * MAX_KEYS_PER_DELETE + 500)]
-    for key in [*keys, "p=0/keep.parquet"]:
-        client.put_object(Bucket=bucket, Key=f"wh/t/{key}", Body=b"x")
+    seed_objects(bucket, [f"wh/t/{key}" for key in [*keys, "p=0/keep.parquet"]])
     requests = _count_delete_requests(storage)
 
     results = storage.delete_many([*keys, "p=9/never-existed.parquet"], threads=3)

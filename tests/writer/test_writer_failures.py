@@ -221,7 +221,8 @@ def _write_killed_at(root: Path, engine: str, failpoint: str,
         local.PINNED = {engine!r}
         from runner.declarations.model import SparkSettings
         from runner.execute.spark import get_spark
-        spark = get_spark(SparkSettings(master="local[1]"))
+        # The shared session's shuffle partitions: with Spark's 200 the killed write ran 1,009 tasks.
+        spark = get_spark(SparkSettings(master="local[1]", conf=(("spark.sql.shuffle.partitions", "2"),)))
         df = spark.createDataFrame({rows!r}, "{SCHEMA}")
         runner.write(df, "orders", project_dir={str(root)!r})
     """)
