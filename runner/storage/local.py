@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import io
 import itertools
 import os
 import threading
@@ -20,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from stat import S_ISDIR, S_ISLNK
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from runner.allocation import bulk_allocation
 from runner.errors import RefusedError, StorageError
@@ -57,6 +58,14 @@ MIN_CHUNK = 32
 # tied. Never slower, so 32; bounded, since each thread holds an open folder and a stack and 64
 # gained nothing.
 LOCAL_DELETE_THREADS = 32
+
+# Bytes of a file streamed by `create_new` after which the kernel is asked to start writing them to
+# disk (`_WritebackFile`). Without it a machine with gigabytes of RAM keeps a whole new file dirty
+# until the fsync before its publication, and that fsync then waits for all of it: about 70 ms for
+# a resize's 70 MB output on the benchmark machine, a core idle each time (bench/README.md, "resize:
+# idle cores"). Large enough that the hints cost nothing (a few per file); small enough that the
+# fsync waits for little; 0 gives no hints.
+WRITEBACK_BYTES = 16 * 1024 * 1024
 
 # Threads that `stat` a large folder's files beside the listing thread during a walk (planning
 # stats every file of the table for its size: about 3.5 us of kernel time each, most of a listing's
@@ -186,7 +195,7 @@ class LocalStorage:
         temp = _temp_path(parent, os.path.basename(full))
         try:
             try:
-                out = open(temp, "xb")
+                out = _open_streamed(temp)
             except OSError as e:
                 raise _os_error("write", temp, e) from e
             with out:
@@ -630,6 +639,40 @@ def _write_temp(directory: str, name: str, data: bytes) -> str:
 def _temp_path(directory: str, name: str) -> str:
     """A fresh hidden name beside `name`; the `.tmp` suffix matches no Hudi file-name pattern."""
     return os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+
+
+class _WritebackFile(io.FileIO):
+    """A new file that asks the kernel to start writing each `WRITEBACK_BYTES` to disk as soon as
+    they are written, so the fsync before publishing waits for the last few MiB only.
+
+    `posix_fadvise(POSIX_FADV_DONTNEED)` on the range just written starts the writeback of its dirty
+    pages without waiting for it, and drops only pages that are already clean, which those are not:
+    nothing just written leaves the page cache. It is a hint: the fsync still decides durability,
+    and a file system that refuses the hint is written as before. Writes are taken as sequential
+    (a stream's are); a seek only makes the hint cover another range.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, "xb")
+        self._written = 0
+        self._started = 0
+        self._hint = WRITEBACK_BYTES > 0 and hasattr(os, "posix_fadvise")
+
+    def write(self, data: Any) -> int:
+        n = super().write(data) or 0
+        self._written += n
+        if self._hint and self._written - self._started >= WRITEBACK_BYTES:
+            try:
+                os.posix_fadvise(self.fileno(), self._started, self._written - self._started, os.POSIX_FADV_DONTNEED)
+            except OSError:
+                self._hint = False
+            self._started = self._written
+        return n
+
+
+def _open_streamed(temp: str) -> BinaryIO:
+    # Buffered as `open(temp, "xb")` is: callers write page headers of a few bytes too.
+    return io.BufferedWriter(_WritebackFile(temp))
 
 
 def _fsync_file(f: BinaryIO, location: str) -> None:
