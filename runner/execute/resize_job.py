@@ -83,12 +83,13 @@ DECODE_WITH_THREADS = False
 # whatever its size (bench/README.md, "resize: the rewrite's decode").
 SMALL_DICTIONARY_BYTES = 1024 * 1024
 # pyarrow writes to a Python file object by calling it, taking the GIL each time: once per page and
-# page header (about 2,100 calls for a 70 MB file of the benchmark). With two groups in flight each
-# call waits whenever the other group's thread runs Python code (batch handling, the record-key
-# footer), and that core stays idle meanwhile. So the encoded file goes out through a native buffer
-# in pieces of this size: about ten calls a file, 8 MiB more per task (bench/README.md, "resize: idle
-# cores"). Reading needs no such buffer: pyarrow reads a small input's row group in one call.
-WRITE_BUFFER_BYTES = 8 * 1024 * 1024
+# page header (2,128 calls for a 70 MB file of the benchmark). A native buffer of this size in front
+# of it (`_buffered`) makes that about ten calls a file, for 8 MiB more per task. Off (0) until a
+# quiet machine shows it shortens the resize: on the loaded machine of its round, two groups on two
+# threads waited less (GIL and fsync: 1.71 s against 2.82 s, with local storage's writeback hints
+# on too) but used more CPU (5.81 s against 5.19 s), and wall times carried no signal
+# (bench/README.md, "resize: idle cores"; `bench_resize_engines.py --compare io` is the A/B).
+WRITE_BUFFER_BYTES = 0
 
 _CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4", "LZ4_RAW": "lz4",
            "BROTLI": "brotli", "UNCOMPRESSED": "none"}
@@ -274,7 +275,8 @@ class _RowGroups:
     """Collects decoded rows and writes them as one row group once either bound is reached, through
     the buffered `sink` of the writer (`_buffered`)."""
 
-    def __init__(self, writer: pq.ParquetWriter, sink: pa.NativeFile, *, max_rows: int, max_bytes: int) -> None:
+    def __init__(self, writer: pq.ParquetWriter, sink: BinaryIO | pa.NativeFile, *, max_rows: int,
+                 max_bytes: int) -> None:
         self.writer = writer
         self.sink = sink
         self.max_rows = max_rows
@@ -423,10 +425,13 @@ def _footer(keys: Sequence[pa.ChunkedArray], schema: pa.Schema, sources: Sequenc
 
 
 @contextlib.contextmanager
-def _buffered(out: BinaryIO) -> Iterator[pa.NativeFile]:
-    """`out` behind a native buffer of `WRITE_BUFFER_BYTES`, flushed into it at the end of the block;
-    after an error what is buffered is dropped (the file will not be published). `out` stays open:
-    `create_new` still has to make it durable and publish it."""
+def _buffered(out: BinaryIO) -> Iterator[BinaryIO | pa.NativeFile]:
+    """`out` behind a native buffer of `WRITE_BUFFER_BYTES` (`out` itself when 0), flushed into it at
+    the end of the block; after an error what is buffered is dropped (the file will not be
+    published). `out` stays open: `create_new` still has to make it durable and publish it."""
+    if not WRITE_BUFFER_BYTES:
+        yield out
+        return
     kept = _KeptOpen(out)
     sink = pa.BufferedOutputStream(pa.PythonFile(kept, mode="w"), buffer_size=WRITE_BUFFER_BYTES)
     try:

@@ -60,12 +60,14 @@ MIN_CHUNK = 32
 LOCAL_DELETE_THREADS = 32
 
 # Bytes of a file streamed by `create_new` after which the kernel is asked to start writing them to
-# disk (`_WritebackFile`). Without it a machine with gigabytes of RAM keeps a whole new file dirty
-# until the fsync before its publication, and that fsync then waits for all of it: about 70 ms for
-# a resize's 70 MB output on the benchmark machine, a core idle each time (bench/README.md, "resize:
-# idle cores"). Large enough that the hints cost nothing (a few per file); small enough that the
-# fsync waits for little; 0 gives no hints.
-WRITEBACK_BYTES = 16 * 1024 * 1024
+# disk (`_WritebackFile`); 0 gives no hints. Without them a machine with gigabytes of RAM keeps a
+# whole new file dirty until the fsync before its publication, and that fsync waits for all of it:
+# with hints every 16 MiB the six 70 MB outputs' fsyncs of the resize benchmark took 0.19-0.23 s a
+# resize against 0.60-0.67 s, a thread idle meanwhile. Off until a quiet machine shows the resize
+# faster: on the loaded machine of its round the writeback moved into the writing thread (CPU it
+# is charged for; the kernel's flusher did part of it before) and wall times carried no signal
+# (bench/README.md, "resize: idle cores"; `bench_resize_engines.py --compare io` is the A/B).
+WRITEBACK_BYTES = 0
 
 # Threads that `stat` a large folder's files beside the listing thread during a walk (planning
 # stats every file of the table for its size: about 3.5 us of kernel time each, most of a listing's
@@ -656,7 +658,7 @@ class _WritebackFile(io.FileIO):
         super().__init__(path, "xb")
         self._written = 0
         self._started = 0
-        self._hint = WRITEBACK_BYTES > 0 and hasattr(os, "posix_fadvise")
+        self._hint = True
 
     def write(self, data: Any) -> int:
         n = super().write(data) or 0
@@ -671,7 +673,12 @@ class _WritebackFile(io.FileIO):
 
 
 def _open_streamed(temp: str) -> BinaryIO:
-    # Buffered as `open(temp, "xb")` is: callers write page headers of a few bytes too.
+    if not WRITEBACK_BYTES or not hasattr(os, "posix_fadvise"):
+        return open(temp, "xb")
+    # Buffered as `open(temp, "xb")` is: callers write page headers of a few bytes too. The hint's
+    # `write` is Python, run under the GIL for every buffer flushed: behind pyarrow's small writes
+    # with no `resize_job.WRITE_BUFFER_BYTES` in front, two groups' threads waited no less than
+    # without hints (bench/README.md, "resize: idle cores").
     return io.BufferedWriter(_WritebackFile(temp))
 
 
