@@ -154,8 +154,7 @@ def test_on_s3_the_stream_is_sent_as_one_object_with_the_same_content(tmp_path, 
 
 CRASHING_TASK = textwrap.dedent("""
     import sys
-    from runner.execute import resize_job
-from runner.execute.resize_job import GroupRewrite, rewrite_group
+    from runner.execute.resize_job import GroupRewrite, rewrite_group
     from runner.storage import storage_for
 
     base, partition, file_id, instant, *inputs = sys.argv[1:]
