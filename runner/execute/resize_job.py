@@ -84,11 +84,10 @@ DECODE_WITH_THREADS = False
 SMALL_DICTIONARY_BYTES = 1024 * 1024
 # pyarrow writes to a Python file object by calling it, taking the GIL each time: once per page and
 # page header (2,128 calls for a 70 MB file of the benchmark). A native buffer of this size in front
-# of it (`_buffered`) makes that about ten calls a file, for 8 MiB more per task. Off (0) until a
-# quiet machine shows it shortens the resize: on the loaded machine of its round, two groups on two
-# threads waited less (GIL and fsync: 1.71 s against 2.82 s, with local storage's writeback hints
-# on too) but used more CPU (5.81 s against 5.19 s), and wall times carried no signal
-# (bench/README.md, "resize: idle cores"; `bench_resize_engines.py --compare io` is the A/B).
+# of it (`_buffered`) makes that about ten calls a file, for 8 MiB more per task. Off (0): with
+# local storage's writeback hints, two groups on two threads waited less (GIL and fsync: 1.71 s
+# against 2.82 s, loaded) but the whole resize was not faster, loaded or quiet (10 interleaved
+# pairs, median 1.01; bench/README.md, "resize: idle cores"; `bench_resize_engines.py --compare io`).
 WRITE_BUFFER_BYTES = 0
 
 _CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4", "LZ4_RAW": "lz4",

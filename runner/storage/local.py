@@ -63,10 +63,9 @@ LOCAL_DELETE_THREADS = 32
 # disk (`_WritebackFile`); 0 gives no hints. Without them a machine with gigabytes of RAM keeps a
 # whole new file dirty until the fsync before its publication, and that fsync waits for all of it:
 # with hints every 16 MiB the six 70 MB outputs' fsyncs of the resize benchmark took 0.19-0.23 s a
-# resize against 0.60-0.67 s, a thread idle meanwhile. Off until a quiet machine shows the resize
-# faster: on the loaded machine of its round the writeback moved into the writing thread (CPU it
-# is charged for; the kernel's flusher did part of it before) and wall times carried no signal
-# (bench/README.md, "resize: idle cores"; `bench_resize_engines.py --compare io` is the A/B).
+# resize against 0.60-0.67 s, a thread idle meanwhile. Off: the whole resize was not faster with
+# them (and the write buffer below), neither loaded nor quiet (10 interleaved pairs, wall ratio
+# median 1.01; bench/README.md, "resize: idle cores"; `bench_resize_engines.py --compare io`).
 WRITEBACK_BYTES = 0
 
 # Threads that `stat` a large folder's files beside the listing thread during a walk (planning
