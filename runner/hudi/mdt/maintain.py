@@ -120,7 +120,7 @@ class CleanMaintenance:
         )
         if job is not None and ready:
             # Built again only if a partition's file groups changed since (the writer re-encodes then).
-            built = _once(lambda: ahead_encoding.tombstones(job))
+            built = functools.cache(lambda: ahead_encoding.tombstones(job))
             later = {p: LaterTombstones(functools.partial(_pick, built, p)) for p in ready}
             commit = MdtCommit(commit.instant, {**commit.records, **later})
         mdt = read_metadata_table(self.storage)  # a retry may find its own pending instant
@@ -153,17 +153,6 @@ class CleanMaintenance:
 
 def _pick(build: Callable[[], dict[str, Mapping[str, bytes]]], partition: str) -> Mapping[str, bytes]:
     return build()[partition]
-
-
-def _once(build: Callable[[], dict[str, Mapping[str, bytes]]]) -> Callable[[], dict[str, Mapping[str, bytes]]]:
-    done: list[dict[str, Mapping[str, bytes]]] = []
-
-    def value() -> dict[str, Mapping[str, bytes]]:
-        if not done:
-            done.append(build())
-        return done[0]
-
-    return value
 
 
 # From how many tombstones `ahead` encodes in a child process rather than on a thread (see

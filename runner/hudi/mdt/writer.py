@@ -72,7 +72,7 @@ def write_mdt_commit(
 
     `step(name)` is called after each durable step (`after_mdt_requested`, `after_mdt_inflight`,
     `after_mdt_logs`), so crash tests can stop the process there. `encoded`: log contents of some
-    partitions' records, encoded ahead (`encode_logs`); used when the partition's file groups are
+    partitions' records, encoded ahead (`encode_groups`); used when the partition's file groups are
     still those they were cut for, else the records are encoded here.
     """
     if mdt.config.version not in SUPPORTED_VERSIONS:
@@ -123,15 +123,6 @@ class EncodedLogs:
     logs: tuple[tuple[str, bytes, int], ...]
 
 
-def encode_logs(
-    storage: Storage, mdt: MetadataTable, partition: str, records: Mapping[str, bytes], time: str, schema: str,
-    created_ms: int,
-) -> EncodedLogs:
-    """The log files `write_mdt_commit` would write for `records` in `partition`, not written: a
-    clean's index tombstones are encoded while its deletes run (gzip is most of their cost)."""
-    return encode_groups(records, partition_groups(storage, partition), time, schema, created_ms, mdt.config.version)
-
-
 def partition_groups(storage: Storage, partition: str) -> tuple[str, ...]:
     """The MDT partition's file-group ids in shard order, as `write_mdt_commit` cuts its records."""
     folder = f"{METADATA_TABLE}/{partition}"
@@ -141,7 +132,9 @@ def partition_groups(storage: Storage, partition: str) -> tuple[str, ...]:
 
 def encode_groups(records: Mapping[str, bytes], groups: tuple[str, ...], time: str, schema: str, created_ms: int,
                   version: int) -> EncodedLogs:
-    """`encode_logs` for a partition whose file groups are `groups` (pure: no storage)."""
+    """The log files `write_mdt_commit` would write for `records` in a partition whose file groups
+    are `groups`, not written (pure: no storage): a clean's index tombstones are encoded while its
+    deletes run (gzip is most of their cost)."""
     by_group = _cells_by_group(records, len(groups))
     logs = [(groups[g], _log_file(cells, time, schema, created_ms, version), len(cells))
             for g, cells in enumerate(by_group) if len(cells)]
