@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from runner.writer.dedup import rows_distinct
 from runner.writer.prepare import SEQ
 from runner.writer.route import InsertRange, insert_targets
 from runner.writer.schema import PARTITION_PATH, RECORD_KEY, field_types
@@ -172,11 +173,6 @@ def tag(records: pa.Table, index: pa.Table | None, *, keys_distinct: bool = Fals
     return tagged if tagged is not None else _tag_by_join(records, index)
 
 
-def _unique(values: pa.ChunkedArray | pa.Array) -> bool:
-    # A one-column group-by: cheaper than `count_distinct`, which also spends threads.
-    return bool(_as_table(values).group_by("v", use_threads=False).aggregate([]).num_rows == len(values))
-
-
 def _as_table(values: pa.ChunkedArray | pa.Array) -> pa.Table:
     import pyarrow as pa
 
@@ -199,7 +195,7 @@ def _tag_by_key(records: pa.Table, index: pa.Table, *, keys_distinct: bool = Fal
     import pyarrow.compute as pc
 
     keys = records.column(RECORD_KEY).combine_chunks()
-    if not keys_distinct and not _unique(keys):
+    if not keys_distinct and not rows_distinct(_as_table(keys)):
         return None
     found = pc.index_in(index.column("_w_ikey"), value_set=keys)  # per index row, its record or null
     at = found.drop_null().to_numpy()
