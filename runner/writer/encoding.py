@@ -54,7 +54,6 @@ def _is_nested(kind: pa.DataType) -> bool:
 
 def _dictionary_pays(column: pa.ChunkedArray) -> bool:
     """parquet-mr's `isCompressionSatisfying` on the column's first page: dictionary + indices < plain."""
-    import pyarrow.compute as pc
     import pyarrow.types as t
 
     kind = column.type
@@ -63,15 +62,8 @@ def _dictionary_pays(column: pa.ChunkedArray) -> bool:
     page = column.slice(0, PAGE_ROWS).drop_null()
     width = _plain_width(kind)
     if width is None:  # byte arrays: the page ends at about PAGE_BYTES of plain values
-        sizes = pc.add(pc.binary_length(page), _LENGTH_PREFIX)
-        plain = int(pc.sum(sizes).as_py() or 0)
-        if plain > PAGE_BYTES:
-            page = page.slice(0, max(1, int(len(page) * PAGE_BYTES / plain)))
-            plain = int(pc.sum(pc.add(pc.binary_length(page), _LENGTH_PREFIX)).as_py() or 0)
-        # Always hashed: for byte arrays a min/max scan costs about what hashing a one-valued page does.
-        values = pc.unique(page)
-        dictionary = int(pc.sum(pc.add(pc.binary_length(values), _LENGTH_PREFIX)).as_py() or 0)
-        distinct = len(values)
+        page, plain = _byte_page(page)
+        distinct, dictionary = _distinct_bytes(page)
     else:
         page = page.slice(0, max(1, PAGE_BYTES // width))
         plain = len(page) * width
@@ -84,17 +76,57 @@ def _dictionary_pays(column: pa.ChunkedArray) -> bool:
     return dictionary + indices < plain
 
 
+def _byte_page(values: pa.ChunkedArray) -> tuple[pa.ChunkedArray, int]:
+    """The first page of a byte-array column without nulls (about `PAGE_BYTES` of plain values), and
+    its plain size."""
+    plain = _plain_bytes(values)
+    if plain <= PAGE_BYTES:
+        return values, plain
+    page = values.slice(0, max(1, int(len(values) * PAGE_BYTES / plain)))
+    return page, _plain_bytes(page)
+
+
+def _plain_bytes(values: pa.ChunkedArray | pa.Array) -> int:
+    """PLAIN size of byte arrays without nulls: their bytes, read off the offsets, and a length each."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.types as t
+
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    data = 0
+    for chunk in chunks:
+        if len(chunk):
+            wide = t.is_large_string(chunk.type) or t.is_large_binary(chunk.type)
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if wide else np.int32)
+            # A slice shares its parent's offsets: its values lie between its first and last bound.
+            data += int(offsets[chunk.offset + len(chunk)] - offsets[chunk.offset])
+    return data + _LENGTH_PREFIX * len(values)
+
+
+def _distinct_bytes(page: pa.ChunkedArray) -> tuple[int, int]:
+    """Distinct values of a byte-array page and the PLAIN size of its dictionary. A page of one
+    value throughout (commit time, partition path, file name) is told by comparing with its first
+    value, which costs a tenth of hashing the page."""
+    import pyarrow.compute as pc
+
+    if len(page) and pc.all(pc.equal(page, page[0])).as_py():
+        return 1, _plain_bytes(page.slice(0, 1))
+    values = pc.unique(page)
+    return len(values), _plain_bytes(values)
+
+
 def _distinct_fixed(page: pa.ChunkedArray) -> int:
     """Distinct values of a fixed-width page. Two shapes common in base files skip the hashing:
-    one value throughout (a commit time, a partition column), and strictly increasing integers
-    (ids, sequence numbers), which are all distinct. Floats always hash: min and max skip NaN and
-    equate -0.0 with 0.0, which the dictionary keeps apart."""
+    one value throughout (a commit time, a partition column), and strictly increasing numbers
+    (ids, sequence numbers, running amounts), which are all distinct. A float page with NaN or
+    with both -0.0 and 0.0 is never strictly increasing (those compare false), so it is hashed,
+    which keeps them apart as the dictionary does."""
     import pyarrow.compute as pc
     import pyarrow.types as t
 
-    if len(page) and t.is_integer(page.type):
-        if _one_value(page):
-            return 1
+    if len(page) and t.is_integer(page.type) and _one_value(page):
+        return 1
+    if len(page) and (t.is_integer(page.type) or t.is_floating(page.type)):
         values = page.combine_chunks().to_numpy(zero_copy_only=False)
         if bool((values[1:] > values[:-1]).all()):
             return len(values)

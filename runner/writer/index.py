@@ -33,13 +33,16 @@ INDEX_COLUMNS = ("_w_ipath", "_w_ikey", "_w_ifid")
 MAX_INDEX_TASKS = 64
 
 
-def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str, BaseFile]]) -> DataFrame | None:
+def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str, BaseFile]],
+                width: int) -> DataFrame | None:
     """`(_w_ipath, _w_ikey, _w_ifid)` for every record of the given latest base files.
 
     Args:
         spark: the session.
         storage: the table's storage, shipped to the tasks.
         files: `(partition, latest base file)` of each file group to index.
+        width: partitions of the result, hashed by path and key as `prepare.clustered_by_key`
+            clusters the records, so that the join of the two shuffles neither side again.
 
     Returns:
         The index as a DataFrame, or None when there is nothing to index.
@@ -50,7 +53,8 @@ def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str
     listing = spark.createDataFrame(rows, "partition string, name string, file_id string")
     # A fixed cap rather than the cluster's parallelism, which Spark Connect does not expose.
     tasks = max(1, min(len(rows), MAX_INDEX_TASKS))
-    return map_in_arrow(listing.repartition(tasks), KeyReader(storage), INDEX_SCHEMA)
+    keys = map_in_arrow(listing.repartition(tasks), KeyReader(storage), INDEX_SCHEMA)
+    return keys.repartition(width, "_w_ipath", "_w_ikey")
 
 
 def index_table(storage: Storage, files: Sequence[tuple[str, BaseFile]], threads: int,

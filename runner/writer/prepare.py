@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runner.writer.create import KeyLayout
 from runner.writer.keys import partition_path_column, record_key_column, require_precombine_field
@@ -79,8 +79,49 @@ def key_columns(session: object, layout: KeyLayout, types: Mapping[str, SparkTyp
     return built
 
 
+def clustered_by_key(df: DataFrame, width: int) -> DataFrame:
+    """`df` hash-partitioned into `width` partitions by (partition path, record key).
+
+    That clustering satisfies both the de-duplication window and the index join, so Spark adds no
+    shuffle of its own for them, whose width would be `spark.sql.shuffle.partitions` (200 unless
+    set): the join's result is cached, and Spark's adaptive execution does not narrow the shuffles
+    of a cached plan, so each ran that many tasks however few records the write had.
+    """
+    return df.repartition(width, PARTITION_PATH, RECORD_KEY)
+
+
+def shuffle_width(records: Mapping[str, int], files: Mapping[str, Sequence[object]], records_per_group: int,
+                  limit: int) -> int:
+    """Partitions for the shuffles of a write's records and index: the file groups it may write.
+
+    Per partition, its latest files (the index reads each one) or the groups its `records` fill at
+    `records_per_group`, whichever is more; at least 1 and at most `limit`, the session's
+    `spark.sql.shuffle.partitions`, so a user's setting still caps the tasks of a large write.
+    """
+    per_group = max(1, records_per_group)
+    groups = sum(max(len(files.get(p, ())), -(-n // per_group)) for p, n in records.items())
+    return max(1, min(groups, limit))
+
+
+def session_shuffle_partitions(spark: object) -> int:
+    """The session's `spark.sql.shuffle.partitions` (read through `spark.conf`, as Spark Connect allows)."""
+    return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))  # type: ignore[attr-defined]
+
+
+def counts(df: DataFrame, *columns: str) -> dict[tuple[Any, ...], int]:
+    """Rows per distinct value of `columns`, collected; the aggregate's last stage is one task.
+
+    Its exchange has `spark.sql.shuffle.partitions` partitions; adaptive execution narrows them when
+    it is on, and `coalesce(1)` reads them all in one task when it is off: a few rows per key.
+    """
+    return {tuple(r)[:-1]: int(r[-1]) for r in df.groupBy(*columns).count().coalesce(1).collect()}
+
+
 def deduplicate(df: DataFrame, precombine_field: str | None) -> DataFrame:
-    """Keep one record per (partition path, record key), as the module docstring describes."""
+    """Keep one record per (partition path, record key), as the module docstring describes.
+
+    On records clustered by `clustered_by_key`, the window shuffles nothing more.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -103,12 +144,13 @@ def tag(df: DataFrame, index: DataFrame | None) -> DataFrame:
     return joined.withColumn(TARGET, F.col("_w_ifid")).drop("_w_ipath", "_w_ikey", "_w_ifid")
 
 
-def route_inserts(tagged: DataFrame, ranges: Sequence[InsertRange]) -> DataFrame:
+def route_inserts(tagged: DataFrame, ranges: Sequence[InsertRange], width: int) -> DataFrame:
     """Give every insert (null `_w_fid`) the file id whose planned range holds its number.
 
     Inserts are numbered per partition in input order, from 0. A partition whose inserts all go to
     one file group (the usual case: one small file or one new group) needs no numbering: its
-    inserts take that file id directly, without the shuffle and sort the numbering costs.
+    inserts take that file id directly, without the shuffle and sort the numbering costs; the
+    numbering's shuffle has at most `width` partitions (`shuffle_width`).
     """
     from pyspark.sql import functions as F
 
@@ -125,11 +167,11 @@ def route_inserts(tagged: DataFrame, ranges: Sequence[InsertRange]) -> DataFrame
         joined = inserts.join(F.broadcast(table), inserts[PARTITION_PATH] == table["_w_rpath"], "inner")
         routed = routed.unionByName(joined.withColumn(TARGET, F.col("_w_rfid")).drop("_w_rpath", "_w_rfid"))
     if split:
-        routed = routed.unionByName(_numbered_inserts(inserts, split))
+        routed = routed.unionByName(_numbered_inserts(inserts, split, width))
     return routed
 
 
-def _numbered_inserts(inserts: DataFrame, ranges: Sequence[InsertRange]) -> DataFrame:
+def _numbered_inserts(inserts: DataFrame, ranges: Sequence[InsertRange], width: int) -> DataFrame:
     """The inserts of the partitions `ranges` split over several file groups, numbered and routed."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -139,7 +181,10 @@ def _numbered_inserts(inserts: DataFrame, ranges: Sequence[InsertRange]) -> Data
         "_w_rpath string, _w_start long, _w_end long, _w_rfid string",
     )
     partitions = sorted({r.partition for r in ranges})
-    numbered = inserts.filter(F.col(PARTITION_PATH).isin(partitions)).withColumn(
+    # Clustered by partition path first, so the window adds no shuffle of the session's width.
+    clustered = inserts.filter(F.col(PARTITION_PATH).isin(partitions)).repartition(
+        max(1, min(width, len(partitions))), PARTITION_PATH)
+    numbered = clustered.withColumn(
         RANK, F.row_number().over(Window.partitionBy(PARTITION_PATH).orderBy(SEQ)) - 1
     )
     condition = (

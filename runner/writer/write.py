@@ -64,10 +64,14 @@ from runner.writer.local import Engine
 from runner.writer.options import WriteOptions, parse_options
 from runner.writer.prepare import (
     SEQ,
+    clustered_by_key,
+    counts,
     data_columns,
     deduplicate,
     one_task_per_target,
     route_inserts,
+    session_shuffle_partitions,
+    shuffle_width,
     tag,
     with_keys,
 )
@@ -228,8 +232,6 @@ class _Job:
             if choice.engine == "driver":
                 inflight, files = self._on_driver(keyed)
             else:
-                if self.op is Operation.UPSERT:
-                    keyed = deduplicate(keyed, self.layout.precombine_field)
                 inflight, files = self._on_spark(keyed)
         finally:
             for frame in self.cached:
@@ -322,19 +324,35 @@ class _Job:
         return commit.mark_inflight(self.timeline, self.instant, commit.workload_profile(self.op.hudi, {}, []))
 
     def _route(self, keyed: DataFrame) -> tuple[Instant, DataFrame, dict[str, Target]]:
-        per_partition = {r[0]: r[1] for r in keyed.groupBy(PARTITION_PATH).count().collect()}
+        """Count, de-duplicate (upsert), tag and route the cached keyed records.
+
+        The counts come before de-duplication, which drops records but never a partition, so that
+        the de-duplication and index shuffles can be sized to the file groups (`shuffle_width`).
+        """
+        per_partition = {path: n for (path,), n in counts(keyed, PARTITION_PATH).items()}
         state, latest, blocked = self._touched(per_partition)
+        width = shuffle_width(per_partition, latest, self._records_per_group(state),
+                              session_shuffle_partitions(keyed.sparkSession))
         index = None
         if self.op is Operation.UPSERT:
+            keyed = deduplicate(clustered_by_key(keyed, width), self.layout.precombine_field)
             files = [(p, f) for p, fs in latest.items() for f in fs]
-            index = index_frame(keyed.sparkSession, self.storage, files)
+            index = index_frame(keyed.sparkSession, self.storage, files, width)
         tagged = self._cache(tag(keyed, index))
-        counts = tagged.groupBy(PARTITION_PATH, TARGET).count().collect()
-        updates = {(r[0], r[1]): r[2] for r in counts if r[1] is not None}
-        inserts = {r[0]: r[2] for r in counts if r[1] is None}
+        targets = counts(tagged, PARTITION_PATH, TARGET)
+        updates = {(path, fid): n for (path, fid), n in targets.items() if fid is not None}
+        inserts = {path: n for (path, fid), n in targets.items() if fid is None}
         inflight, routing = self._plan(state, latest, blocked, updates, inserts)
-        routed = one_task_per_target(route_inserts(tagged, routing.ranges), [b.file_id for b in routing.buckets])
+        routed = one_task_per_target(route_inserts(tagged, routing.ranges, width),
+                                     [b.file_id for b in routing.buckets])
         return inflight, routed, _targets(routing)
+
+    def _records_per_group(self, state: TableState) -> int:
+        """Records a new file group is planned to hold (`plan_routing`'s split of new groups)."""
+        sizing = self.decl.file_sizing
+        if not self._auto_split():
+            return sizing.insert_split_size
+        return sizing.max_file_size // max(1, self._avg_record_size(state))
 
     def _touched(self, per_partition: Mapping[str, int]
                  ) -> tuple[TableState, dict[str, list[BaseFile]], set[tuple[str, str]]]:

@@ -92,6 +92,8 @@ def _rule_by_hashing(column: pa.Array) -> bool:
     """parquet-mr's first-page rule computed the long way, every value hashed (the reference for
     the shortcuts in `runner.writer.encoding`)."""
     page = column.slice(0, PAGE_ROWS).drop_null()
+    if isinstance(page, pa.ChunkedArray):
+        page = page.combine_chunks()
     if pa.types.is_string(column.type):
         sizes = [len(v.encode()) + 4 for v in page.to_pylist()]
         if sum(sizes) > 1024 * 1024:
@@ -112,7 +114,7 @@ def _rule_by_hashing(column: pa.Array) -> bool:
 
 
 def test_the_shortcuts_decide_as_hashing_every_value_would(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One value throughout and strictly increasing integers are decided without hashing the page;
+    """One value throughout and strictly increasing numbers are decided without hashing the page;
     every column, shortcut or not, gets the answer the rule computed the long way gives."""
     rng = np.random.default_rng(7)
     n = PAGE_ROWS + 100
@@ -131,6 +133,16 @@ def test_the_shortcuts_decide_as_hashing_every_value_would(monkeypatch: pytest.M
         "distinct_texts": pa.array([f"key-{i}" for i in range(n)]),
         "zeros_of_both_signs": pa.array([0.0, -0.0] * 600),
         "nans_and_a_number": pa.array([float("nan"), 1.0] * 600),
+        "increasing_doubles": pa.array(np.arange(n) * 1.5),
+        "increasing_through_both_zeros": pa.array([-1.0, -0.0, 0.0, 1.0] * 300),
+        "increasing_then_nan": pa.array([*np.arange(500) * 0.5, float("nan")]),
+        "constant_texts_with_nulls": pa.array([None if i % 5 == 0 else "x" for i in range(n)]),
+        # Sliced, chunked byte arrays: their bytes are read off offsets that do not start at 0.
+        "sliced_chunks": pa.chunked_array([pa.array([f"k{i % 40}" for i in range(900)]).slice(300),
+                                           pa.array([f"k{i}" for i in range(300)]).slice(7, 100)]),
+        "sliced_after_long_values": pa.array(["x" * 100_000] * 20 + [f"k{i}" for i in range(1000)]).slice(20),
+        "texts_past_a_page_of_bytes": pa.array([f"{i:0100d}" for i in range(n)]),
+        "few_texts_past_a_page_of_bytes": pa.array([f"{i % 3:0100d}" for i in range(n)]),
     }
     expected = {name: _rule_by_hashing(column) for name, column in columns.items()}
     hashed: list[str] = []
@@ -145,7 +157,8 @@ def test_the_shortcuts_decide_as_hashing_every_value_would(monkeypatch: pytest.M
     for name, column in columns.items():
         hashed.clear()
         assert (name in dictionary_columns(pa.table({name: column}))) == expected[name], name
-        if name in ("constant_long", "increasing_long", "increasing_with_nulls", "one_row", "two_equal_rows"):
+        if name in ("constant_long", "increasing_long", "increasing_with_nulls", "one_row", "two_equal_rows",
+                    "constant_text", "two_equal_texts", "constant_texts_with_nulls", "increasing_doubles"):
             assert hashed == [], name  # decided without hashing
     assert expected["constant_long"] and expected["few_texts"] and not expected["increasing_long"]
     assert not expected["one_row"] and expected["two_equal_rows"]

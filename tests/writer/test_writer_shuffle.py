@@ -1,0 +1,108 @@
+"""The Spark engine's shuffles follow the write's file groups, not the session's shuffle partitions."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import runner
+from runner.writer import local
+from runner.writer.prepare import shuffle_width
+from tests.writer.writer_helpers import oracle_rows, oracle_slices, table_yaml
+
+SCHEMA = "id long, region string, name string, ts long"
+REGIONS = ("eu", "us", "ap")
+SPARK_DEFAULT = 200  # spark.sql.shuffle.partitions when a user's session does not set it
+
+
+@contextmanager
+def shuffle_partitions(spark: Any, n: int) -> Iterator[None]:
+    """The shared session at `n` shuffle partitions for the block, as it was afterwards."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(n))
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+def counted_write(spark: Any, group: str, *args: Any, **kwargs: Any) -> tuple[Any, list[int]]:
+    """`runner.write` under a job group, and the tasks each stage it ran completed."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, "counted by the test")
+    try:
+        result = runner.write(*args, **kwargs)
+    finally:
+        sc.setJobGroup(None, None)  # type: ignore[arg-type]
+    tracker = sc.statusTracker()
+    stages = {s for j in tracker.getJobIdsForGroup(group) if (job := tracker.getJobInfo(j)) for s in job.stageIds}
+    return result, [info.numCompletedTasks for s in sorted(stages) if (info := tracker.getStageInfo(s))]
+
+
+def _rows(ids: range, name: str, ts: int) -> list[tuple[Any, ...]]:
+    return [(i, REGIONS[i % 3], f"{name}{i}", ts) for i in ids]
+
+
+@pytest.fixture
+def spark_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local, "PINNED", "spark")
+
+
+@pytest.mark.usefixtures("spark_engine")
+def test_an_upsert_on_a_session_of_200_shuffle_partitions_runs_tasks_per_file_group(
+    spark: Any, project: Callable[..., Path], tmp_path: Path
+) -> None:
+    wide = project(t=table_yaml("t"))
+    runner.write(spark.createDataFrame(_rows(range(30), "a", 1), SCHEMA), "t", operation="insert", project_dir=wide)
+    narrow = shutil.copytree(wide, tmp_path / "narrow", symlinks=True)
+    # Half updates, half inserts, and a key given twice for the de-duplication to settle.
+    upsert = [*_rows(range(15, 45), "b", 2), (16, "us", "b16-late", 3)]
+    with shuffle_partitions(spark, SPARK_DEFAULT):
+        result, tasks = counted_write(spark, "wide-upsert", spark.createDataFrame(upsert, SCHEMA), "t",
+                                      project_dir=wide)
+    base_narrow = narrow / "warehouse" / "t"
+    with shuffle_partitions(spark, 2):
+        runner.write(spark.createDataFrame(upsert, SCHEMA), "t", project_dir=narrow)
+
+    assert result.engine == "spark" and len(result.files) == len(REGIONS)  # one file group per region
+    # No stage is wider than the file groups written or the input's partitions (the session's cores).
+    bound = max(len(result.files), spark.sparkContext.defaultParallelism)
+    assert max(tasks) <= bound, tasks
+    assert sum(tasks) < SPARK_DEFAULT, tasks  # it ran 1,016 when the shuffles took the session's 200
+    base_wide = wide / "warehouse" / "t"
+    expected = {**{r[0]: r for r in _rows(range(30), "a", 1)}, **{r[0]: r for r in _rows(range(15, 45), "b", 2)}}
+    expected[16] = (16, "us", "b16-late", 3)
+    columns = ("id", "region", "name", "ts")
+    assert oracle_rows(base_wide, columns=columns) == sorted(
+        (dict(zip(columns, r, strict=True)) for r in expected.values()), key=repr)
+    assert oracle_rows(base_wide, columns=columns) == oracle_rows(base_narrow, columns=columns)
+    assert [s[:2] for s in oracle_slices(base_wide)] == [s[:2] for s in oracle_slices(base_narrow)]
+
+
+@pytest.mark.usefixtures("spark_engine")
+def test_inserts_split_over_new_groups_are_numbered_in_a_shuffle_of_their_partitions(
+    spark: Any, project: Callable[..., Path]
+) -> None:
+    sizing = "file_sizing:\n  insert_split_size: 10\n"
+    root = project(t=table_yaml("t", partition_by="[region]", sizing=sizing))
+    rows = [(i, "eu", f"n{i}", 1) for i in range(35)]
+    with shuffle_partitions(spark, SPARK_DEFAULT):
+        result, tasks = counted_write(spark, "split-insert", spark.createDataFrame(rows, SCHEMA), "t",
+                                      operation="insert", project_dir=root)
+    assert len(result.files) == 4  # 35 inserts at 10 per new group
+    assert max(tasks) <= max(len(result.files), spark.sparkContext.defaultParallelism), tasks
+    assert sorted(r["id"] for r in oracle_rows(root / "warehouse" / "t")) == list(range(35))
+
+
+def test_the_width_is_the_groups_a_write_may_touch_within_the_session_limit() -> None:
+    files = {"eu": ["f1", "f2", "f3"], "us": ["f4"]}
+    # eu: its three files outnumber the one group of records; us: 25 records fill 3 groups of 10.
+    assert shuffle_width({"eu": 5, "us": 25}, files, records_per_group=10, limit=200) == 6
+    assert shuffle_width({"ap": 1}, files, records_per_group=10, limit=200) == 1  # a new partition
+    assert shuffle_width({"eu": 10**9}, files, records_per_group=10, limit=200) == 200
+    assert shuffle_width({}, files, records_per_group=0, limit=200) == 1
