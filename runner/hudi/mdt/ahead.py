@@ -104,8 +104,10 @@ class Encoder:
             with self._lock:
                 if self._stopped:
                     return None
+                # -P: `-m` would import from the working directory first, which may hold another
+                # checkout of the runner than the driver's.
                 self.process = subprocess.Popen(
-                    [sys.executable, "-m", __name__, str(os.getpid())],
+                    [sys.executable, "-P", "-m", __name__, str(os.getpid())],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment,
                 )
             # This thread only waits on the pipes (no GIL held): the child does the work.
