@@ -41,8 +41,9 @@ Deleter = Callable[[Storage, Sequence[str]], list[DeleteResult]]
 BeforeComplete = Callable[[InstantTime, CleanMetadata, Callable[[], InstantTime]], list[str]]
 # Why the table no longer supports the plan (`runner.hudi.pending_undo.history_moved`), or None
 HistoryCheck = Callable[[], str | None]
-# (clean instant, data partition -> names of the files it deletes): told before the deletes start
-BeforeDeletes = Callable[[InstantTime, Mapping[str, tuple[str, ...]]], None]
+# (clean instant, data partition -> names of the files it deletes): told before the deletes start;
+# returns what stops the work it started, called when the clean stops before `before_complete`
+BeforeDeletes = Callable[[InstantTime, Mapping[str, tuple[str, ...]]], Callable[[], None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +144,10 @@ def _tally(outcomes: Iterable[DeleteResult]) -> tuple[list[str], int, list[str]]
     return deleted, gone, failed
 
 
+def _nothing() -> None:
+    """What stops no work (no `before_deletes`)."""
+
+
 def _reached_by_pending_writes(storage: Storage) -> Callable[[str], bool]:
     """Whether a pending write may still write into a partition: its folder must stay, or file-listing
     readers would not find the partition (they know one by its `.hoodie_partition_metadata`)."""
@@ -212,22 +217,19 @@ class CleanRunner:
                                       f"nothing was deleted; clean {pending.time} stays pending for the next "
                                       "apply to check again", withdraw=withdraw)
         started = time.monotonic()
-        if self.before_deletes is not None:
-            self.before_deletes(pending.time, {p: tuple(path.rsplit("/", 1)[-1] for path in paths)
-                                               for p, paths in files.items()})
-        if sizes is None:  # a pending clean from the timeline: measure what is really there
-            sizes = {path: info.size for path in flat if (info := self.storage.stat(path)) is not None}
-        with progress.known_sizes(sizes):  # so the deleter's progress shows bytes as well as files
-            outcomes = {o.path: o for o in self.deleter(self.storage, flat)}
-        # Read now, not when planned: a write into an emptied partition may have started since.
-        writing = _reached_by_pending_writes(self.storage) if plan.partitions_to_delete else None
-        deleted_partitions = tuple(p for p in dict.fromkeys(plan.partitions_to_delete)
-                                   if writing is not None and not writing(partition_path(p))
-                                   and self._delete_partition(partition_path(p)))
-        failpoint("after_delete")
-        with bulk_allocation():  # not around the deleter, which may run a Spark job for minutes
-            meta = self._metadata(pending, plan, files, outcomes, deleted_partitions, started)
-            data = encode_clean_metadata(meta)
+        stop_early_work = self.before_deletes(
+            pending.time, {p: tuple(path.rsplit("/", 1)[-1] for path in paths) for p, paths in files.items()}
+        ) if self.before_deletes is not None else _nothing
+        try:
+            sizes, outcomes, deleted_partitions = self._delete(plan, flat, sizes)
+            with bulk_allocation():  # not around the deleter, which may run a Spark job for minutes
+                meta = self._metadata(pending, plan, files, outcomes, deleted_partitions, started)
+                data = encode_clean_metadata(meta)
+        except BaseException:
+            # Nothing will use that work (an encoder child's seconds of CPU): end it now, or it runs
+            # to its end beside whatever the failure leads to, and the process waits for it to exit.
+            stop_early_work()
+            raise
         if self.before_complete is not None:
             written.extend(self.before_complete(pending.time, meta, self.completion_time))
             failpoint("after_metadata_table_commit")
@@ -244,6 +246,21 @@ class CleanRunner:
             partitions_deleted=deleted_partitions,
             instants_written=tuple(written),
         )
+
+    def _delete(self, plan: CleanPlan, flat: list[str], sizes: dict[str, int] | None
+                ) -> tuple[dict[str, int], dict[str, DeleteResult], tuple[str, ...]]:
+        """Delete the plan's files, then its emptied partitions; (sizes, outcomes by path, partitions deleted)."""
+        if sizes is None:  # a pending clean from the timeline: measure what is really there
+            sizes = {path: info.size for path in flat if (info := self.storage.stat(path)) is not None}
+        with progress.known_sizes(sizes):  # so the deleter's progress shows bytes as well as files
+            outcomes = {o.path: o for o in self.deleter(self.storage, flat)}
+        # Read now, not when planned: a write into an emptied partition may have started since.
+        writing = _reached_by_pending_writes(self.storage) if plan.partitions_to_delete else None
+        deleted_partitions = tuple(p for p in dict.fromkeys(plan.partitions_to_delete)
+                                   if writing is not None and not writing(partition_path(p))
+                                   and self._delete_partition(partition_path(p)))
+        failpoint("after_delete")
+        return sizes, outcomes, deleted_partitions
 
     def _refuse_if_history_moved(self, time_: InstantTime, done: str, *, withdraw: bool = False) -> None:
         moved = self.history() if self.history is not None else None

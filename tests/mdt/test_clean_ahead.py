@@ -183,6 +183,39 @@ def test_a_killed_encoder_leaves_the_encoding_to_after_the_deletes(table: Path, 
     assert {path: storage.read(path) for path in written} == plain
 
 
+@pytest.mark.usefixtures("in_child")
+def test_a_failing_delete_stops_the_encoder_child(table: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing will use the child's work once the deletes fail, so the driver kills it rather than
+    # letting it encode to its end (seconds of CPU on a large clean) and waiting for it at exit.
+    base = tmp_path / "t"
+    _copy(table, base)
+    started: list[ahead.Encoder] = []
+    monkeypatch.setattr(ahead.Encoder, "__init__", _remembered(ahead.Encoder.__init__, started))
+    failed_at: list[float] = []
+
+    def failing(storage: Storage, paths: Any) -> list[DeleteResult]:
+        (encoder,) = started
+        while encoder.process is None:  # the child is started: its encoding is under way
+            time.sleep(0.01)
+        failed_at.append(time.monotonic())
+        raise OSError("the object store went away (injected)")
+
+    decl = TableDeclaration(name="t", path=str(base), source_file="tables/t.yml",
+                            clean=CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1),
+                            file_sizing=FileSizing(small_file_limit=0))
+    with pytest.raises(OSError, match="went away"):
+        apply_table(decl, None, now=datetime(2026, 11, 22, tzinfo=UTC), spark_settings=LOCAL,
+                    deleter_factory=lambda: failing)
+
+    (encoder,) = started
+    assert encoder.process is not None
+    assert encoder.result() is None  # the waiter reaped the child
+    assert encoder.process.returncode == -signal.SIGKILL  # killed, not finished
+    assert not _running(encoder.process.pid)
+    assert time.monotonic() - failed_at[0] < 10
+
+
 def test_the_encoder_exits_when_its_driver_dies(tmp_path: Path) -> None:
     # The encoder's child waits for its job on stdin, which this test holds open (so it never sees
     # an end of file): only its watch on the driver's pid can end it.

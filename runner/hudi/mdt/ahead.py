@@ -23,6 +23,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -79,6 +80,8 @@ class Encoder:
         self.process: subprocess.Popen[bytes] | None = None
         self.job = job
         self._stopped = False
+        # Orders `stop` against the child's start, so that a child started after `stop` cannot be missed.
+        self._lock = threading.Lock()
         self._future: Future[dict[str, EncodedLogs] | None] = _WAITERS.submit(self._run)
 
     def result(self) -> dict[str, EncodedLogs] | None:
@@ -86,24 +89,33 @@ class Encoder:
 
     def stop(self) -> None:
         """End the child now (its work is not wanted); `result()` is then None."""
-        self._stopped = True
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
+        with self._lock:
+            self._stopped = True
+            if self.process is not None and self.process.poll() is None:
+                self.process.kill()
+
+    def stopped(self) -> bool:
+        return self._stopped
 
     def _run(self) -> dict[str, EncodedLogs] | None:
-        if self._stopped:
-            return None
         environment = dict(os.environ)
         environment["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, environment.get("PYTHONPATH")) if p)
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(os.getpid())],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment,
-            )
+            with self._lock:
+                if self._stopped:
+                    return None
+                # -P: `-m` would import from the working directory first, which may hold another
+                # checkout of the runner than the driver's.
+                self.process = subprocess.Popen(
+                    [sys.executable, "-P", "-m", __name__, str(os.getpid())],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment,
+                )
             # This thread only waits on the pipes (no GIL held): the child does the work.
             out, err = self.process.communicate(pickle.dumps(self.job, protocol=pickle.HIGHEST_PROTOCOL))
         except OSError as error:
             log.info("the index tombstones were not encoded ahead (the encoder did not start: %s)", error)
+            return None
+        if self.stopped():  # killed, or done too late to be wanted
             return None
         if self.process.returncode != 0:
             log.info("the index tombstones were not encoded ahead (the encoder exited with %s%s); "

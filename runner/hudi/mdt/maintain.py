@@ -78,7 +78,7 @@ class CleanMaintenance:
     # instant -> (the deleted names it was started for, the work): see `ahead`
     _ahead: dict[str, tuple[Names, ahead_encoding.Encoder]] = field(default_factory=dict)
 
-    def ahead(self, instant: InstantTime, names: Names) -> None:
+    def ahead(self, instant: InstantTime, names: Names) -> Callable[[], None]:
         """Start building and encoding the index partitions' tombstones for a clean deleting `names`
         (data partition -> file names), while the clean's deletes run: in a child process for a
         large clean, on a thread for a small one (see `CHILD_FROM`).
@@ -88,10 +88,11 @@ class CleanMaintenance:
         never on how the deletes went. Nothing is written here: the deltacommit is still written
         by `__call__`, after the deletes, and uses this work only if the clean's files are these.
         Not for `held_partitions`, whose records are read from the MDT when the clean is recorded.
+        Returns what stops that work (the clean calls it if it fails before recording).
         """
         indexes = tuple(p for p in self.partitions if p in (COLUMN_STATS, BLOOM_FILTERS))
         if self.held_partitions or not indexes:
-            return
+            return _no_work
         names = {p: n for p, n in names.items() if n}
         for _, earlier in self._ahead.values():
             earlier.stop()
@@ -102,8 +103,14 @@ class CleanMaintenance:
             self.schema, version, version < INDEX_DEFS_VERSION, int(time.time() * 1000),
         )
         tombstones = sum(map(len, names.values())) * (len(self.stats_columns) + (BLOOM_FILTERS in indexes))
-        encoder = ahead_encoding.Encoder if tombstones >= CHILD_FROM else ahead_encoding.ThreadEncoder
-        self._ahead[str(instant)] = (names, encoder(job))
+        encoder = (ahead_encoding.Encoder if tombstones >= CHILD_FROM else ahead_encoding.ThreadEncoder)(job)
+        self._ahead[str(instant)] = (names, encoder)
+        return functools.partial(self._abandon, str(instant))
+
+    def _abandon(self, instant: str) -> None:
+        started = self._ahead.pop(instant, None)
+        if started is not None:
+            started[1].stop()
 
     def __call__(
         self, instant: InstantTime, clean: CleanMetadata, completion_time: Callable[[], InstantTime]
@@ -149,6 +156,10 @@ class CleanMaintenance:
             return None, {}
         logs = work.result()
         return (work.job, logs) if logs is not None else (None, {})
+
+
+def _no_work() -> None:
+    """Stops nothing: `ahead` started no work."""
 
 
 def _pick(build: Callable[[], dict[str, Mapping[str, bytes]]], partition: str) -> Mapping[str, bytes]:

@@ -34,8 +34,6 @@ from runner.hudi.mdt.actions import MdtCommit
 from runner.hudi.mdt.hfile import (
     CHECKSUM_CRC32C,
     CHECKSUM_NULL,
-    FAST_GZIP_LEVEL,
-    GZIP_LEVEL,
     CellRun,
     Cells,
     standard_file_info,
@@ -263,26 +261,26 @@ def _file_groups(names: list[str], folder: str) -> list[str]:
     return [indexed[n] for n in range(len(ids))]
 
 
-# An HFile of at least this many cells (a large clean's index tombstones) is deflated at
-# `FAST_GZIP_LEVEL`: its compression is most of the update's CPU and runs beside the clean's deletes.
-# Smaller ones keep Hudi's level and so its exact bytes.
+# An HFile of at least this many cells (a large clean's index tombstones) is deflated the fast way
+# (`write_hfile(fast=True)`): its compression is most of the update's CPU and runs beside the
+# clean's deletes. Smaller ones are deflated as Hudi's writers do, so their bytes are Hudi's.
 FAST_GZIP_FROM = 250_000
 
 
 def _log_file(cells: Cells, time: str, schema: str, created_ms: int, version: int) -> bytes:
     header = {HeaderKey.SCHEMA: schema, HeaderKey.INSTANT_TIME: time}
-    level = FAST_GZIP_LEVEL if len(cells) >= FAST_GZIP_FROM else GZIP_LEVEL
+    fast = len(cells) >= FAST_GZIP_FROM
     if version < 8:
         # Hudi 0.14/0.15 read HFiles with HBase's reader, which needs HBase's layout (see hfile.py);
         # HBase leaves the creation time 0 unless told.
         info = [(b"schema", schema.encode("utf-8")), *standard_file_info(cells, created_ms=0, hbase=True)]
-        content = write_hfile(cells, info, checksum_type=CHECKSUM_CRC32C, hbase=True, level=level)
+        content = write_hfile(cells, info, checksum_type=CHECKSUM_CRC32C, hbase=True, fast=fast)
         return encode_log_block(LogBlock(BlockType.HFILE_DATA, header, content))
     info = [(b"schema", schema.encode("utf-8")), *standard_file_info(cells, created_ms=created_ms)]
     # Hudi 1.1 (table version 9) writes no checksums; Hudi 1.0 (version 8) wrote HFiles with HBase's
     # writer and CRC32C checksums, which every reader accepts, so version 8 tables get those.
     checksum = CHECKSUM_NULL if version >= 9 else CHECKSUM_CRC32C
-    content = write_hfile(cells, info, checksum_type=checksum, level=level)
+    content = write_hfile(cells, info, checksum_type=checksum, fast=fast)
     return encode_log_block(LogBlock(BlockType.HFILE_DATA, header, content))
 
 
