@@ -252,7 +252,11 @@ def _batches(storage: Storage, path: str, metadata: pq.FileMetaData, schema: pa.
     every value is replaced."""
     dictionaries = [f.name for f in schema if pa.types.is_dictionary(f.type) and f.name != FILE_NAME_COLUMN]
     with storage.open_input(path) as f:
-        parquet = pq.ParquetFile(f, metadata=metadata, read_dictionary=dictionaries or None)
+        # No pre-buffering: with it each column chunk is read on Arrow's I/O thread, which must take
+        # the GIL to call the Python file while this thread waits; the other group's thread holds
+        # the GIL often, so each read was two thread hand-overs (bench/README.md, "resize: where the
+        # rewrite's CPU goes"). Read here, a chunk is one call on this thread.
+        parquet = pq.ParquetFile(f, metadata=metadata, read_dictionary=dictionaries or None, pre_buffer=False)
         columns = [n for n in parquet.schema_arrow.names if n != FILE_NAME_COLUMN]
         read = schema.remove(schema.get_field_index(FILE_NAME_COLUMN)) if FILE_NAME_COLUMN in schema.names else schema
         for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns, use_threads=DECODE_WITH_THREADS):
