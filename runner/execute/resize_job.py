@@ -254,8 +254,8 @@ def _batches(storage: Storage, path: str, metadata: pq.FileMetaData, schema: pa.
     with storage.open_input(path) as f:
         # No pre-buffering: with it each column chunk is read on Arrow's I/O thread, which must take
         # the GIL to call the Python file while this thread waits; the other group's thread holds
-        # the GIL often, so each read was two thread hand-overs (bench/README.md, "resize: where the
-        # rewrite's CPU goes"). Read here, a chunk is one call on this thread.
+        # the GIL often, so each read was two thread hand-overs (bench/README.md, "resize: the
+        # rewrite's GIL waits"). Read here, a chunk is one call on this thread.
         parquet = pq.ParquetFile(f, metadata=metadata, read_dictionary=dictionaries or None, pre_buffer=False)
         columns = [n for n in parquet.schema_arrow.names if n != FILE_NAME_COLUMN]
         read = schema.remove(schema.get_field_index(FILE_NAME_COLUMN)) if FILE_NAME_COLUMN in schema.names else schema

@@ -168,7 +168,7 @@ def base64_decoded(value: str | bytes) -> bytes:
     1 ms for a 431 KB filter), but numpy releases the GIL in each step where `binascii` holds it
     for the whole value. A resize decodes one filter per input at the end of each group, and the
     other group's thread, whose writer calls the Python output file for every page, waited for
-    the GIL all that time (bench/README.md, "resize: where the rewrite's CPU goes").
+    the GIL all that time (bench/README.md, "resize: the rewrite's GIL waits").
     """
     data = value.encode("ascii") if isinstance(value, str) else value
     if len(data) < _NUMPY_FROM or len(data) % 4:
