@@ -9,23 +9,18 @@ memory added (the process tree's), and per pair the ratio of the first variant t
 
 `--compare engines` (the default): the driver engine (the pool it chooses) against the Spark
 engine (`local[2]`, started before timing). `--compare pools`: the driver engine on threads against
-the driver engine on worker processes, with no Spark session. `--compare io`: the driver engine on
-threads as configured (`plain`) against the same with local storage's writeback hints
-(`local.WRITEBACK_BYTES`) and the rewrite's native write buffer (`resize_job.WRITE_BUFFER_BYTES`)
-switched on (`hinted`), in this process. `--strategy binary_copy` times binary
+the driver engine on worker processes, with no Spark session. `--strategy binary_copy` times binary
 copy instead of the rewrite. `--fresh` (pools only) runs each resize in a new interpreter, as a
 `runner apply` would meet it: no allocator pages warmed by the runs before, the forkserver started
 inside the timing; the child times `run_resize` alone (imports and planning are left out).
 
     .venv/bin/python bench/bench_resize_engines.py --total-mb 384 --files 270 --pairs 5
     .venv/bin/python bench/bench_resize_engines.py --total-mb 512 --files 500 --pairs 5 --compare pools
-    .venv/bin/python bench/bench_resize_engines.py --total-mb 512 --files 500 --pairs 5 --compare io
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -34,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -42,14 +36,12 @@ from _common import PeakRss
 from bench_resize import MIB, generate, linked_copy, run_runner
 
 from runner.declarations.model import FileSizing, ResizeStrategy, SparkSettings
-from runner.execute import resize_engine, resize_job
+from runner.execute import resize_engine
 from runner.hudi.state import read_table_state
 from runner.plan.sizing import plan_sizing
-from runner.storage import local, storage_for
+from runner.storage import storage_for
 
-VARIANTS = {"engines": ("driver", "spark"), "pools": ("threads", "processes"), "io": ("plain", "hinted")}
-# `--compare io`: the output's writeback hints and native write buffer, off (plain) and on (hinted).
-HINTED = {"WRITEBACK_BYTES": 16 * MIB, "WRITE_BUFFER_BYTES": 8 * MIB}
+VARIANTS = {"engines": ("driver", "spark"), "pools": ("threads", "processes")}
 
 
 def main() -> None:
@@ -100,9 +92,6 @@ def main() -> None:
                         started, cpu = time.perf_counter(), time.process_time()
                         if args.compare == "engines":
                             run_runner(table, step, spark, engine=variant)  # type: ignore[arg-type]
-                        elif args.compare == "io":
-                            with _io_settings(variant == "hinted"):
-                                run_runner(table, step, spark, engine="driver")  # type: ignore[arg-type]
                         else:
                             run_runner(table, step, spark, engine="driver", pool=variant)  # type: ignore[arg-type]
                         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -146,17 +135,6 @@ def _one(table: Path, pool: str, max_file_mb: int, strategy: str) -> dict[str, f
     run_runner(table, step, spark, engine="driver", pool=pool)  # type: ignore[arg-type]
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     return {"wall": wall, "cpu": cpu + resize_engine.LAST_RUN.worker_cpu}
-
-
-@contextlib.contextmanager
-def _io_settings(hinted: bool) -> Iterator[None]:
-    saved = local.WRITEBACK_BYTES, resize_job.WRITE_BUFFER_BYTES
-    if hinted:
-        local.WRITEBACK_BYTES, resize_job.WRITE_BUFFER_BYTES = HINTED["WRITEBACK_BYTES"], HINTED["WRITE_BUFFER_BYTES"]
-    try:
-        yield
-    finally:
-        local.WRITEBACK_BYTES, resize_job.WRITE_BUFFER_BYTES = saved
 
 
 def _no_spark() -> object:

@@ -1,13 +1,10 @@
-"""How long the rewrite's two threads wait, with the output's writeback hints and native write buffer
-on or off: the measurement that does not depend on the machine's load.
+"""How long the rewrite's two threads wait: the measurement that does not depend on the machine's load.
 
 Generates the benchmark table of `bench_resize.py`, then `--rounds` times rewrites its two first
-groups at once on two threads (as the driver engine runs them) with each variant in turn, rotating
-the order: `plain` (both off), `buffer` (`resize_job.WRITE_BUFFER_BYTES` 8 MiB), `hints`
-(`local.WRITEBACK_BYTES` 16 MiB), `both`. Per thread, from `/proc/thread-self/schedstat` and
-`getrusage(RUSAGE_THREAD)`, summed over the two threads: wall, on-CPU time, run-queue wait (other
-processes had the core), the rest ("sleep": waits for the GIL and the fsync) and voluntary context
-switches. Linux only.
+groups at once on two threads (as the driver engine runs them). Per thread, from
+`/proc/thread-self/schedstat` and `getrusage(RUSAGE_THREAD)`, summed over the two threads: wall,
+on-CPU time, run-queue wait (other processes had the core), the rest ("sleep": waits for the GIL and
+the fsync) and voluntary context switches. Linux only.
 
     .venv/bin/python bench/bench_resize_waits.py --total-mb 512 --files 500 --rounds 4
 """
@@ -30,9 +27,8 @@ from runner.declarations.model import FileSizing
 from runner.execute import resize_job
 from runner.hudi.state import read_table_state
 from runner.plan.sizing import plan_sizing
-from runner.storage import local, storage_for
+from runner.storage import storage_for
 
-VARIANTS = {"plain": (0, 0), "buffer": (8 * MIB, 0), "hints": (0, 16 * MIB), "both": (8 * MIB, 16 * MIB)}
 FIGURES = ("wall", "cpu", "runq", "sleep", "switches")
 
 
@@ -52,26 +48,21 @@ def main() -> None:
         assert step is not None and len(step.groups) >= 2
         groups = [resize_job.GroupRewrite(g.partition, f"0000000{i}-0000-0000-0000-000000000000-0",
                                           tuple(f.path for f in g.files)) for i, g in enumerate(step.groups[:2])]
-        names = list(VARIANTS)
-        results: dict[str, list[tuple[float, ...]]] = {n: [] for n in names}
+        results: list[tuple[float, ...]] = []
         for r in range(args.rounds):
-            for name in names[r % len(names):] + names[:r % len(names)]:
-                resize_job.WRITE_BUFFER_BYTES, local.WRITEBACK_BYTES = VARIANTS[name]
-                os.sync()
-                per_thread: list[tuple[float, ...]] = []
-                threads = [threading.Thread(target=_rewrite, args=(storage, source, g, i, per_thread))
-                           for i, g in enumerate(groups)]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
-                results[name].append(tuple(sum(x[k] for x in per_thread) for k in range(len(FIGURES))))
-                print(f"round {r + 1} {name:7s} " + ", ".join(f"{f} {v:.2f}" for f, v in zip(FIGURES, results[name][-1],
-                                                                                              strict=True))
-                      + f"; load average {os.getloadavg()[0]:.1f}", flush=True)
-        for name in names:
-            print(f"{name:7s} median: " + ", ".join(
-                f"{f} {statistics.median(x[k] for x in results[name]):.2f}" for k, f in enumerate(FIGURES)))
+            os.sync()
+            per_thread: list[tuple[float, ...]] = []
+            threads = [threading.Thread(target=_rewrite, args=(storage, source, g, i, per_thread))
+                       for i, g in enumerate(groups)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            results.append(tuple(sum(x[k] for x in per_thread) for k in range(len(FIGURES))))
+            print(f"round {r + 1} " + ", ".join(f"{f} {v:.2f}" for f, v in zip(FIGURES, results[-1], strict=True))
+                  + f"; load average {os.getloadavg()[0]:.1f}", flush=True)
+        print("median: " + ", ".join(f"{f} {statistics.median(x[k] for x in results):.2f}"
+                                     for k, f in enumerate(FIGURES)))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -41,7 +41,6 @@ file is the same to a reader: same Parquet types, values, statistics and diction
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -82,13 +81,6 @@ DECODE_WITH_THREADS = False
 # parquet-mr's `parquet.dictionary.page.size`); the writer writes an Arrow dictionary as it is,
 # whatever its size (bench/README.md, "resize: the rewrite's decode").
 SMALL_DICTIONARY_BYTES = 1024 * 1024
-# pyarrow writes to a Python file object by calling it, taking the GIL each time: once per page and
-# page header (2,128 calls for a 70 MB file of the benchmark). A native buffer of this size in front
-# of it (`_buffered`) makes that about ten calls a file, for 8 MiB more per task. Off (0): with
-# local storage's writeback hints, two groups on two threads waited less (GIL and fsync: 1.71 s
-# against 2.82 s, loaded) but the whole resize was not faster, loaded or quiet (10 interleaved
-# pairs, median 1.01; bench/README.md, "resize: idle cores"; `bench_resize_engines.py --compare io`).
-WRITE_BUFFER_BYTES = 0
 
 _CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4", "LZ4_RAW": "lz4",
            "BROTLI": "brotli", "UNCOMPRESSED": "none"}
@@ -208,8 +200,8 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
     max_rows = max(1, ROW_GROUP_BYTES // max(1, input_bytes // max(1, total_rows)))
     keys: list[pa.ChunkedArray] = []
     with storage.create_new(path) as out:
-        with _buffered(out) as sink, _open_writer(sink, written, sources) as writer:
-            row_groups = _RowGroups(writer, sink, max_rows=max_rows, max_bytes=buffer_bytes)
+        with _open_writer(out, written, sources) as writer:
+            row_groups = _RowGroups(writer, max_rows=max_rows, max_bytes=buffer_bytes)
             for source_path, source in zip(inputs, sources, strict=True):
                 for part in _batches(storage, source_path, source.metadata, written, name, batch_rows):
                     if RECORD_KEY_COLUMN in part.column_names:
@@ -260,7 +252,11 @@ def _batches(storage: Storage, path: str, metadata: pq.FileMetaData, schema: pa.
     every value is replaced."""
     dictionaries = [f.name for f in schema if pa.types.is_dictionary(f.type) and f.name != FILE_NAME_COLUMN]
     with storage.open_input(path) as f:
-        parquet = pq.ParquetFile(f, metadata=metadata, read_dictionary=dictionaries or None)
+        # No pre-buffering: with it each column chunk is read on Arrow's I/O thread, which must take
+        # the GIL to call the Python file while this thread waits; the other group's thread holds
+        # the GIL often, so each read was two thread hand-overs (bench/README.md, "resize: the
+        # rewrite's GIL waits"). Read here, a chunk is one call on this thread.
+        parquet = pq.ParquetFile(f, metadata=metadata, read_dictionary=dictionaries or None, pre_buffer=False)
         columns = [n for n in parquet.schema_arrow.names if n != FILE_NAME_COLUMN]
         read = schema.remove(schema.get_field_index(FILE_NAME_COLUMN)) if FILE_NAME_COLUMN in schema.names else schema
         for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns, use_threads=DECODE_WITH_THREADS):
@@ -271,13 +267,10 @@ def _batches(storage: Storage, path: str, metadata: pq.FileMetaData, schema: pa.
 
 
 class _RowGroups:
-    """Collects decoded rows and writes them as one row group once either bound is reached, through
-    the buffered `sink` of the writer (`_buffered`)."""
+    """Collects decoded rows and writes them as one row group once either bound is reached."""
 
-    def __init__(self, writer: pq.ParquetWriter, sink: BinaryIO | pa.NativeFile, *, max_rows: int,
-                 max_bytes: int) -> None:
+    def __init__(self, writer: pq.ParquetWriter, *, max_rows: int, max_bytes: int) -> None:
         self.writer = writer
-        self.sink = sink
         self.max_rows = max_rows
         self.max_bytes = max_bytes
         self.pending: list[pa.Table] = []
@@ -306,8 +299,6 @@ class _RowGroups:
             rows = rows.unify_dictionaries()
         # One `write_table` call is one row group (or more, were it above `row_group_size`).
         self.writer.write_table(rows, row_group_size=self.pending_rows)
-        # Each row group goes on to the file as it is encoded, not only when the buffer fills.
-        self.sink.flush()
         self.rows += self.pending_rows
         self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
         failpoint("mid_rewrite")
@@ -423,44 +414,7 @@ def _footer(keys: Sequence[pa.ChunkedArray], schema: pa.Schema, sources: Sequenc
     return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None)
 
 
-@contextlib.contextmanager
-def _buffered(out: BinaryIO) -> Iterator[BinaryIO | pa.NativeFile]:
-    """`out` behind a native buffer of `WRITE_BUFFER_BYTES` (`out` itself when 0), flushed into it at
-    the end of the block; after an error what is buffered is dropped (the file will not be
-    published). `out` stays open: `create_new` still has to make it durable and publish it."""
-    if not WRITE_BUFFER_BYTES:
-        yield out
-        return
-    kept = _KeptOpen(out)
-    sink = pa.BufferedOutputStream(pa.PythonFile(kept, mode="w"), buffer_size=WRITE_BUFFER_BYTES)
-    try:
-        yield sink
-    except BaseException:
-        kept.out = None
-        raise
-    finally:
-        sink.close()
-
-
-class _KeptOpen:
-    """The file object pyarrow is given: closing the buffer closes it, but not `out` itself."""
-
-    def __init__(self, out: BinaryIO) -> None:
-        self.out: BinaryIO | None = out
-        self.closed = False
-
-    def write(self, data: bytes) -> int:
-        return len(data) if self.out is None else self.out.write(data)
-
-    def flush(self) -> None:
-        if self.out is not None:
-            self.out.flush()
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def _open_writer(out: BinaryIO | pa.NativeFile, schema: pa.Schema, sources: Sequence[_Source]) -> pq.ParquetWriter:
+def _open_writer(out: BinaryIO, schema: pa.Schema, sources: Sequence[_Source]) -> pq.ParquetWriter:
     """A Parquet writer for the merged rows (`schema`: the written one, `_written_schema`), in the
     codec and physical types of the inputs."""
     first = sources[0].metadata

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import io
 import itertools
 import os
 import threading
@@ -21,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from stat import S_ISDIR, S_ISLNK
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from runner.allocation import bulk_allocation
 from runner.errors import RefusedError, StorageError
@@ -58,15 +57,6 @@ MIN_CHUNK = 32
 # tied. Never slower, so 32; bounded, since each thread holds an open folder and a stack and 64
 # gained nothing.
 LOCAL_DELETE_THREADS = 32
-
-# Bytes of a file streamed by `create_new` after which the kernel is asked to start writing them to
-# disk (`_WritebackFile`); 0 gives no hints. Without them a machine with gigabytes of RAM keeps a
-# whole new file dirty until the fsync before its publication, and that fsync waits for all of it:
-# with hints every 16 MiB the six 70 MB outputs' fsyncs of the resize benchmark took 0.19-0.23 s a
-# resize against 0.60-0.67 s, a thread idle meanwhile. Off: the whole resize was not faster with
-# them (and the write buffer below), neither loaded nor quiet (10 interleaved pairs, wall ratio
-# median 1.01; bench/README.md, "resize: idle cores"; `bench_resize_engines.py --compare io`).
-WRITEBACK_BYTES = 0
 
 # Threads that `stat` a large folder's files beside the listing thread during a walk (planning
 # stats every file of the table for its size: about 3.5 us of kernel time each, most of a listing's
@@ -196,7 +186,7 @@ class LocalStorage:
         temp = _temp_path(parent, os.path.basename(full))
         try:
             try:
-                out = _open_streamed(temp)
+                out = open(temp, "xb")
             except OSError as e:
                 raise _os_error("write", temp, e) from e
             with out:
@@ -640,45 +630,6 @@ def _write_temp(directory: str, name: str, data: bytes) -> str:
 def _temp_path(directory: str, name: str) -> str:
     """A fresh hidden name beside `name`; the `.tmp` suffix matches no Hudi file-name pattern."""
     return os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-
-
-class _WritebackFile(io.FileIO):
-    """A new file that asks the kernel to start writing each `WRITEBACK_BYTES` to disk as soon as
-    they are written, so the fsync before publishing waits for the last few MiB only.
-
-    `posix_fadvise(POSIX_FADV_DONTNEED)` on the range just written starts the writeback of its dirty
-    pages without waiting for it, and drops only pages that are already clean, which those are not:
-    nothing just written leaves the page cache. It is a hint: the fsync still decides durability,
-    and a file system that refuses the hint is written as before. Writes are taken as sequential
-    (a stream's are); a seek only makes the hint cover another range.
-    """
-
-    def __init__(self, path: str) -> None:
-        super().__init__(path, "xb")
-        self._written = 0
-        self._started = 0
-        self._hint = True
-
-    def write(self, data: Any) -> int:
-        n = super().write(data) or 0
-        self._written += n
-        if self._hint and self._written - self._started >= WRITEBACK_BYTES:
-            try:
-                os.posix_fadvise(self.fileno(), self._started, self._written - self._started, os.POSIX_FADV_DONTNEED)
-            except OSError:
-                self._hint = False
-            self._started = self._written
-        return n
-
-
-def _open_streamed(temp: str) -> BinaryIO:
-    if not WRITEBACK_BYTES or not hasattr(os, "posix_fadvise"):
-        return open(temp, "xb")
-    # Buffered as `open(temp, "xb")` is: callers write page headers of a few bytes too. The hint's
-    # `write` is Python, run under the GIL for every buffer flushed: behind pyarrow's small writes
-    # with no `resize_job.WRITE_BUFFER_BYTES` in front, two groups' threads waited no less than
-    # without hints (bench/README.md, "resize: idle cores").
-    return io.BufferedWriter(_WritebackFile(temp))
 
 
 def _fsync_file(f: BinaryIO, location: str) -> None:

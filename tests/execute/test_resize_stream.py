@@ -12,12 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runner.execute import resize_job
 from runner.execute.resize import finish_pending_resize
 from runner.execute.resize_job import GroupRewrite, rewrite_group
 from runner.hudi import bloom, footer
 from runner.hudi.state import read_table_metadata
-from runner.storage import AlreadyExists, LocalStorage, local, storage_for
+from runner.storage import AlreadyExists, LocalStorage, storage_for
 from tests.execute.resize_crash import kill_group_task
 from tests.execute.test_resize import clock, plan, snapshot, v6_small  # noqa: F401 - v6_small is a fixture
 from tests.s3 import S3Server, upload_tree
@@ -89,40 +88,6 @@ def test_a_group_larger_than_the_buffer_is_written_in_bounded_row_groups_with_th
     assert (streamed.records, streamed.input_files) == (9000, 3)
     assert streamed.size == (tmp_path / "streamed" / streamed.path).stat().st_size
     assert streamed.input_bytes == sum((tmp_path / "streamed" / p).stat().st_size for p in inputs)
-
-
-def test_the_native_write_buffer_and_the_writeback_hints_write_the_same_file(tmp_path, monkeypatch):
-    inputs = write_inputs(tmp_path / "plain")
-    write_inputs(tmp_path / "hinted")
-    group = GroupRewrite("p", "new-0", inputs)
-    plain = rewrite_group(LocalStorage(str(tmp_path / "plain")), group, INSTANT, "0-0-0", batch_rows=500,
-                          buffer_bytes=64 * 1024)
-    # a buffer smaller than the file and hints every 4 KiB: both cross many times
-    monkeypatch.setattr(resize_job, "WRITE_BUFFER_BYTES", 16 * 1024)
-    monkeypatch.setattr(local, "WRITEBACK_BYTES", 4096)
-    hinted = rewrite_group(LocalStorage(str(tmp_path / "hinted")), group, INSTANT, "0-0-0", batch_rows=500,
-                          buffer_bytes=64 * 1024)
-
-    data = (tmp_path / "hinted" / hinted.path).read_bytes()
-    assert data == (tmp_path / "plain" / plain.path).read_bytes()
-    assert hinted.size == len(data) > 16 * 1024
-    assert pq.ParquetFile(tmp_path / "hinted" / hinted.path).metadata.num_row_groups > 3
-    assert sorted(p.name for p in (tmp_path / "hinted" / "p").iterdir()) == sorted(
-        [*(i.split("/")[1] for i in inputs), hinted.path.split("/")[1]])  # no temporary file left
-
-
-def test_with_the_buffer_an_error_mid_file_publishes_nothing(tmp_path, monkeypatch):
-    inputs = write_inputs(tmp_path)
-    oldest = bytearray((tmp_path / inputs[0]).read_bytes())  # read last, after the others' row groups
-    oldest[4:4000] = bytes(3996)  # its pages are torn, its footer is whole
-    (tmp_path / inputs[0]).write_bytes(oldest)
-    monkeypatch.setattr(resize_job, "WRITE_BUFFER_BYTES", 16 * 1024)
-
-    with pytest.raises(OSError):
-        rewrite_group(LocalStorage(str(tmp_path)), GroupRewrite("p", "new-0", inputs), INSTANT, "0-0-0",
-                      buffer_bytes=64 * 1024)
-
-    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == sorted(i.split("/")[1] for i in inputs)
 
 
 def test_an_existing_target_is_never_overwritten(tmp_path):

@@ -11,8 +11,10 @@ with files Hudi itself wrote is checked in tests/writer/test_writer_bloom.py.)
 from __future__ import annotations
 
 import base64
+import binascii
 import functools
 import io
+import random
 import struct
 import zipfile
 from itertools import pairwise
@@ -378,6 +380,37 @@ def test_filters_that_cannot_be_merged_safely_are_refused_with_the_reason(bad, f
     with pytest.raises(bloom_merge.NotMergeable) as caught:
         bloom_merge.merge([GOOD, bad])
     assert found in str(caught.value)
+
+
+def _strict(value: str | bytes) -> bytes | type[Exception]:
+    try:
+        return binascii.a2b_base64(value, strict_mode=True)
+    except ValueError as error:  # binascii.Error is one
+        return type(error)
+
+
+@pytest.mark.parametrize("size", [300_000, 300_001, 300_002])  # no padding, `==`, `=`
+def test_a_long_filter_value_decodes_and_is_refused_exactly_as_binascii_strict_mode_does(size: int) -> None:
+    """Long values go through numpy (`bloom_merge.base64_decoded`): every character outside the
+    alphabet, padding anywhere but at the end, data after padding and a torn last quantum refuse
+    the value as `binascii` refuses it, and every valid value gives the same bytes."""
+    value = base64.b64encode(random.Random(size).randbytes(size))
+    assert bloom_merge.base64_decoded(value) == bloom_merge.base64_decoded(value.decode()) == _strict(value)
+    middle = len(value) // 2
+    spoiled = [value[:at] + char + value[at + 1:]
+               for at in (0, 1, 2, 3, middle, middle + 1, len(value) - 5, len(value) - 4, len(value) - 1)
+               for char in (b"=", b"!", b"\n", b" ", b"-", b"\xff", b"\x00")]
+    spoiled += [value + b"AAAA", value[:-1], value[:-4] + b"A===", value[:-4] + b"====", value + b"=",
+                value[:middle] + b"====" + value[middle + 4:]]
+    for bad in spoiled:
+        expected = _strict(bad)
+        if isinstance(expected, bytes):
+            assert bloom_merge.base64_decoded(bad) == expected
+        else:
+            with pytest.raises(ValueError):
+                bloom_merge.base64_decoded(bad)
+    with pytest.raises(ValueError):  # a str value must be ASCII, as for binascii
+        bloom_merge.base64_decoded(value.decode()[:-8] + "\u00e9AAAAAAA")
 
 
 def test_row_sizes_follow_hudis_row_assignment() -> None:

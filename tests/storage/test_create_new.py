@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runner.errors import StorageError
-from runner.storage import AlreadyExists, LocalStorage, Storage, local
+from runner.storage import AlreadyExists, LocalStorage, Storage
 
 TEMP = re.compile(r"^\.a\.parquet\.[0-9a-f]{32}\.tmp$")
 
@@ -87,21 +87,3 @@ def test_a_rival_that_creates_the_target_during_the_stream_wins(tmp_path: Path) 
 
     assert (tmp_path / "p/a.parquet").read_bytes() == b"rival"
     assert [p.name for p in (tmp_path / "p").iterdir()] == ["a.parquet"]  # the temp file is gone
-
-
-@pytest.mark.parametrize("hint_every", [0, 1000])
-def test_a_stream_crossing_the_writeback_hints_is_published_as_written(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hint_every: int) -> None:
-    # The hints (`WRITEBACK_BYTES`) start the kernel's writeback early; whether it starts is not
-    # observable here, but the file must hold every byte, in order, with hints or without.
-    monkeypatch.setattr(local, "WRITEBACK_BYTES", hint_every)
-    storage = LocalStorage(str(tmp_path))
-    pieces = [bytes([n % 251]) * size for n, size in enumerate([3, 999, 1, 4096, 10, 2500, 7])]
-
-    with storage.create_new("p/a.parquet") as out:
-        for piece in pieces:
-            out.write(piece)
-        assert out.tell() == sum(map(len, pieces))
-
-    assert (tmp_path / "p/a.parquet").read_bytes() == b"".join(pieces)
-    assert [p.name for p in (tmp_path / "p").iterdir()] == ["a.parquet"]
