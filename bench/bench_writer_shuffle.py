@@ -25,21 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_writer import TABLE
+
 import runner
 from runner.declarations.model import SparkSettings
 from runner.execute.spark import get_spark
 from runner.writer import local
 
 SCHEMA = "id long, region string, name string, ts long"
-TABLE = """\
-name: t
-path: warehouse/t
-table:
-  type: COPY_ON_WRITE
-  record_key: [id]
-  partition_by: [region]
-  precombine_field: ts
-"""
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -90,7 +83,7 @@ def main() -> None:
             root = work / f"p{rep}"
             (root / "tables").mkdir(parents=True)
             (root / "project.yml").write_text("name: bench\n")
-            (root / "tables" / "t.yml").write_text(TABLE)
+            (root / "tables" / "t.yml").write_text(TABLE.format(name="t"))
             first = spark.createDataFrame(records(range(args.rows), "a", 1), SCHEMA)
             runner.write(first, "t", operation="insert", project_dir=root)
             upsert = spark.createDataFrame(records(range(args.rows // 2, args.rows // 2 + args.rows), "b", 2), SCHEMA)

@@ -21,7 +21,8 @@ import runner.hudi.mdt.maintain as maintain
 import runner.hudi.mdt.writer as writer
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
 from runner.errors import RunnerError
-from runner.execute.apply import apply_table
+from runner.execute.apply import TableResult, apply_table
+from runner.execute.clean import Deleter
 from runner.hudi.instant import Action, InstantTime
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_metadata_table, read_partition
@@ -67,6 +68,15 @@ def _record(storage: Storage, ahead: dict[str, tuple[str, ...]] | None) -> dict[
         hook.ahead(INSTANT, ahead)
     written = hook(INSTANT, clean, lambda: InstantTime("20991231000000001"))
     return {path: storage.read(path) for path in written}
+
+
+def _apply(base: Path, deleter: Deleter) -> TableResult:
+    """`runner apply` of the table at `base` (keep 1 file version, sizing off) with `deleter`."""
+    decl = TableDeclaration(name="t", path=str(base), source_file="tables/t.yml",
+                            clean=CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1),
+                            file_sizing=FileSizing(small_file_limit=0))
+    return apply_table(decl, None, now=datetime(2026, 11, 22, tzinfo=UTC), spark_settings=LOCAL,
+                       deleter_factory=lambda: deleter)
 
 
 @pytest.fixture
@@ -119,12 +129,8 @@ def test_a_failed_delete_is_recorded_in_the_metadata_table_like_the_others(table
         results = storage.delete_many([p for p in paths if p != victim[0]])
         return [*results, DeleteResult(victim[0], False, f"{victim[0]}: permission denied (injected)")]
 
-    decl = TableDeclaration(name="t", path=str(base), source_file="tables/t.yml",
-                            clean=CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1),
-                            file_sizing=FileSizing(small_file_limit=0))
     with pytest.raises(RunnerError, match="could not be deleted"):
-        apply_table(decl, None, now=datetime(2026, 11, 22, tzinfo=UTC), spark_settings=LOCAL,
-                    deleter_factory=lambda: failing)
+        _apply(base, failing)
 
     assert (base / victim[0]).exists()
     data = read_table_metadata(storage)
@@ -201,12 +207,8 @@ def test_a_failing_delete_stops_the_encoder_child(table: Path, tmp_path: Path,
         failed_at.append(time.monotonic())
         raise OSError("the object store went away (injected)")
 
-    decl = TableDeclaration(name="t", path=str(base), source_file="tables/t.yml",
-                            clean=CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1),
-                            file_sizing=FileSizing(small_file_limit=0))
     with pytest.raises(OSError, match="went away"):
-        apply_table(decl, None, now=datetime(2026, 11, 22, tzinfo=UTC), spark_settings=LOCAL,
-                    deleter_factory=lambda: failing)
+        _apply(base, failing)
 
     (encoder,) = started
     assert encoder.process is not None
@@ -242,7 +244,8 @@ from datetime import UTC, datetime
 import runner.hudi.mdt.ahead as ahead
 import runner.hudi.mdt.maintain as maintain
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
-from runner.execute.apply import apply_table
+from runner.execute.apply import TableResult, apply_table
+from runner.execute.clean import Deleter
 
 maintain.CHILD_FROM = 0
 
@@ -289,11 +292,7 @@ def test_a_driver_killed_during_the_deletes_leaves_no_encoder_and_the_next_apply
     assert not pending.is_completed
     assert not [i for i in read_metadata_table(storage).timeline.instants if i.time == pending.time]
 
-    decl = TableDeclaration(name="t", path=str(base), source_file="tables/t.yml",
-                            clean=CleanPolicy(CleanPolicyName.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1),
-                            file_sizing=FileSizing(small_file_limit=0))
-    result = apply_table(decl, None, now=datetime(2026, 11, 22, tzinfo=UTC), spark_settings=LOCAL,
-                         deleter_factory=lambda: lambda storage, paths: storage.delete_many(paths))
+    result = _apply(base, lambda storage, paths: storage.delete_many(paths))
 
     assert result.status == "success", result.error
     assert check_metadata_table(storage, read_table_state(storage)).ok
