@@ -172,3 +172,27 @@ def test_duplicates_ties_nulls_and_moved_keys_settle_alike_at_any_shuffle_width(
     assert oracle_rows(base, columns=columns) == sorted(
         (dict(zip(columns, r, strict=True)) for r in kept.values()), key=repr)
     assert {s[1] for s in oracle_slices(base)} >= groups  # updates stayed in their file groups
+
+
+@pytest.mark.usefixtures("spark_engine")
+def test_inserts_of_several_split_partitions_are_numbered_in_input_order_in_one_shuffle_partition(
+    spark: Any, project: Callable[..., Path]
+) -> None:
+    # At 1 shuffle partition, adaptive execution off, two partitions' split inserts share the
+    # numbering's one task; each partition is still numbered in input order, across 4 input partitions.
+    root = project(t=table_yaml("t", sizing="file_sizing:\n  insert_split_size: 10\n"))
+    rows = [(i, "eu" if i % 2 else "us", f"n{i}", 1) for i in range(62)]  # interleaved: 31 each
+    frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, 4), SCHEMA)
+    with session_conf(spark, spark_sql_shuffle_partitions="1", spark_sql_adaptive_enabled="false"):
+        result = runner.write(frame, "t", operation="insert", project_dir=root)
+
+    assert result.engine == "spark"
+    by_file: dict[tuple[str, str], list[int]] = {}
+    for row in oracle_rows(root / "warehouse" / "t", columns=("id", "region", "_hoodie_file_name")):
+        by_file.setdefault((row["region"], row["_hoodie_file_name"]), []).append(row["id"])
+    for region in ("eu", "us"):
+        order = [r[0] for r in rows if r[1] == region]
+        runs = sorted((sorted(ids, key=order.index) for (p, _), ids in by_file.items() if p == region),
+                      key=lambda ids: order.index(ids[0]))
+        assert [len(r) for r in runs] == [10, 10, 10, 1], runs
+        assert [i for run in runs for i in run] == order  # consecutive runs of the input order
