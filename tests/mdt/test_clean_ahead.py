@@ -375,3 +375,17 @@ def _spy_on_writes(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
 
     monkeypatch.setattr(writer, "_write_partition", spy)
     return handed
+
+
+def test_a_stop_at_any_moment_of_the_childs_start_leaves_no_child_running() -> None:
+    # `stop` may come before, during or after the waiter thread starts the child: in every case no
+    # child is left to run its job to the end, and the work is not handed out.
+    job = ahead.EncodeJob("20260101000000000", {}, {}, (), "", 8, False, 0)
+    for step in range(24):
+        encoder = ahead.Encoder(job)
+        time.sleep(step * 0.0005)
+        encoder.stop()
+        assert encoder.result() is None, step
+        if encoder.process is not None:
+            assert encoder.process.returncode == -signal.SIGKILL, step
+            assert not _running(encoder.process.pid)
