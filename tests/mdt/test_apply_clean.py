@@ -176,3 +176,66 @@ def test_a_large_clean_deflates_its_tombstones_faster_and_readers_see_the_same(
 def _deflated(library, level: int, payload: bytes) -> bytes:  # type: ignore[no-untyped-def]
     deflate = library.compressobj(level, library.DEFLATED, -15)
     return deflate.compress(payload) + deflate.flush()
+
+
+def test_a_large_clean_of_a_version_6_table_writes_hbase_hfiles_deflated_fast_with_valid_checksums(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Version 6 (Hudi 0.14/0.15, HBase's HFile reader): the fast deflate goes into HBase's layout,
+    whose blocks carry CRC32C sums of their 16 KiB chunks. The sums are checked against the
+    polynomial's definition (not the library that wrote them), the blocks are ISA-L's, and the
+    `hudi` reader and ours read the table as before."""
+    import struct
+    import zlib
+
+    from isal import isal_zlib
+
+    import runner.hudi.mdt.writer as mdt_writer
+    from runner.hudi.mdt.hfile import (
+        BYTES_PER_CHECKSUM,
+        CHECKSUM_CRC32C,
+        DATA_MAGIC,
+        FAST_GZIP_LEVEL,
+        HEADER_SIZE,
+        read_hfile,
+    )
+    from runner.hudi.mdt.logfile import BlockType, read_log_blocks
+    from tests.mdt.synthetic import build_with_mdt, latest_rows
+    from tests.mdt.test_crc32c import _reference
+
+    monkeypatch.setattr(mdt_writer, "FAST_GZIP_FROM", 1)
+    base = Path(build_with_mdt(tmp_path / "t", 6, "COPY_ON_WRITE", True, ("column_stats", "bloom_filters")).path)
+    decl = _decl(base)
+    storage = storage_for(str(base))
+    before = latest_rows(base)
+    planned = plan_one(decl, storage, now=NOW)
+    assert planned.clean is not None and not planned.clean.is_empty
+
+    result = apply_table(decl, None, now=NOW, spark_settings=SparkSettings(master="local[1]"),
+                         deleter_factory=lambda: lambda storage, paths: storage.delete_many(paths))
+
+    assert result.status == "success", result
+    assert latest_rows(base) == before
+    _every_instant_reads(base)
+    assert check_metadata_table(storage, read_table_state(storage)).ok
+    assert not any((base / f.path).exists() for f in planned.clean.files_to_delete)
+    (clean,) = read_table_metadata(storage).timeline.completed(Action.CLEAN)
+    partitions = set()
+    for path in (base / ".hoodie" / "metadata").rglob("*.log.*"):
+        for block in read_log_blocks(path.read_bytes(), where=str(path)):
+            if block.block_type is not BlockType.HFILE_DATA or block.instant_time != str(clean.time):
+                continue
+            content = block.content
+            assert read_hfile(content, where=str(path)).cells  # our reader verifies and decodes it
+            # The first data block, HBase's header: checksum type, bytes per checksum, data size with header.
+            assert content[:8] == DATA_MAGIC
+            kind, per_chunk, with_header = struct.unpack_from(">BII", content, HEADER_SIZE - 9)
+            assert (kind, per_chunk) == (CHECKSUM_CRC32C, BYTES_PER_CHECKSUM)
+            chunks = range(0, with_header, per_chunk)
+            sums = struct.unpack_from(f">{len(chunks)}I", content, with_header)
+            assert list(sums) == [_reference(content[i : min(i + per_chunk, with_header)]) for i in chunks]
+            member = content[HEADER_SIZE:with_header]
+            payload = zlib.decompress(member, wbits=31)
+            deflate = isal_zlib.compressobj(FAST_GZIP_LEVEL, isal_zlib.DEFLATED, -15)
+            assert member[10:-8] == deflate.compress(payload) + deflate.flush()
+            partitions.add(path.parent.name)
+    assert {"column_stats", "files"} <= partitions

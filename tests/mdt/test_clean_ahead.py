@@ -218,6 +218,48 @@ def test_a_failing_delete_stops_the_encoder_child(table: Path, tmp_path: Path,
     assert time.monotonic() - failed_at[0] < 10
 
 
+@pytest.mark.usefixtures("in_child")
+@pytest.mark.parametrize("interrupted", ["during_the_deletes", "after_the_deletes"])
+def test_an_interrupted_clean_stops_the_encoder_child_and_the_next_apply_finishes(
+        table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupted: str) -> None:
+    # Ctrl-C while the deletes run (the deleter raises KeyboardInterrupt), or a SIGINT to the process
+    # once they are done but before the MDT hook (the `after_delete` failpoint): the child is killed
+    # and reaped, no MDT deltacommit is written, and the next apply completes the clean.
+    base = tmp_path / "t"
+    storage = _copy(table, base)
+    started: list[ahead.Encoder] = []
+    monkeypatch.setattr(ahead.Encoder, "__init__", _remembered(ahead.Encoder.__init__, started))
+    if interrupted == "after_the_deletes":
+        monkeypatch.setenv("RUNNER_FAILPOINT", "after_delete:sigint")
+
+    def deleter(storage: Storage, paths: Any) -> list[DeleteResult]:
+        (encoder,) = started
+        while encoder.process is None:  # the child is started: its encoding is under way
+            time.sleep(0.01)
+        if interrupted == "during_the_deletes":
+            raise KeyboardInterrupt
+        return storage.delete_many(paths)
+
+    with pytest.raises(KeyboardInterrupt):
+        _apply(base, deleter)
+
+    (encoder,) = started
+    assert encoder.process is not None
+    assert encoder.result() is None
+    assert encoder.process.returncode == -signal.SIGKILL
+    assert not _running(encoder.process.pid)
+    (pending,) = [i for i in read_table_metadata(storage).timeline.instants if i.action.value == "clean"]
+    assert not pending.is_completed
+    assert not [i for i in read_metadata_table(storage).timeline.instants if i.time == pending.time]
+
+    monkeypatch.delenv("RUNNER_FAILPOINT", raising=False)
+    result = _apply(base, lambda storage, paths: storage.delete_many(paths))
+
+    assert result.status == "success", result.error
+    assert check_metadata_table(storage, read_table_state(storage)).ok
+    assert [i.time for i in read_table_metadata(storage).timeline.completed(Action.CLEAN)] == [pending.time]
+
+
 def test_the_encoder_exits_when_its_driver_dies(tmp_path: Path) -> None:
     # The encoder's child waits for its job on stdin, which this test holds open (so it never sees
     # an end of file): only its watch on the driver's pid can end it.
@@ -333,3 +375,17 @@ def _spy_on_writes(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
 
     monkeypatch.setattr(writer, "_write_partition", spy)
     return handed
+
+
+def test_a_stop_at_any_moment_of_the_childs_start_leaves_no_child_running() -> None:
+    # `stop` may come before, during or after the waiter thread starts the child: in every case no
+    # child is left to run its job to the end, and the work is not handed out.
+    job = ahead.EncodeJob("20260101000000000", {}, {}, (), "", 8, False, 0)
+    for step in range(24):
+        encoder = ahead.Encoder(job)
+        time.sleep(step * 0.0005)
+        encoder.stop()
+        assert encoder.result() is None, step
+        if encoder.process is not None:
+            assert encoder.process.returncode == -signal.SIGKILL, step
+            assert not _running(encoder.process.pid)

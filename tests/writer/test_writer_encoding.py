@@ -8,6 +8,7 @@ files follow the same rule (`runner.writer.encoding`), on both engines, and stay
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,8 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import runner
+from runner.writer import encoding
 from runner.writer.encoding import PAGE_ROWS, dictionary_columns
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 
@@ -88,23 +92,29 @@ def test_a_column_whose_dictionary_would_be_as_large_as_its_values_is_plain() ->
     assert dictionary_columns(pa.table({"v": pa.array([1, 2, 3, 4], pa.int64())})) == []
 
 
-def _rule_by_hashing(column: pa.Array) -> bool:
+def _rule_by_hashing(column: pa.Array | pa.ChunkedArray) -> bool:
     """parquet-mr's first-page rule computed the long way, every value hashed (the reference for
-    the shortcuts in `runner.writer.encoding`)."""
-    page = column.slice(0, PAGE_ROWS).drop_null()
+    the shortcuts in `runner.writer.encoding`); the page limits are read off the module, so a test
+    may lower them. Byte arrays of any width, and 8-byte numbers (floats kept apart by their bits,
+    as parquet-mr's dictionary keeps -0.0, 0.0 and NaNs apart)."""
+    rows, page_bytes = encoding.PAGE_ROWS, encoding.PAGE_BYTES
+    page = column.slice(0, rows).drop_null()
     if isinstance(page, pa.ChunkedArray):
         page = page.combine_chunks()
-    if pa.types.is_string(column.type):
-        sizes = [len(v.encode()) + 4 for v in page.to_pylist()]
-        if sum(sizes) > 1024 * 1024:
-            page = page.slice(0, max(1, int(len(page) * 1024 * 1024 / sum(sizes))))
-            sizes = sizes[: len(page)]
+    kind = column.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) \
+            or pa.types.is_large_binary(kind):
+        raw = [v.encode() if isinstance(v, str) else v for v in page.to_pylist()]
+        sizes = [len(v) + 4 for v in raw]
+        if sum(sizes) > page_bytes:
+            page = page.slice(0, max(1, int(len(page) * page_bytes / sum(sizes))))
+            raw, sizes = raw[: len(page)], sizes[: len(page)]
         plain = sum(sizes)
-        values = set(page.to_pylist())
-        dictionary = sum(len(v.encode()) + 4 for v in values)
+        values = set(raw)
+        dictionary = sum(len(v) + 4 for v in values)
     else:
         width = 8
-        page = page.slice(0, 1024 * 1024 // width)
+        page = page.slice(0, page_bytes // width)
         plain = len(page) * width
         values = {np.float64(v).tobytes() if isinstance(v, float) else v for v in page.to_pylist()}
         dictionary = len(values) * width
@@ -162,3 +172,59 @@ def test_the_shortcuts_decide_as_hashing_every_value_would(monkeypatch: pytest.M
             assert hashed == [], name  # decided without hashing
     assert expected["constant_long"] and expected["few_texts"] and not expected["increasing_long"]
     assert not expected["one_row"] and expected["two_equal_rows"]
+
+
+_BYTE_TYPES = (pa.string(), pa.large_string(), pa.binary(), pa.large_binary())
+# Few short values (so pages repeat and one-valued pages come up), the empty string among them.
+_TEXTS = st.lists(st.one_of(st.none(), st.sampled_from(["", "a", "bb", "key-1", "\u00e9t\u00e9"]),
+                            st.text(max_size=6)), max_size=60)
+_DOUBLES = st.lists(st.one_of(st.none(), st.sampled_from([0.0, -0.0, float("nan"), float("inf"), -float("inf")]),
+                              st.floats(allow_nan=True, allow_infinity=True, width=64)), max_size=60)
+
+
+def _chunked(values: list[object], kind: pa.DataType, cuts: list[int], offset: int) -> pa.ChunkedArray:
+    """`values` as a chunked array of `kind`: sliced from a longer array at `offset`, cut at `cuts`."""
+    whole = pa.array([values[0] if values else None] * offset + values, kind).slice(offset)
+    bounds = sorted({0, len(values), *(c % (len(values) + 1) for c in cuts)})
+    return pa.chunked_array([whole.slice(a, b - a) for a, b in itertools.pairwise(bounds)] or [whole],
+                            kind)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=_TEXTS, kind=st.sampled_from(_BYTE_TYPES), cuts=st.lists(st.integers(0, 60), max_size=4),
+       offset=st.integers(0, 5), one_valued=st.booleans(), page_rows=st.integers(1, 40),
+       page_bytes=st.integers(1, 200))
+def test_the_byte_array_rule_matches_hashing_every_value(
+    values: list[str | None], kind: pa.DataType, cuts: list[int], offset: int,
+    one_valued: bool, page_rows: int, page_bytes: int,
+) -> None:
+    """Sliced and chunked string / binary / large arrays, nulls, empty strings, one-valued pages, and
+    pages cut by rows or by bytes (limits lowered so that small arrays reach them): the decision
+    read off the offsets, with its one-value shortcut, is the one hashing every value gives."""
+    if one_valued:
+        values = [v if v is None else (values[0] or "") for v in values]
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        values = [v if v is None else v.encode() for v in values]  # type: ignore[misc]
+    column = _chunked(values, kind, cuts, offset)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(encoding, "PAGE_ROWS", page_rows)
+        patch.setattr(encoding, "PAGE_BYTES", page_bytes)
+        assert encoding._dictionary_pays(column) == _rule_by_hashing(column)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=_DOUBLES, ordered=st.booleans(), cuts=st.lists(st.integers(0, 60), max_size=4),
+       offset=st.integers(0, 5), page_bytes=st.integers(8, 400))
+def test_the_float_rule_matches_hashing_every_value(
+    values: list[float | None], ordered: bool, cuts: list[int], offset: int,
+    page_bytes: int,
+) -> None:
+    """Doubles with NaN, -0.0 and 0.0, infinities and nulls, often sorted (so strictly increasing
+    runs take the shortcut): the decision is the one hashing every value by its bits gives."""
+    if ordered:
+        values = sorted((v for v in values if v is not None and v == v), key=float) + \
+            [v for v in values if v is None or v != v]
+    column = _chunked(values, pa.float64(), cuts, offset)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(encoding, "PAGE_BYTES", page_bytes)
+        assert encoding._dictionary_pays(column) == _rule_by_hashing(column)
