@@ -105,7 +105,23 @@ def shuffle_width(records: Mapping[str, int], files: Mapping[str, Sequence[objec
 
 def session_shuffle_partitions(spark: object) -> int:
     """The session's `spark.sql.shuffle.partitions` (read through `spark.conf`, as Spark Connect allows)."""
-    return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))  # type: ignore[attr-defined]
+    return shuffle_partitions_cap(spark.conf.get("spark.sql.shuffle.partitions"))  # type: ignore[attr-defined]
+
+
+# Spark's own default for `spark.sql.shuffle.partitions`.
+DEFAULT_SHUFFLE_PARTITIONS = 200
+
+
+def shuffle_partitions_cap(value: object) -> int:
+    """The cap a `spark.sql.shuffle.partitions` setting puts on the write's shuffles.
+
+    Some managed Spark platforms take `auto` there (they size shuffles themselves); that is no
+    count to cap by, so the cap is then Spark's default rather than a failed write.
+    """
+    try:
+        return max(1, int(str(value).strip()))
+    except ValueError:
+        return DEFAULT_SHUFFLE_PARTITIONS
 
 
 def counts(df: DataFrame, *columns: str) -> dict[tuple[Any, ...], int]:

@@ -12,7 +12,7 @@ import pytest
 
 import runner
 from runner.writer import local
-from runner.writer.prepare import shuffle_width
+from runner.writer.prepare import DEFAULT_SHUFFLE_PARTITIONS, shuffle_partitions_cap, shuffle_width
 from tests.writer.writer_helpers import oracle_rows, oracle_slices, table_yaml
 
 SCHEMA = "id long, region string, name string, ts long"
@@ -107,6 +107,15 @@ def test_the_width_is_the_groups_a_write_may_touch_within_the_session_limit() ->
     assert shuffle_width({"eu": 10**9}, files, records_per_group=10, limit=200) == 200
     assert shuffle_width({}, files, records_per_group=0, limit=200) == 1
 
+
+
+def test_the_session_limit_is_its_count_or_spark_default_when_it_is_no_count() -> None:
+    assert shuffle_partitions_cap("64") == 64
+    assert shuffle_partitions_cap(" 8 ") == 8
+    assert shuffle_partitions_cap("0") == 1
+    # Managed platforms take `auto` there; open-source Spark refuses to set it, so no session test.
+    assert shuffle_partitions_cap("auto") == DEFAULT_SHUFFLE_PARTITIONS == 200
+    assert shuffle_partitions_cap(None) == 200
 
 @contextmanager
 def session_conf(spark: Any, **settings: str) -> Iterator[None]:
