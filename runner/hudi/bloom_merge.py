@@ -31,10 +31,11 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import importlib
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runner.hudi import bloom
 
@@ -164,35 +165,64 @@ def base64_decoded(value: str | bytes) -> bytes:
     """`value` decoded as `binascii.a2b_base64(value, strict_mode=True)` decodes it, refusing the
     same values (strict mode refuses what `b64decode(validate=True)` does, without its regex pass).
 
-    A long value goes through numpy, two characters at a time: the same CPU as `binascii` (about
-    1 ms for a 431 KB filter), but numpy releases the GIL in each step where `binascii` holds it
-    for the whole value. A resize decodes one filter per input at the end of each group, and the
-    other group's thread, whose writer calls the Python output file for every page, waited for
-    the GIL all that time (bench/README.md, "resize: the rewrite's GIL waits").
+    A long value (a filter: 431 KB for a Hudi file) is decoded by pybase64's SIMD decoder, about
+    0.05 ms where `binascii` and numpy take 1.6 ms: a resize decodes one filter per input, so this
+    was about 0.8 s of CPU for 500 inputs (bench/README.md, "resize: the filters decoded by
+    pybase64"). Without pybase64 installed, numpy decodes it two characters at a time, releasing
+    the GIL in each step where `binascii` holds it for the whole value (bench/README.md, "resize:
+    the rewrite's GIL waits").
     """
     data = value.encode("ascii") if isinstance(value, str) else value
-    if len(data) < _NUMPY_FROM or len(data) % 4:
+    if len(data) < _LONG_FROM or len(data) % 4:
         return binascii.a2b_base64(data, strict_mode=True)
-    import numpy as np
-
     # A value Hudi wrote has four alphabet characters in every quantum but the last, which may end
     # in padding and is decoded by `binascii`. Any other value is left whole to `binascii`, whose
     # verdict on it (or its bytes: it accepts some odd endings) is then the answer.
-    pairs = _pair_values()[np.frombuffer(data, "<u2", count=(len(data) - 4) // 2)]
-    if int(pairs.max()) > _TWELVE_BITS:
+    head = _simd_head(data) if _pybase64() is not None else _numpy_head(data)
+    if head is None:
         return binascii.a2b_base64(data, strict_mode=True)
     try:
         tail = binascii.a2b_base64(data[-4:], strict_mode=True)
     except binascii.Error:
         return binascii.a2b_base64(data, strict_mode=True)
-    words = np.left_shift(pairs[0::2], 20, dtype=np.uint32)
-    words |= np.left_shift(pairs[1::2], 8, dtype=np.uint32)
-    head: bytes = words.astype(">u4").view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
     return head + tail
 
 
+def _simd_head(data: bytes) -> bytes | None:
+    """All but the last quantum of `data` decoded, or None when one of them holds anything but
+    alphabet characters. Refused characters raise (`validate`); padding would decode to fewer
+    bytes than three per quantum, so the length check catches it."""
+    try:
+        head: bytes = _pybase64().b64decode(memoryview(data)[:-4], validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return head if len(head) == (len(data) - 4) // 4 * 3 else None
+
+
+def _numpy_head(data: bytes) -> bytes | None:
+    """`_simd_head` by numpy: a table of the 12 bits of every pair of characters, two shifts."""
+    import numpy as np
+
+    pairs = _pair_values()[np.frombuffer(data, "<u2", count=(len(data) - 4) // 2)]
+    if int(pairs.max()) > _TWELVE_BITS:
+        return None
+    words = np.left_shift(pairs[0::2], 20, dtype=np.uint32)
+    words |= np.left_shift(pairs[1::2], 8, dtype=np.uint32)
+    head: bytes = words.astype(">u4").view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
+    return head
+
+
+@functools.cache
+def _pybase64() -> Any:
+    """The pybase64 module (a dependency), or None in an environment installed before it was one."""
+    try:  # by name: mypy checks this module in an environment that may lack it
+        return importlib.import_module("pybase64")
+    except ImportError:
+        return None
+
+
 # Below this many characters `binascii` holds the GIL for under 0.2 ms.
-_NUMPY_FROM = 64 * 1024
+_LONG_FROM = 64 * 1024
 _TWELVE_BITS = 0xFFF
 
 
