@@ -153,3 +153,11 @@ def empty_unlink_floor(work: Path, files: int) -> tuple[float, float]:
     taken = time.perf_counter() - wall, time.process_time() - cpu
     folder.rmdir()
     return taken
+
+
+def thread_clock() -> tuple[float, float]:
+    """This thread's on-CPU and run-queue seconds so far (Linux schedstat): its wall time beyond
+    both is time it was blocked, on the GIL among others, whatever else the machine runs."""
+    with open("/proc/thread-self/schedstat") as f:
+        on_cpu, waiting, _ = f.read().split()
+    return int(on_cpu) / 1e9, int(waiting) / 1e9

@@ -25,6 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from _common import thread_clock
 from bench_resize import PARTITION, generate
 
 from runner.execute import resize_job
@@ -99,7 +100,7 @@ def _run(table: Path, groups: list[list[str]], decoder: str) -> Figures:
     written: list[str] = []
 
     def worker(n: int) -> None:
-        wall, (cpu, runq) = time.perf_counter(), _thread_clock()
+        wall, (cpu, runq) = time.perf_counter(), thread_clock()
         while True:
             try:
                 inputs = todo.get_nowait()
@@ -107,7 +108,7 @@ def _run(table: Path, groups: list[list[str]], decoder: str) -> Figures:
                 break
             group = resize_job.GroupRewrite(PARTITION, f"{uuid.uuid4()}-0", tuple(inputs))
             written.append(resize_job.rewrite_group(storage, group, "20991231235959999", f"{n}-0-{n}").path)
-        wall, (cpu2, runq2) = time.perf_counter() - wall, _thread_clock()
+        wall, (cpu2, runq2) = time.perf_counter() - wall, thread_clock()
         blocked.append(wall - (cpu2 - cpu) - (runq2 - runq))
 
     if decoder == "numpy":
@@ -128,13 +129,6 @@ def _run(table: Path, groups: list[list[str]], decoder: str) -> Figures:
     for path in written:
         os.unlink(table / path)
     return wall, cpu, sum(blocked), sum(footer_cpu)
-
-
-def _thread_clock() -> tuple[float, float]:
-    """This thread's on-CPU and run-queue seconds so far."""
-    with open("/proc/thread-self/schedstat") as f:
-        on_cpu, waiting, _ = f.read().split()
-    return int(on_cpu) / 1e9, int(waiting) / 1e9
 
 
 if __name__ == "__main__":

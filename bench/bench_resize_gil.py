@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from _common import thread_clock
 from bench_resize import PARTITION, generate
 
 from runner.hudi import bloom_merge, footer
@@ -120,9 +121,9 @@ def _beside(other: Callable[[], None], measured: Callable[[], None]) -> Figures:
             other()
 
     def timed() -> None:
-        wall, (cpu, runq) = time.perf_counter(), _thread_clock()
+        wall, (cpu, runq) = time.perf_counter(), thread_clock()
         measured()
-        wall, (cpu2, runq2) = time.perf_counter() - wall, _thread_clock()
+        wall, (cpu2, runq2) = time.perf_counter() - wall, thread_clock()
         figures.append((wall, cpu2 - cpu, runq2 - runq, wall - (cpu2 - cpu) - (runq2 - runq)))
         stop.set()
 
@@ -133,13 +134,6 @@ def _beside(other: Callable[[], None], measured: Callable[[], None]) -> Figures:
     for t in threads[::-1]:
         t.join()
     return figures[0]
-
-
-def _thread_clock() -> tuple[float, float]:
-    """This thread's on-CPU and run-queue seconds so far."""
-    with open("/proc/thread-self/schedstat") as f:
-        on_cpu, waiting, _ = f.read().split()
-    return int(on_cpu) / 1e9, int(waiting) / 1e9
 
 
 if __name__ == "__main__":
