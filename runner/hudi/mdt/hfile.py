@@ -529,12 +529,9 @@ def _checksums(bodies: Sequence[bytes], checksum_type: int) -> list[bytes]:
 def gzip_member(payload: bytes | memoryview, *, fast: bool = False) -> bytes:
     """One gzip member with the header Java's GZIPOutputStream writes (mtime 0, OS 0); its deflate
     stream as Java's (zlib, `GZIP_LEVEL`), or with `fast` ISA-L's at `FAST_GZIP_LEVEL`."""
-    if fast:
-        fast_deflate = isal_zlib.compressobj(FAST_GZIP_LEVEL, isal_zlib.DEFLATED, -15)
-        body = fast_deflate.compress(payload) + fast_deflate.flush()
-    else:
-        deflate = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -15)
-        body = deflate.compress(payload) + deflate.flush()
+    deflate = (isal_zlib.compressobj(FAST_GZIP_LEVEL, isal_zlib.DEFLATED, -15) if fast
+               else zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -15))
+    body = deflate.compress(payload) + deflate.flush()
     # ISA-L's CRC32 is the same sum as zlib's, several times faster.
     return (
         b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"
