@@ -1,12 +1,12 @@
 """The rewrite with the inputs' bloom filters decoded by pybase64 or by numpy (the decoder before the
-resize5 round), interleaved in one process: process CPU, the time the two threads were blocked,
-and the thread CPU of the record-key footer (`resize_job._footer`: the filters merged and checked,
-the key range), which do not depend on the machine's load as wall time does.
+resize5 round, `_common.numpy_base64_head`), interleaved in one process: process CPU, the time the
+two threads were blocked, and the thread CPU of the record-key footer (`resize_job._footer`: the
+filters merged and checked, the key range), which do not depend on the machine's load as wall time does.
 
 Generates the benchmark table of `bench_resize.py` (`--total-mb` in `--files` files), cuts it into
 groups of at most 128 MiB, then `--rounds` times, the variants alternating which goes first, runs
 every group's `rewrite_group` on two threads taking the largest group first from one queue (as the
-driver engine does), and deletes the files written. Needs pybase64. Linux only (schedstat).
+driver engine does), and deletes the files written. Linux only (schedstat).
 
     .venv/bin/python bench/bench_resize_filters.py --total-mb 512 --files 500 --rounds 8
 """
@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _common import thread_clock
+from _common import numpy_base64_head, thread_clock
 from bench_resize import PARTITION, generate
 
 from runner.execute import resize_job
@@ -42,8 +42,6 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=8)
     args = parser.parse_args()
-    if bloom_merge._pybase64() is None:
-        raise SystemExit("pybase64 is not installed")
     root = Path(tempfile.mkdtemp(prefix="bench_resize_filters_"))
     try:
         table = generate(root, args.total_mb, args.files)
@@ -83,7 +81,7 @@ def _groups(table: Path) -> list[list[str]]:
 
 def _run(table: Path, groups: list[list[str]], decoder: str) -> Figures:
     storage = storage_for(str(table))
-    simd = bloom_merge._pybase64
+    simd = bloom_merge._simd_head
     footer = resize_job._footer
     footer_cpu: list[float] = []
 
@@ -112,7 +110,7 @@ def _run(table: Path, groups: list[list[str]], decoder: str) -> Figures:
         blocked.append(wall - (cpu2 - cpu) - (runq2 - runq))
 
     if decoder == "numpy":
-        bloom_merge._pybase64 = lambda: None  # type: ignore[assignment]
+        bloom_merge._simd_head = numpy_base64_head
     resize_job._footer = timed_footer
     try:
         os.sync()
@@ -124,7 +122,7 @@ def _run(table: Path, groups: list[list[str]], decoder: str) -> Figures:
             t.join()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     finally:
-        bloom_merge._pybase64 = simd  # type: ignore[assignment]
+        bloom_merge._simd_head = simd
         resize_job._footer = footer
     for path in written:
         os.unlink(table / path)

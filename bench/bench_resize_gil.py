@@ -10,7 +10,8 @@ Generates the benchmark table of `bench_resize.py` (`--total-mb` in `--files` fi
   thread decodes the inputs' Base64 bloom filters with `binascii` (holding the GIL) until it is done;
 - `filters`: one thread writes a Parquet file of 12 inputs' rows into a Python file object (the
   writer calls it for every page), while another thread decodes the filters of 89 inputs (a group's)
-  with `binascii` or with `bloom_merge.base64_decoded` (numpy, the GIL released in each step).
+  with `binascii` or with the resize4 round's numpy decoder (the GIL released in each step; the runner
+  decodes with pybase64 since the resize5 round).
 
 Printed per variant, for the measured thread, from `/proc/thread-self/schedstat`: wall, on-CPU
 time, run-queue wait (other processes had the core) and the rest, "blocked" (waiting for the GIL
@@ -34,10 +35,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from _common import thread_clock
+from _common import numpy_base64_head, thread_clock
 from bench_resize import PARTITION, generate
 
-from runner.hudi import bloom_merge, footer
+from runner.hudi import footer
 
 Figures = tuple[float, float, float, float]  # wall, cpu, run-queue wait, blocked
 FILE_NAME = "_hoodie_file_name"
@@ -91,8 +92,8 @@ def _binascii_loop(values: list[bytes]) -> Callable[[], None]:
 
 def _numpy_loop(values: list[bytes]) -> Callable[[], None]:
     def decode() -> None:
-        for v in values:  # numpy's decoder even where pybase64 is installed (the resize5 round's)
-            bloom_merge._numpy_head(v)
+        for v in values:  # the resize4 round's decoder, which the runner used then
+            numpy_base64_head(v)
             binascii.a2b_base64(v[-4:], strict_mode=True)
     return decode
 

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
-import importlib
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+import pybase64
 
 from runner.hudi import bloom
 
@@ -166,11 +166,9 @@ def base64_decoded(value: str | bytes) -> bytes:
     same values (strict mode refuses what `b64decode(validate=True)` does, without its regex pass).
 
     A long value (a filter: 431 KB for a Hudi file) is decoded by pybase64's SIMD decoder, about
-    0.05 ms where `binascii` and numpy take 1.6 ms: a resize decodes one filter per input, so this
-    was about 0.8 s of CPU for 500 inputs (bench/README.md, "resize: the filters decoded by
-    pybase64"). Without pybase64 installed, numpy decodes it two characters at a time, releasing
-    the GIL in each step where `binascii` holds it for the whole value (bench/README.md, "resize:
-    the rewrite's GIL waits").
+    0.05 ms where `binascii` takes 1.6 ms holding the GIL: a resize decodes one filter per input,
+    so this was about 0.8 s of CPU for 500 inputs (bench/README.md, "resize: the filters decoded by
+    pybase64").
     """
     data = value.encode("ascii") if isinstance(value, str) else value
     if len(data) < _LONG_FROM or len(data) % 4:
@@ -178,7 +176,7 @@ def base64_decoded(value: str | bytes) -> bytes:
     # A value Hudi wrote has four alphabet characters in every quantum but the last, which may end
     # in padding and is decoded by `binascii`. Any other value is left whole to `binascii`, whose
     # verdict on it (or its bytes: it accepts some odd endings) is then the answer.
-    head = _simd_head(data) if _pybase64() is not None else _numpy_head(data)
+    head = _simd_head(data)
     if head is None:
         return binascii.a2b_base64(data, strict_mode=True)
     try:
@@ -193,52 +191,14 @@ def _simd_head(data: bytes) -> bytes | None:
     alphabet characters. Refused characters raise (`validate`); padding would decode to fewer
     bytes than three per quantum, so the length check catches it."""
     try:
-        head: bytes = _pybase64().b64decode(memoryview(data)[:-4], validate=True)
+        head: bytes = pybase64.b64decode(memoryview(data)[:-4], validate=True)
     except (binascii.Error, ValueError):
         return None
     return head if len(head) == (len(data) - 4) // 4 * 3 else None
 
 
-def _numpy_head(data: bytes) -> bytes | None:
-    """`_simd_head` by numpy: a table of the 12 bits of every pair of characters, two shifts."""
-    import numpy as np
-
-    pairs = _pair_values()[np.frombuffer(data, "<u2", count=(len(data) - 4) // 2)]
-    if int(pairs.max()) > _TWELVE_BITS:
-        return None
-    words = np.left_shift(pairs[0::2], 20, dtype=np.uint32)
-    words |= np.left_shift(pairs[1::2], 8, dtype=np.uint32)
-    head: bytes = words.astype(">u4").view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
-    return head
-
-
-@functools.cache
-def _pybase64() -> Any:
-    """The pybase64 module (a dependency), or None in an environment installed before it was one."""
-    try:  # by name: mypy checks this module in an environment that may lack it
-        return importlib.import_module("pybase64")
-    except ImportError:
-        return None
-
-
 # Below this many characters `binascii` holds the GIL for under 0.2 ms.
 _LONG_FROM = 64 * 1024
-_TWELVE_BITS = 0xFFF
-
-
-@functools.cache
-def _pair_values() -> npt.NDArray[np.uint16]:
-    """The 12 bits each pair of Base64 characters stands for, indexed by the pair read as a
-    little-endian 16-bit number (first character in the low byte); above 12 bits for a pair with a
-    character outside the alphabet (the padding `=` included)."""
-    import numpy as np
-
-    alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-    six = np.full(256, 64, np.uint32)
-    six[np.frombuffer(alphabet, np.uint8)] = np.arange(64, dtype=np.uint32)
-    pair = np.arange(1 << 16, dtype=np.uint32)
-    first, second = six[pair & 0xFF], six[pair >> 8]
-    return np.where((first < 64) & (second < 64), first << 6 | second, 0xFFFF).astype(np.uint16)
 
 
 def _header_of(data: bytes) -> tuple[int, ...] | str:
