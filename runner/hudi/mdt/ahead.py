@@ -127,7 +127,9 @@ class Encoder:
 
 
 class ThreadEncoder(Encoder):
-    """The same job on a thread of this process (the earlier way; kept for the benchmark's A/B)."""
+    """The same job on a thread of this process: for a small clean (`maintain.CHILD_FROM`), whose
+    encoding takes less than a child interpreter's start-up. `stop` only discards its result: the
+    encoding, pure CPU of at most about a second at that size, runs to its end."""
 
     def _run(self) -> dict[str, EncodedLogs] | None:
         if self._stopped:
