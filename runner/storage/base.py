@@ -184,6 +184,23 @@ def child(parent: str, name: str) -> str:
     return f"{parent}/{name}" if parent else name
 
 
+def admit_deletes(paths: Sequence[str], uri: str) -> tuple[list[DeleteResult | None], list[tuple[int, str]]]:
+    """`delete_many`'s first step, the same on every storage: one result slot per path, filled for
+    a path refused (outside the root, or the root itself), and the (index, canonical path) of every
+    path admitted, in order, whose slots the deletes fill."""
+    results: list[DeleteResult | None] = [None] * len(paths)
+    admitted: list[tuple[int, str]] = []
+    for index, path in enumerate(paths):
+        try:
+            rel = normalize(path)
+            refuse_root(rel, "delete", uri)
+        except RefusedError as error:
+            results[index] = DeleteResult(path, False, error.message)
+            continue
+        admitted.append((index, rel))
+    return results, admitted
+
+
 def refuse_root(rel: str, action: str, uri: str) -> None:
     """Refuse to mutate the table root itself: deleting it would drop the whole table."""
     if not rel:

@@ -28,6 +28,7 @@ from runner.storage.base import (
     AlreadyExists,
     DeleteResult,
     FileInfo,
+    admit_deletes,
     child,
     normalize,
     refuse_root,
@@ -274,15 +275,9 @@ class LocalStorage:
     def _delete_many(self, paths: Sequence[str], threads: int) -> list[DeleteResult]:
         # Each slot is filled exactly once: here for a refused path, else by the pool task that owns
         # the path's folder chunk (list item assignment is atomic, so tasks need no lock).
-        results: list[DeleteResult | None] = [None] * len(paths)
+        results, admitted = admit_deletes(paths, self.root)
         by_folder: dict[str, list[tuple[int, str]]] = {}
-        for index, path in enumerate(paths):
-            try:
-                rel = normalize(path)
-                refuse_root(rel, "delete", self.root)
-            except RefusedError as error:
-                results[index] = DeleteResult(path, False, error.message)
-                continue
+        for index, rel in admitted:
             folder, _, name = rel.rpartition("/")
             entries = by_folder.get(folder)
             if entries is None:

@@ -43,12 +43,13 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from runner.errors import RefusedError, StorageError
+from runner.errors import StorageError
 from runner.storage.base import (
     DEFAULT_DELETE_THREADS,
     AlreadyExists,
     DeleteResult,
     FileInfo,
+    admit_deletes,
     child,
     normalize,
     refuse_root,
@@ -272,16 +273,8 @@ class ObjectStorage:
     def delete_many(self, paths: Sequence[str], *, threads: int = DEFAULT_DELETE_THREADS) -> list[DeleteResult]:
         """Delete objects with batched DeleteObjects requests; one result per path, in order."""
         check_fence(self.uri)
-        results: list[DeleteResult | None] = [None] * len(paths)
-        keyed: list[tuple[int, str]] = []
-        for index, path in enumerate(paths):
-            try:
-                rel = normalize(path)
-                refuse_root(rel, "delete", self.uri)
-            except RefusedError as error:
-                results[index] = DeleteResult(path, False, error.message)
-                continue
-            keyed.append((index, self._object_key(rel)))
+        results, admitted = admit_deletes(paths, self.uri)
+        keyed = [(index, self._object_key(rel)) for index, rel in admitted]
         batches = [keyed[i:i + MAX_KEYS_PER_DELETE] for i in range(0, len(keyed), MAX_KEYS_PER_DELETE)]
         client = self.options.boto3_client()
         workers = max(1, min(threads, len(batches)))
