@@ -211,9 +211,10 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
     newest = incoming if ctx.keys_distinct else _newest_per_key(incoming)
     new_keys = newest.column(RECORD_KEY).combine_chunks().cast(pa.string())
     replaced = np.zeros(newest.num_rows, dtype=bool)
+    name = ctx.file_name(base.file_id)
     # Refuses a differing schema before anything is written.
-    parquet, old_batches = (_read_base(ctx, partition, base) if old_file is None
-                            else _reread(ctx, partition, base, old_file))
+    parquet, old_batches = (_read_base(ctx, partition, base, name) if old_file is None
+                            else _reread(ctx, partition, base, old_file, name))
     out = _OpenFile(ctx, partition, base.file_id, prev_commit=str(base.instant_time), io_type="MERGE")
     # The old records come first, in place and under their keys, so the old file's bloom filter
     # already holds the first keys of the new one: only the inserts need hashing.
@@ -235,12 +236,10 @@ def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[pa.Table
     import pyarrow.compute as pc
 
     rows = _RowGroups(out)
-    file_name = pa.scalar(out.name)
     updates = 0
     for old in old_batches:
         found = pc.index_in(old.column(RECORD_KEY), value_set=new_keys)
         hit = found.is_valid().to_numpy(zero_copy_only=False)
-        old = old.set_column(old.schema.get_field_index(FILE_NAME), FILE_NAME, pa.repeat(file_name, old.num_rows))
         if not hit.any():
             rows.add(old)
             continue
@@ -303,8 +302,10 @@ class _RowGroups:
         self._pending, self._rows = [], 0
 
 
-def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
-    """The base file (its footer) and its records a batch at a time, in the written column order and types.
+def _read_base(ctx: FileContext, partition: str, base: BaseFile,
+               file_name: str) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
+    """The base file (its footer) and its records a batch at a time, in the written column order and
+    types, `_hoodie_file_name` already the new file's `file_name`.
 
     The columns are checked here, before the caller writes anything; the file is read through
     `Storage.open_input` (ranges of it, not the whole object in memory) and closed when the batches
@@ -320,15 +321,16 @@ def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> tuple[pq.Par
     except BaseException:
         source.close()
         raise
-    return parquet, _batches(ctx, path, source, parquet, names)
+    return parquet, _batches(ctx, path, source, parquet, names, file_name)
 
 
-def _reread(ctx: FileContext, partition: str, base: BaseFile,
-            old_file: OldFile) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
+def _reread(ctx: FileContext, partition: str, base: BaseFile, old_file: OldFile,
+            file_name: str) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
     """`_read_base` over the file the index read: its other columns decoded, its keys reused."""
     path = relative_path(partition, base.name)
     names = _checked_columns(ctx, path, old_file.parquet)
-    return old_file.parquet, _batches(ctx, path, contextlib.nullcontext(), old_file.parquet, names, old_file.keys)
+    return old_file.parquet, _batches(ctx, path, contextlib.nullcontext(), old_file.parquet, names, file_name,
+                                      old_file.keys)
 
 
 def _checked_columns(ctx: FileContext, path: str, parquet: pq.ParquetFile) -> list[str]:
@@ -344,16 +346,21 @@ def _checked_columns(ctx: FileContext, path: str, parquet: pq.ParquetFile) -> li
 
 
 def _batches(ctx: FileContext, path: str, source: contextlib.AbstractContextManager[object],
-             parquet: pq.ParquetFile, names: list[str], keys: pa.Array | None = None) -> Iterator[pa.Table]:
-    """The file's records a batch at a time; with `keys` (its record keys, decoded already) the key
-    column is taken from them instead of decoded again."""
+             parquet: pq.ParquetFile, names: list[str], file_name: str,
+             keys: pa.Array | None = None) -> Iterator[pa.Table]:
+    """The file's records a batch at a time, `_hoodie_file_name` set to `file_name`; with `keys`
+    (its record keys, decoded already) the key column is taken from them instead of decoded again.
+    The old file names are not decoded: every merged record takes the new one, and materializing
+    the old one (a long string per record) was about an eighth of decoding a file."""
     import pyarrow as pa
 
-    columns = names if keys is None else [n for n in names if n != RECORD_KEY]
+    skipped = {FILE_NAME} if keys is None else {FILE_NAME, RECORD_KEY}
+    columns = [n for n in names if n not in skipped]
+    name = pa.scalar(file_name, pa.string())
     offset = 0
     with source:
         for batch in parquet.iter_batches(batch_size=ROW_GROUP_ROWS, columns=columns):
-            table = pa.Table.from_batches([batch])
+            table = pa.Table.from_batches([batch]).append_column(FILE_NAME, pa.repeat(name, batch.num_rows))
             if keys is not None:
                 table = table.append_column(RECORD_KEY, keys.slice(offset, batch.num_rows))
                 offset += batch.num_rows

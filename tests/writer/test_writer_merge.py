@@ -126,3 +126,27 @@ def test_new_records_known_distinct_merge_as_when_they_are_checked(tmp_path: Pat
         got.append((table.to_pylist(), written.num_update_writes, written.num_inserts))
     assert got[0] == got[1]
     assert got[0][1:] == (3, 2)
+
+
+@pytest.mark.parametrize("read_by_index", [False, True], ids=["read by the merge", "read by the index"])
+def test_merge_does_not_decode_the_old_file_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  read_by_index: bool) -> None:
+    """Every merged record takes the new file's name, so the old names are never decoded; the old
+    records still come out under the new name, in row groups across batches."""
+    monkeypatch.setattr(files, "ROW_GROUP_ROWS", 4)
+    base = _base_file(tmp_path, [(i, f"old-{i}") for i in range(10)])
+    old_file = read_old_file(LocalStorage(str(tmp_path)), PARTITION, base) if read_by_index else None
+    decoded: list[list[str]] = []
+    iter_batches = pq.ParquetFile.iter_batches
+
+    def recorded(self: pq.ParquetFile, *args: Any, **kwargs: Any) -> Any:
+        decoded.append(list(kwargs.get("columns") or []))
+        return iter_batches(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", recorded)
+    written = merge(_context(tmp_path, "20240102000000000", 1), PARTITION, base, _records([(3, "upd-3")]), old_file)
+
+    assert decoded and all(columns and "_hoodie_file_name" not in columns for columns in decoded)
+    got = pq.read_table(tmp_path / PARTITION / written.name)
+    assert got.column("_hoodie_file_name").to_pylist() == [written.name] * 10
+    assert got.column("name").to_pylist() == [f"old-{i}" if i != 3 else "upd-3" for i in range(10)]
