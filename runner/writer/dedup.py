@@ -74,7 +74,7 @@ def rows_distinct(columns: pa.Table) -> bool:
     import pyarrow.compute as pc
 
     if columns.num_columns == 1:
-        return len(pc.unique(columns.column(0))) == columns.num_rows
+        return bool(len(pc.unique(columns.column(0))) == columns.num_rows)
     return bool(columns.group_by(columns.column_names, use_threads=False).aggregate([]).num_rows == columns.num_rows)
 
 
