@@ -11,8 +11,9 @@ partitioned the same way and loaded with the same first rows, updating every mat
 is measured twice, like for like with the runner's codecs: with gzip (`WriterProperties(compression="GZIP")`,
 against the runner on a table with Hudi's default gzip) and with its default snappy (against the
 runner writing `hoodie.parquet.compression.codec=snappy`, a write option). `--codecs` picks which
-pairs run. Runs are interleaved so that background load hits every
-row alike; the tables are loaded once before the timed runs. Each step also reports the peak
+pairs run. `--gzip-level N` sets gzip's level on both sides (the runner's `zlib.compress.level`
+write option, delta-rs's `compression_level`); both default to 6. Runs are interleaved so that
+background load hits every row alike; the tables are loaded once before the timed runs. Each step also reports the peak
 resident memory of this process tree (Spark's JVM and Python workers included, sampled every 20 ms)
 and how much that is above the RSS on entry, and the CPU time of this process (all its threads;
 Spark's JVM not counted). `--profile` runs one more upsert under cProfile and prints the driver's
@@ -102,13 +103,25 @@ def timed(memory: list[PeakRss], action: object, *args: object, cpu: list[float]
     return seconds, result
 
 
+# `--gzip-level`: gzip's level for both sides (None: each side's default, 6).
+GZIP_LEVEL: int | None = None
+
+
+def runner_options(codec: str) -> dict[str, str]:
+    """The runner's write options for `codec`, with `--gzip-level` as Hadoop's `zlib.compress.level`."""
+    options = {CODEC_OPTION: codec}
+    if codec == "gzip" and GZIP_LEVEL is not None:
+        options["zlib.compress.level"] = str(GZIP_LEVEL)
+    return options
+
+
 def write_table(df: object, work: Path, engine: str, codec: str = "gzip") -> WriteResult:
     """One upsert into the engine's own table of `codec`, the engine pinned unless `auto` (chosen by size);
     engine `arrow`: `df` is a `pyarrow.Table`, written without Spark (always the driver engine)."""
     local.PINNED = None if engine in ("auto", "arrow") else engine  # type: ignore[assignment]
     try:
         return runner.write(df, table_of(engine, codec), project_dir=work,  # type: ignore[arg-type]
-                            options={CODEC_OPTION: codec})
+                            options=runner_options(codec))
     finally:
         local.PINNED = None
 
@@ -132,10 +145,12 @@ def as_arrow(df: object) -> pa.Table:
 
 
 def delta_properties(codec: str) -> object:
-    """delta-rs's writer properties for `codec` (gzip at the parquet crate's default level, 6)."""
+    """delta-rs's writer properties for `codec` (gzip at the parquet crate's default level, 6, unless
+    `--gzip-level`)."""
     from deltalake import WriterProperties
 
-    return WriterProperties(compression=codec.upper())  # type: ignore[arg-type]
+    level = GZIP_LEVEL if codec == "gzip" else None
+    return WriterProperties(compression=codec.upper(), compression_level=level)  # type: ignore[arg-type]
 
 
 def delta_load(path: Path, rows: pa.Table, codec: str) -> None:
@@ -293,7 +308,12 @@ def main() -> None:
     parser.add_argument("--codecs", default="gzip,snappy",
                         help="comma-separated Parquet codecs, each timed for the runner and delta-rs alike: gzip "
                         "(Hudi's default), snappy (delta-rs's default) (default gzip,snappy)")
+    parser.add_argument("--gzip-level", type=int, default=None, choices=range(1, 10), metavar="1-9",
+                        help="gzip's level on both sides: the runner's zlib.compress.level option and delta-rs's "
+                        "compression_level (default: both sides' default, 6)")
     args = parser.parse_args()
+    global GZIP_LEVEL
+    GZIP_LEVEL = args.gzip_level
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if not engines or any(e not in ("auto", "driver", "spark", "arrow") for e in engines):
         parser.error(f"--engines takes auto, driver, spark and arrow; got {args.engines!r}")
@@ -322,7 +342,7 @@ def main() -> None:
     for engine, codec in pairs:
         local.PINNED = "spark"
         runner.write(load, table_of(engine, codec), operation="bulk_insert", project_dir=work,
-                     options={CODEC_OPTION: codec})
+                     options=runner_options(codec))
         local.PINNED = None
     delta = {codec: work / f"delta_{codec}" for codec in codecs}
     if not args.no_delta:

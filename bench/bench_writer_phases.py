@@ -16,6 +16,9 @@ An interleaved A/B of two versions of the code: run this script alternately with
 set to a copy of each tree (`git archive <commit> runner schemas | tar -x -C DIR`), the order
 flipped every pair, and compare the phases' medians.
 
+`--zlib-level 1` writes every file at gzip level 1 (the `zlib.compress.level` write option), the
+table loaded before the timed upserts included.
+
 Usage (from the repository root):
     .venv/bin/python bench/bench_writer_phases.py --rows 100000 --reps 3 --threads 1
 """
@@ -143,6 +146,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, choices=(0, 1),
                         help="1: write the file groups inline; 0: the writer's thread pool (default)")
     parser.add_argument("--tag", default="", help="a label printed at the start of every line (A, B)")
+    parser.add_argument("--zlib-level", default=None,
+                        help="the write option zlib.compress.level (gzip's level) for every write; unset: 6")
     args = parser.parse_args()
 
     seconds: dict[str, float] = defaultdict(float)
@@ -153,6 +158,8 @@ def main() -> None:
         (base / "project.yml").write_text("name: bench\n")
         (base / "tables" / "t.yml").write_text(TABLE)
         options = {CODEC_KEY: "gzip"}
+        if args.zlib_level is not None:  # the option is newer than some trees this bench is run against
+            options["zlib.compress.level"] = args.zlib_level
         runner.write(rows(0, args.rows, 0), "t", operation="bulk_insert", project_dir=base, options=options)
         runner.write(rows(args.rows // 2, args.rows, 1), "t", project_dir=base, options=options)
         install_clocks(seconds)

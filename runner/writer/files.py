@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -210,17 +210,19 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
 
     newest = incoming if ctx.keys_distinct else _newest_per_key(incoming)
     new_keys = newest.column(RECORD_KEY).combine_chunks().cast(pa.string())
+    match = _matcher(newest, new_keys, old_file)
     replaced = np.zeros(newest.num_rows, dtype=bool)
+    name = ctx.file_name(base.file_id)
     # Refuses a differing schema before anything is written.
-    parquet, old_batches = (_read_base(ctx, partition, base) if old_file is None
-                            else _reread(ctx, partition, base, old_file))
+    parquet, old_batches = (_read_base(ctx, partition, base, name) if old_file is None
+                            else _reread(ctx, partition, base, old_file, name))
     out = _OpenFile(ctx, partition, base.file_id, prev_commit=str(base.instant_time), io_type="MERGE")
     # The old records come first, in place and under their keys, so the old file's bloom filter
     # already holds the first keys of the new one: only the inserts need hashing.
     out.prior_filter = input_filter(relative_path(partition, base.name), parquet.metadata.metadata,
                                     parquet.metadata.num_rows)
     try:
-        inserts, updates = _merge_into(ctx, out, old_batches, newest, new_keys, replaced)
+        inserts, updates = _merge_into(ctx, out, old_batches, newest, match, replaced)
     except BaseException:
         out.abort()
         raise
@@ -228,23 +230,20 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
 
 
 def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[pa.Table], newest: pa.Table,
-                new_keys: pa.Array, replaced: np.ndarray[Any, Any]) -> tuple[int, int]:
+                match: _Matcher, replaced: np.ndarray[Any, Any]) -> tuple[int, int]:
     """Write the old records with updates in place, then the inserts; (inserts, updates) written."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     rows = _RowGroups(out)
-    file_name = pa.scalar(out.name)
     updates = 0
+    offset = 0
     for old in old_batches:
-        found = pc.index_in(old.column(RECORD_KEY), value_set=new_keys)
-        hit = found.is_valid().to_numpy(zero_copy_only=False)
-        old = old.set_column(old.schema.get_field_index(FILE_NAME), FILE_NAME, pa.repeat(file_name, old.num_rows))
+        hit, taken = match(old, offset)
+        offset += old.num_rows
         if not hit.any():
             rows.add(old)
             continue
-        taken = found.drop_null().to_numpy()
         replaced[taken] = True
         fresh = stamp(ctx, newest.take(pa.array(taken, pa.int64())), out.name, updates)
         updates += len(taken)
@@ -256,6 +255,61 @@ def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[pa.Table
     rows.add(stamp(ctx, inserts, out.name, updates))
     rows.flush_all()
     return inserts.num_rows, updates
+
+
+# Given an old batch and its first row's place in the file: which of its rows an incoming record
+# replaces, and those records (positions in the incoming records), in the order of the old rows.
+_Matcher = Callable[["pa.Table", int], "tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]"]
+
+
+def _matcher(newest: pa.Table, new_keys: pa.Array, old_file: OldFile | None) -> _Matcher:
+    """How the merge finds the old records its incoming records replace: by the rows the driver's
+    tagging found for them (`index.OLD_ROW`) when it found them in this very file read, else by
+    looking each old key up among the new ones."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    known = _known_rows(newest, new_keys, old_file)
+    if known is None:
+        def by_key(old: pa.Table, offset: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+            found = pc.index_in(old.column(RECORD_KEY), value_set=new_keys)
+            return found.is_valid().to_numpy(zero_copy_only=False), found.drop_null().to_numpy()
+        return by_key
+    at, records = known
+
+    def by_row(old: pa.Table, offset: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        first, last = np.searchsorted(at, [offset, offset + old.num_rows])
+        hit = np.zeros(old.num_rows, dtype=bool)
+        hit[at[first:last] - offset] = True
+        return hit, records[first:last]
+    return by_row
+
+
+def _known_rows(newest: pa.Table, new_keys: pa.Array,
+                old_file: OldFile | None) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """The old rows the tagging matched, ascending, and the incoming record of each; None when
+    there are none to trust. They are trusted only for the file the index read (their rows count
+    in `old_file.keys`), when no row is claimed twice and every claimed row holds its record's
+    key, so a wrong hint costs the lookup, never a record."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from runner.writer.index import OLD_ROW
+
+    if old_file is None or OLD_ROW not in newest.column_names:
+        return None
+    rows = newest.column(OLD_ROW).combine_chunks()
+    records = np.flatnonzero(rows.is_valid().to_numpy(zero_copy_only=False))
+    at = rows.drop_null().to_numpy()
+    order = np.argsort(at, kind="stable")
+    at, records = at[order], records[order]
+    if not len(at):
+        return at, records
+    if at[0] < 0 or at[-1] >= len(old_file.keys) or bool((at[1:] == at[:-1]).any()):
+        return None
+    same = pc.equal(old_file.keys.take(pa.array(at)), new_keys.take(pa.array(records)))
+    return (at, records) if same.null_count == 0 and pc.all(same).as_py() else None
 
 
 def _newest_per_key(incoming: pa.Table) -> pa.Table:
@@ -303,8 +357,10 @@ class _RowGroups:
         self._pending, self._rows = [], 0
 
 
-def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
-    """The base file (its footer) and its records a batch at a time, in the written column order and types.
+def _read_base(ctx: FileContext, partition: str, base: BaseFile,
+               file_name: str) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
+    """The base file (its footer) and its records a batch at a time, in the written column order and
+    types, `_hoodie_file_name` already the new file's `file_name`.
 
     The columns are checked here, before the caller writes anything; the file is read through
     `Storage.open_input` (ranges of it, not the whole object in memory) and closed when the batches
@@ -320,15 +376,16 @@ def _read_base(ctx: FileContext, partition: str, base: BaseFile) -> tuple[pq.Par
     except BaseException:
         source.close()
         raise
-    return parquet, _batches(ctx, path, source, parquet, names)
+    return parquet, _batches(ctx, path, source, parquet, names, file_name)
 
 
-def _reread(ctx: FileContext, partition: str, base: BaseFile,
-            old_file: OldFile) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
+def _reread(ctx: FileContext, partition: str, base: BaseFile, old_file: OldFile,
+            file_name: str) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
     """`_read_base` over the file the index read: its other columns decoded, its keys reused."""
     path = relative_path(partition, base.name)
     names = _checked_columns(ctx, path, old_file.parquet)
-    return old_file.parquet, _batches(ctx, path, contextlib.nullcontext(), old_file.parquet, names, old_file.keys)
+    return old_file.parquet, _batches(ctx, path, contextlib.nullcontext(), old_file.parquet, names, file_name,
+                                      old_file.keys)
 
 
 def _checked_columns(ctx: FileContext, path: str, parquet: pq.ParquetFile) -> list[str]:
@@ -344,16 +401,21 @@ def _checked_columns(ctx: FileContext, path: str, parquet: pq.ParquetFile) -> li
 
 
 def _batches(ctx: FileContext, path: str, source: contextlib.AbstractContextManager[object],
-             parquet: pq.ParquetFile, names: list[str], keys: pa.Array | None = None) -> Iterator[pa.Table]:
-    """The file's records a batch at a time; with `keys` (its record keys, decoded already) the key
-    column is taken from them instead of decoded again."""
+             parquet: pq.ParquetFile, names: list[str], file_name: str,
+             keys: pa.Array | None = None) -> Iterator[pa.Table]:
+    """The file's records a batch at a time, `_hoodie_file_name` set to `file_name`; with `keys`
+    (its record keys, decoded already) the key column is taken from them instead of decoded again.
+    The old file names are not decoded: every merged record takes the new one, and materializing
+    the old one (a long string per record) was about an eighth of decoding a file."""
     import pyarrow as pa
 
-    columns = names if keys is None else [n for n in names if n != RECORD_KEY]
+    skipped = {FILE_NAME} if keys is None else {FILE_NAME, RECORD_KEY}
+    columns = [n for n in names if n not in skipped]
+    name = pa.scalar(file_name, pa.string())
     offset = 0
     with source:
         for batch in parquet.iter_batches(batch_size=ROW_GROUP_ROWS, columns=columns):
-            table = pa.Table.from_batches([batch])
+            table = pa.Table.from_batches([batch]).append_column(FILE_NAME, pa.repeat(name, batch.num_rows))
             if keys is not None:
                 table = table.append_column(RECORD_KEY, keys.slice(offset, batch.num_rows))
                 offset += batch.num_rows

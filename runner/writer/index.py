@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 INDEX_SCHEMA = "_w_ipath string, _w_ikey string, _w_ifid string"
 INDEX_COLUMNS = ("_w_ipath", "_w_ikey", "_w_ifid")
+# The driver's index also gives each key's row in its file; tagging carries it onto the record it
+# matches, and the merge of that file then finds its updated rows without looking the keys up.
+OLD_ROW = "_w_orow"
 MAX_INDEX_TASKS = 64
 
 
@@ -59,13 +62,15 @@ def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str
 
 def index_table(storage: Storage, files: Sequence[tuple[str, BaseFile]], threads: int,
                 keep_bytes: int = 0) -> tuple[pa.Table, dict[str, OldFile]]:
-    """The same index as `index_frame`, read on the driver by `threads` threads, as one Arrow table.
+    """The same index as `index_frame`, read on the driver by `threads` threads, as one Arrow table,
+    with `OLD_ROW`, each key's row in its file.
 
     Also returns, by relative path, the files read whole while they fit in `keep_bytes` together
     (`OldFile`), so the merge of a file group can use them instead of reading its file again. A
     file over the budget is let go as soon as its index rows are taken, inside its thread, so at
     most the kept files plus one file per thread are held at once (not every file read).
     """
+    import numpy as np
     import pyarrow as pa
 
     budget = _KeepBudget(keep_bytes)
@@ -79,8 +84,10 @@ def index_table(storage: Storage, files: Sequence[tuple[str, BaseFile]], threads
     kept = {relative_path(partition, base.name): old
             for (partition, base), (_, old) in zip(files, read, strict=True) if old is not None}
     if not read:
-        return pa.table({name: pa.array([], pa.string()) for name in INDEX_COLUMNS}), kept
-    return pa.Table.from_batches([rows for rows, _ in read]), kept
+        empty = pa.table({name: pa.array([], pa.string()) for name in INDEX_COLUMNS})
+        return empty.append_column(OLD_ROW, pa.array([], pa.int64())), kept
+    rows_in_file = np.concatenate([np.arange(rows.num_rows, dtype=np.int64) for rows, _ in read])
+    return pa.Table.from_batches([rows for rows, _ in read]).append_column(OLD_ROW, pa.array(rows_in_file)), kept
 
 
 class _KeepBudget:

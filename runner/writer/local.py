@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from runner.writer.dedup import rows_distinct
+from runner.writer.index import OLD_ROW
 from runner.writer.prepare import SEQ
 from runner.writer.route import InsertRange, insert_targets
 from runner.writer.schema import PARTITION_PATH, RECORD_KEY, field_types
@@ -183,7 +184,8 @@ def _tag_by_key(records: pa.Table, index: pa.Table, *, keys_distinct: bool = Fal
     """`tag` by the key alone, for the usual table: no key twice among the records nor in the index.
     Then each index row finds the one record with its key, which it tags if the partitions match
     too: the join's rows, in input order, without hashing the partition column. None when a key
-    is given twice, on either side, for the join to handle.
+    is given twice, on either side, for the join to handle. An index with `OLD_ROW` (the driver's)
+    gives each tagged record its old record's row in the file, for the merge (`files.merge`).
 
     The hash table is built of the records' keys and the index probed against it, not the other
     way: the records are usually the fewer, and only their keys need testing for repeats (an index
@@ -206,7 +208,11 @@ def _tag_by_key(records: pa.Table, index: pa.Table, *, keys_distinct: bool = Fal
     hit = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
     row = np.full(records.num_rows, -1, dtype=np.int64)  # per record, its matched index row or -1
     row[at[hit]] = np.flatnonzero(hit)
-    return records.append_column(TARGET, matched.column("_w_ifid").take(pa.array(row, mask=row < 0)))
+    taken = pa.array(row, mask=row < 0)
+    tagged = records.append_column(TARGET, matched.column("_w_ifid").take(taken))
+    if OLD_ROW in matched.column_names:
+        tagged = tagged.append_column(OLD_ROW, matched.column(OLD_ROW).take(taken))
+    return tagged
 
 
 def _tag_by_join(records: pa.Table, index: pa.Table) -> pa.Table:

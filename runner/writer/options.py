@@ -8,6 +8,14 @@ silently ignored, so a user never believes an option took effect when it did not
   by default; zstd at level 3, parquet-mr's default (`parquet.compression.codec.zstd.level`).
   Codecs whose Parquet encoding differs between parquet-mr and Arrow (lz4: Hadoop's framing) or
   that Hudi needs extra libraries for (lzo, brotli) are refused.
+- `zlib.compress.level` (Hadoop's key, which a Hudi Spark job sets as
+  `spark.hadoop.zlib.compress.level`; parquet-mr's gzip compressor takes its level from it): the
+  gzip level, 1 to 9, as a number (newer parquet-java reads it so) or as the name of Hadoop's
+  `ZlibCompressor.CompressionLevel` (`BEST_SPEED`, `TWO` ... `EIGHT`, `BEST_COMPRESSION`;
+  `DEFAULT_COMPRESSION` and -1 are zlib's default, 6). Readers do not see the level, only the
+  compressed bytes' size and the time spent: level 1 encodes in about a third of level 6's CPU, for a
+  few percent more bytes (`bench/README.md`, the writer5 round). Refused with a codec other than
+  gzip (it would change nothing) and for level 0, which Arrow's gzip does not write.
 """
 
 from __future__ import annotations
@@ -18,6 +26,12 @@ from dataclasses import dataclass
 from runner.errors import RefusedError
 
 CODEC_KEY = "hoodie.parquet.compression.codec"
+ZLIB_LEVEL_KEY = "zlib.compress.level"
+_ZLIB_DEFAULT = 6  # what zlib's Z_DEFAULT_COMPRESSION (-1) means
+_ZLIB_LEVEL_NAMES = {
+    "NO_COMPRESSION": 0, "BEST_SPEED": 1, "TWO": 2, "THREE": 3, "FOUR": 4, "FIVE": 5, "SIX": 6,
+    "SEVEN": 7, "EIGHT": 8, "BEST_COMPRESSION": 9, "DEFAULT_COMPRESSION": _ZLIB_DEFAULT,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +61,11 @@ class WriteOptions:
 def parse_options(options: Mapping[str, str] | None) -> WriteOptions:
     """The options of one write; a `RefusedError` names an unknown key or value and what is accepted."""
     given = dict(options or {})
-    unknown = sorted(set(given) - {CODEC_KEY})
+    unknown = sorted(set(given) - {CODEC_KEY, ZLIB_LEVEL_KEY})
     if unknown:
         raise RefusedError(
-            f"runner.write does not support the option(s) {', '.join(unknown)}; supported: {CODEC_KEY}.",
+            f"runner.write does not support the option(s) {', '.join(unknown)}; supported: {CODEC_KEY}, "
+            f"{ZLIB_LEVEL_KEY}.",
             hint="remove the option: the writer would otherwise ignore it.",
         )
     codec = str(given.get(CODEC_KEY, "gzip")).strip().lower()
@@ -59,4 +74,27 @@ def parse_options(options: Mapping[str, str] | None) -> WriteOptions:
             f"Option {CODEC_KEY} is {given[CODEC_KEY]!r}; expected one of {', '.join(CODECS)}.",
             hint="use gzip (Hudi's default) or snappy.",
         )
-    return WriteOptions(codec=CODECS[codec])
+    if ZLIB_LEVEL_KEY not in given:
+        return WriteOptions(codec=CODECS[codec])
+    if CODECS[codec] is not GZIP:
+        raise RefusedError(
+            f"Option {ZLIB_LEVEL_KEY} sets the gzip level, but the codec is {codec}.",
+            hint=f"remove {ZLIB_LEVEL_KEY}, or set {CODEC_KEY} to gzip.",
+        )
+    return WriteOptions(codec=ParquetCodec("gzip", _zlib_level(given[ZLIB_LEVEL_KEY])))
+
+
+def _zlib_level(value: object) -> int:
+    text = str(value).strip()
+    try:
+        level = int(text)
+    except ValueError:
+        level = _ZLIB_LEVEL_NAMES.get(text.upper(), -2)
+    level = _ZLIB_DEFAULT if level == -1 else level
+    if not 1 <= level <= 9:
+        raise RefusedError(
+            f"Option {ZLIB_LEVEL_KEY} is {value!r}; expected a gzip level from 1 to 9 or one of "
+            f"{', '.join(n for n in _ZLIB_LEVEL_NAMES if n != 'NO_COMPRESSION')}.",
+            hint=f"1 is the fastest, 9 the smallest, unset is 6; for no compression set {CODEC_KEY} to uncompressed.",
+        )
+    return level

@@ -105,3 +105,15 @@ def test_keys_are_said_distinct_only_when_no_record_key_is_given_twice(rows: lis
 ])
 def test_only_types_arrow_orders_as_spark_are_deduplicated_in_arrow(spark_type: Any, ordered: bool) -> None:
     assert dedup.orders_like_spark(spark_type) is ordered
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.sampled_from(["", "a", "b", "k-1"])), max_size=12),
+       cut=st.integers(0, 12), columns=st.integers(1, 2))
+def test_rows_are_distinct_exactly_when_no_row_repeats(values: list[str | None], cut: int, columns: int) -> None:
+    """One column (hashed alone) or two, chunked, nulls repeating like any value: the answer is
+    the one a set of the rows gives."""
+    cut = min(cut, len(values))
+    column = pa.chunked_array([pa.array(values[:cut], pa.string()), pa.array(values[cut:], pa.string())])
+    table = pa.table({f"c{i}": column for i in range(columns)})
+    assert dedup.rows_distinct(table) == (len(set(values)) == len(values))

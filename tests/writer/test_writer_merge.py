@@ -7,10 +7,12 @@ compared row by row and meta column by meta column with what `merge` wrote.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -18,7 +20,7 @@ from runner.hudi.files import BaseFile
 from runner.storage.local import LocalStorage
 from runner.writer import files
 from runner.writer.files import CreateHandle, FileContext, merge
-from runner.writer.index import read_old_file
+from runner.writer.index import OLD_ROW, read_old_file
 from runner.writer.schema import PARTITION_PATH, RECORD_KEY, arrow_schema, file_avro_schema_json
 
 SPARK_SCHEMA = {"type": "struct", "fields": [
@@ -126,3 +128,59 @@ def test_new_records_known_distinct_merge_as_when_they_are_checked(tmp_path: Pat
         got.append((table.to_pylist(), written.num_update_writes, written.num_inserts))
     assert got[0] == got[1]
     assert got[0][1:] == (3, 2)
+
+
+@pytest.mark.parametrize("read_by_index", [False, True], ids=["read by the merge", "read by the index"])
+def test_merge_does_not_decode_the_old_file_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  read_by_index: bool) -> None:
+    """Every merged record takes the new file's name, so the old names are never decoded; the old
+    records still come out under the new name, in row groups across batches."""
+    monkeypatch.setattr(files, "ROW_GROUP_ROWS", 4)
+    base = _base_file(tmp_path, [(i, f"old-{i}") for i in range(10)])
+    old_file = read_old_file(LocalStorage(str(tmp_path)), PARTITION, base) if read_by_index else None
+    decoded: list[list[str]] = []
+    iter_batches = pq.ParquetFile.iter_batches
+
+    def recorded(self: pq.ParquetFile, *args: Any, **kwargs: Any) -> Any:
+        decoded.append(list(kwargs.get("columns") or []))
+        return iter_batches(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", recorded)
+    written = merge(_context(tmp_path, "20240102000000000", 1), PARTITION, base, _records([(3, "upd-3")]), old_file)
+
+    assert decoded and all(columns and "_hoodie_file_name" not in columns for columns in decoded)
+    got = pq.read_table(tmp_path / PARTITION / written.name)
+    assert got.column("_hoodie_file_name").to_pylist() == [written.name] * 10
+    assert got.column("name").to_pylist() == [f"old-{i}" if i != 3 else "upd-3" for i in range(10)]
+
+
+def _merge_with_rows(root: Path, old_rows: list[int | None], monkeypatch: pytest.MonkeyPatch | None = None,
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int, int]:
+    """Merge `(3, upd-3), (17, upd-17), (100, new-100)` into a 20-record file the index read, with
+    `old_rows` as the tagging's rows of those records; the old and the merged records."""
+    base = _base_file(root, [(i, f"old-{i}") for i in range(20)])
+    old = pq.read_table(root / PARTITION / base.name).to_pylist()
+    old_file = read_old_file(LocalStorage(str(root)), PARTITION, base)
+    incoming = _records([(3, "upd-3"), (17, "upd-17"), (100, "new-100")]).append_column(
+        OLD_ROW, pa.array(old_rows, pa.int64()))
+    ctx = dataclasses.replace(_context(root, "20240102000000000", 2), keys_distinct=True)
+    if monkeypatch is not None:  # the rows are right: no key is looked up
+        monkeypatch.setattr(pc, "index_in", lambda *a, **k: pytest.fail("looked the old keys up"))
+    written = merge(ctx, PARTITION, base, incoming, old_file)
+    return old, pq.read_table(root / PARTITION / written.name).to_pylist(), written.num_update_writes, \
+        written.num_inserts
+
+
+@pytest.mark.parametrize("old_rows", [[3, 17, None], [4, 17, None], [3, 3, None], [3, 20, None], [3, -1, None]],
+                         ids=["right", "another key's row", "a row twice", "past the file", "negative"])
+def test_merge_finds_updated_rows_by_the_tagging_only_when_they_hold_their_keys(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old_rows: list[int | None]) -> None:
+    """The driver's tagging gives each update its old record's row (`OLD_ROW`): the merge uses the
+    rows without looking the keys up when every row holds its record's key, once; any other hint
+    is ignored and the keys looked up, so the file is the same either way."""
+    right = old_rows == [3, 17, None]
+    old, got, updates, inserts = _merge_with_rows(tmp_path, old_rows, monkeypatch if right else None)
+    rows, expected_updates, expected_inserts = _expected(
+        old, [(3, "upd-3"), (17, "upd-17"), (100, "new-100")], "20240102000000000", 2)
+    assert [(r["_hoodie_commit_time"], r["_hoodie_commit_seqno"], r[RECORD_KEY], r["name"]) for r in got] == rows
+    assert (updates, inserts) == (expected_updates, expected_inserts) == (2, 1)

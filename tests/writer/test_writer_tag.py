@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner.writer import local
+from runner.writer.index import OLD_ROW
 from runner.writer.prepare import SEQ
 from runner.writer.schema import PARTITION_PATH, RECORD_KEY
 from runner.writer.tasks import TARGET
@@ -86,3 +87,28 @@ def test_runs_come_in_the_order_of_arrows_sort_by_value_then_position(rows: list
                       SEQ: pa.array([r[1] for r in rows], pa.int64())})
     expected = table.sort_by([(TARGET, "ascending"), (SEQ, "ascending")])
     assert table.take(local._by_value_then_position(table, TARGET)).equals(expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(records=st.lists(pairs, max_size=30, unique_by=lambda pair: pair[1]),
+       index=st.lists(st.tuples(st.sampled_from(PARTITIONS), st.sampled_from(KEYS), st.sampled_from("ab")),
+                      max_size=20, unique_by=lambda row: row[1]))
+def test_the_lookup_gives_each_tagged_record_the_row_of_its_key_in_its_file(
+        records: list[tuple[str, str]], index: list[tuple[str, str, str]]) -> None:
+    """With the driver's index (`OLD_ROW`: each key's row in its file), a tagged record carries the
+    row of its key in the file it is tagged to, an untagged one none; and every row of a file whose
+    key and partition a record has is claimed by that record, which the merge relies on to find its
+    updated rows without a lookup."""
+    rows_in_file: dict[str, int] = {}
+    old_rows = []
+    for _, _, file_id in index:
+        old_rows.append(rows_in_file.get(file_id, 0))
+        rows_in_file[file_id] = old_rows[-1] + 1
+    table = _index(index).append_column(OLD_ROW, pa.array(old_rows, pa.int64()))
+    tagged = local.tag(_records(records), table, keys_distinct=True)
+    claimed = dict(zip(zip(tagged.column(TARGET).to_pylist(), tagged.column(OLD_ROW).to_pylist(), strict=True),
+                       tagged.column(RECORD_KEY).to_pylist(), strict=True))
+    expected = {(file_id, row): key for (path, key, file_id), row in zip(index, old_rows, strict=True)
+                if (path, key) in set(records)}
+    assert {k: v for k, v in claimed.items() if k[0] is not None} == expected
+    assert all(row is None for fid, row in claimed if fid is None)
