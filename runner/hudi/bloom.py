@@ -37,13 +37,12 @@ byte per bit: random single-byte stores, no read-modify-write), packed to bits a
 
 from __future__ import annotations
 
-import base64
-import functools
-import importlib
 import math
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import pybase64
 
 from runner.errors import RefusedError
 
@@ -130,18 +129,8 @@ def base64_text(data: bytes) -> str:
     """Standard Base64 of `data`, as text. pybase64 writes the text directly: for a filter (323 KB,
     431 KB of text) about 0.01 ms, where `b64encode` and the ASCII decode of its bytes took 0.5 ms,
     once per file written (bench/README.md, the writer5 round)."""
-    encode = _pybase64_text()
-    return encode(data) if encode is not None else base64.b64encode(data).decode("ascii")
-
-
-@functools.cache
-def _pybase64_text() -> Callable[[bytes], str] | None:
-    """pybase64's encoder to text (a dependency), or None in an environment installed before it was one."""
-    try:  # by name: mypy checks this module in an environment that may lack it
-        encode: Callable[[bytes], str] = importlib.import_module("pybase64").b64encode_as_string
-    except (ImportError, AttributeError):
-        return None
-    return encode
+    text: str = pybase64.b64encode_as_string(data)
+    return text
 
 
 def bit_positions(keys: pa.Array) -> npt.NDArray[np.intp]:
