@@ -62,6 +62,9 @@ class InputFilter:
     type_code: str | None
     value: str | bytes | None  # the Base64 text
     records: int
+    # The (min, max) record keys the footer records, if both are there: a merged file's range can
+    # come from its inputs' instead of its keys (`footer.merged_record_key_footer`).
+    key_range: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
