@@ -41,6 +41,7 @@ file is the same to a reader: same Parquet types, values, statistics and diction
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -51,7 +52,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runner.failpoints import failpoint
-from runner.hudi import footer
+from runner.hudi import bloom_merge, footer
 from runner.hudi.files import BaseFile, relative_path, write_token
 from runner.hudi.instant import InstantTime
 from runner.storage import Storage
@@ -405,13 +406,26 @@ def _footer(keys: Sequence[pa.ChunkedArray], schema: pa.Schema, sources: Sequenc
     """
     if RECORD_KEY_COLUMN in schema.names and any(len(k) > k.null_count for k in keys):
         field = schema.field(RECORD_KEY_COLUMN)
-        filters = [footer.input_filter(path, s.metadata.metadata, s.metadata.num_rows)
-                   for path, s in zip(paths, sources, strict=True)]
+        filters = [_input_filter(path, s.metadata) for path, s in zip(paths, sources, strict=True)]
         all_keys = pa.chunked_array([c for k in keys for c in k.chunks], field.type)
         return footer.merged_record_key_footer(filters, all_keys)[0]
     ranges = [footer.range_of(s.metadata.metadata) for s in sources]
     known = [r for r in ranges if r is not None]
     return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None)
+
+
+def _input_filter(path: str, metadata: pq.FileMetaData) -> bloom_merge.InputFilter:
+    """An input's filter whose Base64 value is read again from its footer when the merge needs it:
+    pyarrow gives the key-value footer only as a new dict of copies, and holding every input's
+    value (431 KB each in the bench's files) until the merge took fresh pages for each."""
+    found = footer.input_filter(path, metadata.metadata, metadata.num_rows)
+    if found.value is None:
+        return found
+    return replace(found, value=None, load=functools.partial(_filter_value, metadata))
+
+
+def _filter_value(metadata: pq.FileMetaData) -> bytes | None:
+    return (metadata.metadata or {}).get(footer.BLOOM_FILTER.encode())
 
 
 def _open_writer(out: BinaryIO, schema: pa.Schema, sources: Sequence[_Source]) -> pq.ParquetWriter:
