@@ -39,6 +39,8 @@ def main() -> None:
     parser.add_argument("--max-file-mb", type=int, default=128)
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--work-dir", type=Path, default=None)
+    parser.add_argument("--env-b", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for tree B's runs only (e.g. ARROW_DEFAULT_MEMORY_POOL=system)")
     parser.add_argument("--one", nargs=3, metavar=("SYSTEM", "SOURCE", "WORK"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -57,11 +59,14 @@ def _pairs(root: Path, args: argparse.Namespace) -> None:
 
     source = generate(root, args.total_mb, args.files)
     trees = [str(t.resolve()) for t in args.trees]
+    if trees[0] == trees[1]:  # one tree against itself with another environment (`--env-b`)
+        trees[1] += "/."
     runs: dict[str, list[tuple[float, float]]] = {t: [] for t in [*trees, "delta-rs"]}
     for pair in range(args.pairs):
         order = trees if pair % 2 == 0 else trees[::-1]
         for system in [*order, "delta-rs"]:
-            figures = _spawn(system, source, root / f"run{pair}", args.max_file_mb, trees[0])
+            extra = dict(e.split("=", 1) for e in args.env_b) if system == trees[1] else {}
+            figures = _spawn(system, source, root / f"run{pair}", args.max_file_mb, trees[0], extra)
             runs[system].append(figures)
             print(f"pair {pair + 1} {_name(system, trees)}: wall {figures[0]:.2f} s, CPU {figures[1]:.2f} s, "
                   f"cores {figures[1] / figures[0]:.2f}; load average {os.getloadavg()[0]:.1f}", flush=True)
@@ -83,14 +88,15 @@ def _name(system: str, trees: list[str]) -> str:
     return "delta-rs" if system == "delta-rs" else f"{'AB'[trees.index(system)]} ({system})"
 
 
-def _spawn(system: str, source: Path, work: Path, max_file_mb: int, any_tree: str) -> tuple[float, float]:
+def _spawn(system: str, source: Path, work: Path, max_file_mb: int, any_tree: str,
+           extra: dict[str, str]) -> tuple[float, float]:
     """One run in a new interpreter: a tree's runner, or delta-rs (with the first tree's `runner`
     importable for the table generator's imports only)."""
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
     tree = any_tree if system == "delta-rs" else system
-    env = {**os.environ, "PYTHONPATH": tree}
+    env = {**os.environ, "PYTHONPATH": tree, **extra}
     done = subprocess.run([sys.executable, __file__, "--trees", tree, tree, "--max-file-mb", str(max_file_mb),
                            "--one", "delta" if system == "delta-rs" else "runner", str(source), str(work)],
                           env=env, check=True, capture_output=True, text=True)
@@ -100,6 +106,8 @@ def _spawn(system: str, source: Path, work: Path, max_file_mb: int, any_tree: st
 
 
 def _one(system: str, source: Path, work: Path, max_file_mb: int) -> dict[str, float]:
+    import runner  # noqa: F401  before pyarrow, as the `runner` command: it picks Arrow's allocator
+
     sys.path.insert(0, str(HERE))
     from bench_resize import PARTITION, linked_copy, prepare_delta, run_delta
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -82,6 +83,11 @@ DECODE_WITH_THREADS = False
 # parquet-mr's `parquet.dictionary.page.size`); the writer writes an Arrow dictionary as it is,
 # whatever its size (bench/README.md, "resize: the rewrite's decode").
 SMALL_DICTIONARY_BYTES = 1024 * 1024
+
+# Arrow's allocator for the rewrite, in order of preference, when the process still has Arrow's
+# default (mimalloc) and the environment chose none (`ARROW_DEFAULT_MEMORY_POOL`, which `runner`
+# sets when it is imported before pyarrow; see there why).
+REWRITE_ALLOCATORS = ("jemalloc", "system")
 
 _CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4", "LZ4_RAW": "lz4",
            "BROTLI": "brotli", "UNCOMPRESSED": "none"}
@@ -187,6 +193,7 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
     multipart upload.
     """
     started = time.monotonic()
+    use_rewrite_allocator()
     inputs = _newest_first(group.inputs)
     sources = [_read_source(storage, path) for path in inputs]
     name = BaseFile(group.file_id, token, InstantTime(instant), "parquet").name
@@ -223,6 +230,29 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
         input_bytes=input_bytes,
         create_ms=int((time.monotonic() - started) * 1000),
     )
+
+
+_allocator_lock = threading.Lock()
+_allocator_chosen = False
+
+
+def use_rewrite_allocator() -> None:
+    """Make the first of `REWRITE_ALLOCATORS` this pyarrow has the process's default memory pool,
+    once per process, unless the environment or the process chose one: the pool is pyarrow's
+    process-wide default (a Parquet reader takes no pool of its own), so the Spark task and the
+    driver's threads alike get it, and so does what the process does with pyarrow afterwards."""
+    global _allocator_chosen
+    with _allocator_lock:
+        if _allocator_chosen:
+            return
+        _allocator_chosen = True
+        if os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or pa.default_memory_pool().backend_name != "mimalloc":
+            return
+        supported = pa.supported_memory_backends()
+        for name in REWRITE_ALLOCATORS:
+            if name in supported:
+                pa.set_memory_pool(pa.jemalloc_memory_pool() if name == "jemalloc" else pa.system_memory_pool())
+                return
 
 
 @dataclass(frozen=True, slots=True)
