@@ -57,6 +57,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+# isort: off
+import runner as _runner  # noqa: F401  before pyarrow, as the `runner` command: it picks Arrow's allocator
+# isort: on
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq

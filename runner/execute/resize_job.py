@@ -41,7 +41,9 @@ file is the same to a reader: same Parquet types, values, statistics and diction
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -51,7 +53,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runner.failpoints import failpoint
-from runner.hudi import footer
+from runner.hudi import bloom_merge, footer
 from runner.hudi.files import BaseFile, relative_path, write_token
 from runner.hudi.instant import InstantTime
 from runner.storage import Storage
@@ -81,6 +83,11 @@ DECODE_WITH_THREADS = False
 # parquet-mr's `parquet.dictionary.page.size`); the writer writes an Arrow dictionary as it is,
 # whatever its size (bench/README.md, "resize: the rewrite's decode").
 SMALL_DICTIONARY_BYTES = 1024 * 1024
+
+# Arrow's allocator for the rewrite, in order of preference, when the process still has Arrow's
+# default (mimalloc) and the environment chose none (`ARROW_DEFAULT_MEMORY_POOL`, which `runner`
+# sets when it is imported before pyarrow; see there why).
+REWRITE_ALLOCATORS = ("jemalloc", "system")
 
 _CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4", "LZ4_RAW": "lz4",
            "BROTLI": "brotli", "UNCOMPRESSED": "none"}
@@ -186,6 +193,7 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
     multipart upload.
     """
     started = time.monotonic()
+    use_rewrite_allocator()
     inputs = _newest_first(group.inputs)
     sources = [_read_source(storage, path) for path in inputs]
     name = BaseFile(group.file_id, token, InstantTime(instant), "parquet").name
@@ -222,6 +230,29 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
         input_bytes=input_bytes,
         create_ms=int((time.monotonic() - started) * 1000),
     )
+
+
+_allocator_lock = threading.Lock()
+_allocator_chosen = False
+
+
+def use_rewrite_allocator() -> None:
+    """Make the first of `REWRITE_ALLOCATORS` this pyarrow has the process's default memory pool,
+    once per process, unless the environment or the process chose one: the pool is pyarrow's
+    process-wide default (a Parquet reader takes no pool of its own), so the Spark task and the
+    driver's threads alike get it, and so does what the process does with pyarrow afterwards."""
+    global _allocator_chosen
+    with _allocator_lock:
+        if _allocator_chosen:
+            return
+        _allocator_chosen = True
+        if os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or pa.default_memory_pool().backend_name != "mimalloc":
+            return
+        supported = pa.supported_memory_backends()
+        for name in REWRITE_ALLOCATORS:
+            if name in supported:
+                pa.set_memory_pool(pa.jemalloc_memory_pool() if name == "jemalloc" else pa.system_memory_pool())
+                return
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,13 +436,26 @@ def _footer(keys: Sequence[pa.ChunkedArray], schema: pa.Schema, sources: Sequenc
     """
     if RECORD_KEY_COLUMN in schema.names and any(len(k) > k.null_count for k in keys):
         field = schema.field(RECORD_KEY_COLUMN)
-        filters = [footer.input_filter(path, s.metadata.metadata, s.metadata.num_rows)
-                   for path, s in zip(paths, sources, strict=True)]
+        filters = [_input_filter(path, s.metadata) for path, s in zip(paths, sources, strict=True)]
         all_keys = pa.chunked_array([c for k in keys for c in k.chunks], field.type)
         return footer.merged_record_key_footer(filters, all_keys)[0]
     ranges = [footer.range_of(s.metadata.metadata) for s in sources]
     known = [r for r in ranges if r is not None]
     return footer.range_footer(footer.merged_range(known) if len(known) == len(ranges) else None)
+
+
+def _input_filter(path: str, metadata: pq.FileMetaData) -> bloom_merge.InputFilter:
+    """An input's filter whose Base64 value is read again from its footer when the merge needs it:
+    pyarrow gives the key-value footer only as a new dict of copies, and holding every input's
+    value (431 KB each in the bench's files) until the merge took fresh pages for each."""
+    found = footer.input_filter(path, metadata.metadata, metadata.num_rows)
+    if found.value is None:
+        return found
+    return replace(found, value=None, load=functools.partial(_filter_value, metadata))
+
+
+def _filter_value(metadata: pq.FileMetaData) -> bytes | None:
+    return (metadata.metadata or {}).get(footer.BLOOM_FILTER.encode())
 
 
 def _open_writer(out: BinaryIO, schema: pa.Schema, sources: Sequence[_Source]) -> pq.ParquetWriter:

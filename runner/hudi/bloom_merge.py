@@ -31,7 +31,7 @@ from __future__ import annotations
 import base64
 import binascii
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -62,6 +62,16 @@ class InputFilter:
     type_code: str | None
     value: str | bytes | None  # the Base64 text
     records: int
+    # The (min, max) record keys the footer records, if both are there: a merged file's range can
+    # come from its inputs' instead of its keys (`footer.merged_record_key_footer`).
+    key_range: tuple[str, str] | None = None
+    # Reads the Base64 text when the merge needs it, in place of `value` (None then), so that a
+    # group's values are not all held at once (`resize_job`: 38 MB for 89 inputs, whose fresh pages
+    # cost more CPU than reading each value twice).
+    load: Callable[[], str | bytes | None] | None = None
+
+    def has_value(self) -> bool:
+        return self.value is not None or self.load is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +89,7 @@ def merge(inputs: Sequence[InputFilter]) -> MergedFilter:
             its row count.
     """
     for f in inputs:
-        if f.value is None:
+        if not f.has_value():
             raise NotMergeable(f"{f.path} has no bloom filter")
     types = {f.type_code for f in inputs}
     if types == {bloom.TYPE_CODE}:
@@ -95,13 +105,21 @@ def _merge_dynamic(inputs: Sequence[InputFilter]) -> MergedFilter:
 
     total = sum(f.records for f in inputs)
     out = np.zeros((bloom.row_count(total), _ROW_BYTES), np.uint8)
-    load = [0] * len(out)
-    pieces = [(size, row) for f in inputs for size, row in zip(_row_sizes(f.records), dynamic_rows(f), strict=True)]
+    # Where each input row goes depends on the rows' sizes alone, which the row counts give; so
+    # each input is then decoded and ORed in turn, its decoded value freed before the next. Holding
+    # all of a group's decoded values at once (29 MB for 89 inputs) took fresh pages from the
+    # kernel for each: 17 of the record-key footer's 61 ms a group (bench/README.md, "resize6 round").
+    pieces = [(size, index, at) for index, f in enumerate(inputs) for at, size in enumerate(_row_sizes(f.records))]
     pieces.sort(key=lambda piece: -piece[0])  # stable: equal rows keep input order
-    for size, row in pieces:
-        target = load.index(min(load))
-        np.bitwise_or(out[target], row, out=out[target])
+    load = [0] * len(out)
+    targets: dict[tuple[int, int], int] = {}
+    for size, index, at in pieces:
+        targets[index, at] = target = load.index(min(load))
         load[target] += size
+    for index, f in enumerate(inputs):
+        for at, bits in enumerate(dynamic_rows(f)):
+            target = targets[index, at]
+            np.bitwise_or(out[target], bits, out=out[target])
     header = _HEADER.pack(-1, bloom.NUM_HASHES, bloom.MURMUR, bloom.VECTOR_SIZE)
     parts = [header, _DYNAMIC.pack(bloom.ENTRIES, bloom.current_records(total), len(out))]
     for row in out:
@@ -153,10 +171,11 @@ def _merge_simple(inputs: Sequence[InputFilter]) -> MergedFilter:
 
 
 def _decoded(f: InputFilter) -> bytes:
-    if f.value is None:
+    value = f.value if f.load is None else f.load()
+    if value is None:
         raise NotMergeable(f"{f.path} has no bloom filter")
     try:
-        return base64_decoded(f.value)
+        return base64_decoded(value)
     except (binascii.Error, ValueError) as error:
         raise NotMergeable(f"{f.path}: bloom filter is not Base64 ({error})") from error
 
