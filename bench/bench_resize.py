@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 # isort: off
-import runner as _runner  # noqa: F401  before pyarrow, as the `runner` command: it picks Arrow's allocator
+import _allocator_first  # noqa: F401  before pyarrow, as the `runner` command chooses Arrow's allocator
 # isort: on
 import pyarrow as pa
 import pyarrow.compute as pc

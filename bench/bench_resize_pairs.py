@@ -106,7 +106,12 @@ def _spawn(system: str, source: Path, work: Path, max_file_mb: int, any_tree: st
 
 
 def _one(system: str, source: Path, work: Path, max_file_mb: int) -> dict[str, float]:
-    import runner  # noqa: F401  before pyarrow, as the `runner` command: it picks Arrow's allocator
+    try:  # before pyarrow loads, as the `runner` command does; a tree older than the choice has none
+        from runner.arrow_allocator import choose_before_pyarrow
+    except ImportError:
+        pass
+    else:
+        choose_before_pyarrow()
 
     sys.path.insert(0, str(HERE))
     from bench_resize import PARTITION, linked_copy, prepare_delta, run_delta

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from runner import __version__
+from runner.arrow_allocator import choose_before_pyarrow
 from runner.commands.result import CommandResult, ExitCode
 from runner.errors import InternalError, Interrupted, RunnerError, StorageError
 from runner.onboard import DEFAULT_MAX_DEPTH
@@ -225,6 +226,7 @@ def _subcommand(parser: argparse.ArgumentParser, name: str) -> _Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    choose_before_pyarrow()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     as_json = _wants_json(argv)

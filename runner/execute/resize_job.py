@@ -85,8 +85,8 @@ DECODE_WITH_THREADS = False
 SMALL_DICTIONARY_BYTES = 1024 * 1024
 
 # Arrow's allocator for the rewrite, in order of preference, when the process still has Arrow's
-# default (mimalloc) and the environment chose none (`ARROW_DEFAULT_MEMORY_POOL`, which `runner`
-# sets when it is imported before pyarrow; see there why).
+# default (mimalloc) and the environment chose none (`ARROW_DEFAULT_MEMORY_POOL`, which the `runner`
+# command sets before pyarrow loads; see `runner.arrow_allocator` for why).
 REWRITE_ALLOCATORS = ("jemalloc", "system")
 
 _CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4", "LZ4_RAW": "lz4",

@@ -1,7 +1,8 @@
-"""Arrow's allocator for the rewrite: jemalloc chosen before pyarrow loads (`runner/__init__.py`),
-or as pyarrow's default pool when pyarrow loaded first (`resize_job.use_rewrite_allocator`); never
-over a choice the environment made; and the same file whatever the allocator. Each case runs in a
-new interpreter: Arrow reads its allocator once per process."""
+"""Arrow's allocator for the rewrite: jemalloc chosen by the `runner` command before pyarrow loads
+(`runner.arrow_allocator`), or as pyarrow's default pool when pyarrow loaded first
+(`resize_job.use_rewrite_allocator`); never over a choice the environment made, nor in a process
+that only imports `runner`; and the same file whatever the allocator. Each case runs in a new
+interpreter: Arrow reads its allocator once per process."""
 
 from __future__ import annotations
 
@@ -31,8 +32,18 @@ def run(code: str, env: dict[str, str | None] | None = None) -> str:
 
 
 @pytest.mark.skipif(sys.platform != "linux" or not HAS_JEMALLOC, reason="pyarrow's Linux builds carry jemalloc")
-def test_importing_runner_before_pyarrow_gives_arrow_jemalloc() -> None:
-    assert run("import runner, pyarrow as pa; print(pa.default_memory_pool().backend_name)") == "jemalloc"
+def test_the_runner_command_gives_arrow_jemalloc() -> None:
+    code = ("import contextlib, io, runner.cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    runner.cli.main(['--version'])\n"
+            "import pyarrow as pa; print(pa.default_memory_pool().backend_name)")
+    assert run(code) == "jemalloc"
+
+
+def test_importing_runner_leaves_the_processs_allocator_alone() -> None:
+    """A pipeline that imports `runner` for `runner.write` keeps the allocator its owner chose."""
+    code = "import runner, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+    assert run(code) == run("import pyarrow as pa; print(pa.default_memory_pool().backend_name)")
 
 
 def test_an_allocator_the_environment_chose_is_kept() -> None:

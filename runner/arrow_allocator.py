@@ -1,0 +1,27 @@
+"""Arrow's allocator in a process the runner owns (the `runner` command), chosen before pyarrow
+loads: Arrow reads `ARROW_DEFAULT_MEMORY_POOL` once, as it loads.
+
+jemalloc, which pyarrow's Linux builds carry, instead of Arrow's default mimalloc, which returned
+each decoded batch's freed pages to the kernel and faulted fresh ones in for the next (13 % of the
+rewrite threads' samples in a profile; the rewrite took 0.94x the CPU with jemalloc in 8
+interleaved pairs, bench/README.md, "resize6 round"). A Spark session started from the process
+passes it on to its Python workers, where `resize_job.use_rewrite_allocator` covers the case of
+pyarrow loaded first.
+
+Only the command chooses: `import runner` in someone's pipeline (for `runner.write`) leaves that
+process's allocator as its owner set it. A choice already in the environment is always kept.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+ENVIRONMENT_KEY = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def choose_before_pyarrow() -> None:
+    """Ask for jemalloc, unless pyarrow has loaded (too late: the rewrite then sets pyarrow's
+    default pool itself) or the environment already names an allocator."""
+    if "pyarrow" not in sys.modules and sys.platform == "linux":
+        os.environ.setdefault(ENVIRONMENT_KEY, "jemalloc")
