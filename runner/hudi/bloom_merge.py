@@ -28,7 +28,6 @@ header are those of a filter Hudi built for N keys, so any reader decodes it as 
 
 from __future__ import annotations
 
-import base64
 import binascii
 import struct
 from collections.abc import Callable, Sequence
@@ -124,7 +123,7 @@ def _merge_dynamic(inputs: Sequence[InputFilter]) -> MergedFilter:
     parts = [header, _DYNAMIC.pack(bloom.ENTRIES, bloom.current_records(total), len(out))]
     for row in out:
         parts += [header, row.tobytes()]
-    return MergedFilter(bloom.TYPE_CODE, base64.b64encode(b"".join(parts)).decode("ascii"), out)
+    return MergedFilter(bloom.TYPE_CODE, bloom.base64_text(b"".join(parts)), out)
 
 
 def dynamic_rows(f: InputFilter) -> list[npt.NDArray[np.uint8]]:
@@ -166,7 +165,7 @@ def _merge_simple(inputs: Sequence[InputFilter]) -> MergedFilter:
             raise NotMergeable(f"{f.path}: SIMPLE bloom filter header {_header_of(data)} in {len(data)} bytes, "
                                f"expected {_HEADER.unpack(expected)} in {_HEADER.size + _ROW_BYTES}")
         np.bitwise_or(out, np.frombuffer(data, np.uint8, offset=_HEADER.size), out=out)
-    value = base64.b64encode(expected + out.tobytes()).decode("ascii")
+    value = bloom.base64_text(expected + out.tobytes())
     return MergedFilter(SIMPLE, value, out[None, :])
 
 
