@@ -6,7 +6,7 @@ amount, ts`, `--rows` records, keys sequential) and reports the CPU time (this p
 threads; delta-rs encodes in Rust threads of this process) of:
 
 - `hudi file`: what a create handle writes: the five meta columns and the data, gzip level 6,
-  Hudi's dictionary rule (`runner.writer.encoding`), and the record-key footer (bloom filter, key
+  Hudi's dictionary rule (`runner.hudi.parquet_dictionary`), and the record-key footer (bloom filter, key
   range), into memory;
 - `hudi footer`: the record-key footer alone (`runner.hudi.footer.record_key_footer`);
 - `data only, pyarrow`: the data columns alone through pyarrow, with Hudi's dictionary rule, then
@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from runner.hudi.footer import record_key_footer
-from runner.writer.encoding import dictionary_columns
+from runner.hudi.parquet_dictionary import dictionary_columns
 
 
 def cpu() -> float:

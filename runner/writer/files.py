@@ -38,9 +38,9 @@ from runner.errors import RefusedError
 from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.footer import extended_record_key_footer, input_filter, record_key_footer
+from runner.hudi.parquet_dictionary import dictionary_columns
 from runner.hudi.properties import format_properties
 from runner.storage import AlreadyExists, Storage
-from runner.writer.encoding import dictionary_columns
 from runner.writer.markers import marker_path
 from runner.writer.options import GZIP, ParquetCodec
 from runner.writer.schema import (

@@ -12,6 +12,7 @@ import pytest
 
 import runner.execute.resize_job as job
 from runner.execute.resize_job import GroupRewrite, dictionary_columns, rewrite_group
+from runner.hudi import parquet_dictionary
 from runner.hudi.thrift_compact import Struct, decode_struct
 from runner.storage import LocalStorage
 
@@ -142,3 +143,57 @@ def test_the_file_reads_as_the_plain_path_writes_it_and_stays_dictionary_encoded
     for column in ("_hoodie_commit_time", "_hoodie_partition_path", "category", "code"):
         assert data_page_encodings(tmp_path / "dict" / fast.path, column) <= {RLE_DICTIONARY, PLAIN_DICTIONARY}
     assert fast.records == plain.records == 12000
+
+
+PLAIN = 0
+
+
+def test_distinct_columns_are_written_plain_and_few_valued_ones_with_a_dictionary_as_hudi_chooses(tmp_path):
+    """Hudi's dictionary rule (parquet-mr's first page, `runner.hudi.parquet_dictionary`) on the
+    file's first rows, not Arrow's default of a dictionary on every column until it overflows: the
+    distinct record key gets no dictionary page at all, the few-valued columns keep theirs, and
+    every column not decoded as an Arrow dictionary has a dictionary exactly when the rule says so."""
+    inputs = write_inputs(tmp_path)
+    arrow_dictionaries = dictionary_columns(job.merged_schema([s.schema for s in sources(tmp_path, inputs)]),
+                                            sources(tmp_path, inputs))
+    done = rewrite_group(LocalStorage(str(tmp_path)), GroupRewrite("p", "new-0", inputs), INSTANT, "0-0-0",
+                         batch_rows=1500)
+    out = tmp_path / done.path
+    parquet = pq.ParquetFile(out)
+    names = parquet.schema_arrow.names
+    assert data_page_encodings(out, "_hoodie_record_key") == {PLAIN}
+    assert not parquet.metadata.row_group(0).column(names.index("_hoodie_record_key")).has_dictionary_page
+    for column in ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_file_name", "category", "code"):
+        assert data_page_encodings(out, column) <= {RLE_DICTIONARY, PLAIN_DICTIONARY}, column
+    rows = parquet.read()
+    rule = set(parquet_dictionary.dictionary_columns(rows.slice(0, parquet_dictionary.PAGE_ROWS)))
+    for column in names:
+        expected = column in rule or column in arrow_dictionaries or column == "_hoodie_file_name"
+        assert parquet.metadata.row_group(0).column(names.index(column)).has_dictionary_page == expected, column
+    assert "amount" in rule  # 4,000 values three times over: the dictionary pays, as parquet-mr finds
+    assert rows.num_rows == done.records == 12000
+
+
+def test_leaves_of_nested_columns_keep_their_dictionary_under_the_inputs_element_names(tmp_path):
+    """Nested leaves keep a dictionary (as the writer's rule has it), named as the rewrite writes them
+    (the inputs' element names, not Arrow's compliant ones): a name that matched no leaf would
+    silently write them plain."""
+    (tmp_path / "p").mkdir()
+    inputs = []
+    for n in range(2):
+        rows = 3000
+        name = f"f{n}-0_0-1-{n}_2024010{n + 1}000000000.parquet"
+        keys = [f"key-{n}-{i:06d}" for i in range(rows)]
+        tags = pa.array([["a", "b"][: i % 3] for i in range(rows)], pa.list_(pa.field("array", pa.string())))
+        pq.write_table(pa.table({
+            "_hoodie_commit_time": [f"2024010{n + 1}000000000"] * rows, "_hoodie_commit_seqno": keys,
+            "_hoodie_record_key": keys, "_hoodie_partition_path": ["p"] * rows, "_hoodie_file_name": [name] * rows,
+            "tags": tags,
+        }), tmp_path / "p" / name, store_schema=False, use_compliant_nested_type=False)
+        inputs.append(f"p/{name}")
+    done = rewrite_group(LocalStorage(str(tmp_path)), GroupRewrite("p", "new-0", tuple(inputs)), INSTANT, "0-0-0")
+    parquet = pq.ParquetFile(tmp_path / done.path)
+    leaf = next(i for i in range(len(parquet.schema)) if parquet.schema.column(i).path.startswith("tags."))
+    assert parquet.schema.column(leaf).path == "tags.list.array"
+    assert parquet.metadata.row_group(0).column(leaf).has_dictionary_page
+    assert parquet.read().column("tags").to_pylist() == [["a", "b"][: i % 3] for i in range(3000)] * 2

@@ -2,7 +2,7 @@
 
 A real Hudi file (the hudi-rs fixtures, written by Hudi's Spark writer) shows parquet-mr's rule: a
 column whose dictionary would not be smaller than its plain values is written plain. Our writer's
-files follow the same rule (`runner.writer.encoding`), on both engines, and stay readable by the
+files follow the same rule (`runner.hudi.parquet_dictionary`), on both engines, and stay readable by the
 `hudi` reader.
 """
 
@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import runner
-from runner.writer import encoding
-from runner.writer.encoding import PAGE_ROWS, dictionary_columns
+from runner.hudi import parquet_dictionary as encoding
+from runner.hudi.parquet_dictionary import PAGE_ROWS, dictionary_columns
 from tests.writer.writer_helpers import oracle_rows, table_yaml
 
 DISTINCT = ("_hoodie_commit_seqno", "_hoodie_record_key", "id", "name", "amount")
@@ -94,7 +94,7 @@ def test_a_column_whose_dictionary_would_be_as_large_as_its_values_is_plain() ->
 
 def _rule_by_hashing(column: pa.Array | pa.ChunkedArray) -> bool:
     """parquet-mr's first-page rule computed the long way, every value hashed (the reference for
-    the shortcuts in `runner.writer.encoding`); the page limits are read off the module, so a test
+    the shortcuts in `runner.hudi.parquet_dictionary`); the page limits are read off the module, so a test
     may lower them. Byte arrays of any width, and 8-byte numbers (floats kept apart by their bits,
     as parquet-mr's dictionary keeps -0.0, 0.0 and NaNs apart)."""
     rows, page_bytes = encoding.PAGE_ROWS, encoding.PAGE_BYTES

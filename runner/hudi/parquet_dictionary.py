@@ -34,12 +34,13 @@ PAGE_BYTES = 1024 * 1024  # Hudi's `hoodie.parquet.page.size`, also its dictiona
 _LENGTH_PREFIX = 4  # PLAIN byte arrays carry a 4-byte length
 
 
-def dictionary_columns(rows: pa.Table) -> list[str]:
-    """The Parquet column paths of `rows`' schema to write with a dictionary (see the module doc)."""
+def dictionary_columns(rows: pa.Table, *, compliant_nested: bool = True) -> list[str]:
+    """The Parquet column paths of `rows`' schema to write with a dictionary (see the module doc);
+    `compliant_nested`: as the writer's `use_compliant_nested_type`, which names nested leaves."""
     chosen: list[str] = []
     for field in rows.schema:
         if _is_nested(field.type):
-            chosen.extend(p for p in leaf_paths(rows.schema) if p.split(".", 1)[0] == field.name)
+            chosen.extend(p for p in leaf_paths(rows.schema, compliant_nested) if p.split(".", 1)[0] == field.name)
         elif _dictionary_pays(rows.column(field.name)):
             chosen.append(field.name)
     return chosen
@@ -159,12 +160,12 @@ def _plain_width(kind: pa.DataType) -> int | None:
 
 
 @functools.lru_cache(maxsize=64)
-def leaf_paths(schema: pa.Schema) -> tuple[str, ...]:
+def leaf_paths(schema: pa.Schema, compliant_nested: bool = True) -> tuple[str, ...]:
     """The Parquet column paths of `schema`'s leaves, as Arrow's writer names them."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     sink = pa.BufferOutputStream()
-    pq.write_table(schema.empty_table(), sink, store_schema=False)
+    pq.write_table(schema.empty_table(), sink, store_schema=False, use_compliant_nested_type=compliant_nested)
     parquet_schema = pq.ParquetFile(pa.BufferReader(sink.getvalue())).schema
     return tuple(parquet_schema.column(i).path for i in range(len(parquet_schema)))
