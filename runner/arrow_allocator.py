@@ -15,13 +15,20 @@ process's allocator as its owner set it. A choice already in the environment is 
 from __future__ import annotations
 
 import os
+import platform
 import sys
 
 ENVIRONMENT_KEY = "ARROW_DEFAULT_MEMORY_POOL"
+# pyarrow's Linux wheels carry jemalloc on x86-64 only: since pyarrow 18 the ARM wheels leave it out
+# (apache/arrow#44380), and naming it there makes Arrow print "Unsupported backend" on stderr in
+# the command and in every Spark worker that inherits the environment.
+_JEMALLOC_MACHINES = frozenset({"x86_64", "amd64"})
 
 
 def choose_before_pyarrow() -> None:
     """Ask for jemalloc, unless pyarrow has loaded (too late: the rewrite then sets pyarrow's
-    default pool itself) or the environment already names an allocator."""
-    if "pyarrow" not in sys.modules and sys.platform == "linux":
+    default pool itself), the environment already names an allocator, or pyarrow's wheels for
+    this machine lack jemalloc."""
+    if ("pyarrow" not in sys.modules and sys.platform == "linux"
+            and platform.machine().lower() in _JEMALLOC_MACHINES):
         os.environ.setdefault(ENVIRONMENT_KEY, "jemalloc")

@@ -234,6 +234,7 @@ def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[pa.Table
     """Write the old records with updates in place, then the inserts; (inserts, updates) written."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     rows = _RowGroups(out)
     updates = 0
@@ -252,6 +253,12 @@ def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[pa.Table
         positions[hit] = old.num_rows + np.arange(len(taken), dtype=np.int64)
         rows.add(pa.concat_tables([old, fresh]).take(pa.array(positions)))
     inserts = newest.filter(pa.array(~replaced))
+    if updates != int(replaced.sum()) and inserts.num_rows:
+        # An old file holding a key twice (an insert without de-duplication wrote it) has two index
+        # rows of it, so the tagging's join brought its record here once per row, and with
+        # `keys_distinct` nothing collapsed them: the copy no old row took is that update, not an insert.
+        updated = newest.filter(pa.array(replaced)).column(RECORD_KEY)
+        inserts = inserts.filter(pc.invert(pc.is_in(inserts.column(RECORD_KEY), value_set=updated)))
     rows.add(stamp(ctx, inserts, out.name, updates))
     rows.flush_all()
     return inserts.num_rows, updates

@@ -91,3 +91,14 @@ def test_the_rewritten_file_is_the_same_bytes_whatever_the_allocator(tmp_path: P
         assert backend == pool
     assert len(set(digests.values())) == 1, digests
     assert hashlib.sha256(b"").hexdigest() not in digests.values()
+
+
+def test_the_runner_command_names_no_allocator_where_the_wheels_lack_jemalloc() -> None:
+    # Linux ARM wheels have no jemalloc (pyarrow >= 18): naming it there gets Arrow's "Unsupported
+    # backend" warning on stderr in the command and in every Spark worker inheriting the variable.
+    code = ("import contextlib, io, os, platform, runner.cli\n"
+            "platform.machine = lambda: 'aarch64'\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    runner.cli.main(['--version'])\n"
+            "print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))")
+    assert run(code) == "None"

@@ -184,3 +184,26 @@ def test_merge_finds_updated_rows_by_the_tagging_only_when_they_hold_their_keys(
         old, [(3, "upd-3"), (17, "upd-17"), (100, "new-100")], "20240102000000000", 2)
     assert [(r["_hoodie_commit_time"], r["_hoodie_commit_seqno"], r[RECORD_KEY], r["name"]) for r in got] == rows
     assert (updates, inserts) == (expected_updates, expected_inserts) == (2, 1)
+
+
+def test_a_key_held_twice_in_the_old_file_has_both_records_updated_by_a_driver_merge(tmp_path: Path) -> None:
+    """Hudi's merge handle replaces every old record of an updated key and inserts nothing for it;
+    a file holding a key twice (an insert without de-duplication wrote it) gives the key two index
+    rows, so the tagging's join brings the upsert's record to the file group twice, and the merge,
+    told the keys are distinct (an upsert's `WriteTask.keys_distinct`), must not write the copy as
+    an insert: the key would be held three times."""
+    from runner.writer import index, local
+    from runner.writer.tasks import TARGET
+
+    base = _base_file(tmp_path, [(i, f"old-{i}") for i in range(6)] + [(3, "old-3-again")])
+    old = pq.read_table(tmp_path / PARTITION / base.name).to_pylist()
+    table, kept = index.index_table(LocalStorage(str(tmp_path)), [(PARTITION, base)], threads=1, keep_bytes=1 << 30)
+    tagged = local.tag(_records([(3, "upd-3")]), table, keys_distinct=True)
+    incoming = tagged.filter(pc.equal(tagged.column(TARGET), base.file_id)).drop_columns([TARGET])
+    ctx = dataclasses.replace(_context(tmp_path, "20240102000000000", 2), keys_distinct=True)
+    written = merge(ctx, PARTITION, base, incoming, kept[f"{PARTITION}/{base.name}"])
+
+    got = pq.read_table(tmp_path / PARTITION / written.name).to_pylist()
+    rows, updates, inserts = _expected(old, [(3, "upd-3")], "20240102000000000", 2)
+    assert [(r["_hoodie_commit_time"], r["_hoodie_commit_seqno"], r[RECORD_KEY], r["name"]) for r in got] == rows
+    assert (written.num_update_writes, written.num_inserts) == (updates, inserts) == (2, 0)
