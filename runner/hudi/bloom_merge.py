@@ -61,9 +61,6 @@ class InputFilter:
     type_code: str | None
     value: str | bytes | None  # the Base64 text
     records: int
-    # The (min, max) record keys the footer records, if both are there: a merged file's range can
-    # come from its inputs' instead of its keys (`footer.merged_record_key_footer`).
-    key_range: tuple[str, str] | None = None
     # Reads the Base64 text when the merge needs it, in place of `value` (None then), so that a
     # group's values are not all held at once (`resize_job`: 38 MB for 89 inputs, whose fresh pages
     # cost more CPU than reading each value twice).

@@ -155,15 +155,10 @@ def range_footer(bounds: tuple[str, str] | None) -> dict[str, str]:
 
 
 def input_filter(path: str, entries: Mapping[bytes, bytes] | None, records: int) -> bloom_merge.InputFilter:
-    """An input file's bloom filter and key range as its footer entries (pyarrow's key-value
-    metadata) give them; a range that is not UTF-8 counts as none."""
+    """An input file's bloom filter as its footer entries (pyarrow's key-value metadata) give it."""
     entries = entries or {}
     value, code = entries.get(BLOOM_FILTER.encode()), entries.get(BLOOM_FILTER_TYPE_CODE.encode())
-    try:
-        bounds = range_of(entries)
-    except UnicodeDecodeError:
-        bounds = None
-    return bloom_merge.InputFilter(path, code.decode("utf-8", "replace") if code else None, value, records, bounds)
+    return bloom_merge.InputFilter(path, code.decode("utf-8", "replace") if code else None, value, records)
 
 
 def merged_record_key_footer(inputs: Sequence[bloom_merge.InputFilter],
@@ -176,57 +171,21 @@ def merged_record_key_footer(inputs: Sequence[bloom_merge.InputFilter],
     the group, or stale) is caught and rebuilt rather than passed on. A null or empty key is left to
     the rebuild, which refuses it.
 
-    The key range, in Java's order, is the inputs' recorded ranges merged when `_recorded_range`
-    can trust them (scanning a group's million keys for it cost about a third of this function),
-    else computed from the keys."""
-    checked = _checked_merge(inputs, keys)
-    if isinstance(checked, str):
-        return record_key_footer(keys), f"rebuilt: {checked}"
-    merged, sample, owners = checked
+    The key range, in Java's order, is computed from the keys, as Hudi's clustering computes it
+    from the rows it writes. The inputs' recorded ranges would spare that scan (about 40 ms a group
+    of a million keys), but only a sample of keys could check them, and a range that leaves out a
+    key the file holds makes Hudi's bloom index skip the file for that key: an upsert of it then
+    writes it again elsewhere (tests/hudi/test_footer.py, the unsampled key)."""
+    merged = _checked_merge(inputs, keys)
+    if isinstance(merged, str):
+        return record_key_footer(keys), f"rebuilt: {merged}"
     entries = {BLOOM_FILTER: merged.value, BLOOM_FILTER_TYPE_CODE: merged.type_code}
-    bounds = _recorded_range(inputs, sample, owners) or key_range(keys)
-    return entries | range_footer(bounds), "merged"
-
-
-def _recorded_range(inputs: Sequence[bloom_merge.InputFilter], sample: pa.Array,
-                    owners: npt.NDArray[np.int64]) -> tuple[str, str] | None:
-    """The range covering the inputs' recorded ranges, when it is the one their keys give in Java's
-    order; else None (compute it from the keys).
-
-    A recorded range may have been computed in another order than Java's (UTF-8 bytes, code
-    points): those disagree only between a character from U+E000 to U+FFFF and one above it, at the
-    first position where two keys differ. So a bound holding no character from U+E000 up is its
-    file's smallest (or largest) key in every one of these orders, and the bounds are merged in any
-    of them alike. The inputs' sampled keys (`_checked_merge`, each input's first and last among
-    them) must also lie within their input's range, so a range that is not its file's is caught.
-    """
-    import pyarrow as pa
-
-    if not (pa.types.is_string(sample.type) or pa.types.is_large_string(sample.type)):
-        return None
-    ranges: list[tuple[str, str]] = []
-    for f in inputs:
-        r = f.key_range
-        if r is None or not _orders_agree(r[0]) or not _orders_agree(r[1]) or r[0] > r[1]:
-            return None
-        ranges.append(r)
-    for key, owner in zip(sample.to_pylist(), owners.tolist(), strict=True):
-        low, high = ranges[owner]
-        if not low <= key <= high:  # the bounds hold no character from U+E000 up: Java's order too
-            return None
-    # An input without rows has no key in the file: its range, checked by no sample, is left out.
-    held = [r for r, f in zip(ranges, inputs, strict=True) if f.records]
-    return (min(r[0] for r in held), max(r[1] for r in held)) if held else None
-
-
-def _orders_agree(bound: str) -> bool:
-    return max(bound, default="") < "\uE000"
+    return entries | range_footer(key_range(keys)), "merged"
 
 
 def _checked_merge(inputs: Sequence[bloom_merge.InputFilter], keys: pa.ChunkedArray
-                   ) -> tuple[bloom_merge.MergedFilter, pa.Array, npt.NDArray[np.int64]] | str:
-    """The merged filter, with the sampled keys it was checked on and the input each came from;
-    or why the filter is to be rebuilt."""
+                   ) -> bloom_merge.MergedFilter | str:
+    """The merged filter, checked on a sample of every input's keys; or why it is to be rebuilt."""
     import numpy as np
     import pyarrow as pa
 
@@ -246,14 +205,12 @@ def _checked_merge(inputs: Sequence[bloom_merge.InputFilter], keys: pa.ChunkedAr
     starts = [0]
     for f in inputs:
         starts.append(starts[-1] + f.records)
-    spreads = [_spread(a, b) for a, b in pairwise(starts)]
-    picks = np.concatenate(spreads)
+    picks = np.concatenate([_spread(a, b) for a, b in pairwise(starts)])
     sample = keys.take(pa.array(picks)).combine_chunks()
     missing = (~bloom_merge.members(merged, sample)).nonzero()[0]
     if len(missing):
         return f"record key {sample[int(missing[0])].as_py()!r} fails its input's bloom filter"
-    owners = np.repeat(np.arange(len(spreads), dtype=np.int64), [len(s) for s in spreads])
-    return merged, sample, owners
+    return merged
 
 
 def _spread(start: int, end: int) -> npt.NDArray[np.int64]:

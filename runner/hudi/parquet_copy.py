@@ -552,12 +552,12 @@ def _key_leaf(meta: Struct) -> int | None:
 def _record_key_footer(files: Sequence[_Input], keys_chunks: KeyChunks | None) -> tuple[dict[str, str], str]:
     """The footer, and where its bloom filter came from ("merged", "rebuilt: <why>" or "none").
 
-    The key range and bloom filter are `footer.merged_record_key_footer`'s from the decoded
-    `_hoodie_record_key` column: the inputs' recorded ranges when it can trust them (they may be in
-    UTF-8 rather than Java order), else computed from the keys; the inputs' filters merged
-    (`runner.hudi.bloom_merge`) when they qualify, else rebuilt from the keys. A table without meta
-    columns has no key column: the range then covers the inputs' recorded ranges when every input
-    records one, and there is no filter.
+    The key range is computed from the decoded `_hoodie_record_key` column (inputs' recorded
+    ranges may be in UTF-8 rather than Java order, and only a sample of keys could check them,
+    `runner.hudi.footer`); the bloom filter is the inputs' filters merged (`runner.hudi.bloom_merge`)
+    when they qualify, else rebuilt from the keys. A table without meta columns has no key column:
+    the range then covers the inputs' recorded ranges when every input records one, and there is no
+    filter.
     """
     entries = [_footer_entries(f.meta) for f in files]
     keys = _key_column(files, keys_chunks) if keys_chunks is not None else None
