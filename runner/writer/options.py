@@ -95,6 +95,7 @@ def _zlib_level(value: object) -> int:
         raise RefusedError(
             f"Option {ZLIB_LEVEL_KEY} is {value!r}; expected a gzip level from 1 to 9 or one of "
             f"{', '.join(n for n in _ZLIB_LEVEL_NAMES if n != 'NO_COMPRESSION')}.",
-            hint=f"1 is the fastest, 9 the smallest, unset is 6; for no compression set {CODEC_KEY} to uncompressed.",
+            hint=f"give a level from 1 (fastest) to 9 (smallest files), or leave the option out for 6; "
+                 f"for no compression, set {CODEC_KEY} to uncompressed instead.",
         )
     return level
