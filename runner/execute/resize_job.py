@@ -53,6 +53,7 @@ from typing import BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from runner import arrow_allocator
 from runner.failpoints import failpoint
 from runner.hudi import bloom_merge, footer, parquet_dictionary
 from runner.hudi.files import BaseFile, relative_path, write_token
@@ -249,7 +250,7 @@ def use_rewrite_allocator() -> None:
         if _allocator_chosen:
             return
         _allocator_chosen = True
-        if os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or pa.default_memory_pool().backend_name != "mimalloc":
+        if os.environ.get(arrow_allocator.ENVIRONMENT_KEY) or pa.default_memory_pool().backend_name != "mimalloc":
             return
         supported = pa.supported_memory_backends()
         for name in REWRITE_ALLOCATORS:
