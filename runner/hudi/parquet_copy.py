@@ -39,6 +39,49 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from runner.errors import CorruptMetadataError
 from runner.hudi import footer
+from runner.hudi.parquet_ids import (
+    C_CRYPTO,
+    C_FILE_OFFSET,
+    C_FILE_PATH,
+    C_META,
+    C_PAGE_INDEX,
+    DATA_PAGE,
+    DATA_PAGE_V2,
+    DICTIONARY_PAGE,
+    F_COLUMN_ORDERS,
+    F_CREATED_BY,
+    F_ENCRYPTION,
+    F_KEY_VALUE,
+    F_NUM_ROWS,
+    F_ROW_GROUPS,
+    F_SCHEMA,
+    F_SIGNING_KEY,
+    M_BLOOM,
+    M_CODEC,
+    M_COMPRESSED,
+    M_DATA_PAGE,
+    M_DICTIONARY_PAGE,
+    M_INDEX_PAGE,
+    M_NUM_VALUES,
+    M_PATH,
+    M_UNCOMPRESSED,
+    MAGIC,
+    P_COMPRESSED_SIZE,
+    P_DATA_V1,
+    P_DATA_V2,
+    P_TYPE,
+    R_COLUMNS,
+    R_FILE_OFFSET,
+    R_NUM_ROWS,
+    R_ORDINAL,
+    R_SORTING_COLUMNS,
+    R_TOTAL_BYTE_SIZE,
+    R_TOTAL_COMPRESSED,
+    S_CHILDREN,
+    S_NAME,
+    S_REPETITION,
+    S_TYPE,
+)
 from runner.hudi.thrift_compact import (
     BINARY,
     I16,
@@ -55,29 +98,8 @@ from runner.hudi.thrift_compact import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
-MAGIC = b"PAR1"
 FILE_NAME_COLUMN = "_hoodie_file_name"
 RECORD_KEY_COLUMN = "_hoodie_record_key"
-
-# FileMetaData
-_F_SCHEMA, _F_NUM_ROWS, _F_ROW_GROUPS, _F_KEY_VALUE, _F_CREATED_BY, _F_COLUMN_ORDERS = 2, 3, 4, 5, 6, 7
-_F_ENCRYPTION, _F_SIGNING_KEY = 8, 9
-# RowGroup
-_R_COLUMNS, _R_TOTAL_BYTE_SIZE, _R_NUM_ROWS, _R_SORTING_COLUMNS, _R_FILE_OFFSET = 1, 2, 3, 4, 5
-_R_TOTAL_COMPRESSED, _R_ORDINAL = 6, 7
-# ColumnChunk
-_C_FILE_PATH, _C_FILE_OFFSET, _C_META = 1, 2, 3
-_C_PAGE_INDEX = (4, 5, 6, 7)  # offset index and column index: offset and length of each
-_C_CRYPTO = (8, 9)
-# ColumnMetaData
-_M_TYPE, _M_PATH, _M_CODEC, _M_NUM_VALUES, _M_UNCOMPRESSED, _M_COMPRESSED = 1, 3, 4, 5, 6, 7
-_M_DATA_PAGE, _M_INDEX_PAGE, _M_DICTIONARY_PAGE = 9, 10, 11
-_M_BLOOM = (14, 15)
-# SchemaElement
-_S_TYPE, _S_REPETITION, _S_NAME, _S_CHILDREN = 1, 3, 4, 5
-# PageHeader and the num_values of its data page headers (v1 and v2)
-_P_TYPE, _P_COMPRESSED_SIZE, _P_DATA_V1, _P_DATA_V2 = 1, 3, 5, 8
-_DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
 
 _BYTE_ARRAY = 6
 _REPEATED = 2
@@ -189,7 +211,7 @@ def copy_into(sources: Sequence[Source], out: BinaryIO, *, file_name: str,
     key_leaf = _key_leaf(schema)
     names: Iterator[tuple[_Chunk, bytes | memoryview]] | None = None
     if column is not None:
-        counts = [_int(rg, _R_NUM_ROWS) for f in parsed for rg, _ in f.row_groups]
+        counts = [_int(rg, R_NUM_ROWS) for f in parsed for rg, _ in f.row_groups]
         names = _file_name_chunks(file_name, counts, codec, optional=column[1])
     writer = _Writer(out)
     keys: list[list[tuple[Struct, _Chunk, bytes]]] = []
@@ -203,7 +225,7 @@ def copy_into(sources: Sequence[Source], out: BinaryIO, *, file_name: str,
             for chunk in chunks:
                 _check_pages(f.path, data, chunk)
             pieces: list[tuple[_Chunk, bytes | memoryview]] = [(c, view[c.start:c.start + c.length]) for c in chunks]
-            byte_size = _int(rg, _R_TOTAL_BYTE_SIZE)
+            byte_size = _int(rg, R_TOTAL_BYTE_SIZE)
             if names is not None and name_leaf is not None:
                 spliced = next(names)
                 byte_size += _uncompressed(spliced[0]) - _uncompressed(chunks[name_leaf])
@@ -246,14 +268,14 @@ def _parse_footer(source: Source) -> _Input:
         raise NotCopyable(str(error)) from error
     if end != length:
         raise NotCopyable(f"{path}: the footer takes {end} of its {length} bytes")
-    if meta.has(_F_ENCRYPTION) or meta.has(_F_SIGNING_KEY):
+    if meta.has(F_ENCRYPTION) or meta.has(F_SIGNING_KEY):
         raise NotCopyable(f"{path} is encrypted")
     row_groups = []
     ranges: list[tuple[int, int]] = []
-    for rg in meta.get_list(_F_ROW_GROUPS):
+    for rg in meta.get_list(F_ROW_GROUPS):
         assert isinstance(rg, Struct)
-        chunks = tuple(_chunk(path, c) for c in rg.get_list(_R_COLUMNS))
-        if _int(rg, _R_NUM_ROWS) <= 0:
+        chunks = tuple(_chunk(path, c) for c in rg.get_list(R_COLUMNS))
+        if _int(rg, R_NUM_ROWS) <= 0:
             raise NotCopyable(f"{path} has an empty row group")
         row_groups.append((rg, chunks))
         ranges += [(c.start, c.start + c.length) for c in chunks]
@@ -268,18 +290,18 @@ def _parse_footer(source: Source) -> _Input:
 
 def _chunk(path: str, chunk: object) -> _Chunk:
     assert isinstance(chunk, Struct)
-    meta = chunk.get_struct(_C_META)
-    if meta is None or chunk.has(_C_FILE_PATH) or any(chunk.has(f) for f in _C_CRYPTO):
+    meta = chunk.get_struct(C_META)
+    if meta is None or chunk.has(C_FILE_PATH) or any(chunk.has(f) for f in C_CRYPTO):
         raise NotCopyable(f"{path}: a column chunk is stored elsewhere or encrypted")
-    start = _int(meta, _M_DATA_PAGE)
-    dictionary = meta.get_int(_M_DICTIONARY_PAGE)
+    start = _int(meta, M_DATA_PAGE)
+    dictionary = meta.get_int(M_DICTIONARY_PAGE)
     if dictionary is not None and 0 < dictionary < start:
         start = dictionary
-    return _Chunk(chunk, start, _int(meta, _M_COMPRESSED))
+    return _Chunk(chunk, start, _int(meta, M_COMPRESSED))
 
 
 def _uncompressed(chunk: _Chunk) -> int:
-    return _int(chunk.meta.get_struct(_C_META), _M_UNCOMPRESSED)
+    return _int(chunk.meta.get_struct(C_META), M_UNCOMPRESSED)
 
 
 def _check_pages(path: str, data: bytes, chunk: _Chunk) -> None:
@@ -289,19 +311,19 @@ def _check_pages(path: str, data: bytes, chunk: _Chunk) -> None:
     recorded size would cut a page, so anything but an exact fit is not copied.
     """
     start, length = chunk.start, chunk.length
-    values = _int(chunk.meta.get_struct(_C_META), _M_NUM_VALUES)
+    values = _int(chunk.meta.get_struct(C_META), M_NUM_VALUES)
     pos, end, seen = start, start + length, 0
     while pos < end:
         try:
             header, after = decode_struct(data, what=path, offset=pos)
         except CorruptMetadataError as error:
             raise NotCopyable(f"{path}: unreadable page header at byte {pos}") from error
-        kind = header.get_int(_P_TYPE)
-        if kind in (_DATA_PAGE, _DATA_PAGE_V2):
-            seen += _int(header.get_struct(_P_DATA_V1 if kind == _DATA_PAGE else _P_DATA_V2), 1)
-        elif kind != _DICTIONARY_PAGE:
+        kind = header.get_int(P_TYPE)
+        if kind in (DATA_PAGE, DATA_PAGE_V2):
+            seen += _int(header.get_struct(P_DATA_V1 if kind == DATA_PAGE else P_DATA_V2), 1)
+        elif kind != DICTIONARY_PAGE:
             raise NotCopyable(f"{path}: page of type {kind} at byte {pos}")
-        pos = after + _int(header, _P_COMPRESSED_SIZE)
+        pos = after + _int(header, P_COMPRESSED_SIZE)
     if pos != end or seen != values:
         raise NotCopyable(f"{path}: a column chunk's pages do not match its metadata "
                           f"({pos - start} of {length} bytes, {seen} of {values} values)")
@@ -311,8 +333,8 @@ def _check_alike(files: Sequence[_Input]) -> Struct:
     """The common schema; the files must also agree on the writer and the column orders."""
     first = files[0]
     for other in files[1:]:
-        for fid, what in ((_F_SCHEMA, "Parquet schemas"), (_F_CREATED_BY, "writers (created_by)"),
-                          (_F_COLUMN_ORDERS, "column orders")):
+        for fid, what in ((F_SCHEMA, "Parquet schemas"), (F_CREATED_BY, "writers (created_by)"),
+                          (F_COLUMN_ORDERS, "column orders")):
             if _encoded(first.meta, fid) != _encoded(other.meta, fid):
                 raise NotCopyable(f"{what} differ: {first.path} and {other.path}")
     return first.meta
@@ -324,10 +346,10 @@ def _encoded(meta: Struct, field_id: int) -> bytes | None:
     if not meta.has(field_id):
         return None
     value = meta.get(field_id)
-    if field_id == _F_SCHEMA and isinstance(value, ThriftList) and value.values:
+    if field_id == F_SCHEMA and isinstance(value, ThriftList) and value.values:
         root = value.values[0]
         assert isinstance(root, Struct)
-        value = ThriftList(value.element_type, [Struct([f for f in root.fields if f[0] != _S_NAME]),
+        value = ThriftList(value.element_type, [Struct([f for f in root.fields if f[0] != S_NAME]),
                                                 *value.values[1:]])
     assert value is not None
     return encode_struct(Struct([(1, _kind(meta, field_id), value)]))
@@ -338,7 +360,7 @@ def _kind(meta: Struct, field_id: int) -> int:
 
 
 def _single_codec(files: Sequence[_Input]) -> int:
-    codecs = {_int(c.meta.get_struct(_C_META), _M_CODEC) for f in files for _, chunks in f.row_groups for c in chunks}
+    codecs = {_int(c.meta.get_struct(C_META), M_CODEC) for f in files for _, chunks in f.row_groups for c in chunks}
     if len(codecs) != 1:
         raise NotCopyable(f"column chunks use {len(codecs)} codecs ({sorted(codecs)}), not one")
     codec = codecs.pop()
@@ -356,19 +378,19 @@ def _file_name_column(meta: Struct) -> tuple[int, bool] | None:
 def _string_column(meta: Struct, name: str) -> tuple[int, int, bool] | None:
     """(leaf index, schema element index, optional) of a top-level string column `name`; None
     without one. Raises NotCopyable when `name` is there but not a plain string column."""
-    elements = meta.get_list(_F_SCHEMA)
+    elements = meta.get_list(F_SCHEMA)
     leaf, i = 0, 1
     found = None
     root = elements[0]
     assert isinstance(root, Struct)
-    for _ in range(_int(root, _S_CHILDREN)):
+    for _ in range(_int(root, S_CHILDREN)):
         top = elements[i]
         assert isinstance(top, Struct)
         leaves, after = _leaves(elements, i)
-        if top.get(_S_NAME) == name.encode():
-            if leaves != 1 or top.get_int(_S_TYPE) != _BYTE_ARRAY or top.get_int(_S_REPETITION) == _REPEATED:
+        if top.get(S_NAME) == name.encode():
+            if leaves != 1 or top.get_int(S_TYPE) != _BYTE_ARRAY or top.get_int(S_REPETITION) == _REPEATED:
                 raise NotCopyable(f"{name} is not a plain string column")
-            found = (leaf, i, top.get_int(_S_REPETITION) != 0)
+            found = (leaf, i, top.get_int(S_REPETITION) != 0)
         leaf, i = leaf + leaves, after
     return found
 
@@ -376,14 +398,14 @@ def _string_column(meta: Struct, name: str) -> tuple[int, int, bool] | None:
 def _check_column_order(files: Sequence[_Input], name_leaf: int | None) -> None:
     """Every row group has one chunk per leaf column, in schema order (the spec's rule, relied on
     to find the `_hoodie_file_name` chunk by its position)."""
-    leaves = _leaves(files[0].meta.get_list(_F_SCHEMA), 0)[0]
+    leaves = _leaves(files[0].meta.get_list(F_SCHEMA), 0)[0]
     for f in files:
         for _, chunks in f.row_groups:
             if len(chunks) != leaves:
                 raise NotCopyable(f"{f.path}: a row group has {len(chunks)} column chunks for {leaves} columns")
             if name_leaf is not None:
-                meta = chunks[name_leaf].meta.get_struct(_C_META)
-                path = meta.get_list(_M_PATH) if meta is not None else []
+                meta = chunks[name_leaf].meta.get_struct(C_META)
+                path = meta.get_list(M_PATH) if meta is not None else []
                 if path != [FILE_NAME_COLUMN.encode()]:
                     raise NotCopyable(f"{f.path}: column chunks are not in schema order")
 
@@ -392,7 +414,7 @@ def _leaves(elements: Sequence[object], i: int) -> tuple[int, int]:
     """Leaves under the schema element at `i`, and the index after its subtree."""
     element = elements[i]
     assert isinstance(element, Struct)
-    children = element.get_int(_S_CHILDREN)
+    children = element.get_int(S_CHILDREN)
     if not children:
         return 1, i + 1
     total, i = 0, i + 1
@@ -421,7 +443,7 @@ def _file_name_chunks(name: str, counts: Sequence[int], codec: int, *,
         for count in distinct:
             writer.write_table(pa.table([column.slice(0, count)], schema=schema), row_group_size=count)
     written, data = _parse("<_hoodie_file_name>", bytes(sink.getvalue().to_pybytes()))
-    got = [_int(rg, _R_NUM_ROWS) for rg, _ in written.row_groups]
+    got = [_int(rg, R_NUM_ROWS) for rg, _ in written.row_groups]
     if got != distinct:  # pyarrow caps row groups at 64 Mi rows
         raise NotCopyable(f"{FILE_NAME_COLUMN} could not be written in the inputs' row groups")
     view = memoryview(data)
@@ -435,7 +457,7 @@ def _key_values(files: Sequence[_Input]) -> dict[str, str | None]:
     Hudi's record-key footer (computed afresh for the new file by the caller)."""
     merged: dict[str, str | None] = {}
     for f in files:
-        for entry in f.meta.get_list(_F_KEY_VALUE):
+        for entry in f.meta.get_list(F_KEY_VALUE):
             assert isinstance(entry, Struct)
             key, value = entry.get(1), entry.get(2)
             assert isinstance(key, bytes)
@@ -464,19 +486,19 @@ class _Writer:
             columns.append(_moved(chunk, self.pos))
             self.pos += chunk.length
         self.row_groups.append(_row_group(rg, columns, byte_size, len(self.row_groups)))
-        self.records += _int(rg, _R_NUM_ROWS)
+        self.records += _int(rg, R_NUM_ROWS)
 
     def finish(self, first: Struct, key_values: Mapping[str, str | None]) -> int:
         """Write the footer (`first`'s, with these row groups and key-value metadata); the file's size."""
         meta = Struct(list(first.fields))
-        meta.put(_F_NUM_ROWS, I64, self.records)
-        meta.put(_F_ROW_GROUPS, LIST, ThriftList(STRUCT, list(self.row_groups)))
+        meta.put(F_NUM_ROWS, I64, self.records)
+        meta.put(F_ROW_GROUPS, LIST, ThriftList(STRUCT, list(self.row_groups)))
         entries = [Struct([(1, BINARY, k.encode()), *([] if v is None else [(2, BINARY, v.encode())])])
                    for k, v in key_values.items()]
         if entries:
-            meta.put(_F_KEY_VALUE, LIST, ThriftList(STRUCT, list(entries)))
+            meta.put(F_KEY_VALUE, LIST, ThriftList(STRUCT, list(entries)))
         else:
-            meta.drop(_F_KEY_VALUE)
+            meta.drop(F_KEY_VALUE)
         encoded = encode_struct(meta)
         self.out.write(encoded + len(encoded).to_bytes(4, "little") + MAGIC)
         return self.pos + len(encoded) + 8
@@ -485,35 +507,35 @@ class _Writer:
 def _moved(chunk: _Chunk, start: int) -> Struct:
     """The chunk's metadata for its new place at `start`, without page index or bloom filter."""
     delta = start - chunk.start
-    meta = chunk.meta.get_struct(_C_META)
+    meta = chunk.meta.get_struct(C_META)
     assert meta is not None
     new_meta = Struct(list(meta.fields))
-    for fid in (_M_DATA_PAGE, _M_INDEX_PAGE, _M_DICTIONARY_PAGE):
+    for fid in (M_DATA_PAGE, M_INDEX_PAGE, M_DICTIONARY_PAGE):
         value = new_meta.get_int(fid)
         if value is not None and value > 0:
             new_meta.put(fid, I64, value + delta)
-    new_meta.drop(*_M_BLOOM)
+    new_meta.drop(*M_BLOOM)
     new = Struct(list(chunk.meta.fields))
-    new.drop(*_C_PAGE_INDEX)
-    new.put(_C_META, STRUCT, new_meta)
+    new.drop(*C_PAGE_INDEX)
+    new.put(C_META, STRUCT, new_meta)
     # Deprecated and unread; writers put the chunk's start (or its metadata's offset) here.
-    old = new.get_int(_C_FILE_OFFSET) or 0
-    new.put(_C_FILE_OFFSET, I64, old + delta if chunk.start <= old <= chunk.start + chunk.length else start)
+    old = new.get_int(C_FILE_OFFSET) or 0
+    new.put(C_FILE_OFFSET, I64, old + delta if chunk.start <= old <= chunk.start + chunk.length else start)
     return new
 
 
 def _row_group(rg: Struct, columns: list[Struct], byte_size: int, ordinal: int) -> Struct:
     new = Struct(list(rg.fields))
-    new.put(_R_COLUMNS, LIST, ThriftList(STRUCT, list(columns)))
-    new.put(_R_TOTAL_BYTE_SIZE, I64, byte_size)
-    first = columns[0].get_struct(_C_META)
+    new.put(R_COLUMNS, LIST, ThriftList(STRUCT, list(columns)))
+    new.put(R_TOTAL_BYTE_SIZE, I64, byte_size)
+    first = columns[0].get_struct(C_META)
     assert first is not None
-    starts = [first.get_int(_M_DICTIONARY_PAGE) or 0, _int(first, _M_DATA_PAGE)]
-    new.put(_R_FILE_OFFSET, I64, min(s for s in starts if s > 0))
-    if new.has(_R_TOTAL_COMPRESSED):
-        new.put(_R_TOTAL_COMPRESSED, I64, sum(_int(c.get_struct(_C_META), _M_COMPRESSED) for c in columns))
-    if new.has(_R_ORDINAL):
-        new.put(_R_ORDINAL, I16, ordinal)
+    starts = [first.get_int(M_DICTIONARY_PAGE) or 0, _int(first, M_DATA_PAGE)]
+    new.put(R_FILE_OFFSET, I64, min(s for s in starts if s > 0))
+    if new.has(R_TOTAL_COMPRESSED):
+        new.put(R_TOTAL_COMPRESSED, I64, sum(_int(c.get_struct(C_META), M_COMPRESSED) for c in columns))
+    if new.has(R_ORDINAL):
+        new.put(R_ORDINAL, I16, ordinal)
     return new
 
 
@@ -563,7 +585,7 @@ def _record_key_footer(files: Sequence[_Input], keys_chunks: KeyChunks | None) -
     keys = _key_column(files, keys_chunks) if keys_chunks is not None else None
     # Hudi leaves the key column null when `hoodie.populate.meta.fields` is false.
     if keys is not None and len(keys) > keys.null_count:
-        filters = [footer.input_filter(f.path, e, _int(f.meta, _F_NUM_ROWS))
+        filters = [footer.input_filter(f.path, e, _int(f.meta, F_NUM_ROWS))
                    for f, e in zip(files, entries, strict=True)]
         return footer.merged_record_key_footer(filters, keys)
     ranges = [footer.range_of(e) for e in entries]
@@ -574,7 +596,7 @@ def _record_key_footer(files: Sequence[_Input], keys_chunks: KeyChunks | None) -
 def _footer_entries(meta: Struct) -> dict[bytes, bytes]:
     """A footer's key-value metadata as pyarrow gives it (a key without a value is left out)."""
     entries: dict[bytes, bytes] = {}
-    for entry in meta.get_list(_F_KEY_VALUE):
+    for entry in meta.get_list(F_KEY_VALUE):
         assert isinstance(entry, Struct)
         key, value = entry.get(1), entry.get(2)
         if isinstance(key, bytes) and isinstance(value, bytes):
@@ -596,24 +618,24 @@ def _key_column(files: Sequence[_Input], keys_chunks: KeyChunks) -> pa.ChunkedAr
     if found is None:
         return None
     leaf, element, _ = found
-    schema = files[0].meta.get_list(_F_SCHEMA)
+    schema = files[0].meta.get_list(F_SCHEMA)
     root = Struct(list(_struct(schema[0]).fields))
-    root.put(_S_CHILDREN, I32, 1)
+    root.put(S_CHILDREN, I32, 1)
     meta = Struct(list(files[0].meta.fields))
-    meta.put(_F_SCHEMA, LIST, ThriftList(STRUCT, [root, schema[element]]))
-    orders = meta.get(_F_COLUMN_ORDERS)
+    meta.put(F_SCHEMA, LIST, ThriftList(STRUCT, [root, schema[element]]))
+    orders = meta.get(F_COLUMN_ORDERS)
     if isinstance(orders, ThriftList):
-        meta.put(_F_COLUMN_ORDERS, LIST, ThriftList(orders.element_type, [orders.values[leaf]]))
+        meta.put(F_COLUMN_ORDERS, LIST, ThriftList(orders.element_type, [orders.values[leaf]]))
     out = io.BytesIO()
     writer = _Writer(out)
     for f, chunks in zip(files, keys_chunks, strict=True):
         for rg, chunk, data in chunks:
-            chunk_meta = chunk.meta.get_struct(_C_META)
-            if chunk_meta is None or chunk_meta.get_list(_M_PATH) != [RECORD_KEY_COLUMN.encode()]:
+            chunk_meta = chunk.meta.get_struct(C_META)
+            if chunk_meta is None or chunk_meta.get_list(M_PATH) != [RECORD_KEY_COLUMN.encode()]:
                 raise NotCopyable(f"{f.path}: column chunks are not in schema order")
             trimmed = Struct(list(rg.fields))
-            trimmed.drop(_R_SORTING_COLUMNS)  # their column indexes are the whole schema's
-            writer.row_group(trimmed, [(chunk, data)], _int(rg, _R_TOTAL_BYTE_SIZE))
+            trimmed.drop(R_SORTING_COLUMNS)  # their column indexes are the whole schema's
+            writer.row_group(trimmed, [(chunk, data)], _int(rg, R_TOTAL_BYTE_SIZE))
     writer.finish(meta, {})
     return pq.read_table(pa.BufferReader(out.getvalue()), use_threads=False).column(0)
 
