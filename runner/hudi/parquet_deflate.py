@@ -1,0 +1,282 @@
+"""GZIP Parquet whose pages are deflated by libdeflate rather than Arrow's zlib.
+
+Hudi's default codec is gzip at zlib's level 6 (parquet-mr through Hadoop's zlib). Arrow's GZIP
+codec spends most of a Hudi file's encode in zlib's `deflate_slow`. libdeflate writes the same
+format (RFC 1952 members, what every Parquet reader inflates) at the same levels in a third to
+a half of zlib's CPU, and its output at a level is no larger than zlib's at that level on the data
+we measured (bench/README.md, "writer: pages deflated by libdeflate"). Readers see only valid gzip
+pages, so nothing about the file changes but the compressed bytes.
+
+Arrow has no hook for another compressor, so `DeflatingWriter` lets Arrow do everything else:
+each row group is encoded by `pyarrow.parquet.ParquetWriter` with no compression into memory, as
+a one-row-group Parquet file; its footer tells where every column chunk is; each chunk's pages
+are then deflated one by one (page headers re-encoded with the new compressed size, and a page
+CRC recomputed when there is one) and appended to the output; the footer, written on `close`, is
+the one Arrow wrote for the row groups with the codec set to GZIP and the sizes and offsets moved.
+Held at once: one row group's uncompressed encoding, as Arrow itself holds while writing one.
+
+Only what the writers here ask Arrow for is accepted: data pages v1 and dictionary pages, no page
+index, no Parquet bloom filter, no encryption; anything else is a bug here and raises.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
+
+import deflate
+
+from runner.hudi.parquet_ids import (
+    C_FILE_OFFSET,
+    C_META,
+    C_PAGE_INDEX,
+    DATA_PAGE,
+    DICTIONARY_PAGE,
+    F_KEY_VALUE,
+    F_NUM_ROWS,
+    F_ROW_GROUPS,
+    GZIP,
+    M_BLOOM,
+    M_CODEC,
+    M_COMPRESSED,
+    M_DATA_PAGE,
+    M_DICTIONARY_PAGE,
+    M_INDEX_PAGE,
+    M_UNCOMPRESSED,
+    MAGIC,
+    P_COMPRESSED_SIZE,
+    P_CRC,
+    P_TYPE,
+    P_UNCOMPRESSED_SIZE,
+    R_COLUMNS,
+    R_FILE_OFFSET,
+    R_NUM_ROWS,
+    R_ORDINAL,
+    R_TOTAL_BYTE_SIZE,
+    R_TOTAL_COMPRESSED,
+)
+from runner.hudi.thrift_compact import (
+    BINARY,
+    I16,
+    I32,
+    I64,
+    LIST,
+    STRUCT,
+    Struct,
+    ThriftList,
+    Value,
+    decode_struct,
+    encode_struct,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+HUDI_GZIP_LEVEL = 6  # zlib's default, what parquet-mr's gzip writes through Hadoop unless told otherwise
+_WHAT = "<a row group encoded for deflating>"
+
+
+class DeflatingWriter:
+    """A `pyarrow.parquet.ParquetWriter` look-alike for GZIP files: `write_table`,
+    `add_key_value_metadata`, `close`, and `metadata_rows` for what has been written.
+
+    `options` are `ParquetWriter`'s (dictionary columns, statistics, nested naming, ...), except the
+    compression, which is GZIP at `level` (1-12, libdeflate's; 1-9 mean what zlib's do).
+    """
+
+    def __init__(self, sink: BinaryIO, schema: pa.Schema, *, level: int = 6, **options: Any) -> None:
+        if not 1 <= level <= 12:
+            raise ValueError(f"gzip level {level}: expected 1 to 12")
+        for refused in ("compression", "compression_level", "write_page_index", "data_page_version",
+                        "encryption_properties", "write_page_checksum"):
+            if refused in options:
+                raise TypeError(f"DeflatingWriter sets {refused} itself")
+        self.sink, self.schema, self.level, self.options = sink, schema, level, options
+        sink.write(MAGIC)
+        self.pos = len(MAGIC)
+        self.row_groups: list[Struct] = []
+        self.rows = 0
+        self.key_values: dict[str, str] = {}
+        self._template: Struct | None = None  # the footer Arrow wrote for the first row group
+        self._closed = False
+
+    def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
+        """Append `table` as row groups of at most `row_group_size` rows (all of it by default)."""
+        size = max(row_group_size or table.num_rows, 1)
+        for start in range(0, table.num_rows, size):
+            self._row_group(table.slice(start, size))
+
+    def add_key_value_metadata(self, key_values: Mapping[str, str]) -> None:
+        self.key_values.update(key_values)
+
+    def close(self) -> None:
+        """Write the footer. The sink is left open (as `ParquetWriter` leaves a file object)."""
+        if self._closed:
+            return
+        self._closed = True
+        meta = Struct(list(self._footer_template().fields))
+        meta.put(F_NUM_ROWS, I64, self.rows)
+        meta.put(F_ROW_GROUPS, LIST, ThriftList(STRUCT, list(self.row_groups)))
+        # Arrow's order: the entries added, then its own (the Arrow schema, when stored).
+        entries: list[Value] = [Struct([(1, BINARY, key.encode()), (2, BINARY, value.encode())])
+                                for key, value in self.key_values.items()]
+        added = {key.encode() for key in self.key_values}
+        entries += [e for e in meta.get_list(F_KEY_VALUE) if isinstance(e, Struct) and e.get(1) not in added]
+        if entries:
+            meta.put(F_KEY_VALUE, LIST, ThriftList(STRUCT, list(entries)))
+        else:
+            meta.drop(F_KEY_VALUE)
+        encoded = encode_struct(meta)
+        self.sink.write(encoded + len(encoded).to_bytes(4, "little") + MAGIC)
+        self.pos += len(encoded) + 8
+
+    def __enter__(self) -> DeflatingWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _encoded(self, table: pa.Table) -> bytes:
+        """`table` as an uncompressed Parquet file of one row group, as Arrow writes it."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        sink = pa.BufferOutputStream()
+        with pq.ParquetWriter(sink, self.schema, compression="none", write_page_index=False,
+                              data_page_version="1.0", **self.options) as writer:
+            if table.num_rows:
+                writer.write_table(table, row_group_size=table.num_rows)
+        return cast(bytes, sink.getvalue().to_pybytes())
+
+    def _footer_template(self) -> Struct:
+        if self._template is None:  # no row written: the schema's footer from an empty file
+            self._template = _footer(self._encoded(self.schema.empty_table()))
+        return self._template
+
+    def _row_group(self, table: pa.Table) -> None:
+        data = self._encoded(table)
+        meta = _footer(data)
+        if self._template is None:
+            self._template = meta
+        row_groups = meta.get_list(F_ROW_GROUPS)
+        if len(row_groups) != 1 or not isinstance(rg := row_groups[0], Struct):
+            raise AssertionError(f"Arrow wrote {len(row_groups)} row groups for one")
+        start = self.pos
+        columns = []
+        for chunk in rg.get_list(R_COLUMNS):
+            assert isinstance(chunk, Struct)
+            pieces, column = _deflated(data, chunk, self.level, self.pos)
+            for piece in pieces:
+                self.sink.write(piece)
+                self.pos += len(piece)
+            columns.append(column)
+        self.row_groups.append(_row_group(rg, columns, start, len(self.row_groups)))
+        self.rows += _int(rg, R_NUM_ROWS)
+
+
+def _footer(data: bytes) -> Struct:
+    """The FileMetaData of a file Arrow just wrote."""
+    length = int.from_bytes(data[-8:-4], "little")
+    meta, end = decode_struct(data, what=_WHAT, offset=len(data) - 8 - length)
+    if end != len(data) - 8 or data[-4:] != MAGIC:
+        raise AssertionError("Arrow wrote a footer this module cannot find")
+    return meta
+
+
+def _deflated(data: bytes, chunk: Struct, level: int, at: int) -> tuple[list[bytes | bytearray], Struct]:
+    """The chunk's pages deflated (header and body of each, in order) and its ColumnChunk for its
+    new place at byte `at`."""
+    meta = chunk.get_struct(C_META)
+    assert meta is not None
+    if meta.get_int(M_INDEX_PAGE) or any(meta.has(f) for f in M_BLOOM) or any(chunk.has(f) for f in C_PAGE_INDEX):
+        raise AssertionError("a page index or bloom filter where none was asked for")
+    pos = meta.get_int(M_DICTIONARY_PAGE) or _int(meta, M_DATA_PAGE)
+    end = pos + _int(meta, M_COMPRESSED)
+    view = memoryview(data)
+    pieces: list[bytes | bytearray] = []
+    written = uncompressed = 0
+    dictionary_at = data_at = None
+    while pos < end:
+        header, body_at = decode_struct(data, what=_WHAT, offset=pos)
+        kind = header.get_int(P_TYPE)
+        size = _int(header, P_COMPRESSED_SIZE)
+        if kind == DICTIONARY_PAGE and dictionary_at is None and data_at is None:
+            dictionary_at = at
+        elif kind == DATA_PAGE:
+            data_at = at + written if data_at is None else data_at
+        else:
+            raise AssertionError(f"Arrow wrote a page of type {kind} where data pages v1 were asked for")
+        if _int(header, P_UNCOMPRESSED_SIZE) != size:
+            raise AssertionError("an uncompressed page whose two sizes differ")
+        packed = deflate.gzip_compress(view[body_at:body_at + size], level)
+        header.put(P_COMPRESSED_SIZE, I32, len(packed))
+        if header.has(P_CRC):  # the CRC32 of the page as stored, a signed i32
+            crc = zlib.crc32(packed)
+            header.put(P_CRC, I32, crc - (1 << 32) if crc >= 1 << 31 else crc)
+        head = encode_struct(header)
+        pieces += (head, packed)
+        written += len(head) + len(packed)
+        uncompressed += len(head) + size
+        pos = body_at + size
+    if pos != end or data_at is None:
+        raise AssertionError("a column chunk's pages do not fill it")
+    new_meta = Struct(list(meta.fields))
+    new_meta.put(M_CODEC, I32, GZIP)
+    new_meta.put(M_COMPRESSED, I64, written)
+    new_meta.put(M_UNCOMPRESSED, I64, uncompressed)
+    new_meta.put(M_DATA_PAGE, I64, data_at)
+    if dictionary_at is not None:
+        new_meta.put(M_DICTIONARY_PAGE, I64, dictionary_at)
+    column = Struct(list(chunk.fields))
+    column.put(C_META, STRUCT, new_meta)
+    if column.get_int(C_FILE_OFFSET):  # deprecated; Arrow writes 0, older writers the chunk's start
+        column.put(C_FILE_OFFSET, I64, at)
+    return pieces, column
+
+
+def _row_group(rg: Struct, columns: Sequence[Struct], start: int, ordinal: int) -> Struct:
+    new = Struct(list(rg.fields))
+    new.put(R_COLUMNS, LIST, ThriftList(STRUCT, list(columns)))
+    metas = [c.get_struct(C_META) for c in columns]
+    new.put(R_TOTAL_BYTE_SIZE, I64, sum(_int(m, M_UNCOMPRESSED) for m in metas))
+    new.put(R_FILE_OFFSET, I64, start)
+    new.put(R_TOTAL_COMPRESSED, I64, sum(_int(m, M_COMPRESSED) for m in metas))
+    if new.has(R_ORDINAL):
+        new.put(R_ORDINAL, I16, ordinal)
+    return new
+
+
+def _int(struct: Struct | None, field_id: int) -> int:
+    value = struct.get_int(field_id) if struct is not None else None
+    if value is None:
+        raise AssertionError(f"Arrow left out a required Parquet footer field ({field_id})")
+    return value
+
+
+class TableWriter(Protocol):
+    """What the writers here use of a Parquet writer: `ParquetWriter`'s or `DeflatingWriter`'s."""
+
+    def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None: ...
+
+    def add_key_value_metadata(self, key_values: Mapping[str, str]) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> TableWriter: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+def parquet_writer(sink: BinaryIO, schema: pa.Schema, *, compression: str, compression_level: int | None = None,
+                   **options: Any) -> TableWriter:
+    """A Parquet writer for `compression` (pyarrow's codec names): gzip pages deflated by libdeflate
+    at `compression_level` (Hudi's 6 when not given; Arrow's own default would be 9), any other codec
+    by pyarrow's `ParquetWriter`."""
+    import pyarrow.parquet as pq
+
+    if compression == "gzip":
+        return DeflatingWriter(sink, schema, level=HUDI_GZIP_LEVEL if compression_level is None else compression_level,
+                               **options)
+    return cast(TableWriter, pq.ParquetWriter(sink, schema, compression=compression,
+                                              compression_level=compression_level, **options))
