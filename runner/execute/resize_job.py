@@ -58,6 +58,7 @@ from runner.failpoints import failpoint
 from runner.hudi import bloom_merge, footer, parquet_dictionary
 from runner.hudi.files import BaseFile, relative_path, write_token
 from runner.hudi.instant import InstantTime
+from runner.hudi.parquet_deflate import TableWriter, parquet_writer
 from runner.storage import Storage
 
 FILE_NAME_COLUMN = "_hoodie_file_name"
@@ -304,7 +305,7 @@ def _batches(storage: Storage, path: str, metadata: pq.FileMetaData, schema: pa.
 class _RowGroups:
     """Collects decoded rows and writes them as one row group once either bound is reached."""
 
-    def __init__(self, writer: pq.ParquetWriter, *, max_rows: int, max_bytes: int) -> None:
+    def __init__(self, writer: TableWriter, *, max_rows: int, max_bytes: int) -> None:
         self.writer = writer
         self.max_rows = max_rows
         self.max_bytes = max_bytes
@@ -495,14 +496,15 @@ def _dictionary_choice(head: Sequence[pa.Table], schema: pa.Schema) -> list[str]
 
 
 def _open_writer(out: BinaryIO, schema: pa.Schema, sources: Sequence[_Source],
-                 use_dictionary: list[str] | bool) -> pq.ParquetWriter:
+                 use_dictionary: list[str] | bool) -> TableWriter:
     """A Parquet writer for the merged rows (`schema`: the written one, `_written_schema`), in the
-    codec and physical types of the inputs."""
+    codec and physical types of the inputs; gzip at Hudi's level 6, deflated by libdeflate
+    (`runner.hudi.parquet_deflate`)."""
     first = sources[0].metadata
     codec = first.row_group(0).column(0).compression if first.num_row_groups and first.num_columns else "SNAPPY"
     int96 = any(s.metadata.schema.column(i).physical_type == "INT96"
                 for s in sources for i in range(len(s.metadata.schema)))
-    return pq.ParquetWriter(
+    return parquet_writer(
         out,
         schema,
         compression=_CODECS.get(codec, "snappy"),

@@ -38,6 +38,7 @@ from runner.errors import RefusedError
 from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.footer import extended_record_key_footer, input_filter, record_key_footer
+from runner.hudi.parquet_deflate import TableWriter, parquet_writer
 from runner.hudi.parquet_dictionary import dictionary_columns
 from runner.hudi.properties import format_properties
 from runner.storage import AlreadyExists, Storage
@@ -461,7 +462,7 @@ class _OpenFile:
         self._stream = contextlib.ExitStack()
         self._sink = self._stream.enter_context(ctx.storage.create_new(relative_path(partition, self.name)))
         # Opened on the first rows: which columns get a dictionary depends on them (`encoding`).
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: TableWriter | None = None
 
     @property
     def size(self) -> int:
@@ -501,11 +502,9 @@ class _OpenFile:
         return WrittenFile(self.partition, self.file_id, self.name, self.prev_commit, self.rows,
                            num_inserts, num_updates, size)
 
-    def _opened(self, first_rows: pa.Table) -> pq.ParquetWriter:
-        import pyarrow.parquet as pq
-
+    def _opened(self, first_rows: pa.Table) -> TableWriter:
         if self._writer is None:
-            self._writer = pq.ParquetWriter(
+            self._writer = parquet_writer(
                 self._sink, self.ctx.schema, compression=self.ctx.codec.name,
                 compression_level=self.ctx.codec.level, use_dictionary=dictionary_columns(first_rows),
                 store_schema=False,

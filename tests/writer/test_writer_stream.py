@@ -51,7 +51,7 @@ def test_a_create_handle_streams_each_row_group_to_a_hidden_file_published_at_cl
 
     assert (tmp_path / marker_path(INSTANT, "p", name, "CREATE")).exists()  # the marker came first
     (temporary,) = (tmp_path / "p").glob(f".{name}.*.tmp")
-    assert temporary.stat().st_size > 1_000_000  # the row group is on disk, not in memory
+    assert temporary.stat().st_size > 500_000  # the row group (about 0.8 MB deflated) is on disk, not in memory
     assert not (tmp_path / "p" / name).exists()  # and nothing is published yet
 
     (written,) = handle.close()
