@@ -5,11 +5,12 @@ isolates the per-file work on identical rows (a file group of the bench's shape:
 amount, ts`, `--rows` records, keys sequential) and reports the CPU time (this process, all
 threads; delta-rs encodes in Rust threads of this process) of:
 
-- `hudi file`: what a create handle writes: the five meta columns and the data, gzip level 6,
+- `hudi file`: what a create handle writes: the five meta columns and the data, gzip level 6
+  (pages deflated by libdeflate, `runner.hudi.parquet_deflate`; once more with Arrow's own zlib),
   Hudi's dictionary rule (`runner.hudi.parquet_dictionary`), and the record-key footer (bloom filter, key
   range), into memory;
 - `hudi footer`: the record-key footer alone (`runner.hudi.footer.record_key_footer`);
-- `data only, pyarrow`: the data columns alone through pyarrow, with Hudi's dictionary rule, then
+- `data only, pyarrow`: the data columns alone through the runner's encoder, with Hudi's dictionary rule, then
   with pyarrow's default (a dictionary on every column);
 - `data only, delta-rs`: `write_deltalake` of the same data columns into a new table (the Delta log
   commit included), gzip at the parquet crate's default level (6).
@@ -39,6 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from runner.hudi.footer import record_key_footer
+from runner.hudi.parquet_deflate import parquet_writer
 from runner.hudi.parquet_dictionary import dictionary_columns
 
 
@@ -74,11 +76,16 @@ def hudi_rows(data: pa.Table) -> pa.Table:
     return pa.table({**meta, **{name: data.column(name) for name in data.column_names}})
 
 
-def pyarrow_file(table: pa.Table, *, hudi_dictionary: bool, footer: bool, codec: str = "gzip") -> int:
+def pyarrow_file(table: pa.Table, *, hudi_dictionary: bool, footer: bool, codec: str = "gzip",
+                 arrow_gzip: bool = False) -> int:
+    """The file as the runner encodes it (gzip pages deflated by libdeflate, `parquet_deflate`), or
+    with `arrow_gzip` by Arrow's own zlib, as before that."""
     sink = io.BytesIO()
-    writer = pq.ParquetWriter(sink, table.schema, compression=codec, compression_level=6 if codec == "gzip" else None,
-                              use_dictionary=dictionary_columns(table) if hudi_dictionary else True,
-                              store_schema=False)
+    options = dict(use_dictionary=dictionary_columns(table) if hudi_dictionary else True, store_schema=False)
+    level = 6 if codec == "gzip" else None
+    writer = (pq.ParquetWriter(sink, table.schema, compression=codec, compression_level=level, **options)
+              if arrow_gzip else parquet_writer(sink, table.schema, compression=codec, compression_level=level,
+                                                **options))
     writer.write_table(table, row_group_size=max(table.num_rows, 1))
     if footer:
         writer.add_key_value_metadata(record_key_footer(table.column("_hoodie_record_key")))
@@ -105,6 +112,8 @@ def main() -> None:
     variants: dict[str, Callable[[], int]] = {
         "hudi file (meta + data, Hudi's dictionary rule, gzip 6, record-key footer)":
             lambda: pyarrow_file(hudi, hudi_dictionary=True, footer=True),
+        "hudi file, Arrow's own zlib (before libdeflate)": lambda: pyarrow_file(hudi, hudi_dictionary=True,
+                                                                                footer=True, arrow_gzip=True),
         "hudi file without the record-key footer": lambda: pyarrow_file(hudi, hudi_dictionary=True, footer=False),
         "hudi footer alone (bloom filter, key range)":
             lambda: len(str(record_key_footer(hudi.column("_hoodie_record_key")))),
