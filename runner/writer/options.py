@@ -12,10 +12,13 @@ silently ignored, so a user never believes an option took effect when it did not
   `spark.hadoop.zlib.compress.level`; parquet-mr's gzip compressor takes its level from it): the
   gzip level, 1 to 9, as a number (newer parquet-java reads it so) or as the name of Hadoop's
   `ZlibCompressor.CompressionLevel` (`BEST_SPEED`, `TWO` ... `EIGHT`, `BEST_COMPRESSION`;
-  `DEFAULT_COMPRESSION` and -1 are zlib's default, 6). Readers do not see the level, only the
-  compressed bytes' size and the time spent: level 1 encodes in about a third of level 6's CPU, for a
-  few percent more bytes (`bench/README.md`, the writer5 round). Refused with a codec other than
-  gzip (it would change nothing) and for level 0, which Arrow's gzip does not write.
+  `DEFAULT_COMPRESSION` and -1 are zlib's default, 6). The pages are deflated by libdeflate at that
+  level (`runner.hudi.parquet_deflate`), whose files are no larger than zlib's at the same level.
+  Readers do not see the level, only the compressed bytes' size and the time spent: level 1 deflates
+  in a fifth to two fifths of level 6's CPU, for pages 4–18 % larger on the data measured
+  (`bench/README.md`). Refused with
+  a codec other than gzip (it would change nothing) and for level 0, no compression, which the
+  codec `uncompressed` writes instead.
 """
 
 from __future__ import annotations
