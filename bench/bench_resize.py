@@ -18,6 +18,9 @@ hard-linked copies of the same files:
 - **delta-rs**: `DeltaTable.optimize.compact(target_size=max file size)` on a Delta table made of the
   same files (`convert_to_deltalake`, not timed), with snappy so that all three write the same codec.
 
+`--codec gzip` writes the inputs with gzip (level 6, Hudi's default codec) and has every system
+write gzip at level 6 (the runner's rewrite deflates its pages with libdeflate).
+
 Reports the median of the runs per system and the ratio to the pyarrow median, and each system's
 peak memory: the high-water mark of this process tree's resident memory (Spark's JVM and Python
 workers included) sampled every 20 ms during the step, and how much that is above the RSS on entry.
@@ -83,6 +86,8 @@ from runner.storage import storage_for
 
 MIB = 1024 * 1024
 PARTITION = "dt=2024-01-01"
+# The inputs' codec (`--codec`), which every system writes too; gzip at Hudi's level 6.
+CODEC, LEVEL = "snappy", None
 INSTANT = InstantTime("20240101000000000")
 PROPERTIES = """\
 hoodie.table.name=bench
@@ -136,14 +141,15 @@ def generate(root: Path, total_mb: int, files: int) -> Path:
     rng = random.Random(42)
     probe = rows_table(0, 20_000, "probe", rng)
     sink = pa.BufferOutputStream()
-    pq.write_table(probe, sink, compression="snappy")
+    pq.write_table(probe, sink, compression=CODEC)
     rows = max(1, int(total_mb * MIB / files / (sink.getvalue().size / probe.num_rows)))
     stats = []
     for n in range(files):
         name = BaseFile(f"{rng.getrandbits(128):032x}-0", f"{n}-1-{n}", INSTANT, "parquet").name
         data = rows_table(n * rows, rows, name, rng)
         # No Arrow schema: it would hold the footer's ~0.4 MB bloom filter a second time.
-        with pq.ParquetWriter(part / name, data.schema, compression="snappy", store_schema=False) as writer:
+        with pq.ParquetWriter(part / name, data.schema, compression=CODEC, compression_level=LEVEL,
+                              store_schema=False) as writer:
             writer.add_key_value_metadata(footer.record_key_footer(data.column("_hoodie_record_key")))
             writer.write_table(data)
         size = (part / name).stat().st_size
@@ -166,7 +172,7 @@ def run_pyarrow(table: Path, step: SizingStep, out: Path) -> list[int]:
     sizes = []
     for i, group in enumerate(step.groups):
         merged = pa.concat_tables([pq.read_table(table / f.path) for f in group.files])
-        pq.write_table(merged, out / f"part-{i:05d}.parquet", compression="snappy")
+        pq.write_table(merged, out / f"part-{i:05d}.parquet", compression=CODEC, compression_level=LEVEL)
         sizes.append((out / f"part-{i:05d}.parquet").stat().st_size)
     return sizes
 
@@ -199,7 +205,7 @@ def prepare_delta(source: Path, dest: Path) -> Path:
 def run_delta(table: Path, target: int) -> list[int]:
     from deltalake import DeltaTable, WriterProperties
 
-    properties = WriterProperties(compression="SNAPPY")
+    properties = WriterProperties(compression=CODEC.upper(), compression_level=LEVEL)
     DeltaTable(str(table)).optimize.compact(target_size=target, writer_properties=properties)
     return [os.path.getsize(u.removeprefix("file://")) for u in DeltaTable(str(table)).file_uris()]
 
@@ -313,12 +319,16 @@ def main() -> None:
     parser.add_argument("--max-file-mb", type=int, default=128)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="64 MiB in 100 files, 1 run")
+    parser.add_argument("--codec", choices=["snappy", "gzip"], default="snappy",
+                        help="the inputs' codec, and so every system's output codec (gzip: level 6, Hudi's)")
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--probe-runs", type=int, default=1, help="runs that also probe the tasks' overlap")
     parser.add_argument("--variants", default="spark,threads3",
                         help="extra runner rows, comma-separated: `spark` (the Spark engine pinned), "
                         "`threadsN` (the driver engine on N threads); empty for none")
     args = parser.parse_args()
+    global CODEC, LEVEL
+    CODEC, LEVEL = args.codec, 6 if args.codec == "gzip" else None
     if args.quick:
         args.total_mb, args.files, args.runs = 64, 100, 1
     root = Path(tempfile.mkdtemp(prefix="bench_resize_", dir=args.work_dir))
