@@ -38,7 +38,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, BinaryIO
 
 from runner.errors import CorruptMetadataError
-from runner.hudi import footer
+from runner.hudi import footer, parquet_footer
 from runner.hudi.parquet_ids import (
     C_CRYPTO,
     C_FILE_OFFSET,
@@ -71,20 +71,15 @@ from runner.hudi.parquet_ids import (
     P_DATA_V2,
     P_TYPE,
     R_COLUMNS,
-    R_FILE_OFFSET,
     R_NUM_ROWS,
-    R_ORDINAL,
     R_SORTING_COLUMNS,
     R_TOTAL_BYTE_SIZE,
-    R_TOTAL_COMPRESSED,
     S_CHILDREN,
     S_NAME,
     S_REPETITION,
     S_TYPE,
 )
 from runner.hudi.thrift_compact import (
-    BINARY,
-    I16,
     I32,
     I64,
     LIST,
@@ -457,14 +452,10 @@ def _key_values(files: Sequence[_Input]) -> dict[str, str | None]:
     Hudi's record-key footer (computed afresh for the new file by the caller)."""
     merged: dict[str, str | None] = {}
     for f in files:
-        for entry in f.meta.get_list(F_KEY_VALUE):
-            assert isinstance(entry, Struct)
-            key, value = entry.get(1), entry.get(2)
-            assert isinstance(key, bytes)
-            text = key.decode("utf-8", "replace")
+        for text, value in parquet_footer.key_values(f.meta).items():
             if text in _DROPPED_KEYS or text in _HUDI_KEYS or text in merged:
                 continue
-            merged[text] = value.decode("utf-8", "replace") if isinstance(value, bytes) else None
+            merged[text] = value
     return merged
 
 
@@ -485,23 +476,14 @@ class _Writer:
             self.out.write(data)
             columns.append(_moved(chunk, self.pos))
             self.pos += chunk.length
-        self.row_groups.append(_row_group(rg, columns, byte_size, len(self.row_groups)))
+        self.row_groups.append(parquet_footer.row_group(rg, columns, byte_size, len(self.row_groups)))
         self.records += _int(rg, R_NUM_ROWS)
 
     def finish(self, first: Struct, key_values: Mapping[str, str | None]) -> int:
         """Write the footer (`first`'s, with these row groups and key-value metadata); the file's size."""
-        meta = Struct(list(first.fields))
-        meta.put(F_NUM_ROWS, I64, self.records)
-        meta.put(F_ROW_GROUPS, LIST, ThriftList(STRUCT, list(self.row_groups)))
-        entries = [Struct([(1, BINARY, k.encode()), *([] if v is None else [(2, BINARY, v.encode())])])
-                   for k, v in key_values.items()]
-        if entries:
-            meta.put(F_KEY_VALUE, LIST, ThriftList(STRUCT, list(entries)))
-        else:
-            meta.drop(F_KEY_VALUE)
-        encoded = encode_struct(meta)
-        self.out.write(encoded + len(encoded).to_bytes(4, "little") + MAGIC)
-        return self.pos + len(encoded) + 8
+        tail = parquet_footer.footer(first, self.records, self.row_groups, key_values)
+        self.out.write(tail)
+        return self.pos + len(tail)
 
 
 def _moved(chunk: _Chunk, start: int) -> Struct:
@@ -521,21 +503,6 @@ def _moved(chunk: _Chunk, start: int) -> Struct:
     # Deprecated and unread; writers put the chunk's start (or its metadata's offset) here.
     old = new.get_int(C_FILE_OFFSET) or 0
     new.put(C_FILE_OFFSET, I64, old + delta if chunk.start <= old <= chunk.start + chunk.length else start)
-    return new
-
-
-def _row_group(rg: Struct, columns: list[Struct], byte_size: int, ordinal: int) -> Struct:
-    new = Struct(list(rg.fields))
-    new.put(R_COLUMNS, LIST, ThriftList(STRUCT, list(columns)))
-    new.put(R_TOTAL_BYTE_SIZE, I64, byte_size)
-    first = columns[0].get_struct(C_META)
-    assert first is not None
-    starts = [first.get_int(M_DICTIONARY_PAGE) or 0, _int(first, M_DATA_PAGE)]
-    new.put(R_FILE_OFFSET, I64, min(s for s in starts if s > 0))
-    if new.has(R_TOTAL_COMPRESSED):
-        new.put(R_TOTAL_COMPRESSED, I64, sum(_int(c.get_struct(C_META), M_COMPRESSED) for c in columns))
-    if new.has(R_ORDINAL):
-        new.put(R_ORDINAL, I16, ordinal)
     return new
 
 

@@ -22,19 +22,18 @@ index, no Parquet bloom filter, no encryption; anything else is a bug here and r
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
 import deflate
 
+from runner.hudi import parquet_footer
 from runner.hudi.parquet_ids import (
     C_FILE_OFFSET,
     C_META,
     C_PAGE_INDEX,
     DATA_PAGE,
     DICTIONARY_PAGE,
-    F_KEY_VALUE,
-    F_NUM_ROWS,
     F_ROW_GROUPS,
     GZIP,
     M_BLOOM,
@@ -50,22 +49,13 @@ from runner.hudi.parquet_ids import (
     P_TYPE,
     P_UNCOMPRESSED_SIZE,
     R_COLUMNS,
-    R_FILE_OFFSET,
     R_NUM_ROWS,
-    R_ORDINAL,
-    R_TOTAL_BYTE_SIZE,
-    R_TOTAL_COMPRESSED,
 )
 from runner.hudi.thrift_compact import (
-    BINARY,
-    I16,
     I32,
     I64,
-    LIST,
     STRUCT,
     Struct,
-    ThriftList,
-    Value,
     decode_struct,
     encode_struct,
 )
@@ -115,21 +105,13 @@ class DeflatingWriter:
         if self._closed:
             return
         self._closed = True
-        meta = Struct(list(self._footer_template().fields))
-        meta.put(F_NUM_ROWS, I64, self.rows)
-        meta.put(F_ROW_GROUPS, LIST, ThriftList(STRUCT, list(self.row_groups)))
+        template = self._footer_template()
         # Arrow's order: the entries added, then its own (the Arrow schema, when stored).
-        entries: list[Value] = [Struct([(1, BINARY, key.encode()), (2, BINARY, value.encode())])
-                                for key, value in self.key_values.items()]
-        added = {key.encode() for key in self.key_values}
-        entries += [e for e in meta.get_list(F_KEY_VALUE) if isinstance(e, Struct) and e.get(1) not in added]
-        if entries:
-            meta.put(F_KEY_VALUE, LIST, ThriftList(STRUCT, list(entries)))
-        else:
-            meta.drop(F_KEY_VALUE)
-        encoded = encode_struct(meta)
-        self.sink.write(encoded + len(encoded).to_bytes(4, "little") + MAGIC)
-        self.pos += len(encoded) + 8
+        entries = dict(self.key_values) | {k: v for k, v in parquet_footer.key_values(template).items()
+                                           if k not in self.key_values}
+        tail = parquet_footer.footer(template, self.rows, self.row_groups, entries)
+        self.sink.write(tail)
+        self.pos += len(tail)
 
     def __enter__(self) -> DeflatingWriter:
         return self
@@ -162,7 +144,6 @@ class DeflatingWriter:
         row_groups = meta.get_list(F_ROW_GROUPS)
         if len(row_groups) != 1 or not isinstance(rg := row_groups[0], Struct):
             raise AssertionError(f"Arrow wrote {len(row_groups)} row groups for one")
-        start = self.pos
         columns = []
         for chunk in rg.get_list(R_COLUMNS):
             assert isinstance(chunk, Struct)
@@ -171,7 +152,8 @@ class DeflatingWriter:
                 self.sink.write(piece)
                 self.pos += len(piece)
             columns.append(column)
-        self.row_groups.append(_row_group(rg, columns, start, len(self.row_groups)))
+        byte_size = sum(_int(c.get_struct(C_META), M_UNCOMPRESSED) for c in columns)
+        self.row_groups.append(parquet_footer.row_group(rg, columns, byte_size, len(self.row_groups)))
         self.rows += _int(rg, R_NUM_ROWS)
 
 
@@ -233,18 +215,6 @@ def _deflated(data: bytes, chunk: Struct, level: int, at: int) -> tuple[list[byt
     if column.get_int(C_FILE_OFFSET):  # deprecated; Arrow writes 0, older writers the chunk's start
         column.put(C_FILE_OFFSET, I64, at)
     return pieces, column
-
-
-def _row_group(rg: Struct, columns: Sequence[Struct], start: int, ordinal: int) -> Struct:
-    new = Struct(list(rg.fields))
-    new.put(R_COLUMNS, LIST, ThriftList(STRUCT, list(columns)))
-    metas = [c.get_struct(C_META) for c in columns]
-    new.put(R_TOTAL_BYTE_SIZE, I64, sum(_int(m, M_UNCOMPRESSED) for m in metas))
-    new.put(R_FILE_OFFSET, I64, start)
-    new.put(R_TOTAL_COMPRESSED, I64, sum(_int(m, M_COMPRESSED) for m in metas))
-    if new.has(R_ORDINAL):
-        new.put(R_ORDINAL, I16, ordinal)
-    return new
 
 
 def _int(struct: Struct | None, field_id: int) -> int:
