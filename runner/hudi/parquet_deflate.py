@@ -9,11 +9,14 @@ pages, so nothing about the file changes but the compressed bytes.
 
 Arrow has no hook for another compressor, so `DeflatingWriter` lets Arrow do everything else:
 each row group is encoded by `pyarrow.parquet.ParquetWriter` with no compression into memory, as
-a one-row-group Parquet file; its footer tells where every column chunk is; each chunk's pages
-are then deflated one by one (page headers re-encoded with the new compressed size, and a page
-CRC recomputed when there is one) and appended to the output; the footer, written on `close`, is
-the one Arrow wrote for the row groups with the codec set to GZIP and the sizes and offsets moved.
-Held at once: one row group's uncompressed encoding, as Arrow itself holds while writing one.
+a one-row-group Parquet file (or, for a row group of more than `BATCH_BYTES` of Arrow data, one
+such file per run of columns, since column chunks are encoded independently); its footer tells
+where every column chunk is; each chunk's pages are then deflated one by one (page headers
+re-encoded with the new compressed size, and a page CRC recomputed when there is one) and
+appended to the output; the footer, written on `close`, is the one Arrow writes for the schema,
+with the row groups' chunks in GZIP and their sizes and offsets moved. Held at once, besides the
+rows: one run of columns' uncompressed encoding (Arrow's own writer holds a dictionary-encoded
+chunk's pages until the chunk ends).
 
 Only what the writers here ask Arrow for is accepted: data pages v1 and dictionary pages, no page
 index, no Parquet bloom filter, no encryption; anything else is a bug here and raises.
@@ -65,11 +68,14 @@ if TYPE_CHECKING:
 
 HUDI_GZIP_LEVEL = 6  # zlib's default, what parquet-mr's gzip writes through Hadoop unless told otherwise
 _WHAT = "<a row group encoded for deflating>"
+# Arrow bytes of a row group's columns encoded at once, at most (a larger column alone): what is
+# held uncompressed besides the rows themselves. 64 MiB keeps a writer's file in one piece.
+BATCH_BYTES = 64 << 20
 
 
 class DeflatingWriter:
     """A `pyarrow.parquet.ParquetWriter` look-alike for GZIP files: `write_table`,
-    `add_key_value_metadata`, `close`, and `metadata_rows` for what has been written.
+    `add_key_value_metadata` and `close`; `pos` is the bytes written to the sink.
 
     `options` are `ParquetWriter`'s (dictionary columns, statistics, nested naming, ...), except the
     compression, which is GZIP at `level` (1-12, libdeflate's; 1-9 mean what zlib's do).
@@ -78,8 +84,9 @@ class DeflatingWriter:
     def __init__(self, sink: BinaryIO, schema: pa.Schema, *, level: int = 6, **options: Any) -> None:
         if not 1 <= level <= 12:
             raise ValueError(f"gzip level {level}: expected 1 to 12")
+        # Sorting columns name columns by index, which a run of columns would renumber.
         for refused in ("compression", "compression_level", "write_page_index", "data_page_version",
-                        "encryption_properties", "write_page_checksum"):
+                        "encryption_properties", "write_page_checksum", "sorting_columns"):
             if refused in options:
                 raise TypeError(f"DeflatingWriter sets {refused} itself")
         self.sink, self.schema, self.level, self.options = sink, schema, level, options
@@ -88,11 +95,14 @@ class DeflatingWriter:
         self.row_groups: list[Struct] = []
         self.rows = 0
         self.key_values: dict[str, str] = {}
-        self._template: Struct | None = None  # the footer Arrow wrote for the first row group
+        self._template: Struct | None = None  # a footer Arrow wrote for the whole schema
         self._closed = False
 
     def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
         """Append `table` as row groups of at most `row_group_size` rows (all of it by default)."""
+        if not table.schema.equals(self.schema, check_metadata=False):
+            raise ValueError(f"Table schema does not match schema used to create file: "
+                             f"\ntable:\n{table.schema!s} vs. \nfile:\n{self.schema!s}")
         size = max(row_group_size or table.num_rows, 1)
         for start in range(0, table.num_rows, size):
             self._row_group(table.slice(start, size))
@@ -125,36 +135,58 @@ class DeflatingWriter:
         import pyarrow.parquet as pq
 
         sink = pa.BufferOutputStream()
-        with pq.ParquetWriter(sink, self.schema, compression="none", write_page_index=False,
+        with pq.ParquetWriter(sink, table.schema, compression="none", write_page_index=False,
                               data_page_version="1.0", **self.options) as writer:
             if table.num_rows:
                 writer.write_table(table, row_group_size=table.num_rows)
         return cast(bytes, sink.getvalue().to_pybytes())
 
     def _footer_template(self) -> Struct:
-        if self._template is None:  # no row written: the schema's footer from an empty file
+        if self._template is None:  # the schema's footer, from an empty file
             self._template = _footer(self._encoded(self.schema.empty_table()))
         return self._template
 
     def _row_group(self, table: pa.Table) -> None:
-        data = self._encoded(table)
-        meta = _footer(data)
-        if self._template is None:
-            self._template = meta
-        row_groups = meta.get_list(F_ROW_GROUPS)
-        if len(row_groups) != 1 or not isinstance(rg := row_groups[0], Struct):
-            raise AssertionError(f"Arrow wrote {len(row_groups)} row groups for one")
-        columns = []
-        for chunk in rg.get_list(R_COLUMNS):
-            assert isinstance(chunk, Struct)
-            pieces, column = _deflated(data, chunk, self.level, self.pos)
-            for piece in pieces:
-                self.sink.write(piece)
-                self.pos += len(piece)
-            columns.append(column)
+        columns: list[Struct] = []
+        first: Struct | None = None
+        for fields in _column_batches(table, BATCH_BYTES):
+            whole = len(fields) == table.num_columns
+            part = table if whole else table.select(fields)
+            data = self._encoded(part)
+            meta = _footer(data)
+            if whole and self._template is None:
+                self._template = meta
+            row_groups = meta.get_list(F_ROW_GROUPS)
+            if len(row_groups) != 1 or not isinstance(rg := row_groups[0], Struct):
+                raise AssertionError(f"Arrow wrote {len(row_groups)} row groups for one")
+            first = first or rg
+            for chunk in rg.get_list(R_COLUMNS):
+                assert isinstance(chunk, Struct)
+                pieces, column = _deflated(data, chunk, self.level, self.pos)
+                for piece in pieces:
+                    self.sink.write(piece)
+                    self.pos += len(piece)
+                columns.append(column)
+            del data
+        assert first is not None
         byte_size = sum(_int(c.get_struct(C_META), M_UNCOMPRESSED) for c in columns)
-        self.row_groups.append(parquet_footer.row_group(rg, columns, byte_size, len(self.row_groups)))
-        self.rows += _int(rg, R_NUM_ROWS)
+        self.row_groups.append(parquet_footer.row_group(first, columns, byte_size, len(self.row_groups)))
+        self.rows += _int(first, R_NUM_ROWS)
+
+
+def _column_batches(table: pa.Table, limit: int) -> list[list[int]]:
+    """The table's top-level columns in order, in runs of at most `limit` Arrow bytes (a larger
+    column alone): each run is encoded as one file, so only its uncompressed encoding is held."""
+    batches: list[list[int]] = [[]]
+    held = 0
+    for i, column in enumerate(table.columns):
+        size = column.nbytes
+        if batches[-1] and held + size > limit:
+            batches.append([])
+            held = 0
+        batches[-1].append(i)
+        held += size
+    return batches
 
 
 def _footer(data: bytes) -> Struct:

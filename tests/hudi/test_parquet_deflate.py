@@ -224,3 +224,36 @@ def test_parquet_mr_reads_what_the_writer_deflated(spark: object, tmp_path: Path
         assert got["key"] == want["key"] and got["nullable"] == want["nullable"]
         assert got["price"] == want["price"] and got["blob"] == want["blob"]
         assert got["tags"] == want["tags"] and got["few"] == want["few"]
+
+
+def test_a_row_group_larger_than_a_batch_is_encoded_in_runs_of_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _all_types(4_000)
+    # About 30 KB of Arrow data a column: runs of one to a few columns, the nested ones alone.
+    monkeypatch.setattr("runner.hudi.parquet_deflate.BATCH_BYTES", 40_000)
+    runs: list[tuple[list[str], int]] = []
+    real = DeflatingWriter._encoded
+
+    def spy(self: DeflatingWriter, part: pa.Table) -> bytes:
+        runs.append((part.column_names, part.num_rows))
+        return real(self, part)
+
+    monkeypatch.setattr(DeflatingWriter, "_encoded", spy)
+    _assert_like_arrow(table, row_group_size=1_500, use_dictionary=["few"], store_schema=True)
+    *row_groups, template = runs
+    assert template == (table.column_names, 0)  # the footer's schema, from an empty file
+    by_rows: dict[int, list[list[str]]] = {}
+    for names, rows in row_groups:
+        by_rows.setdefault(rows, []).append(names)
+    assert sorted(by_rows) == [1_000, 1_500]  # rows 0-1499, 1500-2999, 3000-3999
+    for rows, parts in by_rows.items():
+        copies = 2 if rows == 1_500 else 1
+        assert len(parts) >= 3 * copies
+        assert [c for names in parts for c in names] == table.column_names * copies
+
+
+def test_a_table_of_another_schema_is_refused_before_a_byte_is_written() -> None:
+    sink = io.BytesIO()
+    writer = DeflatingWriter(sink, pa.schema([("a", pa.int64())]))
+    with pytest.raises(ValueError, match="Table schema does not match"):
+        writer.write_table(pa.table({"a": pa.array(["x"])}))
+    assert sink.getvalue() == b"PAR1"
