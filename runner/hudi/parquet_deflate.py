@@ -103,11 +103,13 @@ class DeflatingWriter:
 
     def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
         """Append `table` as row groups of at most `row_group_size` rows (all of it by default)."""
+        self._open()
         size = max(row_group_size or table.num_rows, 1)
         for start in range(0, table.num_rows, size):
             self._row_group(table.slice(start, size))
 
     def add_key_value_metadata(self, key_values: Mapping[str, str]) -> None:
+        self._open()
         self.key_values.update(key_values)
 
     def close(self) -> None:
@@ -130,6 +132,10 @@ class DeflatingWriter:
         encoded = encode_struct(meta)
         self.sink.write(encoded + len(encoded).to_bytes(4, "little") + MAGIC)
         self.pos += len(encoded) + 8
+
+    def _open(self) -> None:
+        if self._closed:  # as pyarrow's writer refuses: bytes after the footer would make no Parquet file
+            raise ValueError("the Parquet writer is closed")
 
     def __enter__(self) -> DeflatingWriter:
         return self
