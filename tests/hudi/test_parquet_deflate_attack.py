@@ -299,3 +299,43 @@ def test_a_crc_field_is_recomputed_as_a_signed_i32() -> None:
         assert crc & 0xFFFFFFFF == zlib.crc32(body)
     assert len(pieces) >= 4
     assert pq.read_table(io.BytesIO(data)).equals(table)
+
+
+def test_a_row_group_above_arrows_default_million_rows_when_asked_for() -> None:
+    """An explicit `row_group_size` above Arrow's default cap (1,048,576 rows) gives one row group in
+    both writers (resize asks for up to 120 MB of rows in one)."""
+    n = 1_100_000
+    table = pa.table({"a": pa.array([i % 7 for i in range(n)], pa.int8())})
+    ours = _assert_like_arrow(table, row_group_size=n, store_schema=False)
+    assert pq.ParquetFile(io.BytesIO(ours)).metadata.num_row_groups == 1
+
+
+def test_parquet_mr_reads_int96_nested_fixed_and_all_null_row_groups(spark: object, tmp_path: object) -> None:
+    n = 600
+    nested = _nested(n)
+    table = nested.append_column("ts", _ts(n)).append_column(
+        "fsb", pa.array([None if i % 7 == 0 else i.to_bytes(4, "big") for i in range(n)], pa.binary(4))
+    ).append_column("empty", pa.nulls(n, pa.string())).append_column(
+        "ls", pa.array(["" if i % 2 else None for i in range(n)], pa.large_string()))
+    path = tmp_path / "nasty.parquet"  # type: ignore[operator]
+    path.write_bytes(_deflated(table, row_group_size=7, use_deprecated_int96_timestamps=True, store_schema=False))
+    got = {r["id"]: r for r in spark.read.parquet(str(path)).collect()}  # type: ignore[attr-defined]
+    assert len(got) == n
+    for want in table.to_pylist():
+        row = got[want["id"]]
+        assert row["ts"] == want["ts"] and row["fsb"] == want["fsb"]
+        assert row["empty"] is None and row["ls"] == want["ls"]
+        deep = row["deep"]
+        if want["deep"] is None:
+            assert deep is None
+            continue
+        assert deep["leaf"] == want["deep"]["leaf"]
+        items = want["deep"]["items"]
+        assert (deep["items"] is None) == (items is None)
+        if items is not None:
+            assert len(deep["items"]) == len(items)
+            for g, w in zip(deep["items"], items, strict=True):
+                assert (g is None) == (w is None)
+                if w is not None:
+                    assert g["s"] == w["s"]
+                    assert (None if g["m"] is None else dict(g["m"])) == (None if w["m"] is None else dict(w["m"]))
