@@ -339,3 +339,31 @@ def test_parquet_mr_reads_int96_nested_fixed_and_all_null_row_groups(spark: obje
                 if w is not None:
                     assert g["s"] == w["s"]
                     assert (None if g["m"] is None else dict(g["m"])) == (None if w["m"] is None else dict(w["m"]))
+
+
+def _key_values(data: bytes) -> list[tuple[bytes, bytes]]:
+    return [(e.get(1), e.get(2)) for e in _footer(data).get_list(ids.F_KEY_VALUE)  # type: ignore[misc]
+            if isinstance(e, Struct)]
+
+
+@pytest.mark.parametrize("store_schema", [False, True])
+def test_key_values_added_twice_and_over_the_schemas_are_arrows_entries(store_schema: bool) -> None:
+    """Entries added in several calls, one replacing a schema metadata key: the same entries as
+    Arrow's, each key once (Arrow orders the second call's keys first; readers take a map)."""
+    schema = pa.schema([("a", pa.int64())], metadata={"x": "1", "k": "schema"})
+    table = pa.table({"a": [1, 2]}, schema=schema)
+    arrow, ours = io.BytesIO(), io.BytesIO()
+    with pq.ParquetWriter(arrow, schema, compression="gzip", store_schema=store_schema) as a:
+        a.write_table(table)
+        a.add_key_value_metadata({"k": "added", "z": "2"})
+        a.add_key_value_metadata({"z": "3"})
+    writer = DeflatingWriter(ours, schema, store_schema=store_schema)
+    writer.write_table(table)
+    writer.add_key_value_metadata({"k": "added", "z": "2"})
+    writer.add_key_value_metadata({"z": "3"})
+    writer.close()
+    entries = _key_values(ours.getvalue())
+    assert len({k for k, _ in entries}) == len(entries)
+    assert dict(entries) == dict(_key_values(arrow.getvalue()))
+    assert dict(entries)[b"k"] == b"added" and dict(entries)[b"z"] == b"3"
+    assert pq.read_table(io.BytesIO(ours.getvalue())).equals(pq.read_table(io.BytesIO(arrow.getvalue())))
