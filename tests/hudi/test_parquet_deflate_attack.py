@@ -12,6 +12,8 @@ import zlib
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from runner.hudi import parquet_ids as ids
 from runner.hudi.parquet_deflate import DeflatingWriter
@@ -367,3 +369,41 @@ def test_key_values_added_twice_and_over_the_schemas_are_arrows_entries(store_sc
     assert dict(entries) == dict(_key_values(arrow.getvalue()))
     assert dict(entries)[b"k"] == b"added" and dict(entries)[b"z"] == b"3"
     assert pq.read_table(io.BytesIO(ours.getvalue())).equals(pq.read_table(io.BytesIO(arrow.getvalue())))
+
+
+_COLUMNS = {
+    "i8": lambda i: pa.array([None if i[j] % 5 == 0 else i[j] % 100 for j in range(len(i))], pa.int8()),
+    "i64": lambda i: pa.array(i, pa.int64()),
+    "f32": lambda i: pa.array([x / 7 for x in i], pa.float32()),
+    "s": lambda i: pa.array([None if x % 4 == 0 else "" if x % 4 == 1 else f"s{x % 50}" for x in i]),
+    "ls": lambda i: pa.array([f"long-{x}" * (x % 9) for x in i], pa.large_string()),
+    "fsb": lambda i: pa.array([(x % 1000).to_bytes(3, "big") for x in i], pa.binary(3)),
+    "b": lambda i: pa.array([x % 3 == 0 for x in i]),
+    "ts": lambda i: pa.array([x * 1_000_003 for x in i], pa.timestamp("ns")),
+    "dec": lambda i: pa.array([decimal.Decimal(x) / 10 for x in i], pa.decimal128(20, 1)),
+    "lst": lambda i: pa.array([None if x % 6 == 0 else [x % 3] * (x % 4) for x in i], pa.list_(pa.int32())),
+    "st": lambda i: pa.array([None if x % 8 == 0 else {"a": f"{x % 5}", "b": [x] if x % 2 else []} for x in i],
+                             pa.struct([("a", pa.string()), ("b", pa.list_(pa.int64()))])),
+    "mp": lambda i: pa.array([[(f"k{x % 3}", x)] if x % 3 else None for x in i], pa.map_(pa.string(), pa.int64())),
+    "dic": lambda i: pa.array([f"d{x % 11}" for x in i]).dictionary_encode(),
+}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(columns=st.lists(st.sampled_from(sorted(_COLUMNS)), min_size=1, max_size=6, unique=True),
+       values=st.lists(st.integers(0, 10**6), max_size=600), row_group_size=st.integers(1, 600),
+       dictionary=st.booleans(), page=st.sampled_from([None, 50, 1_000]), dict_limit=st.sampled_from([None, 64]),
+       statistics=st.booleans(), compliant=st.booleans(), int96=st.booleans())
+def test_any_schema_and_options_are_written_as_arrow_writes_them(
+    columns: list[str], values: list[int], row_group_size: int, dictionary: bool, page: int | None,
+    dict_limit: int | None, statistics: bool, compliant: bool, int96: bool,
+) -> None:
+    table = pa.table({name: _COLUMNS[name](values) for name in columns})
+    options: dict[str, object] = {"use_dictionary": dictionary, "write_statistics": statistics,
+                                  "use_compliant_nested_type": compliant, "store_schema": False,
+                                  "use_deprecated_int96_timestamps": int96}
+    if page is not None:
+        options["data_page_size"] = page
+    if dict_limit is not None:
+        options["dictionary_pagesize_limit"] = dict_limit
+    _assert_like_arrow(table, row_group_size=row_group_size, **options)
