@@ -122,3 +122,44 @@ def test_a_resized_gzip_table_reads_the_same_in_every_reader(gzip_small: Path, s
         assert footer[b"hoodie_max_record_key"].decode() == max(keys)
         assert footer[b"org.apache.hudi.bloomfilter"].decode() == bloom.serialize(pa.array(keys))
         assert sorted(r["_hoodie_record_key"] for r in spark.read.parquet(str(path)).collect()) == sorted(keys)
+
+
+def test_files_the_writer_deflated_qualify_for_binary_copy(tmp_path: Path) -> None:
+    """Base files of the writer (now deflated by `parquet_deflate`) are binary-copied, not rewritten:
+    their footers and pages pass the copy's checks; the copy reads as its inputs."""
+    import numpy as np
+
+    from runner.execute.resize_copy import copy_group
+    from runner.execute.resize_job import RewrittenFile
+    from runner.writer import files
+    from runner.writer.schema import PARTITION_PATH, RECORD_KEY, arrow_schema, file_avro_schema_json
+
+    spark_schema = {"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "name", "type": "string", "nullable": True, "metadata": {}},
+    ]}
+    storage = LocalStorage(str(tmp_path))
+    ctx = files.FileContext(storage=storage, instant="20261123080000000", write_token="0-0-0", partition_id=0,
+                            schema=arrow_schema(spark_schema), avro_schema=file_avro_schema_json(spark_schema, "t"),
+                            max_file_size=1 << 40, avg_record_size=100)
+    inputs = []
+    for n in range(2):
+        ids = np.arange(n * 5_000, (n + 1) * 5_000, dtype=np.int64)
+        keys = pa.array(ids).cast(pa.string())
+        rows = pa.table({"id": ids, "name": pa.array([f"name-{i % 97}" for i in ids.tolist()]), RECORD_KEY: keys,
+                         PARTITION_PATH: pa.repeat(pa.scalar("p"), len(ids))})
+        handle = files.CreateHandle(ctx, "p", f"group{n}-0")
+        handle.write(rows)
+        (written,) = handle.close()
+        inputs.append(f"p/{written.name}")
+    copied = copy_group(storage, GroupRewrite("p", "new-0", tuple(inputs), binary_copy=True), "20261123090000000",
+                        "0-0-0")
+    assert isinstance(copied, RewrittenFile), copied  # a str would be why it fell back to a rewrite
+    out = pq.ParquetFile(tmp_path / copied.path)
+    assert out.metadata.row_group(0).column(0).compression == "GZIP"
+    table = out.read()
+    before = pa.concat_tables([pq.read_table(tmp_path / p) for p in reversed(inputs)])
+    assert sorted(table.column("id").to_pylist()) == sorted(before.column("id").to_pylist())
+    assert set(table.column("_hoodie_file_name").to_pylist()) == {copied.path.split("/")[1]}
+    assert table.drop_columns(["_hoodie_file_name"]).sort_by("id").equals(
+        before.drop_columns(["_hoodie_file_name"]).sort_by("id"))
