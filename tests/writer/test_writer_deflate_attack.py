@@ -226,3 +226,26 @@ def test_many_files_written_at_once_in_threads_are_each_whole(tmp_path: Path) ->
     for table, data in zip(tables, results, strict=True):
         assert pq.read_table(io.BytesIO(data)).equals(table)
         assert data == write(table)  # the same bytes as written alone
+
+
+def test_the_spark_engine_deflates_in_its_tasks(
+    spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files written inside Spark tasks (Python workers) go through `parquet_deflate` too and read back."""
+    from runner.writer import local
+
+    monkeypatch.setattr(local, "PINNED", "spark")
+    root = project(t=table_yaml("t"))
+    data = [(i, ("eu", "us", "ap", "sa")[i % 4], f"name-{i % 50}" if i % 3 else "", i % 7) for i in range(3_000)]
+    df = spark.createDataFrame(data, "id long, region string, name string, ts long")
+    result = runner.write(df, "t", operation="bulk_insert", project_dir=root)
+    assert result.engine == "spark"
+    base = root / "warehouse" / "t"
+    rows = oracle_rows(base, columns=("id", "region", "name", "ts"))
+    assert sorted((r["id"], r["region"], r["name"], r["ts"]) for r in rows) == data
+    paths = sorted(base.rglob("*.parquet"))
+    assert len(paths) >= 4
+    for path in paths:
+        metadata = pq.ParquetFile(path).metadata
+        assert metadata.row_group(0).column(0).compression == "GZIP"
+        assert metadata.created_by.startswith("parquet-cpp-arrow")
