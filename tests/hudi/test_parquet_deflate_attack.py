@@ -407,3 +407,14 @@ def test_any_schema_and_options_are_written_as_arrow_writes_them(
     if dict_limit is not None:
         options["dictionary_pagesize_limit"] = dict_limit
     _assert_like_arrow(table, row_group_size=row_group_size, **options)
+
+
+def test_a_row_group_size_above_pyarrows_cap_gives_arrows_row_groups() -> None:
+    """pyarrow caps a row group at 64 Mi rows whatever `row_group_size` asks (`_MAX_ROW_GROUP_SIZE`),
+    so the one-row-group file encoded for deflating holds two row groups: both must be written, as
+    Arrow's own writer writes them, rather than an AssertionError."""
+    n = 64 * 1024 * 1024 + 5
+    table = pa.table({"b": pa.repeat(pa.scalar(True), n)})  # 8 MiB of bits
+    ours = _assert_like_arrow(table, row_group_size=n, store_schema=False)
+    metadata = pq.ParquetFile(io.BytesIO(ours)).metadata
+    assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == [64 * 1024 * 1024, 5]
