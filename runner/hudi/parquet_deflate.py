@@ -166,19 +166,22 @@ class DeflatingWriter:
         if self._template is None:
             self._template = meta
         row_groups = meta.get_list(F_ROW_GROUPS)
-        if len(row_groups) != 1 or not isinstance(rg := row_groups[0], Struct):
-            raise AssertionError(f"Arrow wrote {len(row_groups)} row groups for one")
-        start = self.pos
-        columns = []
-        for chunk in rg.get_list(R_COLUMNS):
-            assert isinstance(chunk, Struct)
-            pieces, column = _deflated(data, chunk, self.level, self.pos)
-            for piece in pieces:
-                self.sink.write(piece)
-                self.pos += len(piece)
-            columns.append(column)
-        self.row_groups.append(_row_group(rg, columns, start, len(self.row_groups)))
-        self.rows += _int(rg, R_NUM_ROWS)
+        if not row_groups:
+            raise AssertionError("Arrow wrote no row group for rows")
+        # One, unless the rows pass pyarrow's cap on a row group (64 Mi rows): then Arrow's splits.
+        for rg in row_groups:
+            assert isinstance(rg, Struct)
+            start = self.pos
+            columns = []
+            for chunk in rg.get_list(R_COLUMNS):
+                assert isinstance(chunk, Struct)
+                pieces, column = _deflated(data, chunk, self.level, self.pos)
+                for piece in pieces:
+                    self.sink.write(piece)
+                    self.pos += len(piece)
+                columns.append(column)
+            self.row_groups.append(_row_group(rg, columns, start, len(self.row_groups)))
+            self.rows += _int(rg, R_NUM_ROWS)
 
 
 def _footer(data: bytes) -> Struct:
