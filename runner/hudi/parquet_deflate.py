@@ -71,6 +71,8 @@ _WHAT = "<a row group encoded for deflating>"
 # Arrow bytes of a row group's columns encoded at once, at most (a larger column alone): what is
 # held uncompressed besides the rows themselves. 64 MiB keeps a writer's file in one piece.
 BATCH_BYTES = 64 << 20
+# pyarrow's writer splits a row group above this many rows (`max_row_group_length`'s default).
+ARROW_MAX_ROW_GROUP_ROWS = 64 * 1024 * 1024
 
 
 class DeflatingWriter:
@@ -84,11 +86,12 @@ class DeflatingWriter:
     def __init__(self, sink: BinaryIO, schema: pa.Schema, *, level: int = 6, **options: Any) -> None:
         if not 1 <= level <= 12:
             raise ValueError(f"gzip level {level}: expected 1 to 12")
-        # Sorting columns name columns by index, which a run of columns would renumber.
         for refused in ("compression", "compression_level", "write_page_index", "data_page_version",
-                        "encryption_properties", "write_page_checksum", "sorting_columns"):
+                        "encryption_properties", "write_page_checksum"):
             if refused in options:
                 raise TypeError(f"DeflatingWriter sets {refused} itself")
+        if "sorting_columns" in options:  # numbered in the whole schema; a run of columns would renumber them
+            raise TypeError("DeflatingWriter does not write sorting_columns")
         self.sink, self.schema, self.level, self.options = sink, schema, level, options
         sink.write(MAGIC)
         self.pos = len(MAGIC)
@@ -99,15 +102,18 @@ class DeflatingWriter:
         self._closed = False
 
     def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
-        """Append `table` as row groups of at most `row_group_size` rows (all of it by default)."""
+        """Append `table` as row groups of at most `row_group_size` rows (all of it by default;
+        never more than pyarrow's cap, 64 Mi rows, as its writer splits them)."""
+        self._open()
         if not table.schema.equals(self.schema, check_metadata=False):
             raise ValueError(f"Table schema does not match schema used to create file: "
                              f"\ntable:\n{table.schema!s} vs. \nfile:\n{self.schema!s}")
-        size = max(row_group_size or table.num_rows, 1)
+        size = min(max(row_group_size or table.num_rows, 1), ARROW_MAX_ROW_GROUP_ROWS)
         for start in range(0, table.num_rows, size):
             self._row_group(table.slice(start, size))
 
     def add_key_value_metadata(self, key_values: Mapping[str, str]) -> None:
+        self._open()
         self.key_values.update(key_values)
 
     def close(self) -> None:
@@ -122,6 +128,10 @@ class DeflatingWriter:
         tail = parquet_footer.footer(template, self.rows, self.row_groups, entries)
         self.sink.write(tail)
         self.pos += len(tail)
+
+    def _open(self) -> None:
+        if self._closed:  # as pyarrow's writer refuses: bytes after the footer would make no Parquet file
+            raise ValueError("the Parquet writer is closed")
 
     def __enter__(self) -> DeflatingWriter:
         return self
