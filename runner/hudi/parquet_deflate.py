@@ -139,8 +139,9 @@ class DeflatingWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _encoded(self, table: pa.Table) -> bytes:
-        """`table` as an uncompressed Parquet file of one row group, as Arrow writes it."""
+    def _encoded(self, table: pa.Table) -> memoryview:
+        """`table` as an uncompressed Parquet file of one row group, as Arrow writes it (a view of
+        Arrow's buffer, not a copy)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -149,7 +150,7 @@ class DeflatingWriter:
                               data_page_version="1.0", **self.options) as writer:
             if table.num_rows:
                 writer.write_table(table, row_group_size=table.num_rows)
-        return cast(bytes, sink.getvalue().to_pybytes())
+        return memoryview(sink.getvalue()).cast("B")  # Arrow exports signed bytes
 
     def _footer_template(self) -> Struct:
         if self._template is None:  # the schema's footer, from an empty file
@@ -199,7 +200,7 @@ def _column_batches(table: pa.Table, limit: int) -> list[list[int]]:
     return batches
 
 
-def _footer(data: bytes) -> Struct:
+def _footer(data: memoryview) -> Struct:
     """The FileMetaData of a file Arrow just wrote."""
     length = int.from_bytes(data[-8:-4], "little")
     meta, end = decode_struct(data, what=_WHAT, offset=len(data) - 8 - length)
@@ -208,7 +209,7 @@ def _footer(data: bytes) -> Struct:
     return meta
 
 
-def _deflated(data: bytes, chunk: Struct, level: int, at: int) -> tuple[list[bytes | bytearray], Struct]:
+def _deflated(data: memoryview, chunk: Struct, level: int, at: int) -> tuple[list[bytes | bytearray], Struct]:
     """The chunk's pages deflated (header and body of each, in order) and its ColumnChunk for its
     new place at byte `at`."""
     meta = chunk.get_struct(C_META)
@@ -217,7 +218,6 @@ def _deflated(data: bytes, chunk: Struct, level: int, at: int) -> tuple[list[byt
         raise AssertionError("a page index or bloom filter where none was asked for")
     pos = meta.get_int(M_DICTIONARY_PAGE) or _int(meta, M_DATA_PAGE)
     end = pos + _int(meta, M_COMPRESSED)
-    view = memoryview(data)
     pieces: list[bytes | bytearray] = []
     written = uncompressed = 0
     dictionary_at = data_at = None
@@ -233,7 +233,7 @@ def _deflated(data: bytes, chunk: Struct, level: int, at: int) -> tuple[list[byt
             raise AssertionError(f"Arrow wrote a page of type {kind} where data pages v1 were asked for")
         if _int(header, P_UNCOMPRESSED_SIZE) != size:
             raise AssertionError("an uncompressed page whose two sizes differ")
-        packed = deflate.gzip_compress(view[body_at:body_at + size], level)
+        packed = deflate.gzip_compress(data[body_at:body_at + size], level)
         header.put(P_COMPRESSED_SIZE, I32, len(packed))
         if header.has(P_CRC):  # the CRC32 of the page as stored, a signed i32
             crc = zlib.crc32(packed)

@@ -101,10 +101,12 @@ class Struct:
 
 
 Value: TypeAlias = bool | int | float | bytes | ThriftList | ThriftMap | Struct
+Buffer: TypeAlias = bytes | memoryview
 
 
-def decode_struct(data: bytes, *, what: str, offset: int = 0) -> tuple[Struct, int]:
-    """Decode one struct starting at `offset` in `data`; returns it and the offset after it.
+def decode_struct(data: Buffer, *, what: str, offset: int = 0) -> tuple[Struct, int]:
+    """Decode one struct starting at `offset` in `data` (bytes, or a view of a buffer); returns it and
+    the offset after it.
 
     Raises:
         CorruptMetadataError: the bytes are not a compact-protocol struct (`what` names the file).
@@ -127,7 +129,7 @@ def encode_struct(value: Struct) -> bytes:
 # per byte were most of that time.
 
 
-def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
+def _varint_at(data: Buffer, pos: int) -> tuple[int, int]:
     b = data[pos]
     if b < 0x80:
         return b, pos + 1
@@ -143,7 +145,7 @@ def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
             raise ValueError(f"varint too long at byte {pos}")
 
 
-def _value_at(data: bytes, pos: int, kind: int, depth: int) -> tuple[Value, int]:
+def _value_at(data: Buffer, pos: int, kind: int, depth: int) -> tuple[Value, int]:
     if kind == I32 or kind == I64 or kind == I16:
         b = data[pos]
         if b < 0x80:
@@ -155,7 +157,7 @@ def _value_at(data: bytes, pos: int, kind: int, depth: int) -> tuple[Value, int]
         end = pos + size
         if end > len(data):
             raise ValueError(f"binary of {size} bytes runs past the end at byte {pos}")
-        return data[pos:end], end
+        return bytes(data[pos:end]), end  # a copy only when `data` is a view (of bytes, none)
     if kind == STRUCT:
         return _struct_at(data, pos, depth + 1)
     if kind == LIST or kind == SET:
@@ -193,7 +195,7 @@ def _value_at(data: bytes, pos: int, kind: int, depth: int) -> tuple[Value, int]
     raise ValueError(f"unknown Thrift type {kind} at byte {pos}")
 
 
-def _struct_at(data: bytes, pos: int, depth: int) -> tuple[Struct, int]:
+def _struct_at(data: Buffer, pos: int, depth: int) -> tuple[Struct, int]:
     if depth > _MAX_DEPTH:
         raise ValueError("structs nested too deeply")
     fields: list[tuple[int, int, Value]] = []
