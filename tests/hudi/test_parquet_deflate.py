@@ -25,10 +25,13 @@ from runner.hudi.parquet_deflate import DeflatingWriter, parquet_writer
 from runner.hudi.thrift_compact import Struct, ThriftList, decode_struct
 
 # Fields that move when pages shrink; everything else must be Arrow's.
+# The uncompressed sizes count the page headers as written, whose compressed-size varint may be a
+# byte shorter or longer than in Arrow's file: `_pages` checks them against the headers instead.
 _MOVED = {
     ("RowGroup", ids.R_FILE_OFFSET), ("RowGroup", ids.R_TOTAL_COMPRESSED),
     ("ColumnMetaData", ids.M_COMPRESSED), ("ColumnMetaData", ids.M_DATA_PAGE),
     ("ColumnMetaData", ids.M_DICTIONARY_PAGE),
+    ("RowGroup", ids.R_TOTAL_BYTE_SIZE), ("ColumnMetaData", ids.M_UNCOMPRESSED),
 }
 
 
@@ -80,6 +83,7 @@ def _pages(data: bytes) -> list[tuple[Struct, bytes]]:
     pages = []
     for rg in _footer(data).get_list(ids.F_ROW_GROUPS):
         assert isinstance(rg, Struct)
+        group_uncompressed = 0
         for chunk in rg.get_list(ids.R_COLUMNS):
             assert isinstance(chunk, Struct)
             meta = chunk.get_struct(ids.C_META)
@@ -87,15 +91,20 @@ def _pages(data: bytes) -> list[tuple[Struct, bytes]]:
             pos = meta.get_int(ids.M_DICTIONARY_PAGE) or meta.get_int(ids.M_DATA_PAGE)
             assert pos is not None
             end = pos + (meta.get_int(ids.M_COMPRESSED) or 0)
+            uncompressed = 0
             while pos < end:
                 header, body = decode_struct(data, what="test", offset=pos)
                 size = header.get_int(ids.P_COMPRESSED_SIZE) or 0
                 inflated = gzip.decompress(data[body:body + size])
                 assert len(inflated) == header.get_int(ids.P_UNCOMPRESSED_SIZE)
+                uncompressed += body - pos + len(inflated)  # the header as written, the page inflated
                 header.drop(ids.P_COMPRESSED_SIZE)
                 pages.append((header, inflated))
                 pos = body + size
             assert pos == end
+            assert meta.get_int(ids.M_UNCOMPRESSED) == uncompressed
+            group_uncompressed += uncompressed
+        assert rg.get_int(ids.R_TOTAL_BYTE_SIZE) == group_uncompressed
     return pages
 
 
