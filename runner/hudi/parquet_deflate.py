@@ -11,9 +11,10 @@ Arrow has no hook for another compressor, so `DeflatingWriter` lets Arrow do eve
 each row group is encoded by `pyarrow.parquet.ParquetWriter` with no compression into memory, as
 a one-row-group Parquet file (or, for a row group of more than `BATCH_BYTES` of Arrow data, one
 such file per run of columns, since column chunks are encoded independently); its footer tells
-where every column chunk is; each chunk's pages are then deflated one by one (page headers
-re-encoded with the new compressed size, and a page CRC recomputed when there is one) and
-appended to the output; the footer, written on `close`, is the one Arrow writes for the schema,
+where every column chunk is; each chunk's pages are then deflated (page headers
+re-encoded with the new compressed size, and a page CRC recomputed when there is one), by a few
+threads at once when there are enough bytes (libdeflate releases the GIL), and appended to the
+output in their order; the footer, written on `close`, is the one Arrow writes for the schema,
 with the row groups' chunks in GZIP and their sizes and offsets moved. Held at once, besides the
 rows: one run of columns' uncompressed encoding (Arrow's own writer holds a dictionary-encoded
 chunk's pages until the chunk ends).
@@ -24,8 +25,10 @@ index, no Parquet bloom filter, no encryption; anything else is a bug here and r
 
 from __future__ import annotations
 
+import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
 import deflate
@@ -171,9 +174,11 @@ class DeflatingWriter:
             if len(row_groups) != 1 or not isinstance(rg := row_groups[0], Struct):
                 raise AssertionError(f"Arrow wrote {len(row_groups)} row groups for one")
             first = first or rg
-            for chunk in rg.get_list(R_COLUMNS):
-                assert isinstance(chunk, Struct)
-                pieces, column = _deflated(data, chunk, self.level, self.pos)
+            chunks = [_chunk_pages(data, chunk) for chunk in rg.get_list(R_COLUMNS) if isinstance(chunk, Struct)]
+            packed = iter(_deflate_all([data[at:at + size] for pages in chunks for _, at, size in pages.pages],
+                                       self.level))
+            for pages in chunks:
+                pieces, column = pages.deflated([next(packed) for _ in pages.pages], self.pos)
                 for piece in pieces:
                     self.sink.write(piece)
                     self.pos += len(piece)
@@ -209,54 +214,104 @@ def _footer(data: memoryview) -> Struct:
     return meta
 
 
-def _deflated(data: memoryview, chunk: Struct, level: int, at: int) -> tuple[list[bytes | bytearray], Struct]:
-    """The chunk's pages deflated (header and body of each, in order) and its ColumnChunk for its
-    new place at byte `at`."""
+# Deflates pages for every writer of the process; made on first use (and again in a forked child,
+# which has the variable but not the threads).
+_POOL: ThreadPoolExecutor | None = None
+_WORKERS = min(4, os.cpu_count() or 1)
+# A row group's pages are shared out only from this many bytes: below it, handing them to the pool
+# costs more than deflating them here.
+_PARALLEL_BYTES = 256 * 1024
+
+
+def _deflate_all(bodies: Sequence[memoryview], level: int) -> list[bytearray]:
+    """The pages deflated, in order. libdeflate releases the GIL, so a row group's pages are
+    deflated by a small pool of threads, largest first (no thread left with a large page at the
+    end), while the calling thread waits; a one-core machine, one page, or few bytes, here."""
+    global _POOL
+    if _WORKERS < 2 or len(bodies) < 2 or sum(len(b) for b in bodies) < _PARALLEL_BYTES:
+        return [deflate.gzip_compress(body, level) for body in bodies]
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="deflate")
+    order = sorted(range(len(bodies)), key=lambda i: -len(bodies[i]))
+    done = dict(zip(order, _POOL.map(lambda i: deflate.gzip_compress(bodies[i], level), order), strict=True))
+    return [done[i] for i in range(len(bodies))]
+
+
+def _forget_pool() -> None:
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+class _ChunkPages:
+    """A column chunk of the uncompressed row group: its ColumnChunk and its pages (header, body
+    offset, body size)."""
+
+    def __init__(self, chunk: Struct, meta: Struct, pages: list[tuple[Struct, int, int]]) -> None:
+        self.chunk, self.meta, self.pages = chunk, meta, pages
+
+    def deflated(self, packed: Sequence[bytearray], at: int) -> tuple[list[bytes | bytearray], Struct]:
+        """The chunk's pages with `packed` as their bodies (header and body of each, in order) and
+        its ColumnChunk for its new place at byte `at`."""
+        pieces: list[bytes | bytearray] = []
+        written = uncompressed = 0
+        dictionary_at = data_at = None
+        for (header, _, size), body in zip(self.pages, packed, strict=True):
+            kind = header.get_int(P_TYPE)
+            if kind == DICTIONARY_PAGE:
+                dictionary_at = at
+            elif data_at is None:
+                data_at = at + written
+            header.put(P_COMPRESSED_SIZE, I32, len(body))
+            if header.has(P_CRC):  # the CRC32 of the page as stored, a signed i32
+                crc = zlib.crc32(body)
+                header.put(P_CRC, I32, crc - (1 << 32) if crc >= 1 << 31 else crc)
+            head = encode_struct(header)
+            pieces += (head, body)
+            written += len(head) + len(body)
+            uncompressed += len(head) + size
+        assert data_at is not None
+        new_meta = Struct(list(self.meta.fields))
+        new_meta.put(M_CODEC, I32, GZIP)
+        new_meta.put(M_COMPRESSED, I64, written)
+        new_meta.put(M_UNCOMPRESSED, I64, uncompressed)
+        new_meta.put(M_DATA_PAGE, I64, data_at)
+        if dictionary_at is not None:
+            new_meta.put(M_DICTIONARY_PAGE, I64, dictionary_at)
+        column = Struct(list(self.chunk.fields))
+        column.put(C_META, STRUCT, new_meta)
+        if column.get_int(C_FILE_OFFSET):  # deprecated; Arrow writes 0, older writers the chunk's start
+            column.put(C_FILE_OFFSET, I64, at)
+        return pieces, column
+
+
+def _chunk_pages(data: memoryview, chunk: Struct) -> _ChunkPages:
+    """The pages of one column chunk of `data`, checked to be what was asked of Arrow."""
     meta = chunk.get_struct(C_META)
     assert meta is not None
     if meta.get_int(M_INDEX_PAGE) or any(meta.has(f) for f in M_BLOOM) or any(chunk.has(f) for f in C_PAGE_INDEX):
         raise AssertionError("a page index or bloom filter where none was asked for")
     pos = meta.get_int(M_DICTIONARY_PAGE) or _int(meta, M_DATA_PAGE)
     end = pos + _int(meta, M_COMPRESSED)
-    pieces: list[bytes | bytearray] = []
-    written = uncompressed = 0
-    dictionary_at = data_at = None
+    pages: list[tuple[Struct, int, int]] = []
+    seen_data = False
     while pos < end:
         header, body_at = decode_struct(data, what=_WHAT, offset=pos)
         kind = header.get_int(P_TYPE)
         size = _int(header, P_COMPRESSED_SIZE)
-        if kind == DICTIONARY_PAGE and dictionary_at is None and data_at is None:
-            dictionary_at = at
-        elif kind == DATA_PAGE:
-            data_at = at + written if data_at is None else data_at
-        else:
+        if kind == DATA_PAGE:
+            seen_data = True
+        elif kind != DICTIONARY_PAGE or pages:
             raise AssertionError(f"Arrow wrote a page of type {kind} where data pages v1 were asked for")
         if _int(header, P_UNCOMPRESSED_SIZE) != size:
             raise AssertionError("an uncompressed page whose two sizes differ")
-        packed = deflate.gzip_compress(data[body_at:body_at + size], level)
-        header.put(P_COMPRESSED_SIZE, I32, len(packed))
-        if header.has(P_CRC):  # the CRC32 of the page as stored, a signed i32
-            crc = zlib.crc32(packed)
-            header.put(P_CRC, I32, crc - (1 << 32) if crc >= 1 << 31 else crc)
-        head = encode_struct(header)
-        pieces += (head, packed)
-        written += len(head) + len(packed)
-        uncompressed += len(head) + size
+        pages.append((header, body_at, size))
         pos = body_at + size
-    if pos != end or data_at is None:
+    if pos != end or not seen_data:
         raise AssertionError("a column chunk's pages do not fill it")
-    new_meta = Struct(list(meta.fields))
-    new_meta.put(M_CODEC, I32, GZIP)
-    new_meta.put(M_COMPRESSED, I64, written)
-    new_meta.put(M_UNCOMPRESSED, I64, uncompressed)
-    new_meta.put(M_DATA_PAGE, I64, data_at)
-    if dictionary_at is not None:
-        new_meta.put(M_DICTIONARY_PAGE, I64, dictionary_at)
-    column = Struct(list(chunk.fields))
-    column.put(C_META, STRUCT, new_meta)
-    if column.get_int(C_FILE_OFFSET):  # deprecated; Arrow writes 0, older writers the chunk's start
-        column.put(C_FILE_OFFSET, I64, at)
-    return pieces, column
+    return _ChunkPages(chunk, meta, pages)
 
 
 def _int(struct: Struct | None, field_id: int) -> int:

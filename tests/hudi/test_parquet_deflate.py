@@ -24,13 +24,14 @@ from runner.hudi import parquet_ids as ids
 from runner.hudi.parquet_deflate import DeflatingWriter, parquet_writer
 from runner.hudi.thrift_compact import Struct, ThriftList, decode_struct
 
-# Fields that move when pages shrink; everything else must be Arrow's. The uncompressed sizes count
-# the page headers, whose compressed size may take a byte more or less than in Arrow's file (the
-# attack tests check them against each file's own headers).
+# Fields that move when pages shrink; everything else must be Arrow's.
+# The uncompressed sizes count the page headers as written, whose compressed-size varint may be a
+# byte shorter or longer than in Arrow's file: `_pages` checks them against the headers instead.
 _MOVED = {
-    ("RowGroup", ids.R_FILE_OFFSET), ("RowGroup", ids.R_TOTAL_COMPRESSED), ("RowGroup", ids.R_TOTAL_BYTE_SIZE),
+    ("RowGroup", ids.R_FILE_OFFSET), ("RowGroup", ids.R_TOTAL_COMPRESSED),
     ("ColumnMetaData", ids.M_COMPRESSED), ("ColumnMetaData", ids.M_DATA_PAGE),
-    ("ColumnMetaData", ids.M_DICTIONARY_PAGE), ("ColumnMetaData", ids.M_UNCOMPRESSED),
+    ("ColumnMetaData", ids.M_DICTIONARY_PAGE),
+    ("RowGroup", ids.R_TOTAL_BYTE_SIZE), ("ColumnMetaData", ids.M_UNCOMPRESSED),
 }
 
 
@@ -82,6 +83,7 @@ def _pages(data: bytes) -> list[tuple[Struct, bytes]]:
     pages = []
     for rg in _footer(data).get_list(ids.F_ROW_GROUPS):
         assert isinstance(rg, Struct)
+        group_uncompressed = 0
         for chunk in rg.get_list(ids.R_COLUMNS):
             assert isinstance(chunk, Struct)
             meta = chunk.get_struct(ids.C_META)
@@ -89,15 +91,20 @@ def _pages(data: bytes) -> list[tuple[Struct, bytes]]:
             pos = meta.get_int(ids.M_DICTIONARY_PAGE) or meta.get_int(ids.M_DATA_PAGE)
             assert pos is not None
             end = pos + (meta.get_int(ids.M_COMPRESSED) or 0)
+            uncompressed = 0
             while pos < end:
                 header, body = decode_struct(data, what="test", offset=pos)
                 size = header.get_int(ids.P_COMPRESSED_SIZE) or 0
                 inflated = gzip.decompress(data[body:body + size])
                 assert len(inflated) == header.get_int(ids.P_UNCOMPRESSED_SIZE)
+                uncompressed += body - pos + len(inflated)  # the header as written, the page inflated
                 header.drop(ids.P_COMPRESSED_SIZE)
                 pages.append((header, inflated))
                 pos = body + size
             assert pos == end
+            assert meta.get_int(ids.M_UNCOMPRESSED) == uncompressed
+            group_uncompressed += uncompressed
+        assert rg.get_int(ids.R_TOTAL_BYTE_SIZE) == group_uncompressed
     return pages
 
 
@@ -226,6 +233,83 @@ def test_parquet_mr_reads_what_the_writer_deflated(spark: object, tmp_path: Path
         assert got["key"] == want["key"] and got["nullable"] == want["nullable"]
         assert got["price"] == want["price"] and got["blob"] == want["blob"]
         assert got["tags"] == want["tags"] and got["few"] == want["few"]
+
+
+def _wide(n: int) -> pa.Table:
+    """Columns of very different sizes, so the pool finishes their pages out of order."""
+    return pa.table({
+        "tiny": pa.array([i % 2 for i in range(n)], pa.int8()),
+        "key": pa.array([f"customer-{i:09d}-{'x' * (i % 29)}" for i in range(n)]),
+        "few": pa.array([f"r{i % 3}" for i in range(n)]),
+        "amount": pa.array([i * 1.5 for i in range(n)]),
+        "note": pa.array([f"{i * 7919 % 100_003}" * (1 + i % 5) for i in range(n)]),
+    })
+
+
+def test_a_large_row_group_is_deflated_by_the_pool_and_written_in_page_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Enough bytes for the pool (the largest page first, so out of order): the file is byte for
+    byte the one deflated page after page in the calling thread, its pages inflate to Arrow's; a
+    small row group stays in the calling thread."""
+    import threading
+
+    import deflate
+
+    from runner.hudi import parquet_deflate
+
+    threads: list[str] = []
+    compress = deflate.gzip_compress
+
+    def recorded(data: object, level: int) -> bytearray:
+        threads.append(threading.current_thread().name)
+        return compress(data, level)
+
+    monkeypatch.setattr(deflate, "gzip_compress", recorded)
+    table = _wide(60_000)
+    options: dict[str, object] = {"row_group_size": 30_000, "use_dictionary": ["few"], "store_schema": False}
+    monkeypatch.setattr(parquet_deflate, "_WORKERS", 1)
+    one_by_one = _deflated(table, **options)  # type: ignore[arg-type]
+    assert threads and all(name == threading.current_thread().name for name in threads)
+    threads.clear()
+    monkeypatch.setattr(parquet_deflate, "_WORKERS", 2)
+    shared = _deflated(table, **options)  # type: ignore[arg-type]
+    assert threads and all(name.startswith("deflate") for name in threads)
+    assert shared == one_by_one
+    assert _pages(shared) == _pages(_arrow_gzip(table, **options))  # type: ignore[arg-type]
+    assert pq.read_table(io.BytesIO(shared)).equals(table)
+    threads.clear()
+    _assert_like_arrow(table.slice(0, 50), row_group_size=50, use_dictionary=["few"], store_schema=False)
+    assert threads and all(name == threading.current_thread().name for name in threads)
+
+
+def test_writers_in_several_threads_share_the_pool() -> None:
+    """Four writers at once, each sharing out its row groups' pages: each file is the one it
+    writes alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tables = [_wide(20_000 + 5_000 * i) for i in range(4)]
+    alone = [_deflated(t, row_group_size=15_000, use_dictionary=["few"], store_schema=False) for t in tables]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(
+            lambda t: _deflated(t, row_group_size=15_000, use_dictionary=["few"], store_schema=False), tables))
+    assert together == alone
+
+
+def test_a_forked_child_deflates_with_its_own_pool() -> None:
+    """The pool's threads do not survive a fork: a child writing a large row group makes its own
+    (with the parent's, it would wait on threads that are not there)."""
+    import multiprocessing
+
+    table = _wide(60_000)
+    expected = _deflated(table, row_group_size=60_000, store_schema=False)  # the parent's pool exists now
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        got = pool.apply_async(_deflated_in_child, (table,)).get(timeout=30)
+    assert got == expected
+
+
+def _deflated_in_child(table: pa.Table) -> bytes:
+    return _deflated(table, row_group_size=60_000, store_schema=False)
 
 
 def test_a_row_group_larger_than_a_batch_is_encoded_in_runs_of_columns(monkeypatch: pytest.MonkeyPatch) -> None:

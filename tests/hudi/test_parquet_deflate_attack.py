@@ -285,7 +285,7 @@ def test_close_twice_writes_one_footer_and_write_after_close_is_refused() -> Non
 
 def test_a_crc_field_is_recomputed_as_a_signed_i32() -> None:
     """Arrow is never asked for checksums here, but the CRC path must be right if a header has one:
-    recompute it over a file Arrow wrote with checksums, uncompressed, by `_deflated` itself."""
+    recompute it over a file Arrow wrote with checksums, uncompressed, by the module's own page steps."""
     from runner.hudi import parquet_deflate
 
     table = pa.table({"s": pa.array([f"row {i}" * (i % 50) for i in range(5_000)])})
@@ -293,16 +293,18 @@ def test_a_crc_field_is_recomputed_as_a_signed_i32() -> None:
     with pq.ParquetWriter(sink, table.schema, compression="none", write_page_checksum=True,
                           write_page_index=False, store_schema=False) as w:
         w.write_table(table)
-    data = sink.getvalue().to_pybytes()
+    data = memoryview(sink.getvalue()).cast("B")
     chunk = parquet_deflate._footer(data).get_list(ids.F_ROW_GROUPS)[0].get_list(ids.R_COLUMNS)[0]  # type: ignore[union-attr]
-    pieces, _ = parquet_deflate._deflated(data, chunk, 6, 4)  # type: ignore[arg-type]
+    pages = parquet_deflate._chunk_pages(data, chunk)  # type: ignore[arg-type]
+    bodies = [data[at:at + size] for _, at, size in pages.pages]
+    pieces, _ = pages.deflated(parquet_deflate._deflate_all(bodies, 6), 4)
     for head, body in zip(pieces[::2], pieces[1::2], strict=True):
         header = decode_struct(bytes(head), what="t")[0]
         crc = header.get_int(ids.P_CRC)
         assert crc is not None and -(1 << 31) <= crc < (1 << 31)
         assert crc & 0xFFFFFFFF == zlib.crc32(body)
     assert len(pieces) >= 4
-    assert pq.read_table(io.BytesIO(data)).equals(table)
+    assert pq.read_table(pa.BufferReader(sink.getvalue())).equals(table)
 
 
 def test_a_row_group_above_arrows_default_million_rows_when_asked_for() -> None:
