@@ -111,6 +111,10 @@ class DeflatingWriter:
         if not table.schema.equals(self.schema, check_metadata=False):
             raise ValueError(f"Table schema does not match schema used to create file: "
                              f"\ntable:\n{table.schema!s} vs. \nfile:\n{self.schema!s}")
+        import pyarrow as pa
+
+        # The writer's schema, metadata included, as pyarrow's writer stores it (no copy of the data).
+        table = pa.Table.from_arrays(table.columns, schema=self.schema)
         size = min(max(row_group_size or table.num_rows, 1), ARROW_MAX_ROW_GROUP_ROWS)
         for start in range(0, table.num_rows, size):
             self._row_group(table.slice(start, size))

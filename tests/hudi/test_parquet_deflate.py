@@ -343,3 +343,16 @@ def test_a_table_of_another_schema_is_refused_before_a_byte_is_written() -> None
     with pytest.raises(ValueError, match="Table schema does not match"):
         writer.write_table(pa.table({"a": pa.array(["x"])}))
     assert sink.getvalue() == b"PAR1"
+
+
+def test_the_writers_schema_metadata_is_stored_whatever_the_tables() -> None:
+    schema = pa.schema([pa.field("a", pa.int64(), metadata={"f": "writer"})], metadata={"k": "writer"})
+    table = pa.table({"a": [1, 2]}).replace_schema_metadata({"k": "table"})
+    arrow, ours = io.BytesIO(), io.BytesIO()
+    with pq.ParquetWriter(arrow, schema, compression="gzip") as writer:
+        writer.write_table(table)
+    with DeflatingWriter(ours, schema) as deflating:
+        deflating.write_table(table)
+    for data in (arrow, ours):
+        read = pq.read_table(io.BytesIO(data.getvalue()))
+        assert read.schema.metadata == {b"k": b"writer"} and read.schema.field("a").metadata == {b"f": b"writer"}
