@@ -4,7 +4,7 @@ Hudi's default codec is gzip at zlib's level 6 (parquet-mr through Hadoop's zlib
 codec spends most of a Hudi file's encode in zlib's `deflate_slow`. libdeflate writes the same
 format (RFC 1952 members, what every Parquet reader inflates) at the same levels in a third to
 a half of zlib's CPU, and its output at a level is no larger than zlib's at that level on the data
-we measured (bench/README.md, "writer: pages deflated by libdeflate"). Readers see only valid gzip
+we measured (bench/README.md, "writer: gzip pages deflated by libdeflate"). Readers see only valid gzip
 pages, so nothing about the file changes but the compressed bytes.
 
 Arrow has no hook for another compressor, so `DeflatingWriter` lets Arrow do everything else:
