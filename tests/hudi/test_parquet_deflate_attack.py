@@ -18,49 +18,11 @@ from hypothesis import strategies as st
 from runner.hudi import parquet_ids as ids
 from runner.hudi.parquet_deflate import DeflatingWriter
 from runner.hudi.thrift_compact import Struct, decode_struct
-from tests.hudi import test_parquet_deflate as base
-from tests.hudi.test_parquet_deflate import _arrow_gzip, _deflated, _footer, _pages
 
-# The uncompressed sizes count each page header as written, and a header holds the compressed size,
-# whose varint is a byte longer or shorter when libdeflate's size crosses 2^13, 2^20, ... where
-# zlib's does not: those two fields are checked against the file's own headers instead.
-_SIZES = {("ColumnMetaData", ids.M_UNCOMPRESSED), ("RowGroup", ids.R_TOTAL_BYTE_SIZE)}
-
-
-def _sizes_match_headers(data: bytes) -> None:
-    for rg in _footer(data).get_list(ids.F_ROW_GROUPS):
-        assert isinstance(rg, Struct)
-        total = 0
-        for chunk in rg.get_list(ids.R_COLUMNS):
-            assert isinstance(chunk, Struct)
-            meta = chunk.get_struct(ids.C_META)
-            assert meta is not None
-            pos = meta.get_int(ids.M_DICTIONARY_PAGE) or meta.get_int(ids.M_DATA_PAGE) or 0
-            end, uncompressed = pos + (meta.get_int(ids.M_COMPRESSED) or 0), 0
-            while pos < end:
-                header, body = decode_struct(data, what="t", offset=pos)
-                uncompressed += body - pos + (header.get_int(ids.P_UNCOMPRESSED_SIZE) or 0)
-                pos = body + (header.get_int(ids.P_COMPRESSED_SIZE) or 0)
-            assert meta.get_int(ids.M_UNCOMPRESSED) == uncompressed
-            total += uncompressed
-        assert rg.get_int(ids.R_TOTAL_BYTE_SIZE) == total
-
-
-def _assert_like_arrow(table: pa.Table, *, row_group_size: int, level: int = 6, **options: object) -> bytes:
-    arrow = _arrow_gzip(table, row_group_size=row_group_size, level=level, **options)
-    ours = _deflated(table, row_group_size=row_group_size, level=level, **options)
-    saved = set(base._MOVED)
-    base._MOVED.update(_SIZES)
-    try:
-        base._same_but_moved(_footer(arrow), _footer(ours))
-    finally:
-        base._MOVED.clear()
-        base._MOVED.update(saved)
-    _sizes_match_headers(arrow)  # the rule, as Arrow keeps it
-    _sizes_match_headers(ours)
-    assert _pages(ours) == _pages(arrow)
-    assert pq.read_table(io.BytesIO(ours)).equals(pq.read_table(io.BytesIO(arrow)))
-    return ours
+# The base module's check: footers equal to Arrow's but the moved fields, the uncompressed sizes
+# checked against each file's own page headers (a header's compressed-size varint may take a byte
+# more or less than in Arrow's file), pages inflating to Arrow's, rows read back equal.
+from tests.hudi.test_parquet_deflate import _assert_like_arrow, _deflated, _footer, _pages
 
 
 def _ts(n: int, unit: str = "us", tz: str | None = None) -> pa.Array:
