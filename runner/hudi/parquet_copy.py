@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from runner.errors import CorruptMetadataError
 from runner.hudi import footer, parquet_footer
+from runner.hudi.parquet_deflate import parquet_writer
 from runner.hudi.parquet_ids import (
     C_CRYPTO,
     C_FILE_OFFSET,
@@ -425,7 +426,6 @@ def _file_name_chunks(name: str, counts: Sequence[int], codec: int, *,
     with its bytes. Row groups of equal row counts get the same chunk, so one pyarrow file of one
     row group per distinct count is written (inputs of a bulk insert mostly share their counts)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     distinct = sorted(set(counts))
     longest = distinct[-1]
@@ -433,8 +433,9 @@ def _file_name_chunks(name: str, counts: Sequence[int], codec: int, *,
     column = pa.DictionaryArray.from_arrays(zeros, pa.array([name], type=pa.string()))
     schema = pa.schema([pa.field(FILE_NAME_COLUMN, column.type, nullable=optional)])
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, schema, compression=_CODECS[codec], store_schema=False,
-                          write_page_index=False, write_statistics=True) as writer:
+    # No page index (pyarrow's default): the copy drops the inputs' too. gzip as the writer writes it.
+    with parquet_writer(sink, schema, compression=_CODECS[codec], store_schema=False,
+                        write_statistics=True) as writer:
         for count in distinct:
             writer.write_table(pa.table([column.slice(0, count)], schema=schema), row_group_size=count)
     written, data = _parse("<_hoodie_file_name>", bytes(sink.getvalue().to_pybytes()))
