@@ -27,10 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from runner.errors import RefusedError
+from runner.hudi.parquet_deflate import HUDI_GZIP_LEVEL
 
 CODEC_KEY = "hoodie.parquet.compression.codec"
 ZLIB_LEVEL_KEY = "zlib.compress.level"
-_ZLIB_DEFAULT = 6  # what zlib's Z_DEFAULT_COMPRESSION (-1) means
+_ZLIB_DEFAULT = HUDI_GZIP_LEVEL  # what zlib's Z_DEFAULT_COMPRESSION (-1) means, and Hudi's default
 _ZLIB_LEVEL_NAMES = {
     "NO_COMPRESSION": 0, "BEST_SPEED": 1, "TWO": 2, "THREE": 3, "FOUR": 4, "FIVE": 5, "SIX": 6,
     "SEVEN": 7, "EIGHT": 8, "BEST_COMPRESSION": 9, "DEFAULT_COMPRESSION": _ZLIB_DEFAULT,
@@ -45,7 +46,7 @@ class ParquetCodec:
     level: int | None
 
 
-GZIP = ParquetCodec("gzip", 6)
+GZIP = ParquetCodec("gzip", HUDI_GZIP_LEVEL)
 CODECS = {
     "gzip": GZIP,
     "snappy": ParquetCodec("snappy", None),
