@@ -308,6 +308,10 @@ def main() -> None:
     parser.add_argument("--codecs", default="gzip,snappy",
                         help="comma-separated Parquet codecs, each timed for the runner and delta-rs alike: gzip "
                         "(Hudi's default), snappy (delta-rs's default) (default gzip,snappy)")
+    parser.add_argument("--virtual-keys", action="store_true",
+                        help="the runner's tables without meta fields (`meta_fields: false`, Hudi's "
+                        "hoodie.populate.meta.fields=false): null _hoodie_* columns and no bloom filter, as a "
+                        "Delta table has neither (default: Hudi's default, meta fields populated)")
     parser.add_argument("--gzip-level", type=int, default=None, choices=range(1, 10), metavar="1-9",
                         help="gzip's level on both sides: the runner's zlib.compress.level option and delta-rs's "
                         "compression_level (default: both sides' default, 6)")
@@ -329,7 +333,8 @@ def main() -> None:
     (work / "project.yml").write_text("name: bench\n")
     for engine, codec in pairs:
         name = table_of(engine, codec)
-        (work / "tables" / f"{name}.yml").write_text(TABLE.format(name=name))
+        text = TABLE.format(name=name) + ("  meta_fields: false\n" if args.virtual_keys else "")
+        (work / "tables" / f"{name}.yml").write_text(text)
 
     half = args.rows // 2
     first = rows(spark, 0, args.rows, 0)

@@ -64,12 +64,14 @@ def declaration_drift(decl: TableDeclaration, state: TableState) -> list[str]:
         "record_key": list(config.record_key_fields),
         "partition_by": list(config.partition_fields),
         "precombine_field": ",".join(config.ordering_fields) or None,
+        "meta_fields": config.populate_meta_fields,
     }
     declared = {
         "type": spec.type.value,
         "record_key": list(spec.record_key),
         "partition_by": list(spec.partition_by),
         "precombine_field": spec.precombine_field,
+        "meta_fields": spec.meta_fields,
     }
     return [
         f"table.{key}: declared {declared[key]!r}, hoodie.properties has {found[key]!r}"

@@ -193,6 +193,7 @@ def _table_spec(block: object) -> TableSpec | None:
         record_key=_fields(block.get("record_key", ())),
         partition_by=_fields(block.get("partition_by", ())),
         precombine_field=block.get("precombine_field"),
+        meta_fields=block.get("meta_fields"),
     )
 
 

@@ -135,6 +135,8 @@ class TableSpec:
     record_key: tuple[str, ...] = ()
     partition_by: tuple[str, ...] = ()
     precombine_field: str | None = None
+    # `hoodie.populate.meta.fields`; None when not declared (new tables get Hudi's default, true).
+    meta_fields: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,6 +118,8 @@ def draft(facts: TableFacts, *, name: str, path: str, schema_ref: str) -> Draft:
     ]
     if config.ordering_fields:
         lines.append(f"  precombine_field: {scalar(','.join(config.ordering_fields))}")
+    if not config.populate_meta_fields:
+        lines.append("  meta_fields: false                # virtual keys: hoodie.populate.meta.fields=false")
     return Draft("\n".join(lines) + "\n", tuple(notes))
 
 

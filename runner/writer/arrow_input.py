@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 # Spark types whose text as a key is the same from Arrow's cast as from Spark's (see the docstring).
-_KEY_TYPES = frozenset({"string", "byte", "short", "integer", "long", "boolean", "date", "timestamp"})
+KEY_TYPES = frozenset({"string", "byte", "short", "integer", "long", "boolean", "date", "timestamp"})
 _INTEGERS = {8: "byte", 16: "short", 32: "integer", 64: "long"}
 
 
@@ -166,7 +166,7 @@ def keyed(records: pa.Table, layout: KeyLayout, types: Mapping[str, SparkType]) 
     import pyarrow as pa
 
     require_precombine_field(layout, types, source="Arrow input")
-    return (records.append_column(RECORD_KEY, _record_key(records, layout, types))
+    return (records.append_column(RECORD_KEY, record_keys(records, layout, types))
             .append_column(PARTITION_PATH, _partition_path(records, layout, types))
             .append_column(SEQ, pa.array(np.arange(records.num_rows, dtype=np.int64))))
 
@@ -176,7 +176,8 @@ def threads() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def _record_key(records: pa.Table, layout: KeyLayout, types: Mapping[str, SparkType]) -> pa.ChunkedArray:
+def record_keys(records: pa.Table, layout: KeyLayout, types: Mapping[str, SparkType]) -> pa.ChunkedArray:
+    """Each record's key by `runner.writer.keys`' rules, from its key fields (see `keyed`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -223,7 +224,7 @@ def _as_string(records: pa.Table, field: str, types: Mapping[str, SparkType]) ->
 
     kind = require_key_field(field, types, source="Arrow input")
     column = records.column(field)
-    if kind not in _KEY_TYPES:
+    if kind not in KEY_TYPES:
         shown = kind if isinstance(kind, str) else kind.get("type")
         floating = kind in ("float", "double") or (isinstance(kind, str) and kind.startswith("decimal("))
         raise RefusedError(

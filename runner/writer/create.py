@@ -9,9 +9,11 @@ the data. `hoodie.table.checksum` is Hudi's: CRC32 of `<database>.<table name>`,
 empty here because the runner sets none.
 
 An existing table is written only if the writer can keep it readable by Hudi and hudi-rs exactly as
-Hudi would: version 6, copy-on-write, Parquet, meta fields populated, one of the three key
-generators, no URL-encoded partition paths, no dropped partition columns, and no metadata table
-(which this writer cannot keep in step with the data files).
+Hudi would: version 6, copy-on-write, Parquet, one of the three key generators, no URL-encoded
+partition paths, no dropped partition columns, and no metadata table (which this writer cannot keep
+in step with the data files). Tables without meta fields (`hoodie.populate.meta.fields=false`,
+Hudi's virtual keys; `meta_fields: false` in the declaration creates one) are written too: see
+`runner.writer.virtual_keys`.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class KeyLayout:
         hive_style: partition folders are `field=value` rather than `value`.
         bare_single_key: a ComplexKeyGenerator table with one key field stores the bare value
             (as Hudi 0.14.1-1.0 wrote it) rather than `field:value` (0.14.0, 1.1+).
+        virtual_keys: the table stores no meta fields (`hoodie.populate.meta.fields=false`): its
+            files' `_hoodie_*` columns are null and record keys are computed from the key fields.
     """
 
     table_name: str
@@ -56,6 +60,7 @@ class KeyLayout:
     key_generator: str
     hive_style: bool
     bare_single_key: bool = False
+    virtual_keys: bool = False
 
     @property
     def complex_keys(self) -> bool:
@@ -147,7 +152,7 @@ def new_table_properties(decl: TableDeclaration, create_schema: str | None) -> d
         "hoodie.table.keygenerator.class": key_generator_for(spec.record_key, spec.partition_by),
         "hoodie.table.base.file.format": "PARQUET",
         "hoodie.archivelog.folder": "archived",
-        "hoodie.populate.meta.fields": "true",
+        "hoodie.populate.meta.fields": "false" if spec.meta_fields is False else "true",
         "hoodie.datasource.write.hive_style_partitioning": "true",
         "hoodie.datasource.write.partitionpath.urlencode": "false",
         "hoodie.datasource.write.drop.partition.columns": "false",
@@ -177,7 +182,6 @@ def check_writable(storage: Storage, config: TableConfig) -> None:
         (config.table_type is not TableType.COPY_ON_WRITE,
          f"hoodie.table.type is {config.table_type.value}; the writer writes COPY_ON_WRITE tables only"),
         (config.base_file_format != "PARQUET", f"hoodie.table.base.file.format is {config.base_file_format}"),
-        (not config.populate_meta_fields, "hoodie.populate.meta.fields is false"),
         (_flag(raw, "hoodie.datasource.write.partitionpath.urlencode"), "partition paths are URL-encoded"),
         (_flag(raw, "hoodie.datasource.write.drop.partition.columns"), "partition columns are dropped"),
         (not config.record_key_fields, "the table has no record key fields"),
@@ -210,15 +214,21 @@ def check_declaration(decl: TableDeclaration, config: TableConfig) -> None:
         ("record_key", list(spec.record_key), list(config.record_key_fields), "hoodie.table.recordkey.fields"),
         ("partition_by", list(spec.partition_by), list(config.partition_fields), "hoodie.table.partition.fields"),
         ("precombine_field", spec.precombine_field, found_precombine, "hoodie.table.precombine.field"),
+        ("meta_fields", spec.meta_fields, config.populate_meta_fields, "hoodie.populate.meta.fields"),
     )
     for field, expected, found, key in checks:
-        if expected != found:
+        if expected != found and not (field == "meta_fields" and expected is None):
             raise RefusedError(
-                f"{decl.source_file}: table.{field} is {expected!r} but the table at {decl.path} has "
-                f"{key} = {found!r}; refusing to write with a different {field}.",
-                hint=f"change table.{field} in {decl.source_file} to {found!r} (a Hudi table's keys and "
-                "partitioning cannot change after creation).",
+                f"{decl.source_file}: table.{field} is {_shown(expected)} but the table at {decl.path} has "
+                f"{key} = {_shown(found)}; refusing to write with a different {field}.",
+                hint=f"change table.{field} in {decl.source_file} to {_shown(found)} (a Hudi table's keys, "
+                "partitioning and meta fields cannot change after creation).",
             )
+
+
+def _shown(value: object) -> str:
+    """A declared or found value as YAML writes it: booleans `true`/`false`, other values quoted."""
+    return str(value).lower() if isinstance(value, bool) else repr(value)
 
 
 def layout_of(config: TableConfig, *, sample_key: str | None = None) -> KeyLayout:
@@ -239,6 +249,7 @@ def layout_of(config: TableConfig, *, sample_key: str | None = None) -> KeyLayou
         key_generator=key_generator_of(config),
         hive_style=config.hive_style_partitioning,
         bare_single_key=bare,
+        virtual_keys=not config.populate_meta_fields,
     )
 
 

@@ -18,6 +18,10 @@ uses it (pyarrow's own default, 9, is six times slower), unless the write's
   remaining new records follow as inserts. As in Hudi's `HoodieMergeHandle`, new records of one key
   collapse to the last one first.
 
+A table without meta fields (`hoodie.populate.meta.fields=false`, `runner.writer.virtual_keys`)
+gets every meta column null and no record-key footer, as Hudi writes it; old records' keys for the
+merge's match are computed from the key fields.
+
 Before a data file is opened, its marker `.hoodie/.temp/<instant>/<partition>/<file>.marker.<CREATE|MERGE>`
 is created (Hudi's direct markers, created by the write handle's constructor as Hudi's are), so a
 failed write's files can always be found and removed. The file then streams to storage row group by
@@ -58,6 +62,7 @@ if TYPE_CHECKING:
 
     from runner.hudi.bloom_merge import InputFilter
     from runner.writer.index import OldFile
+    from runner.writer.virtual_keys import VirtualKeys
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +99,8 @@ class FileContext:
         avg_record_size: bytes per record to expect before the first row group is written.
         codec: the Parquet codec of the files written (`hoodie.parquet.compression.codec`).
         keys_distinct: no key is given twice among a merge's new records (`WriteTask.keys_distinct`).
+        virtual_keys: set for a table without meta fields (`runner.writer.virtual_keys`): its files'
+            meta columns are null and carry no record-key footer; old records' keys are computed.
     """
 
     storage: Storage
@@ -106,18 +113,25 @@ class FileContext:
     avg_record_size: int
     codec: ParquetCodec = GZIP
     keys_distinct: bool = False
+    virtual_keys: VirtualKeys | None = None
 
     def file_name(self, file_id: str) -> str:
         return BaseFile(file_id, self.write_token, self.instant, "parquet").name  # type: ignore[arg-type]
 
 
 def stamp(ctx: FileContext, rows: pa.Table, file_name: str, first_seq: int) -> pa.Table:
-    """New records in file layout: meta columns for this instant and file, data cast to the schema."""
+    """New records in file layout: meta columns for this instant and file (null in a table without
+    meta fields), data cast to the schema."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = rows.num_rows
+    data_fields = [f for f in ctx.schema if f.name not in META_COLUMNS]
+    data = rows.select([f.name for f in data_fields]).cast(pa.schema(data_fields))
+    if ctx.virtual_keys is not None:
+        return pa.Table.from_arrays([pa.nulls(n, pa.string()) for _ in META_COLUMNS] + list(data.columns),
+                                    schema=ctx.schema)
     numbers = pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)).cast(pa.string())
     seq = pc.binary_join_element_wise(f"{ctx.instant}_{ctx.partition_id}", numbers, "_")
     columns = [
@@ -127,8 +141,6 @@ def stamp(ctx: FileContext, rows: pa.Table, file_name: str, first_seq: int) -> p
         rows.column(PARTITION_PATH).cast(pa.string()),
         pa.repeat(pa.scalar(file_name), n),
     ]
-    data_fields = [f for f in ctx.schema if f.name not in META_COLUMNS]
-    data = rows.select([f.name for f in data_fields]).cast(pa.schema(data_fields))
     return pa.Table.from_arrays(columns + list(data.columns), schema=ctx.schema)
 
 
@@ -220,8 +232,9 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
     out = _OpenFile(ctx, partition, base.file_id, prev_commit=str(base.instant_time), io_type="MERGE")
     # The old records come first, in place and under their keys, so the old file's bloom filter
     # already holds the first keys of the new one: only the inserts need hashing.
-    out.prior_filter = input_filter(relative_path(partition, base.name), parquet.metadata.metadata,
-                                    parquet.metadata.num_rows)
+    if ctx.virtual_keys is None:
+        out.prior_filter = input_filter(relative_path(partition, base.name), parquet.metadata.metadata,
+                                        parquet.metadata.num_rows)
     try:
         inserts, updates = _merge_into(ctx, out, old_batches, newest, match, replaced)
     except BaseException:
@@ -417,7 +430,8 @@ def _batches(ctx: FileContext, path: str, source: contextlib.AbstractContextMana
     the old one (a long string per record) was about an eighth of decoding a file."""
     import pyarrow as pa
 
-    skipped = {FILE_NAME} if keys is None else {FILE_NAME, RECORD_KEY}
+    virtual = ctx.virtual_keys
+    skipped = {FILE_NAME} if keys is None and virtual is None else {FILE_NAME, RECORD_KEY}
     columns = [n for n in names if n not in skipped]
     name = pa.scalar(file_name, pa.string())
     offset = 0
@@ -427,6 +441,8 @@ def _batches(ctx: FileContext, path: str, source: contextlib.AbstractContextMana
             if keys is not None:
                 table = table.append_column(RECORD_KEY, keys.slice(offset, batch.num_rows))
                 offset += batch.num_rows
+            elif virtual is not None:  # null in the file: the merge matches old records by computed keys
+                table = table.append_column(RECORD_KEY, virtual.keys(table, path))
             try:
                 yield table.select(names).cast(ctx.schema)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
@@ -475,7 +491,10 @@ class _OpenFile:
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
             return
-        self._all_keys.append(table.column(RECORD_KEY))
+        if self.ctx.virtual_keys is None:
+            self._all_keys.append(table.column(RECORD_KEY))
+        else:
+            table = _meta_nulled(table)
         self._opened(table).write_table(table, row_group_size=max(table.num_rows, 1))
         self.rows += table.num_rows
         failpoint("mid_file")
@@ -487,7 +506,9 @@ class _OpenFile:
             keys = pa.chunked_array([c for chunked in self._all_keys for c in chunked.chunks], pa.string())
             footer = {"parquet.avro.schema": self.ctx.avro_schema, "writer.model.name": "avro"}
             writer = self._opened(self.ctx.schema.empty_table())
-            if self.prior_filter is None:
+            if self.ctx.virtual_keys is not None:
+                key_footer = {}  # Hudi writes no bloom filter or key range without meta fields
+            elif self.prior_filter is None:
                 key_footer = record_key_footer(keys)
             else:
                 key_footer, origin = extended_record_key_footer(self.prior_filter, keys)
@@ -521,6 +542,18 @@ class _OpenFile:
             with contextlib.suppress(Exception):
                 writer.close()
         self._stream.__exit__(RuntimeError, RuntimeError("write abandoned"), None)
+
+
+def _meta_nulled(table: pa.Table) -> pa.Table:
+    """`table` with its meta columns null, as a table without meta fields stores every record: the
+    merge carries computed keys and the new file name in them until the rows are written."""
+    import pyarrow as pa
+
+    for name in META_COLUMNS:
+        at = table.schema.get_field_index(name)
+        if table.column(at).null_count != table.num_rows:
+            table = table.set_column(at, table.schema.field(at), pa.nulls(table.num_rows, table.schema.field(at).type))
+    return table
 
 
 def ensure_partition_metadata(storage: Storage, partition: str, instant: str) -> None:

@@ -7,7 +7,8 @@ another partition is another record, as with Hudi's default non-global indexes. 
 Spark job, one task per few files, through the table's `Storage` (`index_frame`), or, when the write
 runs on the driver, in a thread pool there (`index_table`), which keeps the files it read (within a
 memory budget) for the merges that follow: each old file is then read and its key column decoded
-once per write. Both read a file with `read_old_file`.
+once per write. Both read a file with `read_old_file`. A table without meta fields stores no key
+column: its keys are computed from the record-key fields (`runner.writer.virtual_keys`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
     from pyspark.sql import DataFrame, SparkSession
 
+    from runner.writer.virtual_keys import VirtualKeys
+
 INDEX_SCHEMA = "_w_ipath string, _w_ikey string, _w_ifid string"
 INDEX_COLUMNS = ("_w_ipath", "_w_ikey", "_w_ifid")
 # The driver's index also gives each key's row in its file; tagging carries it onto the record it
@@ -37,7 +40,7 @@ MAX_INDEX_TASKS = 64
 
 
 def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str, BaseFile]],
-                width: int) -> DataFrame | None:
+                width: int, virtual_keys: VirtualKeys | None = None) -> DataFrame | None:
     """`(_w_ipath, _w_ikey, _w_ifid)` for every record of the given latest base files.
 
     Args:
@@ -46,6 +49,7 @@ def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str
         files: `(partition, latest base file)` of each file group to index.
         width: partitions of the result, hashed by path and key as `prepare.clustered_by_key`
             clusters the records, so that the join of the two shuffles neither side again.
+        virtual_keys: how to compute the keys of a table without meta fields.
 
     Returns:
         The index as a DataFrame, or None when there is nothing to index.
@@ -56,12 +60,12 @@ def index_frame(spark: SparkSession, storage: Storage, files: Sequence[tuple[str
     listing = spark.createDataFrame(rows, "partition string, name string, file_id string")
     # A fixed cap rather than the cluster's parallelism, which Spark Connect does not expose.
     tasks = max(1, min(len(rows), MAX_INDEX_TASKS))
-    keys = map_in_arrow(listing.repartition(tasks), KeyReader(storage), INDEX_SCHEMA)
+    keys = map_in_arrow(listing.repartition(tasks), KeyReader(storage, virtual_keys), INDEX_SCHEMA)
     return keys.repartition(width, "_w_ipath", "_w_ikey")
 
 
 def index_table(storage: Storage, files: Sequence[tuple[str, BaseFile]], threads: int,
-                keep_bytes: int = 0) -> tuple[pa.Table, dict[str, OldFile]]:
+                keep_bytes: int = 0, virtual_keys: VirtualKeys | None = None) -> tuple[pa.Table, dict[str, OldFile]]:
     """The same index as `index_frame`, read on the driver by `threads` threads, as one Arrow table,
     with `OLD_ROW`, each key's row in its file.
 
@@ -76,7 +80,7 @@ def index_table(storage: Storage, files: Sequence[tuple[str, BaseFile]], threads
     budget = _KeepBudget(keep_bytes)
 
     def index_one(item: tuple[str, BaseFile]) -> tuple[pa.RecordBatch, OldFile | None]:
-        old = read_old_file(storage, *item)
+        old = read_old_file(storage, *item, virtual_keys)
         return old.index_rows, old if budget.claim(old.size) else None
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
@@ -119,19 +123,26 @@ class OldFile:
     index_rows: pa.RecordBatch
 
 
-def read_old_file(storage: Storage, partition: str, base: BaseFile) -> OldFile:
-    """Read one base file whole and decode its record keys: the one read of an old file, for the
-    driver's index (kept for the merge) and for the Spark engine's index tasks (`KeyReader`) alike."""
-    return _read(storage, partition, base.name, base.file_id)
+def read_old_file(storage: Storage, partition: str, base: BaseFile,
+                  virtual_keys: VirtualKeys | None = None) -> OldFile:
+    """Read one base file whole and decode its record keys (computed from the key fields for a table
+    without meta fields): the one read of an old file, for the driver's index (kept for the merge)
+    and for the Spark engine's index tasks (`KeyReader`) alike."""
+    return _read(storage, partition, base.name, base.file_id, virtual_keys)
 
 
-def _read(storage: Storage, partition: str, name: str, file_id: str) -> OldFile:
+def _read(storage: Storage, partition: str, name: str, file_id: str,
+          virtual_keys: VirtualKeys | None) -> OldFile:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    data = storage.read(relative_path(partition, name))
+    path = relative_path(partition, name)
+    data = storage.read(path)
     parquet = pq.ParquetFile(pa.BufferReader(data))
-    keys = parquet.read(columns=[RECORD_KEY]).column(0).combine_chunks().cast(pa.string())
+    if virtual_keys is None:
+        keys = parquet.read(columns=[RECORD_KEY]).column(0).combine_chunks().cast(pa.string())
+    else:
+        keys = virtual_keys.keys(parquet.read(columns=virtual_keys.columns), path)
     return OldFile(parquet, keys, len(data), _index_rows(partition, file_id, keys))
 
 
@@ -150,9 +161,10 @@ class KeyReader:
     """Picklable task: reads the record key column of each listed base file."""
 
     storage: Storage
+    virtual_keys: VirtualKeys | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             columns = batch.to_pydict()
             for partition, name, file_id in zip(columns["partition"], columns["name"], columns["file_id"], strict=True):
-                yield _read(self.storage, partition, name, file_id).index_rows
+                yield _read(self.storage, partition, name, file_id, self.virtual_keys).index_rows

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from runner.writer.index import OldFile
+    from runner.writer.virtual_keys import VirtualKeys
 
 TARGET = "_w_fid"  # the file id column of routed rows
 STATS_SCHEMA = (
@@ -56,6 +57,7 @@ class WriteTask:
         codec: the Parquet codec of the files written.
         keys_distinct: the rows were de-duplicated by partition and key (upsert), so a file group's
             rows, all of one partition, give each key once and a merge need not collapse them.
+        virtual_keys: set for a table without meta fields (`runner.writer.virtual_keys`).
     """
 
     storage: Storage
@@ -67,6 +69,7 @@ class WriteTask:
     avg_record_size: int
     codec: ParquetCodec = GZIP
     keys_distinct: bool = False
+    virtual_keys: VirtualKeys | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -130,6 +133,7 @@ class WriteTask:
             avg_record_size=self.avg_record_size,
             codec=self.codec,
             keys_distinct=self.keys_distinct,
+            virtual_keys=self.virtual_keys,
         )
 
 

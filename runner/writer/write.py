@@ -80,6 +80,7 @@ from runner.writer.route import Routing, plan_routing
 from runner.writer.schema import PARTITION_PATH, avro_schema_json, field_types, file_avro_schema_json
 from runner.writer.table_schema import current_schema, reconcile
 from runner.writer.tasks import STATS_SCHEMA, TARGET, Target, WriteTask
+from runner.writer.virtual_keys import VirtualKeys, refuse_uncomputable_keys
 from runner.writer.workers import writer_workers
 
 if TYPE_CHECKING:
@@ -180,6 +181,9 @@ def write(df: DataFrame | pa.Table | pa.RecordBatchReader, table: str, *, operat
 
 def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFrame | pa.Table,
            spark_schema: dict[str, object], options: WriteOptions) -> WriteResult:
+    if decl.table is not None and decl.table.meta_fields is False:
+        # Before a new table's hoodie.properties is written; `_Job` checks what the table itself says.
+        refuse_uncomputable_keys(decl.table.record_key, spark_schema, storage.uri)
     created = create_table_if_absent(storage, decl, avro_schema_json(spark_schema, decl.name))
     with TableLock(storage, owner=f"runner.write({op.value})"):
         config = open_table(storage, decl)
@@ -217,6 +221,8 @@ class _Job:
         self.cached: list[DataFrame] = []
         self.executors: set[str] = set()
         self.engine: Engine = "spark"
+        # Refuses, before anything is written, key fields whose keys could not be computed alike.
+        self.virtual_keys = VirtualKeys.of(layout, schema, storage.uri)
 
     def run(self) -> list[WrittenFile]:
         if arrow_input.is_arrow(self.data):
@@ -302,7 +308,8 @@ class _Job:
             old_files: dict[str, OldFile] = {}
             if self.op is Operation.UPSERT:
                 index, old_files = index_table(self.storage, [(p, f) for p, fs in latest.items() for f in fs],
-                                               workers, keep_bytes=local.OLD_FILES_MAX_BYTES)
+                                               workers, keep_bytes=local.OLD_FILES_MAX_BYTES,
+                                               virtual_keys=self.virtual_keys)
             tagged = local.tag(records, index, keys_distinct=keys_distinct)
             inflight, routing = self._plan(state, latest, blocked, *local.target_counts(tagged))
             routed = local.route_inserts(tagged, routing.ranges)
@@ -337,7 +344,7 @@ class _Job:
         if self.op is Operation.UPSERT:
             keyed = deduplicate(clustered_by_key(keyed, width), self.layout.precombine_field)
             files = [(p, f) for p, fs in latest.items() for f in fs]
-            index = index_frame(keyed.sparkSession, self.storage, files, width)
+            index = index_frame(keyed.sparkSession, self.storage, files, width, self.virtual_keys)
         tagged = self._cache(tag(keyed, index))
         targets = counts(tagged, PARTITION_PATH, TARGET)
         updates = {(path, fid): n for (path, fid), n in targets.items() if fid is not None}
@@ -394,6 +401,7 @@ class _Job:
             avg_record_size=self._avg_record_size(None),
             codec=self.options.codec,
             keys_distinct=self.op is Operation.UPSERT,  # both engines de-duplicate an upsert first
+            virtual_keys=self.virtual_keys,
         )
 
     def _avg_record_size(self, state: TableState | None) -> int:
@@ -428,8 +436,9 @@ def _conformed(storage: Storage, meta: TableMetadata, config: TableConfig, data:
 
 
 def _layout(storage: Storage, config: TableConfig, meta: TableMetadata) -> KeyLayout:
-    """The table's key layout; a single-field ComplexKeyGenerator table is asked how it stores keys."""
-    if key_generator_of(config) != COMPLEX or len(config.record_key_fields) != 1:
+    """The table's key layout; a single-field ComplexKeyGenerator table is asked how it stores keys
+    (one without meta fields stores none: `runner.writer.virtual_keys`)."""
+    if key_generator_of(config) != COMPLEX or len(config.record_key_fields) != 1 or not config.populate_meta_fields:
         return layout_of(config)
     return layout_of(config, sample_key=sample_record_key(storage, meta.commits))
 

@@ -14,7 +14,7 @@ from runner.declarations.schema import PROJECT_SCHEMA, TABLE_SCHEMA, load_schema
 from runner.declarations.sizes import parse_size
 
 # Fields with no meaningful default: required identity fields, and free text whose absence means "none".
-NO_DEFAULT = {"name", "path", "description", "owner", "precombine_field", "table", "remote", "target",
+NO_DEFAULT = {"name", "path", "description", "owner", "precombine_field", "meta_fields", "table", "remote", "target",
               "executor_memory", "resize_partitions"}  # None: the Spark session's own
 
 

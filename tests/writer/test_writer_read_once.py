@@ -115,8 +115,8 @@ def test_index_holds_only_the_kept_files_and_one_being_read(
     peaks: list[int] = []
     read = index.read_old_file
 
-    def tracked(storage: Any, partition: str, base: BaseFile) -> index.OldFile:
-        old = read(storage, partition, base)
+    def tracked(storage: Any, partition: str, base: BaseFile, virtual_keys: Any = None) -> index.OldFile:
+        old = read(storage, partition, base, virtual_keys)
         live[id(old)] = old.size
         weakref.finalize(old, live.pop, id(old))
         peaks.append(sum(live.values()))

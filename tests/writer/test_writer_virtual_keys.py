@@ -1,0 +1,241 @@
+"""Tables without meta fields (`hoodie.populate.meta.fields=false`, Hudi's virtual keys).
+
+Such a table's files hold the five `_hoodie_*` columns, all null, and no record-key footer (no bloom
+filter, no key range), as Hudi writes them; the writer computes old records' keys from the record
+key fields. The oracle: the same writes into a twin table with meta fields give the same records
+(the `hudi` reader's data columns) and the same counts, on both engines and for an Arrow input; and
+an upsert into a table Hudi itself wrote without meta fields updates its records in place.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import runner
+from runner.errors import RefusedError
+from runner.writer import local
+from runner.writer.schema import META_COLUMNS
+from tests.writer.writer_helpers import oracle_rows, table_yaml
+
+SCHEMA = "id long, region string, name string, ts long"
+DATA = ("id", "region", "name", "ts")
+FOOTER_WITHOUT_KEYS = {b"parquet.avro.schema", b"writer.model.name"}
+KEY_FOOTER = {b"org.apache.hudi.bloomfilter", b"hoodie_bloom_filter_type_code", b"hoodie_min_record_key",
+              b"hoodie_max_record_key"}
+
+
+def _twins(project: Callable[..., Path], *, record_key: str = "[id]", sizing: str = "") -> Path:
+    """A project with `m` (meta fields, Hudi's default) and `v` (`meta_fields: false`), declared alike."""
+    return project(m=table_yaml("m", record_key=record_key, sizing=sizing),
+                   v=table_yaml("v", record_key=record_key, sizing=sizing) + "  meta_fields: false\n")
+
+
+def _rows(start: int, count: int, name: str, ts: int) -> list[tuple[Any, ...]]:
+    return [(i, f"r{i % 3}", f"{name}-{i}", ts) for i in range(start, start + count)]
+
+
+def _data(base: Path) -> list[dict[str, Any]]:
+    return oracle_rows(base, columns=DATA)
+
+
+def _assert_virtual(base: Path, files: tuple[str, ...]) -> None:
+    """Every file written holds null meta columns and no record-key footer; the table says so."""
+    assert "hoodie.populate.meta.fields=false" in (base / ".hoodie" / "hoodie.properties").read_text()
+    assert files
+    for name in files:
+        parquet = pq.ParquetFile(base / name)
+        table = parquet.read()
+        assert table.column_names[:5] == list(META_COLUMNS)
+        assert all(table.column(c).null_count == table.num_rows for c in META_COLUMNS), name
+        assert set(parquet.metadata.metadata) == FOOTER_WITHOUT_KEYS, name
+
+
+def _write(spark: Any, source: str, rows: list[tuple[Any, ...]], name: str, root: Path,
+           operation: str = "upsert") -> runner.WriteResult:
+    if source == "arrow":
+        data: Any = pa.Table.from_pylist([dict(zip(DATA, r, strict=True)) for r in rows])
+    else:
+        data = spark.createDataFrame(rows, SCHEMA)
+    return runner.write(data, name, operation=operation, project_dir=root)
+
+
+COUNTS = ("num_inserts", "num_updates", "num_writes", "operation")
+
+
+@pytest.mark.parametrize("source", ["driver", "spark", "arrow"])
+def test_a_table_without_meta_fields_holds_what_its_twin_with_meta_fields_holds(
+    spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    if source == "spark":
+        monkeypatch.setattr(local, "PINNED", "spark")
+    root = _twins(project)
+    writes = [
+        ("insert", _rows(0, 60, "v1", 1)),
+        # Updates of a third of the records, new ones, and one key given twice (the greater ts wins).
+        ("upsert", _rows(0, 20, "v2", 2) + _rows(60, 15, "v2", 2) + [(5, "r2", "late", 9), (5, "r2", "early", 0)]),
+        ("upsert", _rows(10, 30, "v3", 3) + _rows(100, 5, "v3", 3)),
+    ]
+    for operation, rows in writes:
+        twin = _write(spark, source, rows, "m", root, operation)
+        virtual = _write(spark, source, rows, "v", root, operation)
+        assert [getattr(virtual, c) for c in COUNTS] == [getattr(twin, c) for c in COUNTS]
+        assert virtual.engine == ("spark" if source == "spark" else "driver")
+        _assert_virtual(root / "warehouse" / "v", virtual.files)
+        assert _data(root / "warehouse" / "v") == _data(root / "warehouse" / "m")
+    names = {r["id"]: r["name"] for r in _data(root / "warehouse" / "v")}
+    assert len(names) == 80  # no key written twice
+    assert (names[0], names[5], names[15], names[45], names[104]) == ("v2-0", "late", "v3-15", "v1-45", "v3-104")
+
+
+def test_complex_and_typed_keys_are_computed_alike_by_both_engines(
+    spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys of two fields (a string and a date) and a timestamp precombine: the Spark engine's
+    DataFrame keys meet the keys the driver computes from the stored files, and the other way round."""
+    import datetime as dt
+
+    root = project(v=table_yaml("v", record_key="[name, day]") + "  meta_fields: false\n")
+    schema = "id long, region string, name string, day date, ts long"
+    day = dt.date(2024, 2, 29)
+
+    def rows(ids: range, ts: int) -> Any:
+        return spark.createDataFrame([(i, f"r{i % 2}", f"n{i}", day + dt.timedelta(days=i % 3), ts) for i in ids],
+                                     schema)
+
+    runner.write(rows(range(40), 1), "v", operation="insert", project_dir=root)
+    monkeypatch.setattr(local, "PINNED", "spark")
+    spark_write = runner.write(rows(range(20, 50), 2), "v", project_dir=root)
+    monkeypatch.setattr(local, "PINNED", None)
+    driver_write = runner.write(rows(range(0, 10), 3), "v", project_dir=root)
+    assert (spark_write.engine, spark_write.num_updates, spark_write.num_inserts) == ("spark", 20, 10)
+    assert (driver_write.engine, driver_write.num_updates, driver_write.num_inserts) == ("driver", 10, 0)
+    found = oracle_rows(root / "warehouse" / "v", columns=("id", "ts"))
+    assert len(found) == 50
+    assert {r["id"]: r["ts"] for r in found} == {i: 3 if i < 10 else 2 if i >= 20 else 1 for i in range(50)}
+
+
+def test_an_upsert_into_a_table_hudi_wrote_without_meta_fields_updates_in_place(
+    project: Callable[..., Path], hudi_fixture: Callable[[str], Path]
+) -> None:
+    base = hudi_fixture("sample_table/cow/v6_simplekeygen_hivestyle_no_metafields")
+    root = project(fx=f"name: fx\npath: {base}\ntable:\n  record_key: [id]\n  partition_by: [byteField]\n"
+                      "  precombine_field: longField\n  meta_fields: false\n")
+    before = oracle_rows(base)
+    assert sorted(r["id"] for r in before) == [1, 2, 3, 4]
+    # The records as the reader gives them (data columns only): one updated, one new.
+    from hudi import HudiReadOptions, HudiTable
+
+    data = pa.Table.from_batches(HudiTable(str(base)).read(HudiReadOptions()))
+    assert not set(data.column_names) & set(META_COLUMNS)
+    bob = data.filter(pc.equal(data["id"], 2))
+    bob = bob.set_column(bob.schema.get_field_index("name"), bob.schema.field("name"), pa.array(["Bob, again"]))
+    new = data.filter(pc.equal(data["id"], 1))
+    new = new.set_column(0, new.schema.field("id"), pa.array([9], pa.int32()))
+
+    result = runner.write(pa.concat_tables([bob, new]), "fx", project_dir=root)
+
+    assert (result.num_updates, result.num_inserts) == (1, 1)
+    _assert_virtual(base, result.files)
+    after = {r["id"]: r for r in oracle_rows(base)}
+    assert sorted(after) == [1, 2, 3, 4, 9]
+    assert after[2]["name"] == "Bob, again"
+    unchanged = {r["id"]: r for r in before}
+    for key in (1, 3, 4):
+        assert after[key] == unchanged[key]
+    assert {k: v for k, v in after[9].items() if k != "id"} == {k: v for k, v in unchanged[1].items() if k != "id"}
+
+
+def test_a_key_field_whose_text_only_java_renders_is_refused_before_anything_is_written(
+    spark: Any, project: Callable[..., Path]
+) -> None:
+    root = project(v=table_yaml("v", record_key="[amount]") + "  meta_fields: false\n")
+    df = spark.createDataFrame([(1, "r0", 1.5, 1)], "id long, region string, amount double, ts long")
+    with pytest.raises(RefusedError) as refused:
+        runner.write(df, "v", project_dir=root)
+    assert "key field 'amount' is of type double" in str(refused.value)
+    assert "hoodie.populate.meta.fields=false" in str(refused.value)
+    assert not (root / "warehouse" / "v").exists()  # not even hoodie.properties
+
+
+def test_the_declaration_and_the_table_must_agree_on_meta_fields(
+    spark: Any, project: Callable[..., Path]
+) -> None:
+    root = _twins(project)
+    rows = _rows(0, 5, "v1", 1)
+    _write(spark, "arrow", rows, "m", root)
+    _write(spark, "arrow", rows, "v", root)
+    # Each declaration now says the opposite of its table.
+    (root / "tables" / "m.yml").write_text(table_yaml("m") + "  meta_fields: false\n")
+    (root / "tables" / "v.yml").write_text(table_yaml("v") + "  meta_fields: true\n")
+    timelines = {n: sorted(p.name for p in (root / "warehouse" / n / ".hoodie").iterdir()) for n in "mv"}
+    with pytest.raises(RefusedError) as refused:
+        _write(spark, "arrow", rows, "m", root)
+    assert "table.meta_fields is false but the table at" in str(refused.value)
+    assert "hoodie.populate.meta.fields = true" in str(refused.value)
+    with pytest.raises(RefusedError) as refused:
+        _write(spark, "arrow", rows, "v", root)
+    assert "table.meta_fields is true" in str(refused.value)
+    assert "hoodie.populate.meta.fields = false" in str(refused.value)
+    # Undeclared, it is not checked: the table's own setting is followed.
+    (root / "tables" / "v.yml").write_text(table_yaml("v"))
+    result = _write(spark, "arrow", _rows(3, 4, "v2", 2), "v", root)
+    assert (result.num_updates, result.num_inserts) == (2, 2)
+    _assert_virtual(root / "warehouse" / "v", result.files)
+    assert {n: sorted(p.name for p in (root / "warehouse" / n / ".hoodie").iterdir()) for n in "m"} == {
+        "m": timelines["m"]}
+
+
+def test_the_commit_records_the_writes_as_for_a_table_with_meta_fields(
+    spark: Any, project: Callable[..., Path]
+) -> None:
+    """The commit metadata (write stats, schema) of a virtual-key write is the twin's, but for sizes."""
+    root = _twins(project)
+    for name in "mv":
+        _write(spark, "arrow", _rows(0, 30, "v1", 1), name, root, "insert")
+    results = {name: _write(spark, "arrow", _rows(20, 20, "v2", 2), name, root) for name in "mv"}
+
+    def stats(name: str) -> list[tuple[Any, ...]]:
+        meta = json.loads((root / "warehouse" / name / ".hoodie" / f"{results[name].instant}.commit").read_text())
+        return sorted((s["partitionPath"], s["numWrites"], s["numInserts"], s["numUpdateWrites"],
+                       s["prevCommit"] != "null") for stats in meta["partitionToWriteStats"].values() for s in stats)
+
+    assert stats("v") == stats("m")
+    assert results["v"].bytes_written < results["m"].bytes_written  # no bloom filter, null meta columns
+
+
+def test_a_virtual_key_table_keeps_its_rows_through_the_resize(spark: Any, project: Callable[..., Path]) -> None:
+    """Small files of a virtual-key table the writer wrote are rewritten by `runner apply`, and the
+    reader's rows stay the same; the new files keep null meta columns and no key footer."""
+    sizing = "file_sizing:\n  max_file_size: 200000\n  small_file_limit: 150000\n  insert_split_size: 10\n"
+    root = project(v=table_yaml("v", sizing=sizing) + "  meta_fields: false\n")
+    for start in (0, 30, 60):
+        # Bulk inserts open new file groups: three small files in each partition.
+        _write(spark, "arrow", _rows(start, 30, "v", start), "v", root, "bulk_insert")
+    base = root / "warehouse" / "v"
+    before = oracle_rows(base)
+    small = len(list(base.rglob("*.parquet")))
+    from runner.cli import main
+
+    assert main(["apply", "--auto-approve", "--project-dir", str(root)]) == 0
+    assert oracle_rows(base) == before
+    replaced = sorted(base.glob(".hoodie/*.replacecommit"))
+    assert len(replaced) == 1
+    written = json.loads(replaced[0].read_text())["partitionToWriteStats"]
+    paths = [s["path"] for stats in written.values() for s in stats]
+    assert len(paths) == 3 and len(list(base.rglob("*.parquet"))) == small + 3  # one file per partition
+    for path in paths:
+        table = pq.read_table(base / path)
+        assert table.num_rows == 30
+        # Hudi's clustering leaves every meta column as the input has it when meta fields are not
+        # populated; the resize writes the new file's name into `_hoodie_file_name` (harmless to
+        # readers, which take the name from the path).
+        assert [c for c in META_COLUMNS if table.column(c).null_count != table.num_rows] == ["_hoodie_file_name"]
+        assert not set(pq.ParquetFile(base / path).metadata.metadata or {}) & KEY_FOOTER
