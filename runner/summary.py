@@ -74,7 +74,12 @@ def declaration_drift(decl: TableDeclaration, state: TableState) -> list[str]:
         "meta_fields": spec.meta_fields,
     }
     return [
-        f"table.{key}: declared {declared[key]!r}, hoodie.properties has {found[key]!r}"
+        f"table.{key}: declared {_shown(declared[key])}, hoodie.properties has {_shown(found[key])}"
         for key in declared
         if declared[key] != found[key] and not (key != "type" and declared[key] in ([], None))
     ]
+
+
+def _shown(value: object) -> str:
+    # Booleans as YAML writes them (`meta_fields: false`), the rest as Python shows them.
+    return str(value).lower() if isinstance(value, bool) else repr(value)

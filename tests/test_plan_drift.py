@@ -40,6 +40,16 @@ def test_drift_only_exits_3_with_its_own_status(tmp_path, capsys):
     assert "Plan: 0 to change, 0 in sync, 1 drifted, 0 failed" in out
 
 
+def test_meta_fields_declared_otherwise_than_the_table_is_drift(tmp_path, capsys):
+    root = project(tmp_path / "p")
+    (root / "tables" / "t.yml").write_text(
+        "name: t\npath: table\n" + IN_SYNC_POLICY + "table:\n  type: COPY_ON_WRITE\n  meta_fields: false\n"
+    )
+    assert main(["plan", "--project-dir", str(root), "--format", "json"]) == 3
+    drift = json.loads(capsys.readouterr().out)["tables"][0]["drift"]
+    assert drift == ["table.meta_fields: declared false, hoodie.properties has true"]
+
+
 def test_apply_leaves_a_drifted_table_alone(tmp_path, capsys):
     root = drifting_project(tmp_path / "p")
     before = tree_digest(root / "table")

@@ -78,6 +78,7 @@ def table_json(table: TableDeclaration) -> dict[str, Any]:
             "record_key": list(spec.record_key),
             "partition_by": list(spec.partition_by),
             "precombine_field": spec.precombine_field,
+            "meta_fields": spec.meta_fields,
         },
         "settings": {name: {"value": _json_value(value), "source": str(source)}
                      for name, value, source in settings(table)},
@@ -113,7 +114,8 @@ def _rows(table: TableDeclaration, project_dir: str | None) -> list[tuple[str, s
         spec = table.table
         keys = f"; key {', '.join(spec.record_key)}" if spec.record_key else ""
         parts = f"; partitioned by {', '.join(spec.partition_by)}" if spec.partition_by else ""
-        rows.append(("table", f"{spec.type}{keys}{parts}", ""))
+        virtual = "; no meta fields (virtual keys)" if spec.meta_fields is False else ""
+        rows.append(("table", f"{spec.type}{keys}{parts}{virtual}", ""))
     rows.append(("metadata_table", str(table.metadata_table), ""))
     # Spark settings a table leaves to the session are listed in JSON only: in text they would
     # add two lines of nothing to every table.

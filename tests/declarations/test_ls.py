@@ -69,7 +69,7 @@ def test_json_lists_every_setting_and_source(write_project: WriteProject, capsys
     assert code == 0 and data["project"] == "p"
     (orders,) = data["tables"]
     assert orders["table"] == {"type": "MERGE_ON_READ", "record_key": ["id"], "partition_by": ["day"],
-                               "precombine_field": None}
+                               "precombine_field": None, "meta_fields": None}
     assert orders["settings"] == {
         "clean.policy": {"value": "KEEP_LATEST_COMMITS", "source": "hudi default"},
         "clean.commits_retained": {"value": 7, "source": "project default"},
@@ -103,3 +103,12 @@ def test_invalid_declarations_exit_1_with_every_problem(
     assert err == ("error: 2 problems in the declarations:\n"
                    f"  {root}/tables/a.yml:1:1: path: is required but missing\n"
                    f"  {root}/tables/b.yml:3:1: clean: expected a mapping (key: value lines), got 3\n")
+
+
+def test_a_table_without_meta_fields_says_so(write_project: WriteProject, capsys: pytest.CaptureFixture[str]) -> None:
+    table = "name: v\npath: v\ntable: {record_key: [id], partition_by: [day], meta_fields: false}\n"
+    root = write_project({"tables/v.yml": table}, project=PROJECT)
+    _, out, _ = ls(capsys, root)
+    assert "COPY_ON_WRITE; key id; partitioned by day; no meta fields (virtual keys)" in out
+    _, out, _ = ls(capsys, root, "--format", "json")
+    assert json.loads(out)["tables"][0]["table"]["meta_fields"] is False
