@@ -18,7 +18,8 @@ replacecommit completes.
 
 Readers see one consistent snapshot throughout: files named with T belong to a pending instant
 and are ignored until the replacecommit exists, and from then on the input file groups are replaced
-and the new ones are read. The rows are the same, only `_hoodie_file_name` differs.
+and the new ones are read. The rows are the same, only `_hoodie_file_name` differs (and not even
+that on a table without meta fields, whose meta columns are kept as they are).
 
 Crash safety: the plan carries the runner's marker (`resize_plan`). If the process dies after the
 requested file, at any point of the rewrite, or before the completed file, the instant stays
@@ -314,7 +315,8 @@ class ResizeRunner:
         attempt = start_attempt(self.storage, str(pending.time))  # before the dead attempts' files go
         removed = self._delete_instant_files(pending.time, partitions, keep=frozenset())
         copy, strategy_notes = self._binary_copy(strategy)
-        tasks = [GroupRewrite(g.partition, new_file_id(), g.inputs, binary_copy=copy)
+        meta_fields = self.meta.config.populate_meta_fields
+        tasks = [GroupRewrite(g.partition, new_file_id(), g.inputs, binary_copy=copy, meta_fields=meta_fields)
                  for g in _largest_first(groups)]
         try:
             results, engine = self._rewrite(pending.time, tasks, attempt)

@@ -33,7 +33,8 @@ def copy_group(storage: Storage, group: GroupRewrite, instant: str, token: str) 
     """Create the group's new base file by binary copy, or say why the group does not qualify.
 
     The inputs go in the order a rewrite puts their rows in (newest file first), so both
-    strategies write the same rows in the same order.
+    strategies write the same rows in the same order; on a table without meta fields both keep the
+    inputs' `_hoodie_file_name`, so the copy takes its chunks as they are.
     """
     started = time.monotonic()
     inputs = _newest_first(group.inputs)
@@ -42,7 +43,8 @@ def copy_group(storage: Storage, group: GroupRewrite, instant: str, token: str) 
     sources = [_source(storage, p) for p in inputs]
     try:
         with storage.create_new(path) as out:
-            copied = copy_into(sources, out, file_name=name, after_input=lambda: failpoint("mid_rewrite"))
+            copied = copy_into(sources, out, file_name=name if group.meta_fields else None,
+                               after_input=lambda: failpoint("mid_rewrite"))
     except NotCopyable as why:
         return str(why)
     return RewrittenFile(

@@ -7,8 +7,11 @@ the `v9_txns_simple_nometa` fixture and `HoodieRowCreateHandle`):
   (`preserveHoodieMetadata`, default of `hoodie.clustering.preserve.commit.metadata` since 0.11):
   `_hoodie_commit_time`, `_hoodie_commit_seqno`, `_hoodie_record_key` and `_hoodie_partition_path`
   keep their values, so incremental queries still see each row at the commit that wrote it; only
-  `_hoodie_file_name` becomes the new file's name. Tables written with
-  `hoodie.populate.meta.fields=false` have no meta columns and are copied as they are;
+  `_hoodie_file_name` becomes the new file's name. A table written with
+  `hoodie.populate.meta.fields=false` (virtual keys) keeps every meta column as the input has it,
+  `_hoodie_file_name` included (null as Hudi's row writer and `runner.write` write it): Hudi's
+  clustering writes such rows as they are (`HoodieRowCreateHandle.writeRowNoMetaFields`);
+  some such tables (`v9_txns_simple_nometa`) have no meta columns at all, and are copied as they are;
 - the footer keys `hoodie_min_record_key` / `hoodie_max_record_key`, which Hudi's bloom index
   requires to prune files by key range, and Hudi's bloom filter of the file's record keys
   (`org.apache.hudi.bloomfilter`, DYNAMIC_V0), which a writer using the BLOOM or GLOBAL_BLOOM
@@ -33,10 +36,11 @@ deletes (`runner.execute.resize`). On S3 `create_new` streams a multipart upload
 the key is absent.
 
 Decoding and encoding are nearly all of a task's time, so the rewrite decodes only what it writes:
-the inputs' `_hoodie_file_name` is not read (every value is replaced), and string columns whose
-inputs hold small dictionaries (`dictionary_columns`) are read as Arrow dictionaries and written
-from one dictionary per row group, so their values are neither materialised nor hashed again. The
-file is the same to a reader: same Parquet types, values, statistics and dictionary encoding.
+the inputs' `_hoodie_file_name` is not read when every value is replaced (a table with meta
+fields), and string columns whose inputs hold small dictionaries (`dictionary_columns`) are read
+as Arrow dictionaries and written from one dictionary per row group, so their values are neither
+materialised nor hashed again. The file is the same to a reader: same Parquet types, values,
+statistics and dictionary encoding.
 """
 
 from __future__ import annotations
@@ -106,12 +110,16 @@ class GroupRewrite:
             attempt writes the same file group and the driver can tell its leftovers apart.
         inputs: the input base files, relative to the base path.
         binary_copy: copy the inputs' row groups when they qualify (`runner.execute.resize_copy`).
+        meta_fields: the table's `hoodie.populate.meta.fields`; when false, `_hoodie_file_name`
+            keeps the inputs' values (null as Hudi's row writer and `runner.write` write them) like
+            the other meta columns, instead of taking the new file's name.
     """
 
     partition: str
     file_id: str
     inputs: tuple[str, ...]
     binary_copy: bool = False
+    meta_fields: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +210,8 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
     name = BaseFile(group.file_id, token, InstantTime(instant), "parquet").name
     path = relative_path(group.partition, name)
     schema = merged_schema([s.schema for s in sources])
-    written = _written_schema(schema, dictionary_columns(schema, sources))
+    new_name = name if group.meta_fields else None
+    written = _written_schema(schema, dictionary_columns(schema, sources), file_name=new_name is not None)
     input_bytes = sum(s.size for s in sources)
     total_rows = sum(s.metadata.num_rows for s in sources)
     # Hudi's block size caps a row group's rows (estimated from the inputs' bytes per row); the
@@ -211,7 +220,7 @@ def rewrite_group(storage: Storage, group: GroupRewrite, instant: str, token: st
     max_rows = max(1, ROW_GROUP_BYTES // max(1, input_bytes // max(1, total_rows)))
     keys: list[pa.ChunkedArray] = []
     parts = (part for source_path, source in zip(inputs, sources, strict=True)
-             for part in _batches(storage, source_path, source.metadata, written, name, batch_rows))
+             for part in _batches(storage, source_path, source.metadata, written, new_name, batch_rows))
     head = _first_page(parts)
     with storage.create_new(path) as out:
         with _open_writer(out, written, sources, _dictionary_choice(head, written)) as writer:
@@ -280,26 +289,30 @@ def _read_source(storage: Storage, path: str) -> _Source:
         raise
 
 
-def _batches(storage: Storage, path: str, metadata: pq.FileMetaData, schema: pa.Schema, name: str,
+def _batches(storage: Storage, path: str, metadata: pq.FileMetaData, schema: pa.Schema, name: str | None,
              batch_rows: int) -> Iterator[pa.Table]:
     """The rows of one input, `batch_rows` at a time, in the written schema `schema` and with the new
-    file name. The footer read first (`_read_source`) is passed in rather than parsed a second time
-    (with Hudi's bloom filter it is about 0.4 MB). The input's own `_hoodie_file_name` is not decoded:
-    every value is replaced."""
-    dictionaries = [f.name for f in schema if pa.types.is_dictionary(f.type) and f.name != FILE_NAME_COLUMN]
+    file name `name`. The footer read first (`_read_source`) is passed in rather than parsed a second
+    time (with Hudi's bloom filter it is about 0.4 MB). The input's own `_hoodie_file_name` is not
+    decoded when every value is replaced; with `name` None (a table without meta fields) it is read
+    and kept like any other column."""
+    replaced = frozenset({FILE_NAME_COLUMN}) if name is not None else frozenset()
+    dictionaries = [f.name for f in schema if pa.types.is_dictionary(f.type) and f.name not in replaced]
     with storage.open_input(path) as f:
         # No pre-buffering: with it each column chunk is read on Arrow's I/O thread, which must take
         # the GIL to call the Python file while this thread waits; the other group's thread holds
         # the GIL often, so each read was two thread hand-overs (bench/README.md, "resize: the
         # rewrite's GIL waits"). Read here, a chunk is one call on this thread.
         parquet = pq.ParquetFile(f, metadata=metadata, read_dictionary=dictionaries or None, pre_buffer=False)
-        columns = [n for n in parquet.schema_arrow.names if n != FILE_NAME_COLUMN]
-        read = schema.remove(schema.get_field_index(FILE_NAME_COLUMN)) if FILE_NAME_COLUMN in schema.names else schema
+        columns = [n for n in parquet.schema_arrow.names if n not in replaced]
+        read = schema
+        if replaced and FILE_NAME_COLUMN in schema.names:
+            read = schema.remove(schema.get_field_index(FILE_NAME_COLUMN))
         for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns, use_threads=DECODE_WITH_THREADS):
             part = pa.Table.from_batches([batch]).replace_schema_metadata(None)
             if not part.schema.equals(read):
                 part = _conform(part, read)
-            yield _with_file_name(part, schema, name)
+            yield part if name is None else _with_file_name(part, schema, name)
 
 
 class _RowGroups:
@@ -392,7 +405,7 @@ def dictionary_columns(schema: pa.Schema, sources: Sequence[_Source]) -> frozens
     (`SMALL_DICTIONARY_BYTES`, uncompressed), so the row groups' unified dictionaries stay small.
 
     The record key is left out: the footer reads it as plain strings; so is the file name, which is
-    not decoded.
+    not decoded (or, without meta fields, is all null).
     """
     candidates = {
         f.name for f in schema
@@ -419,11 +432,12 @@ def dictionary_columns(schema: pa.Schema, sources: Sequence[_Source]) -> frozens
     return frozenset(budget)
 
 
-def _written_schema(schema: pa.Schema, dictionaries: frozenset[str]) -> pa.Schema:
-    """`schema` as the writer is given it: the file-name column and `dictionaries` typed as Arrow
-    dictionaries of their values (Parquet stores them as the same string or binary columns)."""
+def _written_schema(schema: pa.Schema, dictionaries: frozenset[str], *, file_name: bool = True) -> pa.Schema:
+    """`schema` as the writer is given it: the file-name column (when `file_name`: it gets the new
+    file's name) and `dictionaries` typed as Arrow dictionaries of their values (Parquet stores them
+    as the same string or binary columns)."""
     for index, field in enumerate(schema):
-        if field.name == FILE_NAME_COLUMN or field.name in dictionaries:
+        if (file_name and field.name == FILE_NAME_COLUMN) or field.name in dictionaries:
             schema = schema.set(index, pa.field(field.name, pa.dictionary(pa.int32(), field.type), field.nullable))
     return schema
 

@@ -3,7 +3,11 @@
 Hudi 1.1's `SparkBinaryCopyClusteringExecutionStrategy` (with `HoodieParquetFileBinaryCopier`)
 merges a clustering group's base files row group by row group: every column chunk is copied byte
 for byte except `_hoodie_file_name`, which is written again holding the new file's name; the other
-meta columns keep their values. Rows stay in input order and in the inputs' row groups (nothing is
+meta columns keep their values. For a table without meta fields (`hoodie.populate.meta.fields=false`)
+the caller passes no name and that column's chunks are copied as they are too, so the copy holds
+the rows a rewrite writes: Hudi's default (row-writer) clustering keeps every meta column of such a
+table as the input has it (`runner.execute.resize_job`), though Hudi's copier masks the column
+whatever the table. Rows stay in input order and in the inputs' row groups (nothing is
 re-encoded, so small inputs stay small row groups). This module does the same for one group,
 streaming (`copy_into`): the inputs' footers are read and checked first, then each input's chunks
 are copied to the output in turn, and the footer is written last:
@@ -13,8 +17,8 @@ are copied to the output in turn, and the footer is written last:
   `created_by` (readers decide which statistics to trust by the writer that made them), no
   encryption, no chunk stored in another file, and every chunk exactly the pages its metadata
   claims (checked by walking the page headers);
-- `_hoodie_file_name` is encoded by pyarrow as a one-column file with the inputs' row counts per row
-  group and their codec, and its chunks are spliced in;
+- `_hoodie_file_name`, given a new name, is encoded by pyarrow as a one-column file with the inputs'
+  row counts per row group and their codec, and its chunks are spliced in;
 - the footer is the first input's with offsets shifted, row groups and row count summed. Page
   indexes and Parquet bloom filters of the inputs are left behind (their offsets are dropped;
   both are optional). Key-value metadata: the inputs' entries, minus the writer schemas Hudi's
@@ -167,13 +171,14 @@ class CopiedFile:
     bloom_filter: str = "none"
 
 
-def binary_copy(inputs: Sequence[tuple[str, bytes]], *, file_name: str) -> CopiedFile:
+def binary_copy(inputs: Sequence[tuple[str, bytes]], *, file_name: str | None) -> CopiedFile:
     """Concatenate the inputs' row groups into one file whose `_hoodie_file_name` is `file_name`,
     in memory (`copy_into` a buffer).
 
     Args:
         inputs: (path, content) of each input base file, in the order their rows go.
-        file_name: the new base file's name.
+        file_name: the new base file's name; None keeps the inputs' `_hoodie_file_name` chunks as
+            they are (a table without meta fields).
 
     Raises:
         NotCopyable: the inputs do not qualify (nothing was produced; rewrite them instead).
@@ -183,10 +188,10 @@ def binary_copy(inputs: Sequence[tuple[str, bytes]], *, file_name: str) -> Copie
     return CopiedFile(out.getvalue(), copied.records, copied.row_groups, copied.bloom_filter)
 
 
-def copy_into(sources: Sequence[Source], out: BinaryIO, *, file_name: str,
+def copy_into(sources: Sequence[Source], out: BinaryIO, *, file_name: str | None,
               after_input: Callable[[], None] = lambda: None) -> Copied:
     """Write the inputs' row groups, input by input, to `out` as one file whose `_hoodie_file_name`
-    is `file_name`; the footer goes last.
+    is `file_name` (None: the inputs' chunks of it, copied like the others); the footer goes last.
 
     Every check that needs only the footers runs before the first byte is written; the page walk of
     each input runs when that input is read, so `NotCopyable` can also come part way through, with
@@ -201,12 +206,12 @@ def copy_into(sources: Sequence[Source], out: BinaryIO, *, file_name: str,
     parsed = [_parse_footer(source) for source in sources]
     schema = _check_alike(parsed)
     codec = _single_codec(parsed)
-    column = _file_name_column(schema)
+    column = _file_name_column(schema) if file_name is not None else None
     name_leaf = column[0] if column else None
     _check_column_order(parsed, name_leaf)
     key_leaf = _key_leaf(schema)
     names: Iterator[tuple[_Chunk, bytes | memoryview]] | None = None
-    if column is not None:
+    if column is not None and file_name is not None:
         counts = [_int(rg, R_NUM_ROWS) for f in parsed for rg, _ in f.row_groups]
         names = _file_name_chunks(file_name, counts, codec, optional=column[1])
     writer = _Writer(out)

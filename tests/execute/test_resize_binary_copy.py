@@ -509,6 +509,31 @@ def test_a_hudi_file_without_meta_fields_keeps_no_key_footer(hudi_fixture, tmp_p
     assert set(written.metadata.metadata) == {b"writer.model.name"}  # parquet.avro.schema dropped, as Hudi does
 
 
+
+@pytest.mark.parametrize("strategy", ["rewrite", "binary_copy"])
+@pytest.mark.parametrize("meta_fields", [False, True])
+def test_without_meta_fields_the_file_name_column_is_kept_as_the_input_has_it(
+    hudi_fixture, strategy, meta_fields
+):
+    """A table without meta fields: Hudi's clustering writes the rows as they are
+    (`HoodieRowCreateHandle.writeRowNoMetaFields`), so the resize keeps `_hoodie_file_name` too. In
+    this Hudi 0.14 file it holds the file's own name (Hudi's create handle sets it even without meta
+    fields), the other meta columns null; told the table has meta fields, the new name is written."""
+    base = hudi_fixture("sample_table/cow/v6_simplekeygen_hivestyle_no_metafields")
+    (path,) = glob.glob(f"{base}/byteField=10/*.parquet")
+    group = GroupRewrite("byteField=10", "c-0", (f"byteField=10/{Path(path).name}",), meta_fields=meta_fields)
+    storage = LocalStorage(str(base))
+    done = (copy_group(storage, group, INSTANT, "0-0-0") if strategy == "binary_copy"
+            else rewrite_group(storage, group, INSTANT, "0-0-0"))
+    assert not isinstance(done, str), done
+    assert done.strategy == strategy
+    before = pq.read_table(path).replace_schema_metadata(None)
+    after = pq.read_table(base / done.path).replace_schema_metadata(None)
+    assert after.drop_columns([NAME]).equals(before.drop_columns([NAME]))
+    new_name = Path(done.path).name
+    assert after.column(NAME).to_pylist() == ([new_name] * 2 if meta_fields else before.column(NAME).to_pylist())
+    assert before.column(NAME).to_pylist() == [Path(path).name] * 2
+
 def test_a_crashed_binary_copy_resize_finishes_as_a_binary_copy(v6_mixed, spark):
     before = snapshot(v6_mixed)
     storage, state, step = _step(v6_mixed, COPY)
