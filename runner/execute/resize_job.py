@@ -9,7 +9,8 @@ the `v9_txns_simple_nometa` fixture and `HoodieRowCreateHandle`):
   keep their values, so incremental queries still see each row at the commit that wrote it; only
   `_hoodie_file_name` becomes the new file's name. A table written with
   `hoodie.populate.meta.fields=false` (virtual keys) keeps every meta column as the input has it,
-  `_hoodie_file_name` included (null as Hudi's row writer and `runner.write` write it): Hudi's
+  `_hoodie_file_name` included (the input file's name, as Hudi's create and merge handles and
+  `runner.write` write it; null or absent from Hudi's row writer): Hudi's
   clustering writes such rows as they are (`HoodieRowCreateHandle.writeRowNoMetaFields`);
   some such tables (`v9_txns_simple_nometa`) have no meta columns at all, and are copied as they are;
 - the footer keys `hoodie_min_record_key` / `hoodie_max_record_key`, which Hudi's bloom index
@@ -111,7 +112,7 @@ class GroupRewrite:
         inputs: the input base files, relative to the base path.
         binary_copy: copy the inputs' row groups when they qualify (`runner.execute.resize_copy`).
         meta_fields: the table's `hoodie.populate.meta.fields`; when false, `_hoodie_file_name`
-            keeps the inputs' values (null as Hudi's row writer and `runner.write` write them) like
+            keeps the inputs' values (each input file's own name, or null from Hudi's row writer) like
             the other meta columns, instead of taking the new file's name.
     """
 
@@ -405,7 +406,7 @@ def dictionary_columns(schema: pa.Schema, sources: Sequence[_Source]) -> frozens
     (`SMALL_DICTIONARY_BYTES`, uncompressed), so the row groups' unified dictionaries stay small.
 
     The record key is left out: the footer reads it as plain strings; so is the file name, which is
-    not decoded (or, without meta fields, is all null).
+    not decoded (or, without meta fields, is kept as the inputs have it).
     """
     candidates = {
         f.name for f in schema

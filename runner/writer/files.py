@@ -19,8 +19,8 @@ uses it (pyarrow's own default, 9, is six times slower), unless the write's
   collapse to the last one first.
 
 A table without meta fields (`hoodie.populate.meta.fields=false`, `runner.writer.virtual_keys`)
-gets every meta column null and no record-key footer, as Hudi writes it; old records' keys for the
-merge's match are computed from the key fields.
+gets its meta columns null but `_hoodie_file_name`, and no record-key footer, as Hudi writes it;
+old records' keys for the merge's match are computed from the key fields.
 
 Before a data file is opened, its marker `.hoodie/.temp/<instant>/<partition>/<file>.marker.<CREATE|MERGE>`
 is created (Hudi's direct markers, created by the write handle's constructor as Hudi's are), so a
@@ -120,8 +120,8 @@ class FileContext:
 
 
 def stamp(ctx: FileContext, rows: pa.Table, file_name: str, first_seq: int) -> pa.Table:
-    """New records in file layout: meta columns for this instant and file (null in a table without
-    meta fields), data cast to the schema."""
+    """New records in file layout: meta columns for this instant and file (in a table without meta
+    fields only the file name, the others null), data cast to the schema."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -130,8 +130,8 @@ def stamp(ctx: FileContext, rows: pa.Table, file_name: str, first_seq: int) -> p
     data_fields = [f for f in ctx.schema if f.name not in META_COLUMNS]
     data = rows.select([f.name for f in data_fields]).cast(pa.schema(data_fields))
     if ctx.virtual_keys is not None:
-        return pa.Table.from_arrays([pa.nulls(n, pa.string()) for _ in META_COLUMNS] + list(data.columns),
-                                    schema=ctx.schema)
+        nulls = [pa.nulls(n, pa.string()) for name in META_COLUMNS if name != FILE_NAME]
+        return pa.Table.from_arrays([*nulls, pa.repeat(pa.scalar(file_name), n), *data.columns], schema=ctx.schema)
     numbers = pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)).cast(pa.string())
     seq = pc.binary_join_element_wise(f"{ctx.instant}_{ctx.partition_id}", numbers, "_")
     columns = [
@@ -545,11 +545,15 @@ class _OpenFile:
 
 
 def _meta_nulled(table: pa.Table) -> pa.Table:
-    """`table` with its meta columns null, as a table without meta fields stores every record: the
-    merge carries computed keys and the new file name in them until the rows are written."""
+    """`table` with its meta columns null but the file name, as a table without meta fields stores
+    every record (the merge carries computed keys in `_hoodie_record_key` until the rows are written).
+    Hudi's create and merge handles set `_hoodie_file_name` whatever `populateMetaFields` says
+    (`MetadataValues.setFileName` before `prependMetaFields`); the other four only with meta fields."""
     import pyarrow as pa
 
     for name in META_COLUMNS:
+        if name == FILE_NAME:
+            continue
         at = table.schema.get_field_index(name)
         if table.column(at).null_count != table.num_rows:
             table = table.set_column(at, table.schema.field(at), pa.nulls(table.num_rows, table.schema.field(at).type))

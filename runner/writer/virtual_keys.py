@@ -1,10 +1,11 @@
 """Record keys of a table that stores none: Hudi's virtual keys (`hoodie.populate.meta.fields=false`).
 
-Such a table's base files hold the five `_hoodie_*` columns, all null, and no record-key footer:
-Hudi writes the bloom filter and the key range only with meta fields (`HoodieFileWriterFactory`'s
-`enableBloomFilter`), and so does this writer. Where the writer needs a stored record's key (the
-index, and the merge's match of old records to new ones) it computes it from the record-key fields,
-by the rule an Arrow input's keys follow (`arrow_input.record_keys`).
+Such a table's base files hold the five `_hoodie_*` columns, all null but `_hoodie_file_name` (the
+file's own name, which Hudi's create and merge handles set whatever `populateMetaFields` says), and
+no record-key footer: Hudi writes the bloom filter and the key range only with meta fields
+(`HoodieFileWriterFactory`'s `enableBloomFilter`), and so does this writer. Where the writer needs
+a stored record's key (the index, and the merge's match of old records to new ones) it computes it
+from the record-key fields, by the rule an Arrow input's keys follow (`arrow_input.record_keys`).
 
 Why that is safe: an upsert updates a record only if the key it computes for the arriving record
 equals the key it computes for the stored one; a difference would write the record a second time.

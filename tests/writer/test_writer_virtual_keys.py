@@ -1,7 +1,8 @@
 """Tables without meta fields (`hoodie.populate.meta.fields=false`, Hudi's virtual keys).
 
-Such a table's files hold the five `_hoodie_*` columns, all null, and no record-key footer (no bloom
-filter, no key range), as Hudi writes them; the writer computes old records' keys from the record
+Such a table's files hold the five `_hoodie_*` columns, all null but `_hoodie_file_name` (the file's
+name), and no record-key footer (no bloom filter, no key range), as Hudi writes them (its own
+fixture below has them so); the writer computes old records' keys from the record
 key fields. The oracle: the same writes into a twin table with meta fields give the same records
 (the `hudi` reader's data columns) and the same counts, on both engines and for an Arrow input; and
 an upsert into a table Hudi itself wrote without meta fields updates its records in place.
@@ -47,14 +48,16 @@ def _data(base: Path) -> list[dict[str, Any]]:
 
 
 def _assert_virtual(base: Path, files: tuple[str, ...]) -> None:
-    """Every file written holds null meta columns and no record-key footer; the table says so."""
+    """Every file written holds null meta columns but its own name in `_hoodie_file_name`, and no
+    record-key footer; the table says so."""
     assert "hoodie.populate.meta.fields=false" in (base / ".hoodie" / "hoodie.properties").read_text()
     assert files
     for name in files:
         parquet = pq.ParquetFile(base / name)
         table = parquet.read()
         assert table.column_names[:5] == list(META_COLUMNS)
-        assert all(table.column(c).null_count == table.num_rows for c in META_COLUMNS), name
+        assert all(table.column(c).null_count == table.num_rows for c in META_COLUMNS[:4]), name
+        assert set(table.column("_hoodie_file_name").to_pylist()) == {name.rsplit("/", 1)[-1]}
         assert set(parquet.metadata.metadata) == FOOTER_WITHOUT_KEYS, name
 
 
@@ -216,8 +219,9 @@ def test_a_virtual_key_table_keeps_its_rows_through_the_resize(
     spark: Any, project: Callable[..., Path], strategy: str
 ) -> None:
     """Small files of a virtual-key table the writer wrote are resized by `runner apply` (both
-    strategies), and the reader's rows stay the same; the new files keep every meta column null and
-    no key footer, while the twin with meta fields gets the new file's name in `_hoodie_file_name`."""
+    strategies), and the reader's rows stay the same; the new files keep every meta column as the
+    inputs have it (null, and each input's own file name) and no key footer, while the twin with
+    meta fields gets the new file's name in `_hoodie_file_name`."""
     # The twin's files hold a bloom filter of about 430 KB each, hence the limits.
     sizing = ("file_sizing:\n  max_file_size: 3000000\n  small_file_limit: 1000000\n  insert_split_size: 10\n"
               f"  strategy: {strategy}\n")
@@ -233,6 +237,7 @@ def test_a_virtual_key_table_keeps_its_rows_through_the_resize(
         return [{k: v for k, v in r.items() if k != "_hoodie_file_name"} for r in found]
 
     before = {name: rows(name) for name in "mv"}
+    inputs = {p.name for p in (root / "warehouse" / "v").rglob("*.parquet")}
     small = {name: len(list((root / "warehouse" / name).rglob("*.parquet"))) for name in "mv"}
     from runner.cli import main
 
@@ -255,7 +260,8 @@ def test_a_virtual_key_table_keeps_its_rows_through_the_resize(
             if name == "v":
                 # Hudi's clustering leaves every meta column as the input has it when meta fields
                 # are not populated (`HoodieRowCreateHandle.writeRowNoMetaFields`).
-                assert not_null == []
+                assert not_null == ["_hoodie_file_name"]
+                assert set(table.column("_hoodie_file_name").to_pylist()) <= inputs
                 assert not set(parquet.metadata.metadata or {}) & KEY_FOOTER
             else:
                 assert not_null == list(META_COLUMNS)
