@@ -279,3 +279,164 @@ def test_merges_that_read_old_files_again_and_files_of_many_row_groups(
     if row_group_rows:
         groups = [pq.ParquetFile(p).metadata.num_row_groups for p in (root / "warehouse" / "v").rglob("*.parquet")]
         assert max(groups) > 1
+
+
+# --- refusals: nothing written -------------------------------------------------------------------
+
+
+def _tree(base: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(base)): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()} \
+        if base.exists() else {}
+
+
+@pytest.mark.parametrize(("column", "spark_type", "value"), [
+    ("amount", "double", 1.5), ("amount", "float", 2.5), ("amount", "decimal(10,2)", None)])
+@pytest.mark.parametrize("source", ["dataframe", "arrow"])
+def test_a_float_or_decimal_key_of_a_new_virtual_key_table_is_refused_before_anything_is_written(
+    spark: Any, project: Callable[..., Path], column: str, spark_type: str, value: Any, source: str
+) -> None:
+    from decimal import Decimal
+
+    root = project(v=_virtual("v", record_key=f"[{column}]"))
+    row = (1, "r0", Decimal("1.25") if value is None else value, 1)
+    df = spark.createDataFrame([row], f"id long, region string, {column} {spark_type}, ts long")
+    data = df.toArrow() if source == "arrow" else df
+    with pytest.raises(RefusedError) as refused:
+        runner.write(data, "v", project_dir=root)
+    assert f"key field {column!r} is of type {spark_type}" in str(refused.value)
+    assert "Nothing was written" in str(refused.value)
+    assert not (root / "warehouse" / "v").exists()
+
+
+def test_a_float_key_of_an_existing_table_without_meta_fields_is_refused_and_the_table_is_untouched(
+    spark: Any, project: Callable[..., Path]
+) -> None:
+    """A table Hudi made without meta fields, keyed on a double (made here by writing it with meta
+    fields, then setting `hoodie.populate.meta.fields=false` as Hudi would have): refused whether
+    or not the declaration says `meta_fields: false`, on the Spark engine too; not a byte changes."""
+    root = project(v=table_yaml("v", record_key="[amount]"))
+    base = root / "warehouse" / "v"
+    schema = "id long, region string, amount double, ts long"
+    runner.write(spark.createDataFrame([(1, "r0", 1.5, 1), (2, "r1", 1e10, 1)], schema), "v", project_dir=root)
+    properties = base / ".hoodie" / "hoodie.properties"
+    properties.write_text(properties.read_text().replace("hoodie.populate.meta.fields=true",
+                                                         "hoodie.populate.meta.fields=false"))
+    before = _tree(base)
+    for declared in ("", "  meta_fields: false\n"):
+        (root / "tables" / "v.yml").write_text(table_yaml("v", record_key="[amount]") + declared)
+        for data in (spark.createDataFrame([(1, "r0", 1.5, 2)], schema), pa.table(
+                {"id": [1], "region": ["r0"], "amount": [1.5], "ts": [2]})):
+            with pytest.raises(RefusedError, match="key field 'amount' is of type double"):
+                runner.write(data, "v", project_dir=root)
+            assert _tree(base) == before
+
+
+def test_a_declared_meta_fields_that_contradicts_the_table_names_file_field_and_values_and_writes_nothing(
+    spark: Any, project: Callable[..., Path]
+) -> None:
+    root = project(m=table_yaml("m"), v=_virtual("v"))
+    rows = pa.table({"id": [1], "region": ["r0"], "name": ["a"], "ts": [1]})
+    for name in "mv":
+        runner.write(rows, name, project_dir=root)
+    (root / "tables" / "m.yml").write_text(_virtual("m"))
+    (root / "tables" / "v.yml").write_text(table_yaml("v") + "  meta_fields: true\n")
+    for name, declared, found in (("m", "False", "True"), ("v", "True", "False")):
+        base = root / "warehouse" / name
+        before = _tree(base)
+        for data in (rows, spark.createDataFrame(rows)):
+            with pytest.raises(RefusedError) as refused:
+                runner.write(data, name, project_dir=root)
+            text = str(refused.value)
+            assert f"tables/{name}.yml: table.meta_fields" in text
+            assert f"table.meta_fields is {declared.lower()}" in text or f"table.meta_fields is {declared}" in text
+            assert f"hoodie.populate.meta.fields = {found.lower()}" in text or \
+                f"hoodie.populate.meta.fields = {found}" in text
+            assert _tree(base) == before
+
+
+@pytest.mark.parametrize("value", ['"no"', '"false"', "0", "[false]"])
+def test_validate_refuses_a_meta_fields_that_is_not_a_boolean_naming_file_and_field(
+    project: Callable[..., Path], capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    from runner.cli import main
+    from runner.errors import DeclarationError
+
+    root = project(v=table_yaml("v") + f"  meta_fields: {value}\n")
+    assert main(["validate", "--project-dir", str(root)]) == 1
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if "meta_fields" in line]
+    assert line.startswith(f"{Path('tables') / 'v.yml'}:") or "tables/v.yml:" in line, line
+    assert "table.meta_fields" in line
+    # The writer refuses the declaration too, before creating the table.
+    with pytest.raises(DeclarationError):
+        runner.write(pa.table({"id": [1], "region": ["r0"], "name": ["a"], "ts": [1]}), "v", project_dir=root)
+    assert not (root / "warehouse" / "v").exists()
+
+
+# --- Hudi's own virtual-key table: import, plan, a DataFrame upsert --------------------------------
+
+NO_META_FIXTURE = "sample_table/cow/v6_simplekeygen_hivestyle_no_metafields"
+
+
+def test_import_declares_meta_fields_false_and_plan_reports_a_contradicting_declaration_as_drift(
+    hudi_fixture: Callable[[str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from runner.cli import main
+    from runner.declarations.loader import load_project
+
+    base = hudi_fixture(NO_META_FIXTURE)
+    root = tmp_path / "imported"
+    root.mkdir()
+    (root / "project.yml").write_text("name: lake\n")
+    assert main(["import", str(base), "--project-dir", str(root)]) == 0
+    (written,) = list((root / "tables").rglob("*.yml"))
+    text = written.read_text()
+    assert "\n  meta_fields: false" in text
+    capsys.readouterr()
+    assert main(["validate", "--project-dir", str(root)]) == 0
+    capsys.readouterr()
+    (decl,) = load_project(root).tables
+    assert decl.table is not None and decl.table.meta_fields is False
+    assert main(["plan", "--project-dir", str(root), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tables"][0]["drift"] == []
+    written.write_text(text.replace("meta_fields: false", "meta_fields: true"))
+    assert main(["plan", "--project-dir", str(root), "--format", "json"]) == 3
+    (table,) = json.loads(capsys.readouterr().out)["tables"]
+    assert table["status"] == "drift"
+    assert table["drift"] == ["table.meta_fields: declared True, hoodie.properties has False"]
+
+
+def test_a_dataframe_upsert_on_the_spark_engine_into_hudis_own_virtual_key_table(
+    spark: Any, project: Callable[..., Path], hudi_fixture: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hudi's records, read back and given as a DataFrame: every key updates in place (the Spark
+    engine computes the arriving keys with Spark, the stored ones with Arrow, over Hudi's file)."""
+    from hudi import HudiReadOptions, HudiTable
+
+    base = hudi_fixture(NO_META_FIXTURE)
+    root = project(fx=f"name: fx\npath: {base}\n")  # no table block: the table's own settings
+    data = pa.Table.from_batches(HudiTable(str(base)).read(HudiReadOptions()))
+    names = pa.array([f"{n}, again" for n in data.column("name").to_pylist()])
+    df = spark.createDataFrame(data.set_column(data.schema.get_field_index("name"), "name", names))
+    monkeypatch.setattr(local, "PINNED", "spark")
+    result = runner.write(df, "fx", project_dir=root)
+    assert (result.engine, result.num_updates, result.num_inserts) == ("spark", data.num_rows, 0)
+    _assert_virtual_files(base, result.files)
+    after = _oracle(base)
+    assert after.num_rows == data.num_rows
+    assert sorted(after.column("name").to_pylist()) == sorted(names.to_pylist())
+
+
+def test_spark_reads_the_written_files_with_null_meta_columns(spark: Any, project: Callable[..., Path]) -> None:
+    root = project(v=_virtual("v"))
+    base = root / "warehouse" / "v"
+    runner.write(spark.createDataFrame(_rows(range(10), "a", 1), SCHEMA), "v", operation="insert", project_dir=root)
+    result = runner.write(pa.Table.from_pylist([dict(zip(ARROW.names, r, strict=True)) for r in
+                                                _rows(range(5, 15), "b", 2)], ARROW), "v", project_dir=root)
+    frame = spark.read.parquet(*[str(base / f) for f in result.files])
+    assert frame.columns[:5] == list(META_COLUMNS)
+    assert frame.where(" OR ".join(f"{c} IS NOT NULL" for c in META_COLUMNS)).count() == 0
+    got = sorted((r["id"], r["name"]) for r in frame.select("id", "name").collect())
+    assert got == sorted((i, f"{'a' if i < 5 else 'b'}-{i}") for i in range(15))
