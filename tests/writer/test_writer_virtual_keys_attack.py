@@ -440,3 +440,112 @@ def test_spark_reads_the_written_files_with_null_meta_columns(spark: Any, projec
     assert frame.where(" OR ".join(f"{c} IS NOT NULL" for c in META_COLUMNS)).count() == 0
     got = sorted((r["id"], r["name"]) for r in frame.select("id", "name").collect())
     assert got == sorted((i, f"{'a' if i < 5 else 'b'}-{i}") for i in range(15))
+
+
+# --- failed and killed writes, object storage ------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["driver", "spark"])
+def test_a_failed_virtual_key_write_is_rolled_back_by_the_next_and_the_table_reads_right(
+    spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    from runner.errors import StepFailed
+    from runner.writer import commit as commit_module
+
+    if engine == "spark":
+        monkeypatch.setattr(local, "PINNED", "spark")
+    root = project(v=_virtual("v"))
+    base = root / "warehouse" / "v"
+    runner.write(spark.createDataFrame(_rows(range(10), "a", 1), SCHEMA), "v", project_dir=root)
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(commit_module, "complete", crash)
+        with pytest.raises(StepFailed, match="disk full"):
+            runner.write(spark.createDataFrame(_rows(range(5, 15), "b", 2), SCHEMA), "v", project_dir=root)
+    assert sorted(r["name"] for r in oracle_rows(base)) == sorted(f"a-{i}" for i in range(10))
+    result = runner.write(spark.createDataFrame(_rows(range(8, 12), "c", 3), SCHEMA), "v", project_dir=root)
+    assert len(result.rolled_back) == 1
+    assert (result.num_updates, result.num_inserts) == (2, 2)
+    _assert_virtual_files(base, result.files)
+    names = {r["id"]: r["name"] for r in oracle_rows(base)}
+    assert len(oracle_rows(base)) == len(names) == 12
+    assert names == {i: f"a-{i}" if i < 8 else f"c-{i}" for i in range(12)}
+
+
+def _write_killed_at(root: Path, engine: str, failpoint: str, rows: Rows) -> Any:
+    """`runner.write(rows)` into `v` on `engine` in a fresh process that the failpoint kills."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    from runner.failpoints import ENV
+
+    script = textwrap.dedent(f"""
+        import runner
+        from runner.writer import local
+        local.PINNED = {engine!r}
+        from runner.declarations.model import SparkSettings
+        from runner.execute.spark import get_spark
+        spark = get_spark(SparkSettings(master="local[1]", conf=(("spark.sql.shuffle.partitions", "2"),)))
+        runner.write(spark.createDataFrame({rows!r}, "{SCHEMA}"), "v", project_dir={str(root)!r})
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")} | {ENV: failpoint}
+    return subprocess.run([sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.crash
+@pytest.mark.parametrize(("engine", "point"), [("driver", "mid_file"), ("spark", "after_files")])
+def test_a_killed_virtual_key_write_is_rolled_back_by_the_next_and_the_table_reads_right(
+    spark: Any, project: Callable[..., Path], engine: str, point: str
+) -> None:
+    root = project(v=_virtual("v"))
+    base = root / "warehouse" / "v"
+    runner.write(spark.createDataFrame(_rows(range(10), "a", 1), SCHEMA), "v", project_dir=root)
+    killed = _write_killed_at(root, engine, point, _rows(range(5, 15), "b", 2))
+    assert killed.returncode != 0, killed.stderr[-2000:]
+    assert sorted(r["name"] for r in oracle_rows(base)) == sorted(f"a-{i}" for i in range(10))
+    result = runner.write(spark.createDataFrame(_rows(range(5, 15), "c", 3), SCHEMA), "v", project_dir=root)
+    assert len(result.rolled_back) == 1
+    assert (result.num_updates, result.num_inserts) == (5, 5)
+    _assert_virtual_files(base, result.files)
+    found = oracle_rows(base)
+    assert len(found) == 15 and {r["name"] for r in found if r["id"] >= 5} == {f"c-{i}" for i in range(5, 15)}
+    assert not list(base.rglob("*.tmp"))
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("engine", ["driver", "spark"])
+def test_upserts_into_a_virtual_key_table_on_object_storage(
+    spark: Any, project: Callable[..., Path], s3_server: Any, s3_bucket: str, monkeypatch: pytest.MonkeyPatch,
+    engine: str,
+) -> None:
+    from runner.hudi.state import read_table_state
+    from runner.storage import storage_for
+
+    options = s3_server.options()
+    for key, value in {"AWS_ENDPOINT_URL_S3": options["endpoint_override"], "AWS_ACCESS_KEY_ID": options["access_key"],
+                       "AWS_SECRET_ACCESS_KEY": options["secret_key"], "AWS_REGION": options["region"]}.items():
+        monkeypatch.setenv(key, value)
+    if engine == "spark":
+        monkeypatch.setattr(local, "PINNED", "spark")
+    uri = f"s3://{s3_bucket}/warehouse/v"
+    root = project(v=_virtual("v").replace("path: warehouse/v", f"path: {uri}"))
+    runner.write(spark.createDataFrame(_rows(range(20), "a", 1), SCHEMA), "v", operation="insert", project_dir=root)
+    second = runner.write(spark.createDataFrame(_rows(range(10, 25), "b", 2), SCHEMA), "v", project_dir=root)
+    assert (second.engine, second.num_updates, second.num_inserts) == (engine, 10, 5)
+    storage = storage_for(uri)
+    assert "hoodie.populate.meta.fields=false" in storage.read(".hoodie/hoodie.properties").decode()
+    state = read_table_state(storage)
+    assert state.uncommitted_files == ()
+    rows: list[dict[str, Any]] = []
+    for group in state.active_groups:
+        assert group.latest is not None and group.latest.base_file is not None
+        data = pq.read_table(pa.BufferReader(storage.read(f"{group.partition}/{group.latest.base_file.name}")))
+        assert all(data.column(c).null_count == data.num_rows for c in META_COLUMNS)
+        rows += data.select(["id", "name"]).to_pylist()
+    assert sorted((r["id"], r["name"]) for r in rows) == [(i, f"{'a' if i < 10 else 'b'}-{i}") for i in range(25)]
