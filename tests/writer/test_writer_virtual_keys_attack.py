@@ -651,3 +651,24 @@ def test_a_date_key_past_9999_from_an_arrow_input_updates_a_table_with_meta_fiel
     result = runner.write(_key_rows(keys, 2, "v2"), "m", project_dir=root)
     assert (result.num_updates, result.num_inserts) == (3, 0)
     assert _oracle(root / "warehouse" / "m").num_rows == 3
+
+
+def test_a_refused_float_key_write_does_not_even_roll_back_a_pending_failed_write(
+    spark: Any, project: Callable[..., Path]
+) -> None:
+    """"Refused before anything is written": with a failed write pending, the refused write leaves
+    it for the next accepted write to roll back, as every other refusal of the job's inputs does."""
+    root = project(v=table_yaml("v", record_key="[amount]"))
+    base = root / "warehouse" / "v"
+    schema = "id long, region string, amount double, ts long"
+    first = runner.write(spark.createDataFrame([(1, "r0", 1.5, 1)], schema), "v", project_dir=root)
+    properties = base / ".hoodie" / "hoodie.properties"
+    properties.write_text(properties.read_text().replace("hoodie.populate.meta.fields=true",
+                                                         "hoodie.populate.meta.fields=false"))
+    failed = str(int(first.instant) + 5)  # a failed write, as a killed Hudi writer leaves one
+    (base / ".hoodie" / f"{failed}.commit.requested").write_bytes(b"")
+    (base / ".hoodie" / f"{failed}.inflight").write_bytes(b"")
+    before = _tree(base)
+    with pytest.raises(RefusedError, match="key field 'amount' is of type double"):
+        runner.write(spark.createDataFrame([(1, "r0", 1.5, 2)], schema), "v", project_dir=root)
+    assert _tree(base) == before
