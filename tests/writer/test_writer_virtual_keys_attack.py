@@ -672,3 +672,72 @@ def test_a_refused_float_key_write_does_not_even_roll_back_a_pending_failed_writ
     with pytest.raises(RefusedError, match="key field 'amount' is of type double"):
         runner.write(spark.createDataFrame([(1, "r0", 1.5, 2)], schema), "v", project_dir=root)
     assert _tree(base) == before
+
+
+# --- a file holding a key twice; after a resize; the other commands over footer-less files -----------
+
+
+def test_a_new_file_holding_a_key_twice_is_upserted_as_its_twin_is(
+    spark: Any, project: Callable[..., Path], source: str
+) -> None:
+    """An insert or bulk insert into new file groups keeps a key given twice (Hudi does not combine
+    inserts), so one file holds it twice; an upsert of that key then meets both rows."""
+    root = _twin_project(project)
+    twice = [(1, "r1", "a-1", 1), (1, "r1", "a-1b", 1), (2, "r2", "a-2", 1), (2, "r2", "a-2b", 1), (3, "r0", "a-3", 1)]
+    writes = [("insert", twice), ("upsert", [(1, "r1", "b-1", 2), (4, "r1", "b-4", 2)]),
+              ("bulk_insert", [(7, "r1", "c-7", 3), (7, "r1", "c-7b", 3)]),
+              ("upsert", [(2, "r2", "d-2", 4), (7, "r1", "d-7", 4), (1, "r1", "d-1", 4)])]
+    found = _twin_writes(spark, root, source, writes, SCHEMA, ARROW)
+    assert sorted((r["id"], r["name"]) for r in found) == [
+        (1, "d-1"), (1, "d-1"), (2, "d-2"), (2, "d-2"), (3, "a-3"), (4, "b-4"), (7, "d-7"), (7, "d-7")]
+
+
+@pytest.mark.parametrize("engine", ["driver", "spark"])
+def test_upserts_after_a_resize_keep_one_record_per_key_and_null_meta_columns(
+    spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    """The resize writes `_hoodie_file_name` into its files (README); the upsert that merges such a
+    file computes its keys from the key fields and writes every meta column null again."""
+    from runner.cli import main
+
+    sizing = "file_sizing:\n  max_file_size: 200000\n  small_file_limit: 150000\n  insert_split_size: 10\n"
+    root = project(v=_virtual("v", sizing=sizing))
+    base = root / "warehouse" / "v"
+    for start in (0, 30, 60):
+        runner.write(pa.Table.from_pylist([dict(zip(ARROW.names, r, strict=True))
+                                           for r in _rows(range(start, start + 30), "a", 1)], ARROW),
+                     "v", operation="bulk_insert", project_dir=root)
+    assert main(["apply", "--auto-approve", "--project-dir", str(root)]) == 0
+    assert len(list(base.glob(".hoodie/*.replacecommit"))) == 1
+    if engine == "spark":
+        monkeypatch.setattr(local, "PINNED", "spark")
+    result = runner.write(spark.createDataFrame(_rows(range(0, 100, 2), "b", 2), SCHEMA), "v", project_dir=root)
+    assert (result.engine, result.num_updates, result.num_inserts) == (engine, 45, 5)
+    _assert_virtual_files(base, result.files)
+    found = oracle_rows(base, columns=("id", "name"))
+    assert sorted((r["id"], r["name"]) for r in found) == sorted(
+        (i, f"{'b' if i % 2 == 0 else 'a'}-{i}") for i in [*range(90), *range(90, 100, 2)])
+
+
+def test_status_and_plan_read_a_table_the_writer_wrote_without_meta_fields(
+    spark: Any, project: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Files without a record-key footer (no bloom filter, no key range) are read by the other
+    commands without error; the table is in sync with its declaration."""
+    import json
+
+    from runner.cli import main
+
+    root = project(v=_virtual("v"))
+    runner.write(spark.createDataFrame(_rows(range(30), "a", 1), SCHEMA), "v", project_dir=root)
+    runner.write(spark.createDataFrame(_rows(range(20, 40), "b", 2), SCHEMA), "v", project_dir=root)
+    capsys.readouterr()
+    assert main(["status", "--project-dir", str(root), "--format", "json"]) == 0
+    (table,) = json.loads(capsys.readouterr().out)["tables"]
+    assert (table["name"], table["instants"], table["file_groups"], table["uncommitted_files"]) == (
+        "v", {"commit.completed": 2}, 3, 0)
+    assert table["declaration_drift"] == [] and table["pending_instants"] == []
+    code = main(["plan", "--project-dir", str(root), "--format", "json"])
+    plan = json.loads(capsys.readouterr().out)
+    (table,) = plan["tables"]
+    assert code in (0, 2) and table["drift"] == [] and table["status"] != "error", table
