@@ -741,3 +741,28 @@ def test_status_and_plan_read_a_table_the_writer_wrote_without_meta_fields(
     plan = json.loads(capsys.readouterr().out)
     (table,) = plan["tables"]
     assert code in (0, 2) and table["drift"] == [] and table["status"] != "error", table
+
+
+@pytest.mark.parametrize("engine", ["driver", "spark"])
+def test_a_stored_record_without_a_key_is_reported_by_file_on_both_engines(
+    spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    """A file whose records give no key (here: a table keyed on a column that is null in a stored
+    record, as no Hudi writer leaves one) stops an upsert with the file named, and commits nothing."""
+    root = project(v=table_yaml("v", record_key="[name]") + "  meta_fields: false\n")
+    base = root / "warehouse" / "v"
+    runner.write(pa.table({"id": [1, 2], "region": ["r0", "r0"], "name": ["a", "b"], "ts": [1, 1]}), "v",
+                 project_dir=root)
+    (stored,) = list(base.rglob("*.parquet"))
+    table = pq.read_table(stored)
+    at = table.schema.get_field_index("name")
+    pq.write_table(table.set_column(at, table.schema.field(at), pa.array([None, "b"], pa.string())), stored,
+                   compression="gzip")
+    if engine == "spark":
+        monkeypatch.setattr(local, "PINNED", "spark")
+    with pytest.raises(runner.errors.RunnerError) as failed:
+        runner.write(spark.createDataFrame([(3, "r0", "b", 2)], SCHEMA), "v", project_dir=root)
+    text = str(failed.value)
+    assert "Cannot compute the record keys of" in text and stored.name in text, text[-3000:]
+    assert "record key field 'name' is null or empty" in text
+    assert sorted(r["id"] for r in oracle_rows(base)) == [1, 2]
