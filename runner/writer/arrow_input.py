@@ -16,10 +16,10 @@ What this module restates in Arrow, and where the DataFrame path defines it:
   not got. Arrow types Spark has no type for (unsigned integers, times, durations, ...) are refused;
 - the record key and partition path (`keyed`), the rules of `runner.writer.keys` with the same
   refusals and messages. Key fields may be strings, integers, booleans, dates or timestamps, whose
-  text is the same in Arrow as in Spark's casts (decimal digits, `true`, `yyyy-MM-dd`, epoch
-  microseconds). Floating point and decimal key fields are refused: Spark renders them as Java does
-  (`1.0E10`, scale rules) and Arrow does not, so a key could differ from the one a DataFrame write
-  gives the same record;
+  text is the same in Arrow as in Spark's casts (decimal digits, `true`, `yyyy-MM-dd` with Spark's
+  `+` before a year past 9999, epoch microseconds). Floating point and decimal key fields are
+  refused: Spark renders them as Java does (`1.0E10`, scale rules) and Arrow does not, so a key
+  could differ from the one a DataFrame write gives the same record;
 - the input position `_w_seq` (`monotonically_increasing_id` keeps input order, which is all its
   users need), here the row number.
 
@@ -236,7 +236,26 @@ def _as_string(records: pa.Table, field: str, types: Mapping[str, SparkType]) ->
         )
     if kind == "timestamp":  # epoch microseconds, as `unix_micros` gives them
         column = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    if kind == "date":
+        return _date_text(column)
     return column.cast(pa.string())
+
+
+# 9999-12-31 in days since the epoch: Spark's cast (java.time's ISO format, as Hudi's
+# `LocalDate.toString`) writes a later year with a `+` (`+10000-01-01`), Arrow's cast without one.
+_LAST_4_DIGIT_DAY = 2932896
+
+
+def _date_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    days = column.cast(pa.date32())
+    text = days.cast(pa.string())
+    late = pc.greater(days.cast(pa.int32()), _LAST_4_DIGIT_DAY)
+    if not pc.any(late).as_py():
+        return text
+    return pc.if_else(late, pc.binary_join_element_wise(pa.scalar("+"), text, ""), text)
 
 
 def _any_missing(value: pa.ChunkedArray) -> bool:

@@ -60,7 +60,8 @@ class VirtualKeys:
             return None
         refuse_uncomputable_keys(layout.record_key_fields, spark_schema, where)
         types = field_types(spark_schema)
-        return cls(layout, {field: types[field] for field in layout.record_key_fields})
+        # A key field the records lack is refused by the key rules (`keys.require_key_field`), by name.
+        return cls(layout, {field: types[field] for field in layout.record_key_fields if field in types})
 
     @property
     def columns(self) -> list[str]:

@@ -190,6 +190,8 @@ def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFr
         meta = read_table_metadata(storage)
         _refuse_bucket_index(meta, ())
         data, schema = _conformed(storage, meta, config, data, spark_schema)
+        if not config.populate_meta_fields:  # before the rollback: a refused write changes nothing
+            refuse_uncomputable_keys(config.record_key_fields, schema, storage.uri)
         rolled_back = _guard(lambda: rollback_failed_writes(storage, config), "rollback of failed writes")
         # A rollback adds its own instant and removes failed ones: only then is the timeline read again.
         meta = read_table_metadata(storage) if rolled_back else meta
@@ -221,7 +223,7 @@ class _Job:
         self.cached: list[DataFrame] = []
         self.executors: set[str] = set()
         self.engine: Engine = "spark"
-        # Refuses, before anything is written, key fields whose keys could not be computed alike.
+        # Key fields whose keys could not be computed alike were refused in `_write`, before the rollback.
         self.virtual_keys = VirtualKeys.of(layout, schema, storage.uri)
 
     def run(self) -> list[WrittenFile]:
