@@ -38,11 +38,15 @@ def _oracle(base: Path) -> pa.Table:
     return pa.Table.from_batches(HudiTable(str(base)).read(HudiReadOptions()))
 
 
+NULL_META = META_COLUMNS[:4]  # `_hoodie_file_name` holds the file's name, as Hudi's handles write it
+
+
 def _assert_virtual_files(base: Path, files: tuple[str, ...]) -> None:
     for name in files:
         parquet = pq.ParquetFile(base / name)
         table = parquet.read(columns=list(META_COLUMNS))
-        assert all(table.column(c).null_count == table.num_rows for c in META_COLUMNS), name
+        assert all(table.column(c).null_count == table.num_rows for c in NULL_META), name
+        assert set(table.column("_hoodie_file_name").to_pylist()) == {name.rsplit("/", 1)[-1]}, name
         assert not set(parquet.metadata.metadata or {}) & KEY_FOOTER, name
 
 
@@ -155,7 +159,7 @@ def _as_input(spark: Any, source: str, rows: Rows, schema: str, arrow_schema: pa
 def _twin_writes(spark: Any, root: Path, source: str, writes: list[tuple[str, Rows]], schema: str,
                  arrow_schema: pa.Schema) -> list[dict[str, Any]]:
     """Each write into `m` then `v`: the same counts and the same records after each; `v`'s files
-    hold null meta columns and no key footer. Returns `v`'s final records."""
+    hold null meta columns but the file name, and no key footer. Returns `v`'s final records."""
     columns = tuple(arrow_schema.names)
     for step, (operation, rows) in enumerate(writes):
         twin = runner.write(_as_input(spark, source, rows, schema, arrow_schema), "m", operation=operation,
@@ -405,7 +409,7 @@ def test_import_declares_meta_fields_false_and_plan_reports_a_contradicting_decl
     assert main(["plan", "--project-dir", str(root), "--format", "json"]) == 3
     (table,) = json.loads(capsys.readouterr().out)["tables"]
     assert table["status"] == "drift"
-    assert table["drift"] == ["table.meta_fields: declared True, hoodie.properties has False"]
+    assert table["drift"] == ["table.meta_fields: declared true, hoodie.properties has false"]
 
 
 def test_a_dataframe_upsert_on_the_spark_engine_into_hudis_own_virtual_key_table(
@@ -429,7 +433,7 @@ def test_a_dataframe_upsert_on_the_spark_engine_into_hudis_own_virtual_key_table
     assert sorted(after.column("name").to_pylist()) == sorted(names.to_pylist())
 
 
-def test_spark_reads_the_written_files_with_null_meta_columns(spark: Any, project: Callable[..., Path]) -> None:
+def test_spark_reads_the_written_files_with_their_meta_columns(spark: Any, project: Callable[..., Path]) -> None:
     root = project(v=_virtual("v"))
     base = root / "warehouse" / "v"
     runner.write(spark.createDataFrame(_rows(range(10), "a", 1), SCHEMA), "v", operation="insert", project_dir=root)
@@ -437,7 +441,9 @@ def test_spark_reads_the_written_files_with_null_meta_columns(spark: Any, projec
                                                 _rows(range(5, 15), "b", 2)], ARROW), "v", project_dir=root)
     frame = spark.read.parquet(*[str(base / f) for f in result.files])
     assert frame.columns[:5] == list(META_COLUMNS)
-    assert frame.where(" OR ".join(f"{c} IS NOT NULL" for c in META_COLUMNS)).count() == 0
+    assert frame.where(" OR ".join(f"{c} IS NOT NULL" for c in NULL_META)).count() == 0
+    names = {r[0] for r in frame.select("_hoodie_file_name").distinct().collect()}
+    assert names == {f.rsplit("/", 1)[-1] for f in result.files}
     got = sorted((r["id"], r["name"]) for r in frame.select("id", "name").collect())
     assert got == sorted((i, f"{'a' if i < 5 else 'b'}-{i}") for i in range(15))
 
@@ -546,7 +552,8 @@ def test_upserts_into_a_virtual_key_table_on_object_storage(
     for group in state.active_groups:
         assert group.latest is not None and group.latest.base_file is not None
         data = pq.read_table(pa.BufferReader(storage.read(f"{group.partition}/{group.latest.base_file.name}")))
-        assert all(data.column(c).null_count == data.num_rows for c in META_COLUMNS)
+        assert all(data.column(c).null_count == data.num_rows for c in NULL_META)
+        assert set(data.column("_hoodie_file_name").to_pylist()) == {group.latest.base_file.name}
         rows += data.select(["id", "name"]).to_pylist()
     assert sorted((r["id"], r["name"]) for r in rows) == [(i, f"{'a' if i < 10 else 'b'}-{i}") for i in range(25)]
 
@@ -693,11 +700,12 @@ def test_a_new_file_holding_a_key_twice_is_upserted_as_its_twin_is(
 
 
 @pytest.mark.parametrize("engine", ["driver", "spark"])
-def test_upserts_after_a_resize_keep_one_record_per_key_and_null_meta_columns(
+def test_upserts_after_a_resize_keep_one_record_per_key_and_the_meta_columns(
     spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, engine: str
 ) -> None:
-    """The resize writes `_hoodie_file_name` into its files (README); the upsert that merges such a
-    file computes its keys from the key fields and writes every meta column null again."""
+    """The resize keeps its inputs' `_hoodie_file_name`s (as Hudi's row-writer clustering does); the
+    upsert that merges such a file computes its keys from the key fields and writes the new file's
+    name and null in the other meta columns."""
     from runner.cli import main
 
     sizing = "file_sizing:\n  max_file_size: 200000\n  small_file_limit: 150000\n  insert_split_size: 10\n"
