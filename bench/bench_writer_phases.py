@@ -16,6 +16,9 @@ An interleaved A/B of two versions of the code: run this script alternately with
 set to a copy of each tree (`git archive <commit> runner schemas | tar -x -C DIR`), the order
 flipped every pair, and compare the phases' medians.
 
+`--virtual-keys` declares the table without meta fields (`meta_fields: false` under `table:`,
+Hudi's `hoodie.populate.meta.fields=false`): null meta columns, no record-key footer.
+
 `--zlib-level 1` writes every file at gzip level 1 (the `zlib.compress.level` write option), the
 table loaded before the timed upserts included.
 
@@ -141,7 +144,9 @@ def inline_writes() -> None:
     from runner.writer import local
 
     def one_by_one(task: Any, jobs: list[tuple[int, pa.Table]], workers: int, old_files: Any = None) -> list[Any]:
-        return [f for number, rows in jobs for f in task.on_driver(rows, number, old_files)]
+        # A job's rows may be a function giving them (trees that take them in the writing thread).
+        return [f for number, rows in jobs
+                for f in task.on_driver(rows() if callable(rows) else rows, number, old_files)]
 
     local._in_threads = one_by_one  # type: ignore[assignment]
 
@@ -153,6 +158,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, choices=(0, 1),
                         help="1: write the file groups inline; 0: the writer's thread pool (default)")
     parser.add_argument("--tag", default="", help="a label printed at the start of every line (A, B)")
+    parser.add_argument("--virtual-keys", action="store_true",
+                        help="a table without meta fields (meta_fields: false): null meta columns, no bloom filter")
     parser.add_argument("--zlib-level", default=None,
                         help="the write option zlib.compress.level (gzip's level) for every write; unset: 6")
     args = parser.parse_args()
@@ -163,7 +170,7 @@ def main() -> None:
         base = work / "base"
         (base / "tables").mkdir(parents=True)
         (base / "project.yml").write_text("name: bench\n")
-        (base / "tables" / "t.yml").write_text(TABLE)
+        (base / "tables" / "t.yml").write_text(TABLE + ("  meta_fields: false\n" if args.virtual_keys else ""))
         options = {CODEC_KEY: "gzip"}
         if args.zlib_level is not None:  # the option is newer than some trees this bench is run against
             options["zlib.compress.level"] = args.zlib_level

@@ -58,8 +58,8 @@ def _dictionary_pays(column: pa.ChunkedArray) -> bool:
     import pyarrow.types as t
 
     kind = column.type
-    if t.is_boolean(kind) or t.is_null(kind):
-        return False
+    if t.is_boolean(kind) or t.is_null(kind) or column.null_count == len(column):
+        return False  # an all-null column (a table without meta fields): no values, plain, as below
     page = column.slice(0, PAGE_ROWS).drop_null()
     width = _plain_width(kind)
     if width is None:  # byte arrays: the page ends at about PAGE_BYTES of plain values

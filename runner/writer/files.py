@@ -36,7 +36,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from runner.errors import RefusedError
 from runner.failpoints import failpoint
@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from runner.hudi.bloom_merge import InputFilter
     from runner.writer.index import OldFile
     from runner.writer.virtual_keys import VirtualKeys
+
+    _Keys: TypeAlias = pa.Array | pa.ChunkedArray  # a batch's record keys
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +121,11 @@ class FileContext:
         return BaseFile(file_id, self.write_token, self.instant, "parquet").name  # type: ignore[arg-type]
 
 
-def stamp(ctx: FileContext, rows: pa.Table, file_name: str, first_seq: int) -> pa.Table:
+def stamp(ctx: FileContext, rows: pa.Table, file_name: str | None, first_seq: int) -> pa.Table:
     """New records in file layout: meta columns for this instant and file (in a table without meta
-    fields only the file name, the others null), data cast to the schema."""
+    fields only the file name, the others null), data cast to the schema. With `file_name` None the
+    file name column is left out: `_OpenFile.write` adds it to the rows it writes (a merge's rows
+    carry none until then)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -129,9 +133,11 @@ def stamp(ctx: FileContext, rows: pa.Table, file_name: str, first_seq: int) -> p
     n = rows.num_rows
     data_fields = [f for f in ctx.schema if f.name not in META_COLUMNS]
     data = rows.select([f.name for f in data_fields]).cast(pa.schema(data_fields))
+    schema = ctx.schema if file_name is not None else _without_file_name(ctx.schema)
     if ctx.virtual_keys is not None:
         nulls = [pa.nulls(n, pa.string()) for name in META_COLUMNS if name != FILE_NAME]
-        return pa.Table.from_arrays([*nulls, pa.repeat(pa.scalar(file_name), n), *data.columns], schema=ctx.schema)
+        named = [] if file_name is None else [pa.repeat(pa.scalar(file_name), n)]
+        return pa.Table.from_arrays([*nulls, *named, *data.columns], schema=schema)
     numbers = pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)).cast(pa.string())
     seq = pc.binary_join_element_wise(f"{ctx.instant}_{ctx.partition_id}", numbers, "_")
     columns = [
@@ -139,9 +145,15 @@ def stamp(ctx: FileContext, rows: pa.Table, file_name: str, first_seq: int) -> p
         seq,
         rows.column(RECORD_KEY).cast(pa.string()),
         rows.column(PARTITION_PATH).cast(pa.string()),
-        pa.repeat(pa.scalar(file_name), n),
     ]
-    return pa.Table.from_arrays(columns + list(data.columns), schema=ctx.schema)
+    if file_name is not None:
+        columns.append(pa.repeat(pa.scalar(file_name), n))
+    return pa.Table.from_arrays(columns + list(data.columns), schema=schema)
+
+
+def _without_file_name(schema: pa.Schema) -> pa.Schema:
+    """The layout of a merge's rows until they are written: the file's, without `_hoodie_file_name`."""
+    return schema.remove(schema.get_field_index(FILE_NAME))
 
 
 class CreateHandle:
@@ -225,10 +237,9 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
     new_keys = newest.column(RECORD_KEY).combine_chunks().cast(pa.string())
     match = _matcher(newest, new_keys, old_file)
     replaced = np.zeros(newest.num_rows, dtype=bool)
-    name = ctx.file_name(base.file_id)
     # Refuses a differing schema before anything is written.
-    parquet, old_batches = (_read_base(ctx, partition, base, name) if old_file is None
-                            else _reread(ctx, partition, base, old_file, name))
+    parquet, old_batches = (_read_base(ctx, partition, base) if old_file is None
+                            else _reread(ctx, partition, base, old_file))
     out = _OpenFile(ctx, partition, base.file_id, prev_commit=str(base.instant_time), io_type="MERGE")
     # The old records come first, in place and under their keys, so the old file's bloom filter
     # already holds the first keys of the new one: only the inserts need hashing.
@@ -243,9 +254,10 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
     return out.close(num_inserts=inserts, num_updates=updates)
 
 
-def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[pa.Table], newest: pa.Table,
-                match: _Matcher, replaced: np.ndarray[Any, Any]) -> tuple[int, int]:
-    """Write the old records with updates in place, then the inserts; (inserts, updates) written."""
+def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[tuple[pa.Table, _Keys]],
+                newest: pa.Table, match: _Matcher, replaced: np.ndarray[Any, Any]) -> tuple[int, int]:
+    """Write the old records with updates in place, then the inserts; (inserts, updates) written.
+    The rows carry no file name until `_OpenFile.write` adds the new one (`_without_file_name`)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -253,14 +265,14 @@ def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[pa.Table
     rows = _RowGroups(out)
     updates = 0
     offset = 0
-    for old in old_batches:
-        hit, taken = match(old, offset)
+    for old, old_keys in old_batches:
+        hit, taken = match(old_keys, offset)
         offset += old.num_rows
         if not hit.any():
             rows.add(old)
             continue
         replaced[taken] = True
-        fresh = stamp(ctx, newest.take(pa.array(taken, pa.int64())), out.name, updates)
+        fresh = stamp(ctx, newest.take(pa.array(taken, pa.int64())), None, updates)
         updates += len(taken)
         # Old rows keep their position; an updated row's slot takes its new record instead.
         positions = np.arange(old.num_rows, dtype=np.int64)
@@ -273,14 +285,15 @@ def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[pa.Table
         # `keys_distinct` nothing collapsed them: the copy no old row took is that update, not an insert.
         updated = newest.filter(pa.array(replaced)).column(RECORD_KEY)
         inserts = inserts.filter(pc.invert(pc.is_in(inserts.column(RECORD_KEY), value_set=updated)))
-    rows.add(stamp(ctx, inserts, out.name, updates))
+    rows.add(stamp(ctx, inserts, None, updates))
     rows.flush_all()
     return inserts.num_rows, updates
 
 
-# Given an old batch and its first row's place in the file: which of its rows an incoming record
-# replaces, and those records (positions in the incoming records), in the order of the old rows.
-_Matcher = Callable[["pa.Table", int], "tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]"]
+# Given an old batch's record keys and its first row's place in the file: which of its rows an
+# incoming record replaces, and those records (positions in the incoming records), in the order of
+# the old rows.
+_Matcher = Callable[["_Keys", int], "tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]"]
 
 
 def _matcher(newest: pa.Table, new_keys: pa.Array, old_file: OldFile | None) -> _Matcher:
@@ -292,15 +305,16 @@ def _matcher(newest: pa.Table, new_keys: pa.Array, old_file: OldFile | None) -> 
 
     known = _known_rows(newest, new_keys, old_file)
     if known is None:
-        def by_key(old: pa.Table, offset: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-            found = pc.index_in(old.column(RECORD_KEY), value_set=new_keys)
+        def by_key(old_keys: _Keys, offset: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+            found = pc.index_in(old_keys, value_set=new_keys)
             return found.is_valid().to_numpy(zero_copy_only=False), found.drop_null().to_numpy()
         return by_key
     at, records = known
 
-    def by_row(old: pa.Table, offset: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        first, last = np.searchsorted(at, [offset, offset + old.num_rows])
-        hit = np.zeros(old.num_rows, dtype=bool)
+    def by_row(old_keys: _Keys, offset: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        n = len(old_keys)
+        first, last = np.searchsorted(at, [offset, offset + n])
+        hit = np.zeros(n, dtype=bool)
         hit[at[first:last] - offset] = True
         return hit, records[first:last]
     return by_row
@@ -378,10 +392,10 @@ class _RowGroups:
         self._pending, self._rows = [], 0
 
 
-def _read_base(ctx: FileContext, partition: str, base: BaseFile,
-               file_name: str) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
-    """The base file (its footer) and its records a batch at a time, in the written column order and
-    types, `_hoodie_file_name` already the new file's `file_name`.
+def _read_base(ctx: FileContext, partition: str,
+               base: BaseFile) -> tuple[pq.ParquetFile, Iterator[tuple[pa.Table, _Keys]]]:
+    """The base file (its footer) and its records a batch at a time, each with its record keys, in
+    the written column order and types without `_hoodie_file_name` (`_batches`).
 
     The columns are checked here, before the caller writes anything; the file is read through
     `Storage.open_input` (ranges of it, not the whole object in memory) and closed when the batches
@@ -393,20 +407,19 @@ def _read_base(ctx: FileContext, partition: str, base: BaseFile,
     source = ctx.storage.open_input(path)
     try:
         parquet = pq.ParquetFile(source)
-        names = _checked_columns(ctx, path, parquet)
+        _checked_columns(ctx, path, parquet)
     except BaseException:
         source.close()
         raise
-    return parquet, _batches(ctx, path, source, parquet, names, file_name)
+    return parquet, _batches(ctx, path, source, parquet)
 
 
-def _reread(ctx: FileContext, partition: str, base: BaseFile, old_file: OldFile,
-            file_name: str) -> tuple[pq.ParquetFile, Iterator[pa.Table]]:
+def _reread(ctx: FileContext, partition: str, base: BaseFile,
+            old_file: OldFile) -> tuple[pq.ParquetFile, Iterator[tuple[pa.Table, _Keys]]]:
     """`_read_base` over the file the index read: its other columns decoded, its keys reused."""
     path = relative_path(partition, base.name)
-    names = _checked_columns(ctx, path, old_file.parquet)
-    return old_file.parquet, _batches(ctx, path, contextlib.nullcontext(), old_file.parquet, names, file_name,
-                                      old_file.keys)
+    _checked_columns(ctx, path, old_file.parquet)
+    return old_file.parquet, _batches(ctx, path, contextlib.nullcontext(), old_file.parquet, old_file.keys)
 
 
 def _checked_columns(ctx: FileContext, path: str, parquet: pq.ParquetFile) -> list[str]:
@@ -422,34 +435,48 @@ def _checked_columns(ctx: FileContext, path: str, parquet: pq.ParquetFile) -> li
 
 
 def _batches(ctx: FileContext, path: str, source: contextlib.AbstractContextManager[object],
-             parquet: pq.ParquetFile, names: list[str], file_name: str,
-             keys: pa.Array | None = None) -> Iterator[pa.Table]:
-    """The file's records a batch at a time, `_hoodie_file_name` set to `file_name`; with `keys`
-    (its record keys, decoded already) the key column is taken from them instead of decoded again.
-    The old file names are not decoded: every merged record takes the new one, and materializing
-    the old one (a long string per record) was about an eighth of decoding a file."""
+             parquet: pq.ParquetFile, keys: pa.Array | None = None) -> Iterator[tuple[pa.Table, _Keys]]:
+    """The file's records a batch at a time, with their record keys, in the file's layout without
+    `_hoodie_file_name` (`_without_file_name`: every merged record takes the new file's name, which
+    `_OpenFile.write` adds, so the old names are not decoded and no name is carried through the
+    merge's takes); with `keys` (its record keys, decoded already) the key column is taken from them
+    instead of decoded again. A table without meta fields stores them null, so they are not read:
+    its rows carry null meta columns, its keys are computed from the key fields (or given)."""
     import pyarrow as pa
 
     virtual = ctx.virtual_keys
-    skipped = {FILE_NAME} if keys is None and virtual is None else {FILE_NAME, RECORD_KEY}
+    schema = _without_file_name(ctx.schema)
+    names = schema.names
+    if virtual is not None:
+        skipped = set(META_COLUMNS)
+    else:
+        skipped = {FILE_NAME} if keys is None else {FILE_NAME, RECORD_KEY}
     columns = [n for n in names if n not in skipped]
-    name = pa.scalar(file_name, pa.string())
     offset = 0
     with source:
         for batch in parquet.iter_batches(batch_size=ROW_GROUP_ROWS, columns=columns):
-            table = pa.Table.from_batches([batch]).append_column(FILE_NAME, pa.repeat(name, batch.num_rows))
+            table = pa.Table.from_batches([batch])
+            n = batch.num_rows
+            batch_keys: pa.Array | pa.ChunkedArray | None = None
             if keys is not None:
-                table = table.append_column(RECORD_KEY, keys.slice(offset, batch.num_rows))
-                offset += batch.num_rows
+                batch_keys = keys.slice(offset, n)
+                offset += n
             elif virtual is not None:  # null in the file: the merge matches old records by computed keys
-                table = table.append_column(RECORD_KEY, virtual.keys(table, path))
+                batch_keys = virtual.keys(table, path)
+            if virtual is not None:  # what `_OpenFile.write` stores of them: nulls (the name comes there)
+                for meta in META_COLUMNS:
+                    if meta != FILE_NAME:
+                        table = table.append_column(meta, pa.nulls(n, pa.string()))
+            elif batch_keys is not None:
+                table = table.append_column(RECORD_KEY, batch_keys)
             try:
-                yield table.select(names).cast(ctx.schema)
+                table = table.select(names).cast(schema)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
                 raise RefusedError(
                     f"Cannot merge into {path}: its column types differ from the written ones ({error}).",
                     hint="cast the DataFrame's columns to the table's types.",
                 ) from error
+            yield table, (table.column(RECORD_KEY) if batch_keys is None else batch_keys)
 
 
 class _OpenFile:
@@ -489,8 +516,16 @@ class _OpenFile:
         return max(1, (self.ctx.max_file_size - self.size) // max(per_row, 1))
 
     def write(self, table: pa.Table) -> None:
+        """Write `table`'s rows, in the file's layout; rows without `_hoodie_file_name` (a merge's)
+        get this file's name, with or without meta fields (see `_meta_nulled`)."""
+        import pyarrow as pa
+
         if table.num_rows == 0:
             return
+        if FILE_NAME not in table.column_names:
+            at = self.ctx.schema.get_field_index(FILE_NAME)
+            field = self.ctx.schema.field(at)
+            table = table.add_column(at, field, pa.repeat(pa.scalar(self.name, field.type), table.num_rows))
         if self.ctx.virtual_keys is None:
             self._all_keys.append(table.column(RECORD_KEY))
         else:

@@ -27,10 +27,10 @@ sized for data. Spark Connect sessions have no local master to check and always 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from runner.writer.dedup import rows_distinct
 from runner.writer.index import OLD_ROW
@@ -40,6 +40,7 @@ from runner.writer.schema import PARTITION_PATH, RECORD_KEY, field_types
 from runner.writer.tasks import TARGET, runs
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
@@ -280,27 +281,74 @@ def _by_value_then_position(table: pa.Table, column: str) -> pa.Array:
     integer sorts: by position, then stably by the rank of each row's value among the column's few
     distinct values (file ids, partition paths). Arrow's sort of the string column with the
     position as a second key cost about twice as much (`bench/README.md`, "the format round")."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     values = table.column(column).combine_chunks()
     if values.null_count:
         return pc.sort_indices(table, sort_keys=[(column, "ascending"), (SEQ, "ascending")])
+    return pa.array(_value_rank_order(values, table)[0])
+
+
+def _value_rank_order(values: pa.Array,
+                      table: pa.Table) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], list[Any]]:
+    """`_by_value_then_position`'s order of a column without nulls, each row's rank of its value,
+    and the distinct values by rank."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     encoded = pc.dictionary_encode(values)
+    by_value = pc.sort_indices(encoded.dictionary).to_numpy()
     rank = np.empty(len(encoded.dictionary), np.int64)
-    rank[pc.sort_indices(encoded.dictionary).to_numpy()] = np.arange(len(encoded.dictionary))
+    rank[by_value] = np.arange(len(encoded.dictionary))
     by_position = np.argsort(table.column(SEQ).to_numpy(), kind="stable")
     ranks = rank[encoded.indices.to_numpy()]
-    return pa.array(by_position[np.argsort(ranks[by_position], kind="stable")])
+    order = by_position[np.argsort(ranks[by_position], kind="stable")]
+    return order, ranks, encoded.dictionary.take(pa.array(by_value)).to_pylist()
+
+
+def _runs_of(table: pa.Table, column: str) -> tuple[np.ndarray[Any, Any], list[tuple[str, int, int]]]:
+    """`runs_by` without the take: the row order it takes (`_by_value_then_position`) and each
+    value's run in it, `(value, start, end)`."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    values = table.column(column).combine_chunks()
+    if not len(values):
+        return np.zeros(0, np.int64), []
+    if values.null_count:
+        order = pc.sort_indices(table, sort_keys=[(column, "ascending"), (SEQ, "ascending")])
+        encoded = pc.run_end_encode(values.take(order))
+        ends = encoded.run_ends.to_numpy()
+        starts = np.concatenate([[0], ends[:-1]])
+        spans = zip(encoded.values.to_pylist(), starts.tolist(), ends.tolist(), strict=True)
+        return order.to_numpy(), [(str(v), s, e) for v, s, e in spans]
+    order, ranks, names = _value_rank_order(values, table)
+    ranked = ranks[order]
+    starts = np.concatenate([[0], np.flatnonzero(ranked[1:] != ranked[:-1]) + 1])
+    ends = np.concatenate([starts[1:], [len(ranked)]])
+    return order, [(str(names[ranked[s]]), int(s), int(e)) for s, e in zip(starts, ends, strict=True)]
 
 
 def write_targets(task: WriteTask, routed: pa.Table, order: Sequence[str], workers: int,
                   old_files: Mapping[str, OldFile] | None = None) -> list[WrittenFile]:
     """Write each target's rows as the task numbered by its place in `order` (buckets' file ids);
     merges use the base files in `old_files` (by relative path) instead of reading them again."""
+    import functools
+
+    import pyarrow as pa
+
     number = {file_id: i for i, file_id in enumerate(order)}
-    jobs = [(number[key], rows) for key, rows in runs_by(routed, TARGET)]
+    # Each target's rows are taken in its writer's thread rather than all of them here, ahead of
+    # every write: the same rows in the same order as `runs_by` gives. From one chunk per column:
+    # a take from many chunks concatenates them first, at every take.
+    whole = routed.combine_chunks()
+    positions, spans = _runs_of(whole, TARGET)
+    jobs: list[tuple[int, Rows]] = [
+        (number[key], functools.partial(whole.take, pa.array(positions[start:end])))
+        for key, start, end in spans
+    ]
     return _in_threads(task, jobs, workers, old_files or {})
 
 
@@ -310,8 +358,16 @@ def write_partitions(task: WriteTask, records: pa.Table, workers: int) -> list[W
     return _in_threads(task, jobs, workers)
 
 
-def _in_threads(task: WriteTask, jobs: list[tuple[int, pa.Table]], workers: int,
+# A job's rows, or how to get them (in the writing thread).
+Rows = Union["pa.Table", Callable[[], "pa.Table"]]
+
+
+def _in_threads(task: WriteTask, jobs: Sequence[tuple[int, Rows]], workers: int,
                 old_files: Mapping[str, OldFile] | None = None) -> list[WrittenFile]:
+    def write(job: tuple[int, Rows]) -> list[WrittenFile]:
+        number, rows = job
+        return task.on_driver(rows() if callable(rows) else rows, number, old_files)
+
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs) or 1))) as pool:
-        done = list(pool.map(lambda job: task.on_driver(job[1], job[0], old_files), jobs))
+        done = list(pool.map(write, jobs))
     return [f for files in done for f in files]
