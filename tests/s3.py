@@ -50,6 +50,12 @@ class S3Server:
         """A boto3 S3 client for this server, with explicit settings so no environment leaks in."""
         return _client(self)
 
+    def environment(self) -> dict[str, str]:
+        """The AWS variables that point code given no storage options (`runner.write`, the
+        declarations' `s3://` paths) at this server."""
+        return {"AWS_ENDPOINT_URL_S3": self.endpoint_url, "AWS_ACCESS_KEY_ID": self.access_key,
+                "AWS_SECRET_ACCESS_KEY": self.secret_key, "AWS_REGION": self.region}
+
 
 @functools.cache
 def _client(server: S3Server) -> Any:

@@ -32,9 +32,7 @@ def test_upsert_into_an_s3_table(
     spark: Any, project: Callable[..., Path], s3_server: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch,
     engine: str,
 ) -> None:
-    options = s3_server.options()
-    for key, value in {"AWS_ENDPOINT_URL_S3": options["endpoint_override"], "AWS_ACCESS_KEY_ID": options["access_key"],
-                       "AWS_SECRET_ACCESS_KEY": options["secret_key"], "AWS_REGION": options["region"]}.items():
+    for key, value in s3_server.environment().items():
         monkeypatch.setenv(key, value)
     root = project(orders=TABLE.format(bucket=s3_bucket))
     schema = "id long, region string, name string, ts long"

@@ -533,9 +533,7 @@ def test_upserts_into_a_virtual_key_table_on_object_storage(
     from runner.hudi.state import read_table_state
     from runner.storage import storage_for
 
-    options = s3_server.options()
-    for key, value in {"AWS_ENDPOINT_URL_S3": options["endpoint_override"], "AWS_ACCESS_KEY_ID": options["access_key"],
-                       "AWS_SECRET_ACCESS_KEY": options["secret_key"], "AWS_REGION": options["region"]}.items():
+    for key, value in s3_server.environment().items():
         monkeypatch.setenv(key, value)
     if engine == "spark":
         monkeypatch.setattr(local, "PINNED", "spark")
