@@ -581,9 +581,10 @@ class _OpenFile:
 
 def _meta_nulled(table: pa.Table) -> pa.Table:
     """`table` with its meta columns null but the file name, as a table without meta fields stores
-    every record (the merge carries computed keys in `_hoodie_record_key` until the rows are written).
-    Hudi's create and merge handles set `_hoodie_file_name` whatever `populateMetaFields` says
-    (`MetadataValues.setFileName` before `prependMetaFields`); the other four only with meta fields."""
+    every record. Stamped and merged rows already come so; this is the guard at the one place rows
+    reach a file. Hudi's create and merge handles set `_hoodie_file_name` whatever
+    `populateMetaFields` says (`MetadataValues.setFileName` before `prependMetaFields`); the other
+    four only with meta fields."""
     import pyarrow as pa
 
     for name in META_COLUMNS:
