@@ -54,6 +54,7 @@ from runner.writer.schema import (
     PARTITION_PATH,
     RECORD_KEY,
 )
+from runner.writer.virtual_keys import stored_keys
 
 if TYPE_CHECKING:
     import numpy as np
@@ -476,7 +477,7 @@ def _batches(ctx: FileContext, path: str, source: contextlib.AbstractContextMana
                     f"Cannot merge into {path}: its column types differ from the written ones ({error}).",
                     hint="cast the DataFrame's columns to the table's types.",
                 ) from error
-            yield table, (table.column(RECORD_KEY) if batch_keys is None else batch_keys)
+            yield table, (stored_keys(table.column(RECORD_KEY), path) if batch_keys is None else batch_keys)
 
 
 class _OpenFile:

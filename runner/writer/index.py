@@ -23,13 +23,13 @@ from runner.hudi.files import BaseFile, relative_path
 from runner.spark_jobs import map_in_arrow
 from runner.storage import Storage
 from runner.writer.schema import RECORD_KEY
+from runner.writer.virtual_keys import VirtualKeys, stored_keys
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql import DataFrame, SparkSession
 
-    from runner.writer.virtual_keys import VirtualKeys
 
 INDEX_SCHEMA = "_w_ipath string, _w_ikey string, _w_ifid string"
 INDEX_COLUMNS = ("_w_ipath", "_w_ikey", "_w_ifid")
@@ -140,7 +140,7 @@ def _read(storage: Storage, partition: str, name: str, file_id: str,
     data = storage.read(path)
     parquet = pq.ParquetFile(pa.BufferReader(data))
     if virtual_keys is None:
-        keys = parquet.read(columns=[RECORD_KEY]).column(0).combine_chunks().cast(pa.string())
+        keys = stored_keys(parquet.read(columns=[RECORD_KEY]).column(0), path)
     else:
         keys = virtual_keys.keys(parquet.read(columns=virtual_keys.columns), path)
     return OldFile(parquet, keys, len(data), _index_rows(partition, file_id, keys))

@@ -106,3 +106,27 @@ def refuse_uncomputable_keys(fields: Sequence[str], spark_schema: Mapping[str, o
             hint="write this table with Hudi itself, or key it on a string, integer, boolean, date or timestamp "
                  "column.",
         )
+
+
+def stored_keys(column: pa.Array | pa.ChunkedArray, path: str) -> pa.Array:
+    """The `_hoodie_record_key` values a file of a table with meta fields holds, as one string array.
+
+    Raises:
+        RefusedError: a null key. Hudi writes a key into every record when meta fields are
+            populated, so such a file belongs to a table without them whose `hoodie.properties`
+            says otherwise (edited by hand, or copied); its records' keys would match nothing and
+            an upsert would write them a second time.
+    """
+    import pyarrow as pa
+
+    keys = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if keys.null_count:
+        raise RefusedError(
+            f"Refusing to write: {path} holds {keys.null_count} of {len(keys)} records without a "
+            "_hoodie_record_key, but the table says its records carry meta fields (hoodie.populate.meta.fields "
+            "is not false); an upsert could not find those records and would write them again. Nothing was "
+            "written.",
+            hint="if the table was created without meta fields, restore hoodie.populate.meta.fields=false in "
+                 ".hoodie/hoodie.properties (and declare meta_fields: false).",
+        )
+    return keys.cast(pa.string())

@@ -266,3 +266,35 @@ def test_a_virtual_key_table_keeps_its_rows_through_the_resize(
             else:
                 assert not_null == list(META_COLUMNS)
                 assert set(table.column("_hoodie_file_name").to_pylist()) == {path.rsplit("/", 1)[-1]}
+
+
+@pytest.mark.parametrize(("engine", "operation"), [("driver", "upsert"), ("spark", "upsert"), ("spark", "insert")])
+def test_files_without_keys_in_a_table_that_says_it_has_meta_fields_are_refused(
+    spark: Any, project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, engine: str, operation: str
+) -> None:
+    """A table written without meta fields whose hoodie.properties was edited to say it has them:
+    its records' null keys would match nothing and an upsert (the index) or an insert into a small
+    file (the merge's own match) would write them again. The write stops, naming the file, and the
+    table is as it was."""
+    root = project(v=table_yaml("v"))
+    (root / "tables" / "v.yml").write_text(table_yaml("v") + "  meta_fields: false\n")
+    _write(spark, "arrow", _rows(0, 10, "v1", 1), "v", root, "insert")
+    (root / "tables" / "v.yml").write_text(table_yaml("v"))  # not declared: the table's word is taken
+    properties = root / "warehouse" / "v" / ".hoodie" / "hoodie.properties"
+    properties.write_text(properties.read_text().replace("hoodie.populate.meta.fields=false",
+                                                         "hoodie.populate.meta.fields=true"))
+    before = {p: p.read_bytes() for p in (root / "warehouse" / "v").rglob("*") if p.is_file()}
+    if engine == "spark":
+        monkeypatch.setattr(local, "PINNED", "spark")
+    with pytest.raises(runner.errors.RunnerError) as refused:
+        _write(spark, "dataframe", _rows(5, 10, "v2", 2), "v", root, operation)
+    text = str(refused.value)
+    assert "without a _hoodie_record_key" in text and "hoodie.populate.meta.fields" in text, text[-2000:]
+    assert ".parquet" in text
+    after = {p: p.read_bytes() for p in (root / "warehouse" / "v").rglob("*") if p.is_file()}
+    written = [p for p in after if p not in before and ".hoodie" not in p.parts]
+    assert written == [] or all(p.name.startswith(".") for p in written), written  # no data file published
+    # Put back as it was written, the table reads as before (the reader, like Hudi, trusts the flag).
+    properties.write_text(properties.read_text().replace("hoodie.populate.meta.fields=true",
+                                                         "hoodie.populate.meta.fields=false"))
+    assert sorted(r["id"] for r in _data(root / "warehouse" / "v")) == list(range(10))
