@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,14 +35,21 @@ PAGE_BYTES = 1024 * 1024  # Hudi's `hoodie.parquet.page.size`, also its dictiona
 _LENGTH_PREFIX = 4  # PLAIN byte arrays carry a 4-byte length
 
 
-def dictionary_columns(rows: pa.Table, *, compliant_nested: bool = True) -> list[str]:
+def dictionary_columns(rows: pa.Table, *, compliant_nested: bool = True,
+                       distinct: Collection[str] = ()) -> list[str]:
     """The Parquet column paths of `rows`' schema to write with a dictionary (see the module doc);
-    `compliant_nested`: as the writer's `use_compliant_nested_type`, which names nested leaves."""
+    `compliant_nested`: as the writer's `use_compliant_nested_type`, which names nested leaves.
+
+    `distinct`: top-level columns whose values the caller knows to be distinct (a file's commit
+    sequence numbers, the keys of a file group after a de-duplicated upsert). A dictionary of
+    distinct values repeats every value and adds the indices, so it never pays: such a column is
+    plain without hashing its page. Were the caller wrong, the column would be plain where
+    parquet-mr might keep a dictionary: a file as valid, of another size."""
     chosen: list[str] = []
     for field in rows.schema:
         if _is_nested(field.type):
             chosen.extend(p for p in leaf_paths(rows.schema, compliant_nested) if p.split(".", 1)[0] == field.name)
-        elif _dictionary_pays(rows.column(field.name)):
+        elif field.name not in distinct and _dictionary_pays(rows.column(field.name)):
             chosen.append(field.name)
     return chosen
 

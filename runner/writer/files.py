@@ -49,6 +49,7 @@ from runner.storage import AlreadyExists, Storage
 from runner.writer.markers import marker_path
 from runner.writer.options import GZIP, ParquetCodec
 from runner.writer.schema import (
+    COMMIT_SEQNO,
     FILE_NAME,
     META_COLUMNS,
     PARTITION_PATH,
@@ -117,6 +118,17 @@ class FileContext:
     codec: ParquetCodec = GZIP
     keys_distinct: bool = False
     virtual_keys: VirtualKeys | None = None
+
+    def distinct_columns(self) -> frozenset[str]:
+        """Columns known to hold distinct values in the files written here (`dictionary_columns`):
+        the commit sequence numbers (instant, task and a counter: no two records share one) and,
+        after a de-duplicated upsert, the record keys (a merge replaces the old record of each key
+        given). An old file holding a key twice (only Hudi's insert makes one) keeps both; its
+        group's new file then has a plain key column where parquet-mr might keep a dictionary.
+        A table without meta fields has null meta columns, plain anyway."""
+        if self.virtual_keys is not None:
+            return frozenset()
+        return frozenset({COMMIT_SEQNO, RECORD_KEY} if self.keys_distinct else {COMMIT_SEQNO})
 
     def file_name(self, file_id: str) -> str:
         return BaseFile(file_id, self.write_token, self.instant, "parquet").name  # type: ignore[arg-type]
@@ -563,7 +575,8 @@ class _OpenFile:
         if self._writer is None:
             self._writer = parquet_writer(
                 self._sink, self.ctx.schema, compression=self.ctx.codec.name,
-                compression_level=self.ctx.codec.level, use_dictionary=dictionary_columns(first_rows),
+                compression_level=self.ctx.codec.level,
+                use_dictionary=dictionary_columns(first_rows, distinct=self.ctx.distinct_columns()),
                 store_schema=False,
             )
         return self._writer

@@ -92,6 +92,24 @@ def test_a_column_whose_dictionary_would_be_as_large_as_its_values_is_plain() ->
     assert dictionary_columns(pa.table({"v": pa.array([1, 2, 3, 4], pa.int64())})) == []
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.text(max_size=12), min_size=1, max_size=300), st.sampled_from([pa.string(), pa.binary()]))
+def test_columns_named_distinct_are_plain_as_the_rule_would_choose(values: set[str], kind: pa.DataType) -> None:
+    # The writer names the commit sequence numbers and an upsert's record keys `distinct`, which skips
+    # hashing their first page; for values that are distinct the rule itself never keeps a dictionary
+    # (it would repeat every value and add the indices), so the choice is the same.
+    column = pa.array(sorted(values), pa.string()).cast(kind)
+    assert _rule_by_hashing(column) is False
+    assert dictionary_columns(pa.table({"k": column})) == []
+    assert dictionary_columns(pa.table({"k": column}), distinct={"k"}) == []
+
+
+def test_a_column_wrongly_named_distinct_is_plain_and_the_others_keep_their_rule() -> None:
+    table = pa.table({"few": ["a", "b"] * 500, "also_few": ["c", "d"] * 500})
+    assert dictionary_columns(table) == ["few", "also_few"]
+    assert dictionary_columns(table, distinct={"few"}) == ["also_few"]
+
+
 def _rule_by_hashing(column: pa.Array | pa.ChunkedArray) -> bool:
     """parquet-mr's first-page rule computed the long way, every value hashed (the reference for
     the shortcuts in `runner.hudi.parquet_dictionary`); the page limits are read off the module, so a test
