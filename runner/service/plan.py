@@ -90,7 +90,22 @@ def load_plan(path: str | Path) -> Plan:
             "nothing was applied",
             hint="re-create the plan with `runner plan --out` rather than editing it.",
         )
+    _check_now(path, data["now"])
     return Plan.from_json(data)
+
+
+def _check_now(path: str | Path, now: str) -> None:
+    """The schema's pattern admits any 17 digits; apply measures KEEP_LATEST_BY_HOURS from this time."""
+    from runner.hudi.instant import InstantTime
+
+    try:
+        InstantTime(now).to_datetime()
+    except ValueError as error:
+        raise PlanError(
+            f"plan file {path}: $.now is no calendar time: expected an instant time (yyyyMMddHHmmssSSS), "
+            f"got {now!r} ({error}); nothing was applied",
+            hint="re-create the plan with `runner plan --out` rather than editing it.",
+        ) from None
 
 
 _NEW_PLAN = ("pass a file written by `runner plan --out`, unedited; make a new one with "
