@@ -57,3 +57,16 @@ def test_a_saved_plan_whose_now_is_no_calendar_time_is_refused(
     assert first.endswith("); nothing was applied")
     assert second == "To fix this, re-create the plan with `runner plan --out` rather than editing it."
     assert digest(root) == before
+
+
+@pytest.mark.parametrize("port", ["99999", "-5", "65536", "http"])
+def test_a_port_out_of_range_is_a_usage_error_not_an_internal_one(
+        port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_project(tmp_path / "p")
+    before = digest(root)
+    code, out, err = cli(capsys, "docs", "serve", "--port", port, "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f"error: runner docs: argument --port: expected a port number from 0 to 65535 (0 picks a free one), "
+        f"got {port!r}", "To fix this, see `runner docs --help`."]
+    assert digest(root) == before and not (root / "target").exists()
