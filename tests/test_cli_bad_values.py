@@ -70,3 +70,29 @@ def test_a_port_out_of_range_is_a_usage_error_not_an_internal_one(
         f"error: runner docs: argument --port: expected a port number from 0 to 65535 (0 picks a free one), "
         f"got {port!r}", "To fix this, see `runner docs --help`."]
     assert digest(root) == before and not (root / "target").exists()
+
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("AWS_ENDPOINT_URL", "not a url"),             # a stray space: "Invalid DNS Label found in URI host"
+    ("AWS_ENDPOINT_URL_S3", "ftp://127.0.0.1:9000"),
+    ("AWS_ENDPOINT_URL", "http://"),
+])
+def test_an_s3_endpoint_variable_that_is_no_endpoint_is_named_in_the_error(
+        variable: str, value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "p"
+    (root / "tables").mkdir(parents=True)
+    (root / "project.yml").write_text("name: s3\n")
+    (root / "tables" / "t.yml").write_text("name: t\npath: s3://bucket/t\n")
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, value)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    code, out, _ = cli(capsys, "status", "--project-dir", str(root))
+    assert code == 1
+    assert out.splitlines()[:3] == [
+        "! t (s3://bucket/t)",
+        f"    the S3 endpoint {variable} is {value!r}: expected host:port or an http(s) URL such as "
+        "http://127.0.0.1:9000",
+        f"    To fix this, correct {variable} in the environment, or unset it to use AWS's own endpoint."]
