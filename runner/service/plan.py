@@ -85,8 +85,11 @@ def load_plan(path: str | Path) -> Plan:
         first = problems[0]
         where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first.absolute_path)
         more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
+        # jsonschema's message for a const names only what was expected; a reader needs both.
+        said = f"expected {json.dumps(first.validator_value)}, found {json.dumps(first.instance)}" \
+            if first.validator == "const" else first.message
         raise PlanError(
-            f"plan file {path} does not match schemas/plan.schema.json at {where}: {first.message}{more}; "
+            f"plan file {path} does not match schemas/plan.schema.json at {where}: {said}{more}; "
             "nothing was applied",
             hint="re-create the plan with `runner plan --out` rather than editing it.",
         )
