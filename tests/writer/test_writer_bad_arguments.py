@@ -120,3 +120,27 @@ def test_a_project_dir_of_another_type_is_refused_naming_it(project: Callable[..
     assert str(refused.value) == ("runner.write(project_dir=...): expected the project folder as a str or "
                                   "os.PathLike, got an int (5); nothing was written")
     assert _nothing_written(root)
+
+
+@pytest.mark.parametrize(("created", "declared", "message", "fix"), [
+    ("ts", None, "table.precombine_field is not set but the table at {base} has hoodie.table.precombine.field = "
+                 "'ts'; refusing to write with a different precombine_field.",
+     "set table.precombine_field in tables/t.yml to 'ts'"),
+    (None, "ts", "table.precombine_field is 'ts' but the table at {base} has no hoodie.table.precombine.field; "
+                 "refusing to write with a different precombine_field.",
+     "remove table.precombine_field from tables/t.yml"),
+])
+def test_a_declaration_that_sets_or_leaves_out_what_the_table_has_says_so_in_yaml_terms(
+        project: Callable[..., Path], created: str | None, declared: str | None, message: str, fix: str) -> None:
+    # Python's None once stood in the message: "table.precombine_field is None".
+    root = project(t=table_yaml("t", precombine=created))
+    base = root / "warehouse" / "t"
+    runner.write(pa.table(ROWS), "t", project_dir=root)
+    (root / "tables" / "t.yml").write_text(table_yaml("t", precombine=declared))
+    before = sorted(p.name for p in base.rglob("*"))
+    with pytest.raises(RefusedError) as refused:
+        runner.write(pa.table(ROWS), "t", project_dir=root)
+    assert str(refused.value) == (
+        f"tables/t.yml: {message.format(base=base)}\nTo fix this, {fix} (a Hudi table's keys, partitioning and "
+        "meta fields cannot change after creation).")
+    assert sorted(p.name for p in base.rglob("*")) == before
