@@ -204,8 +204,15 @@ def _docs_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
     cmd.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default: 127.0.0.1)")
     cmd.add_argument(
-        "--port", type=int, default=8080, help="serve: port to listen on; 0 picks a free one (default: 8080)"
+        "--port", type=_port, default=8080, help="serve: port to listen on; 0 picks a free one (default: 8080)"
     )
+
+
+def _port(text: str) -> int:
+    # Checked here, before the report is written: the socket's own check is an OverflowError at bind.
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535 (0 picks a free one), got {text!r}")
+    return int(text)
 
 
 def run(argv: Sequence[str]) -> CommandResult:

@@ -4,13 +4,14 @@ table untouched."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.test_cli_apply_safety import cli, digest, make_project
+from tests.test_cli_apply_safety import cli, digest, make_project, saved_plan
 
 FIX = "To fix this, pass a file written by `runner plan --out`, unedited; make a new one with " \
       "`runner plan --out target/plan.json`."
@@ -61,3 +62,21 @@ def test_no_traceback_without_debug_and_one_with_it(tmp_path: Path) -> None:
     debug = subprocess.run([*argv, "--debug"], capture_output=True, text=True, timeout=120)
     assert debug.returncode == 1 and "Traceback (most recent call last)" in debug.stderr
     assert debug.stderr.rstrip().splitlines()[-2].startswith("error: plan file ")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    # The schema's own message for a const says what was expected but not what was found.
+    ({"format_version": "2"}, "at $.format_version: expected 2, found \"2\""),
+    ({"format_version": 2.5}, "at $.format_version: expected 2, found 2.5"),
+])
+def test_an_edited_field_says_what_was_expected_and_what_was_found(
+        edit: dict, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_project(tmp_path / "p")
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(saved_plan(root, capsys, plan_file) | edit))
+    before = digest(root)
+    code, out, err = cli(capsys, "apply", str(plan_file), "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == (f"error: plan file {plan_file} does not match schemas/plan.schema.json "
+                                   f"{message}; nothing was applied")
+    assert digest(root) == before

@@ -132,6 +132,19 @@ def test_a_project_dir_that_is_a_file_says_so(demo: Path, capsys: pytest.Capture
     assert f"not found: the project folder {demo}/project.yml is a file. To fix this, pass the project's" in out
 
 
+def test_a_project_yml_that_is_a_folder_says_so(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # It was reported "not found", beside a project.yml the user could see.
+    (demo / "project.yml").unlink()
+    (demo / "project.yml").mkdir()
+    code, out, _ = validate(capsys)
+    assert code == 1
+    assert out.splitlines() == [
+        f"project.yml: is a folder, expected a file in {demo}; every project needs a project.yml with at least "
+        "`name:`. To fix this, replace the folder with the file, or pass the right folder with --project-dir",
+        "1 problem in 1 file; the declarations are invalid"]
+    assert (demo / "project.yml").is_dir() and not any((demo / "project.yml").iterdir())
+
+
 @pytest.mark.parametrize("command", ["validate", "ls"])
 def test_validate_and_ls_never_import_spark_the_service_layer_nor_pyarrow(demo: Path, command: str) -> None:
     # Both only read declarations: no JVM, and the executor and pyarrow would be a third of a second

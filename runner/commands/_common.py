@@ -77,16 +77,20 @@ def _absolute(project: Project, decl: TableDeclaration) -> TableDeclaration:
 def parse_now(text: str | None) -> datetime:
     """`--now`: an instant time (read in the machine's local zone, as Hudi's LOCAL timeline
     timezone does) or ISO-8601 (local unless it carries an offset). Default: the current time."""
-    if not text:
+    if text is None:
         return datetime.now(UTC)
+    expected = f"--now: expected an instant time (yyyyMMddHHmmss[SSS]) or ISO-8601, got {text!r}"
+    if not text.strip():  # `--now "$NOW"` with NOW unset: planning as of the wall clock would hide it
+        raise RunnerError(f"{expected}: the value is empty")
     if re.fullmatch(r"\d{14}|\d{17}", text):
-        return InstantTime(text).to_datetime().astimezone().astimezone(UTC)
+        try:
+            return InstantTime(text).to_datetime().astimezone().astimezone(UTC)
+        except ValueError as error:  # month 13, February 30: no time at all, never another one
+            raise RunnerError(f"{expected}: {error}") from None
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
-        raise RunnerError(
-            f"--now: expected an instant time (yyyyMMddHHmmss[SSS]) or ISO-8601, got {text!r}"
-        ) from None
+        raise RunnerError(expected) from None
     return (value if value.tzinfo else value.astimezone()).astimezone(UTC)
 
 

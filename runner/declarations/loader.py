@@ -120,6 +120,9 @@ def _no_project_file(root: str) -> str:
         return f"not found: the project folder {root} is a file. {fix}"
     if not os.path.isdir(root):
         return f"not found: the project folder {root} does not exist. {fix}"
+    if os.path.isdir(os.path.join(root, PROJECT_FILE)):  # "not found" beside the name the user can see
+        return (f"is a folder, expected a file in {root}; every project needs a project.yml with at least `name:`. "
+                "To fix this, replace the folder with the file, or pass the right folder with --project-dir")
     return (f"not found in {root}; every project needs a project.yml with at least `name:`. "
             "To fix this, create it, or pass the right folder with --project-dir")
 

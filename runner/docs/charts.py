@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from runner.errors import TimelineError
 from runner.hudi.instant import Action, Instant
 from runner.hudi.state import TableState
 from runner.plan.model import TablePlan
@@ -89,13 +90,25 @@ def timeline_points(state: TableState) -> list[dict[str, Any]]:
     return [
         {
             "time": str(i.time),
-            "iso": i.time.to_datetime().isoformat(timespec="milliseconds"),
+            "iso": _iso(i, meta.config.timeline_dir),
             "action": i.action.value,
             "kind": _kind(i, state),
             "state": i.state.value,
         }
         for i in meta.timeline.instants
     ]
+
+
+def _iso(instant: Instant, folder: str) -> str:
+    try:
+        return instant.time.to_datetime().isoformat(timespec="milliseconds")
+    except ValueError as error:  # month 13, say: Hudi's own readers cannot place it in time either
+        raise TimelineError(
+            f"{folder}/{instant.file_name}: instant time {instant.time} is no calendar time ({error}), so the "
+            "report cannot place it on the timeline",
+            path=f"{folder}/{instant.file_name}",
+            hint="check which tool wrote this file; Hudi names instants by the time they were made.",
+        ) from None
 
 
 def _kind(instant: Instant, state: TableState) -> str:

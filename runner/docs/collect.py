@@ -72,6 +72,7 @@ def _table(project: Project, decl: TableDeclaration, *, now: datetime,
         state = read_table_state(storage, metadata=meta)
         planned = plan_table(replace(decl, path=real), state, clean_scope(decl.clean, meta, now=now))
         plan = replace(planned, path=decl.path, declaration_fingerprint=declaration_fingerprint(decl))
+        timeline = charts.timeline_points(state)
     except RunnerError as error:
         entry["error"] = error.to_json()
         return entry
@@ -85,7 +86,7 @@ def _table(project: Project, decl: TableDeclaration, *, now: datetime,
         ),
         versions=charts.versions_per_group(state),
         reclaimable=charts.reclaimable_by_partition(plan),
-        timeline=charts.timeline_points(state),
+        timeline=timeline,
     )
     return entry
 

@@ -55,8 +55,16 @@ class InstantTime(str):
         return self.normalized >= _norm(other)
 
     def to_datetime(self) -> datetime:
-        """The wall-clock time the instant names, in the table's timeline timezone (naive)."""
-        return datetime.strptime(self.normalized[:17], "%Y%m%d%H%M%S%f")
+        """The wall-clock time the instant names, in the table's timeline timezone (naive).
+
+        Raises:
+            ValueError: the digits name no calendar time (month 13, February 30), saying which field.
+        """
+        # Fixed-width fields, as Hudi's `yyyyMMddHHmmssSSS` formatter reads them: strptime takes a
+        # one-digit month when two digits make no month, so 20261301000000 became January 30, 10:00.
+        t = self.normalized
+        return datetime(int(t[0:4]), int(t[4:6]), int(t[6:8]), int(t[8:10]), int(t[10:12]), int(t[12:14]),
+                        int(t[14:17]) * 1000)
 
     @classmethod
     def from_datetime(cls, value: datetime) -> InstantTime:

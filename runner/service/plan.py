@@ -85,12 +85,30 @@ def load_plan(path: str | Path) -> Plan:
         first = problems[0]
         where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first.absolute_path)
         more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
+        # jsonschema's message for a const names only what was expected; a reader needs both.
+        said = f"expected {json.dumps(first.validator_value)}, found {json.dumps(first.instance)}" \
+            if first.validator == "const" else first.message
         raise PlanError(
-            f"plan file {path} does not match schemas/plan.schema.json at {where}: {first.message}{more}; "
+            f"plan file {path} does not match schemas/plan.schema.json at {where}: {said}{more}; "
             "nothing was applied",
             hint="re-create the plan with `runner plan --out` rather than editing it.",
         )
+    _check_now(path, data["now"])
     return Plan.from_json(data)
+
+
+def _check_now(path: str | Path, now: str) -> None:
+    """The schema's pattern admits any 17 digits; apply measures KEEP_LATEST_BY_HOURS from this time."""
+    from runner.hudi.instant import InstantTime
+
+    try:
+        InstantTime(now).to_datetime()
+    except ValueError as error:
+        raise PlanError(
+            f"plan file {path}: $.now is no calendar time: expected an instant time (yyyyMMddHHmmssSSS), "
+            f"got {now!r} ({error}); nothing was applied",
+            hint="re-create the plan with `runner plan --out` rather than editing it.",
+        ) from None
 
 
 _NEW_PLAN = ("pass a file written by `runner plan --out`, unedited; make a new one with "

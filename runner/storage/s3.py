@@ -114,11 +114,14 @@ class S3Options:
                 f"Unknown S3 storage option(s) {', '.join(unknown)}; supported: {', '.join(known)}."
             )
         skip_env = set(_CREDENTIALS) if given.keys() & set(_CREDENTIALS) else set()
+        origin = {key: f"option {key}" for key in given}
         for key, names in _ENV_FALLBACKS.items():
             if key not in given and key not in skip_env:
-                found = next((env[n] for n in names if env.get(n)), None)
+                found = next((n for n in names if env.get(n)), None)
                 if found:
-                    given[key] = found
+                    given[key], origin[key] = env[found], found
+        if given.get("endpoint_override"):
+            _check_endpoint(given["endpoint_override"], origin["endpoint_override"])
         return cls(**given)
 
     def boto3_client(self) -> Any:
@@ -129,6 +132,21 @@ class S3Options:
         """A pyarrow S3 file system for these settings."""
         kwargs = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
         return pafs.S3FileSystem(**kwargs)
+
+
+def _check_endpoint(endpoint: str, origin: str) -> None:
+    """Refuse an endpoint no client can reach before one tries: pyarrow reads a stray space as a bad
+    DNS label and `ftp://host` as a host named `ftp`, and neither message names the variable."""
+    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    try:
+        parts.port  # noqa: B018 -- raises ValueError for a port that is no number
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or any(c.isspace() for c in endpoint):
+        fix = f"correct {origin} in the environment, or unset it to use AWS's own endpoint." \
+            if origin.startswith("AWS_") else f"correct the storage {origin}."
+        raise StorageError(f"the S3 endpoint {origin} is {endpoint!r}: expected host:port or an http(s) URL such as "
+                           "http://127.0.0.1:9000", hint=fix)
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,11 +218,15 @@ def check_declaration(decl: TableDeclaration, config: TableConfig) -> None:
     )
     for field, expected, found, key in checks:
         if expected != found and not (field == "meta_fields" and expected is None):
+            # An absent value in YAML terms: Python's None means nothing to someone reading a declaration.
+            declared = "is not set" if expected is None else f"is {_shown(expected)}"
+            has = f"has no {key}" if found is None else f"has {key} = {_shown(found)}"
+            fix = (f"remove table.{field} from {decl.source_file}" if found is None else
+                   f"{'set' if expected is None else 'change'} table.{field} in {decl.source_file} to {_shown(found)}")
             raise RefusedError(
-                f"{decl.source_file}: table.{field} is {_shown(expected)} but the table at {decl.path} has "
-                f"{key} = {_shown(found)}; refusing to write with a different {field}.",
-                hint=f"change table.{field} in {decl.source_file} to {_shown(found)} (a Hudi table's keys, "
-                "partitioning and meta fields cannot change after creation).",
+                f"{decl.source_file}: table.{field} {declared} but the table at {decl.path} {has}; refusing to write "
+                f"with a different {field}.",
+                hint=f"{fix} (a Hudi table's keys, partitioning and meta fields cannot change after creation).",
             )
 
 

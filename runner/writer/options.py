@@ -25,9 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NoReturn
 
 from runner.errors import RefusedError
 from runner.hudi.parquet_deflate import HUDI_GZIP_LEVEL
+from runner.writer.arguments import kind_of
 
 CODEC_KEY = "hoodie.parquet.compression.codec"
 ZLIB_LEVEL_KEY = "zlib.compress.level"
@@ -64,7 +66,12 @@ class WriteOptions:
 
 def parse_options(options: Mapping[str, str] | None) -> WriteOptions:
     """The options of one write; a `RefusedError` names an unknown key or value and what is accepted."""
+    if options is not None and not isinstance(options, Mapping):
+        _not_a_mapping(kind_of(options))
     given = dict(options or {})
+    key = next((k for k in given if not isinstance(k, str)), None)
+    if key is not None:
+        _not_a_mapping(f"the key {key!r} ({kind_of(key).split(' (')[0]})")
     unknown = sorted(set(given) - {CODEC_KEY, ZLIB_LEVEL_KEY})
     if unknown:
         raise RefusedError(
@@ -86,6 +93,12 @@ def parse_options(options: Mapping[str, str] | None) -> WriteOptions:
             hint=f"remove {ZLIB_LEVEL_KEY}, or set {CODEC_KEY} to gzip.",
         )
     return WriteOptions(codec=ParquetCodec("gzip", _zlib_level(given[ZLIB_LEVEL_KEY])))
+
+
+def _not_a_mapping(found: str) -> NoReturn:
+    raise RefusedError(
+        f"runner.write(options=...): expected a mapping of Hudi option names to values, got {found}; nothing was "
+        "written", hint='pass a dict, such as options={"hoodie.parquet.compression.codec": "snappy"}.')
 
 
 def _zlib_level(value: object) -> int:

@@ -26,6 +26,7 @@ Operations (Hudi's `WriteOperationType`):
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -44,11 +45,13 @@ from runner.hudi.instant import Instant, InstantTime
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableMetadata, TableState, read_table_metadata, read_table_state
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
+from runner.selection import did_you_mean
 from runner.sizing import CommitSize, average_record_size
 from runner.spark_jobs import DRIVER, map_in_arrow
 from runner.storage import Storage, storage_for
 from runner.storage.lock import TableLock
 from runner.writer import arrow_input, commit, dedup, local
+from runner.writer.arguments import check_project_dir, record_columns, refuse_duplicate_columns
 from runner.writer.create import (
     COMPLEX,
     KeyLayout,
@@ -169,6 +172,8 @@ def write(df: DataFrame | pa.Table | pa.RecordBatchReader, table: str, *, operat
     """
     op = _operation(operation)
     write_options = parse_options(options)
+    check_project_dir(project_dir)
+    refuse_duplicate_columns(record_columns(df))  # before the project is read or the table created
     decl = _declaration(project_dir, table, target)
     storage = storage_for(decl.path)
     if arrow_input.is_arrow(df):
@@ -494,8 +499,14 @@ def _operation(operation: str) -> Operation:
     try:
         return Operation(operation)
     except ValueError:
+        # Hudi's own option reads its value in any case ("UPSERT"); a delete is what users try next.
+        if isinstance(operation, str) and operation.strip().lower() == "delete":
+            near = " (runner.write does not delete records: delete them with Hudi itself)"
+        else:
+            near = did_you_mean(str(operation).strip().lower(), [o.value for o in Operation]) \
+                if isinstance(operation, str) else ""
         raise RefusedError(
-            f"Unknown write operation {operation!r}; expected one of {', '.join(o.value for o in Operation)}."
+            f"Unknown write operation {operation!r}; expected one of {', '.join(o.value for o in Operation)}{near}."
         ) from None
 
 
@@ -504,10 +515,13 @@ def _declaration(project_dir: str | os.PathLike[str], table: str, target: str | 
     for decl in project.tables:
         if decl.name == table:
             return decl
-    raise RefusedError(
-        f"No table named {table!r} is declared in {project.directory}; declared: "
-        f"{', '.join(t.name for t in project.tables) or 'none'}.",
-        hint=f"add tables/{table}.yml with `name: {table}`, a `path:` and a `table:` block.",
+    names = [t.name for t in project.tables]
+    close = difflib.get_close_matches(str(table), names, n=1)
+    near = f' (did you mean "{close[0]}"?)' if close else ""
+    new = f"add tables/{table}.yml with `name: {table}`, a `path:` and a `table:` block."
+    raise RefusedError(  # a typo is likelier than a missing declaration: name the near miss first
+        f"No table named {table!r} is declared in {project.directory}; declared: {', '.join(names) or 'none'}{near}.",
+        hint=f'write to "{close[0]}", or {new}' if close else new,
     )
 
 

@@ -62,6 +62,21 @@ def test_unreadable_table_is_shown_and_fails_the_command(tmp_path, capsys):
     assert table["error"]["type"] == "NotAHudiTableError" and "hoodie.properties" in table["error"]["message"]
 
 
+def test_an_instant_that_is_no_calendar_time_fails_its_table_rather_than_being_placed_elsewhere(tmp_path, capsys):
+    # Month 13: strptime read 20261301000000000 as January 30, 10:00, and the report drew it there.
+    root = fixture_project(tmp_path / "p")
+    timeline = root / "table" / ".hoodie"
+    latest = sorted(timeline.glob("*.commit"))[-1]
+    (timeline / "20261301000000000.commit").write_bytes(latest.read_bytes())
+    assert main(["docs", "generate", "--project-dir", str(root)]) == 1
+    assert "! t: could not be read" in capsys.readouterr().out
+    table = embedded_data(root / "target" / "docs" / "index.html")["tables"][0]
+    assert table["error"] == {"type": "TimelineError", "message": (
+        ".hoodie/20261301000000000.commit: instant time 20261301000000000 is no calendar time (month must be in "
+        "1..12), so the report cannot place it on the timeline\nTo fix this, check which tool wrote this file; "
+        "Hudi names instants by the time they were made.")}
+
+
 def test_unwritable_out_dir_is_a_clear_error(tmp_path, capsys):
     root = fixture_project(tmp_path / "p")
     assert main(["docs", "generate", "--project-dir", str(root), "--out", "/proc/runner-docs"]) == 1

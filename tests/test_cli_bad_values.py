@@ -1,0 +1,98 @@
+"""Option values a user mistypes (`--now`, `--port`) and a saved plan whose `now` was edited: exit 1,
+one error naming the option (or the plan's field), what was expected and what was found, no
+traceback, and nothing changed anywhere. A time that is no calendar time is never read as another
+time: `--now 20261301000000` (month 13) once planned as of 20260130100000099."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli_apply_safety import cli, digest, make_project, saved_plan
+
+EXPECTED = "expected an instant time (yyyyMMddHHmmss[SSS]) or ISO-8601"
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("20261301000000", "month must be in 1..12"),         # month 13: strptime once read it as Jan 30
+    ("20260230000000000", "day is out of range for month"),
+    ("99999999999999", "month must be in 1..12"),
+    ("20260106250000", "hour must be in 0..23"),
+    ("", "the value is empty"),                            # `--now "$NOW"` with NOW unset
+    ("  ", "the value is empty"),
+])
+@pytest.mark.parametrize("command", [["plan"], ["docs", "generate"], ["apply", "--auto-approve"]])
+def test_a_now_that_is_no_calendar_time_is_refused_naming_it(
+        command: list[str], value: str, why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_project(tmp_path / "p")
+    before = digest(root)
+    code, out, err = cli(capsys, *command, "--now", value, "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [f"error: --now: {EXPECTED}, got {value!r}: {why}"]
+    assert digest(root) == before and not (root / "target").exists()
+
+
+def test_a_valid_now_still_plans_as_of_that_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_project(tmp_path / "p")
+    code, out, _ = cli(capsys, "plan", "--now", "20260106000000", "--project-dir", str(root))
+    assert code in (0, 2) and out.startswith("runner plan: project cli, as of 20260106000000999\n")
+
+
+@pytest.mark.parametrize("now", ["20261301000000999", "20260230000000000"])
+def test_a_saved_plan_whose_now_is_no_calendar_time_is_refused(
+        now: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_project(tmp_path / "p")
+    plan_file = tmp_path / "plan.json"
+    data = saved_plan(root, capsys, plan_file)
+    data["now"] = now
+    plan_file.write_text(json.dumps(data))
+    before = digest(root)
+    code, out, err = cli(capsys, "apply", str(plan_file), "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    first, second = err.splitlines()
+    assert first.startswith(f"error: plan file {plan_file}: $.now is no calendar time: expected an instant time "
+                            f"(yyyyMMddHHmmssSSS), got {now!r} (")
+    assert first.endswith("); nothing was applied")
+    assert second == "To fix this, re-create the plan with `runner plan --out` rather than editing it."
+    assert digest(root) == before
+
+
+@pytest.mark.parametrize("port", ["99999", "-5", "65536", "http"])
+def test_a_port_out_of_range_is_a_usage_error_not_an_internal_one(
+        port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_project(tmp_path / "p")
+    before = digest(root)
+    code, out, err = cli(capsys, "docs", "serve", "--port", port, "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f"error: runner docs: argument --port: expected a port number from 0 to 65535 (0 picks a free one), "
+        f"got {port!r}", "To fix this, see `runner docs --help`."]
+    assert digest(root) == before and not (root / "target").exists()
+
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("AWS_ENDPOINT_URL", "not a url"),             # a stray space: "Invalid DNS Label found in URI host"
+    ("AWS_ENDPOINT_URL_S3", "ftp://127.0.0.1:9000"),
+    ("AWS_ENDPOINT_URL", "http://"),
+])
+def test_an_s3_endpoint_variable_that_is_no_endpoint_is_named_in_the_error(
+        variable: str, value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "p"
+    (root / "tables").mkdir(parents=True)
+    (root / "project.yml").write_text("name: s3\n")
+    (root / "tables" / "t.yml").write_text("name: t\npath: s3://bucket/t\n")
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, value)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    code, out, _ = cli(capsys, "status", "--project-dir", str(root))
+    assert code == 1
+    assert out.splitlines()[:3] == [
+        "! t (s3://bucket/t)",
+        f"    the S3 endpoint {variable} is {value!r}: expected host:port or an http(s) URL such as "
+        "http://127.0.0.1:9000",
+        f"    To fix this, correct {variable} in the environment, or unset it to use AWS's own endpoint."]
