@@ -196,9 +196,19 @@ class KeepLatestByHours(_ByCommitTime):
     name = CleanPolicyName.KEEP_LATEST_BY_HOURS
 
     def earliest_commit_to_retain(self, meta: TableMetadata, *, now: datetime) -> Instant | None:
+        """Hudi's ECTR (the first completed instant requested at or after the cutoff), moved back to
+        any earlier instant that *completed* at or after the cutoff (timeline layout 2 records it).
+
+        A query sees the writes completed when it starts, so until a long write completes, queries
+        read the slice before it (or, for a replacecommit, the groups it replaces). Hudi's rule
+        alone leaves such a write, requested before the window and completed inside it, out of the
+        window, and deletes what every query started inside the window before its completion
+        reads. Stricter than Hudi: it only keeps more. Layout 1 records no completion time.
+        """
         completed = [i for i in meta.timeline.writes_and_compactions if i.is_completed]
         cutoff = hours_cutoff(now, self.retained, meta.config.timezone)
-        return next((i for i in completed if i.time >= cutoff), None)
+        return next((i for i in completed
+                     if i.time >= cutoff or (i.completion_time is not None and i.completion_time >= cutoff)), None)
 
     def summary(self) -> str:
         return f"keep {self.retained} h of history"
