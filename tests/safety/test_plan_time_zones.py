@@ -50,7 +50,7 @@ def _saved_plan_at(root: Path, out: Path, now: datetime, capsys) -> int:
 
 
 def test_a_plan_made_east_of_the_applying_machine_is_applied(tmp_path, capsys, zone):
-    table, root = _table(tmp_path)
+    _, root = _table(tmp_path)
     zone("Asia/Tokyo")  # UTC+9: CI's runners
     code, plan_file = saved_plan(root, tmp_path / "plan.json", capsys)
     assert code == 2
