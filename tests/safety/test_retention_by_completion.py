@@ -1,12 +1,12 @@
-"""KEEP_LATEST_BY_HOURS keeps what a query started inside the window reads, also when a write
-completed long after it was requested.
+"""Retention by commit time keeps what a query on a retained commit, or started inside the
+window, reads, also when a write completed long after it was requested.
 
 A query sees the writes *completed* when it starts. Hudi's cleaner picks the earliest commit to
-retain by requested time only, so a long write requested before the window's start and completed
-inside it leaves out of the window the slice every query started before its completion reads:
+retain by requested time only, so a long write requested before the retained range and completed
+inside it leaves out of that range the slice every query started before its completion reads:
 that slice (or, for a long clustering or insert overwrite, the replaced group) is deleted while
-queries started inside the window still read it. Timeline layout 2 (table version 8) records each
-instant's completion time in its file name, so the planner can see it.
+queries of the range still read it. Timeline layout 2 (table version 8) records each instant's
+completion time in its file name, so the planner can see it.
 """
 
 from __future__ import annotations
@@ -108,3 +108,26 @@ def test_writes_completed_in_order_clean_as_hudi_does(tmp_path, capsys):
     plan = _plan(root, _at(6), capsys)
 
     assert _deleted(plan) == {_base_files(table, "p=a", g)[str(InstantTime.from_datetime(_at(0)))]}, plan
+
+
+def test_keep_latest_commits_keeps_what_a_query_on_a_retained_commit_read_before_a_long_write_completed(
+        tmp_path, capsys):
+    """The same for KEEP_LATEST_COMMITS: the retained commits are the last ones to *complete*. With
+    two retained, the write of 03:00 (completed 03:01) is one of them, and a query on it (started
+    before the long write of 01:00 completed at 05:00) reads g's slice of 00:00."""
+    table = tmp_path / "t"
+    builder = TableBuilder(table, name="t", partitions=["p=a", "p=b"], version=8)
+    builder.commit(writes={"p=a": 1}, at=_at(0))
+    (g,) = builder.file_ids("p=a")
+    long_write = builder.commit(updates={"p=a": [g]}, at=_at(1))
+    builder.commit(writes={"p=b": 1}, at=_at(2))
+    builder.commit(updates={"p=b": 1}, at=_at(3))
+    _complete_late(table, long_write, _at(5))
+    root = _project(tmp_path, table)
+    (root / "tables" / "t.yml").write_text(
+        f"name: t\npath: {table}\nclean: {{policy: KEEP_LATEST_COMMITS, commits_retained: 2}}\n")
+
+    plan = _plan(root, _at(6), capsys)
+
+    first = _base_files(table, "p=a", g)[str(InstantTime.from_datetime(_at(0)))]
+    assert first not in _deleted(plan), plan
