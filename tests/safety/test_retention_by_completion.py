@@ -18,6 +18,7 @@ from pathlib import Path
 from runner.cli import main
 from runner.hudi.instant import InstantTime
 from runner.testing.tables import TableBuilder
+from tests.execute.conftest import oracle_snapshot
 
 HOUR = datetime(2026, 1, 1)
 WINDOW = "{policy: KEEP_LATEST_BY_HOURS, hours_retained: 2}"
@@ -131,3 +132,31 @@ def test_keep_latest_commits_keeps_what_a_query_on_a_retained_commit_read_before
 
     first = _base_files(table, "p=a", g)[str(InstantTime.from_datetime(_at(0)))]
     assert first not in _deleted(plan), plan
+
+
+def test_apply_keeps_that_slice_and_what_readers_see(tmp_path, capsys):
+    table = tmp_path / "t"
+    builder = TableBuilder(table, name="t", partitions=["p=a"], version=8)
+    builder.commit(writes=2, at=_at(0))
+    g, h = builder.file_ids("p=a")
+    for hour in (0.25, 0.5):  # more versions of h before the long write
+        builder.commit(updates={"p=a": [h]}, at=_at(hour))
+    long_write = builder.commit(updates={"p=a": [g]}, at=_at(1))
+    for hour in (2, 4.5):
+        builder.commit(updates={"p=a": [h]}, at=_at(hour))
+    _complete_late(table, long_write, _at(5))
+    root = _project(tmp_path, table)
+    first = table / _base_files(table, "p=a", g)[str(InstantTime.from_datetime(_at(0)))]
+    h_files = _base_files(table, "p=a", h)
+    _, rows = oracle_snapshot(table)
+
+    code = main(["apply", "--project-dir", str(root), "--auto-approve", "--now", _at(6).isoformat(),
+                 "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+
+    assert code == 0, report
+    assert first.exists()
+    # h's slices of 00:00 and 00:15 go; the one of 00:30 is what a query at 01:00 reads
+    gone = {name for time, name in h_files.items() if not (table / name).exists()}
+    assert gone == {h_files[str(InstantTime.from_datetime(_at(t)))] for t in (0, 0.25)}, report
+    assert oracle_snapshot(table)[1] == rows
