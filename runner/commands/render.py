@@ -160,6 +160,9 @@ def _clean_lines(c: Clean, verbose: bool) -> list[str]:
 
 
 def _pending_resize_lines(step: FinishPendingResize, verbose: bool) -> list[str]:
+    if step.roll_back:
+        return [f"    roll back the interrupted resize (clustering {t}): the declaration no longer asks for "
+                "resizes (no file_sizing block, or small_file_limit 0)" for t in step.instants]
     return [f"    finish the interrupted resize (clustering {t})" for t in step.instants]
 
 

@@ -310,7 +310,8 @@ def _finish_pending_resizes(step: FinishPendingResize, run: _Run) -> None:
 
     with collecting():  # a rewrite: see apply_table
         finished = finish_pending_resize(run.storage, read_table_metadata(run.storage), spark=run.spark_on_demand(),
-                                         clock=run.clock, max_tasks=run.decl.spark.resize_partitions)
+                                         clock=run.clock, max_tasks=run.decl.spark.resize_partitions,
+                                         roll_back=step.roll_back)
     if finished is not None:
         _record_resize(run.result, finished)
         run.finished_resize = True

@@ -153,19 +153,24 @@ def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
         return runner.execute(pending, groups_of_step(step), written=written, strategy=str(step.strategy))
 
 
+NOT_ASKED = "the declaration no longer asks for resizes (no file_sizing block, or small_file_limit 0)"
+
+
 def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: SparkSession | SparkOnDemand,
                           clock: Clock,
-                          max_tasks: int | None = None) -> ResizeOutcome | None:
+                          max_tasks: int | None = None, roll_back: bool = False) -> ResizeOutcome | None:
     """Execute every pending clustering this runner scheduled, oldest first; None if there is none.
 
     Pending clustering written by anyone else is left alone (the planner already keeps its file
-    groups out of new plans).
+    groups out of new plans). `roll_back`: the declaration no longer asks for resizes, so each is
+    rolled back instead (`FinishPendingResize.roll_back`).
     """
     runner = ResizeRunner(storage, meta, spark=spark, clock=clock, max_tasks=max_tasks)
     outcomes = []
     for instant, groups in runner.pending_own():
-        conflict = (runner.table_problem(groups) or runner.conflict(groups, own=instant.time)
-                    or runner.metadata_table_problem(groups))
+        conflict = (NOT_ASKED if roll_back else None) or (
+            runner.table_problem(groups) or runner.conflict(groups, own=instant.time)
+            or runner.metadata_table_problem(groups))
         if conflict is None:
             outcomes.append(runner.execute(instant, groups, strategy=runner.strategy_of(instant)))
             continue

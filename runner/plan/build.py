@@ -85,7 +85,9 @@ def plan_new_clean(inp: PlanningInput, _: tuple[Step, ...]) -> Step:
 
 def plan_pending_resizes(inp: PlanningInput, _: tuple[Step, ...]) -> Step | None:
     resumes = tuple(str(t) for t in inp.state.metadata.runner_pending_clustering)
-    return FinishPendingResize(resumes) if resumes else None
+    # Rewriting data is never implied: without a declared resize, an interrupted one is undone.
+    asked = inp.decl.file_sizing_declared and inp.decl.file_sizing.small_file_limit > 0
+    return FinishPendingResize(resumes, roll_back=not asked) if resumes else None
 
 
 def plan_resize(inp: PlanningInput, _: tuple[Step, ...]) -> Step | None:

@@ -9,6 +9,7 @@ validates a saved plan against it before `Plan.from_json` reads it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -134,6 +135,8 @@ class Plan:
     now: str
     tables: tuple[TablePlan, ...] = field(default=())
     project: PlanProject | None = None
+    # The planning machine's UTC offset at `now` (`+09:00`); None in plans of older runners.
+    now_offset: str | None = None
 
     @property
     def has_errors(self) -> bool:
@@ -152,6 +155,7 @@ class Plan:
             "format_version": FORMAT_VERSION,
             "generated_at": self.generated_at,
             "now": self.now,
+            **({} if self.now_offset is None else {"now_offset": self.now_offset}),
             "project": None if self.project is None else {
                 "name": self.project.name, "directory": self.project.directory,
             },
@@ -170,9 +174,17 @@ class Plan:
             raise PlanError(f"plan format_version: expected {FORMAT_VERSION}, found {version!r}")
         try:
             return cls(data["generated_at"], data["now"], tuple(_table_from(t) for t in data["tables"]),
-                       _project_from(data.get("project")))
+                       _project_from(data.get("project")), _offset_from(data.get("now_offset")))
         except (KeyError, TypeError, ValueError) as error:
             raise PlanError(f"plan file is malformed: {type(error).__name__}: {error}") from None
+
+
+def _offset_from(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or re.fullmatch(r"[+-][0-9]{2}:[0-9]{2}", value) is None:
+        raise ValueError(f"now_offset: expected a UTC offset such as +09:00, found {value!r}")
+    return value
 
 
 def _project_from(d: Any) -> PlanProject | None:

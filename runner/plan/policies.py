@@ -168,17 +168,25 @@ class KeepLatestCommits(_ByCommitTime):
         return self.retained
 
     def earliest_commit_to_retain(self, meta: TableMetadata, *, now: datetime) -> Instant | None:
+        """Hudi's ECTR (the `commits_retained`-th latest completed instant by requested time, bounded
+        by the earliest pending one), moved back to any instant that completed at or after the
+        retained commit that completed first (`_completed_since`): the retained commits are the
+        last ones to *complete*, and a query on one of them reads what had completed by then."""
         timeline = meta.timeline.writes_and_compactions
         completed = [i for i in timeline if i.is_completed]
         retained = self.retained
         if len(completed) <= retained or retained <= 0:
             return None
-        candidate = completed[len(completed) - retained]
+        candidate: Instant | None = completed[len(completed) - retained]
         pending = [i for i in timeline if not i.is_completed]
-        if pending and candidate.time > pending[0].time:
+        if pending and candidate is not None and candidate.time > pending[0].time:
             before = [i for i in completed if i.time < pending[0].time]
-            return before[-1] if before else None
-        return candidate
+            candidate = before[-1] if before else None
+        completions = sorted((i.completion_time for i in completed if i.completion_time is not None),
+                             key=lambda t: t.normalized)
+        if len(completions) < len(completed):  # layout 1 records no completion times: Hudi's rule
+            return candidate
+        return _completed_since(completed, completions[-retained], candidate)
 
     def summary(self) -> str:
         return f"keep the latest {self.retained} commits"
@@ -196,9 +204,18 @@ class KeepLatestByHours(_ByCommitTime):
     name = CleanPolicyName.KEEP_LATEST_BY_HOURS
 
     def earliest_commit_to_retain(self, meta: TableMetadata, *, now: datetime) -> Instant | None:
+        """Hudi's ECTR (the first completed instant requested at or after the cutoff), moved back to
+        any earlier instant that *completed* at or after the cutoff (timeline layout 2 records it).
+
+        A query sees the writes completed when it starts, so until a long write completes, queries
+        read the slice before it (or, for a replacecommit, the groups it replaces). Hudi's rule
+        alone leaves such a write, requested before the window and completed inside it, out of the
+        window, and deletes what every query started inside the window before its completion
+        reads. Stricter than Hudi: it only keeps more. Layout 1 records no completion time.
+        """
         completed = [i for i in meta.timeline.writes_and_compactions if i.is_completed]
         cutoff = hours_cutoff(now, self.retained, meta.config.timezone)
-        return next((i for i in completed if i.time >= cutoff), None)
+        return _completed_since(completed, cutoff, next((i for i in completed if i.time >= cutoff), None))
 
     def summary(self) -> str:
         return f"keep {self.retained} h of history"
@@ -280,6 +297,19 @@ def hours_cutoff(now: datetime, hours: int, table_timezone: str) -> InstantTime:
     if local.year < 1000:  # instant times have four-digit years; no Hudi instant is that old
         return EARLIEST_INSTANT
     return InstantTime.from_datetime(local.replace(tzinfo=None))
+
+
+def _completed_since(completed: Sequence[Instant], since: InstantTime, ectr: Instant | None) -> Instant | None:
+    """`ectr`, or the first of `completed` (by requested time) that completed at or after `since`
+    when that comes earlier (None stays None): a query started at `since` or later reads, for each file group, the
+    newest slice completed by then, so the slices of every write completed since (and the newest
+    one before the earliest of them) must stay. Equal to `ectr` when writes complete in the order
+    they were requested; only ever earlier (keeping more) otherwise. Layout 1 records no completion
+    time, so its instants never move it."""
+    if ectr is None:  # Hudi cleans nothing then; so does this rule
+        return None
+    late = next((i for i in completed if i.completion_time is not None and i.completion_time >= since), None)
+    return late if late is not None and late.time < ectr.time else ectr
 
 
 def _replaced_slices(

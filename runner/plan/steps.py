@@ -163,9 +163,15 @@ class Clean:
 @dataclass(frozen=True, slots=True)
 class FinishPendingResize:
     """Clustering instants this runner scheduled and a crash interrupted: finished, or rolled back
-    when the table moved on meanwhile."""
+    when the table moved on meanwhile.
+
+    `roll_back`: the declaration no longer asks for resizes (no `file_sizing` block, or a
+    `small_file_limit` of 0), so each is rolled back rather than finished: rewriting data is never
+    implied, and a declaration turned off after a crash is how a user stops a resize.
+    """
 
     instants: tuple[str, ...]
+    roll_back: bool = False
     kind: ClassVar[StepKind] = StepKind.FINISH_PENDING_RESIZE
 
     @property
@@ -281,7 +287,7 @@ _ENCODERS: dict[StepKind, Callable[[Any], dict[str, Any]]] = {
     },
     StepKind.FINISH_PENDING_CLEAN: lambda s: {"instants": list(s.instants)},
     StepKind.CLEAN: _clean_json,
-    StepKind.FINISH_PENDING_RESIZE: lambda s: {"instants": list(s.instants)},
+    StepKind.FINISH_PENDING_RESIZE: lambda s: {"instants": list(s.instants), "roll_back": s.roll_back},
     StepKind.RESIZE: _resize_json,
 }
 
@@ -291,6 +297,6 @@ _DECODERS: dict[StepKind, Callable[[dict[str, Any]], Step]] = {
         tuple(d["partitions"]), tuple(d["actions"]), tuple(d["refusals"])),
     StepKind.FINISH_PENDING_CLEAN: lambda d: FinishPendingClean(tuple(d["instants"])),
     StepKind.CLEAN: _clean_from,
-    StepKind.FINISH_PENDING_RESIZE: lambda d: FinishPendingResize(tuple(d["instants"])),
+    StepKind.FINISH_PENDING_RESIZE: lambda d: FinishPendingResize(tuple(d["instants"]), d.get("roll_back") is True),
     StepKind.RESIZE: _resize_from,
 }

@@ -30,7 +30,7 @@ from runner.plan.model import Plan, TablePlan, TableStatus
 from runner.progress import Sink, reporting_to
 from runner.selection import did_you_mean
 from runner.service.jvm_output import jvm_output_to
-from runner.service.locations import guarded_location, plan_project
+from runner.service.locations import guarded_location, plan_moment, plan_project
 from runner.service.report import RUN_RESULTS, RunReport
 from runner.storage import DeleteResult, Storage
 
@@ -112,7 +112,7 @@ def apply_tables(
     chosen = project.tables if tables is None else tuple(tables)
     session = size_session(project.spark, chosen)  # one session for all: sized for the largest table
     project = replace(project, spark=session.settings)
-    when = _plan_time(plan.now) if plan is not None else now or datetime.now(UTC)
+    when = plan_moment(plan.now, plan.now_offset) if plan is not None else now or datetime.now(UTC)
     shown = _Shared(progress or Silent())
     work = [(decl, _planned_for(plan, decl)) for decl in chosen]
     work = [(decl, planned) for decl, planned in work if plan is None or planned is not None]
@@ -201,11 +201,6 @@ def _interrupted(report: RunReport, chosen: list[TableDeclaration], path: Path, 
     )
 
 
-def _plan_time(text: str) -> datetime:
-    """A plan's `now` (a local instant time) as an aware datetime."""
-    from runner.hudi.instant import InstantTime
-
-    return InstantTime(text).to_datetime().astimezone().astimezone(UTC)
 
 
 def check_provenance(plan: Plan, project: Project) -> None:

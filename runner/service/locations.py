@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from runner.declarations.model import Project, TableDeclaration
 from runner.declarations.paths import real_location
@@ -34,3 +34,21 @@ def plan_project(project: Project) -> PlanProject:
 def instant_text(now: datetime) -> str:
     """`now` as a local instant time, for plan.json."""
     return str(InstantTime.from_datetime(now.astimezone().replace(tzinfo=None)))
+
+
+def offset_text(now: datetime) -> str:
+    """The local zone's UTC offset at `now` (`+09:00`), which makes `instant_text(now)` one moment
+    wherever it is read: a plan made in CI in one zone is applied on a machine in another."""
+    offset = now.astimezone().utcoffset() or timedelta(0)
+    sign, minutes = ("-", -offset) if offset < timedelta(0) else ("+", offset)
+    hours, rest = divmod(int(minutes.total_seconds()) // 60, 60)
+    return f"{sign}{hours:02d}:{rest:02d}"
+
+
+def plan_moment(now: str, offset: str | None) -> datetime:
+    """A plan's `now` (a local instant time) as an aware datetime: at its recorded UTC offset, or,
+    for a plan without one (made by an older runner), in this machine's zone."""
+    local = InstantTime(now).to_datetime()
+    if offset is None:
+        return local.astimezone().astimezone(UTC)
+    return datetime.fromisoformat(f"{local.isoformat()}{offset}").astimezone(UTC)

@@ -16,7 +16,7 @@ from runner.declarations.schema import SCHEMA_DIR
 from runner.errors import PlanError, RunnerError
 from runner.plan.model import FORMAT_VERSION, Plan, TablePlan, TableStatus
 from runner.planner import plan_one
-from runner.service.locations import guarded_location, instant_text, plan_project
+from runner.service.locations import guarded_location, instant_text, offset_text, plan_project
 from runner.storage import storage_for
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ def plan_tables(project: Project, tables: Sequence[TableDeclaration] | None = No
     return Plan(
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         now=instant_text(now),
+        now_offset=offset_text(now),
         tables=tuple(_plan_or_error(project, decl, now) for decl in chosen),
         project=plan_project(project),
     )

@@ -9,6 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from runner.cli import main
 from runner.declarations.model import FileSizing, SparkSettings
 from runner.execute.resize import ResizeRunner
 from runner.execute.resize_engine import SparkOnDemand
@@ -86,3 +89,26 @@ def test_the_unedited_plan_finishes_the_pending_resize(tmp_path, capsys):
 def _without_file_names(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # A resize changes only `_hoodie_file_name` (the rows move into the new file).
     return sorted(({k: v for k, v in r.items() if k != "_hoodie_file_name"} for r in rows), key=repr)
+
+
+@pytest.mark.parametrize("sizing", ["{small_file_limit: 0}", None])
+def test_an_interrupted_resize_the_declaration_no_longer_asks_for_is_rolled_back(sizing, tmp_path, capsys):
+    """Rewriting data is never implied: once `file_sizing` is gone (or turned off), the next apply
+    rolls the interrupted resize back rather than rewriting the files, and the plan says so."""
+    table, root = _interrupted_resize(tmp_path)
+    declaration = root / "tables" / "t.yml"
+    kept = [line for line in declaration.read_text().splitlines() if not line.startswith("file_sizing:")]
+    declaration.write_text("\n".join(kept + ([f"file_sizing: {sizing}"] if sizing else [])) + "\n")
+    slices, rows = oracle_snapshot(table)
+
+    code = main(["plan", "--project-dir", str(root)])
+    shown = capsys.readouterr().out
+    assert code == 2 and "roll back the interrupted resize" in shown, shown
+    code, report = apply_json(capsys, "--project-dir", str(root), "--auto-approve")
+
+    assert code == 0, report
+    assert report["tables"][0]["files_rewritten"] == 0
+    assert any("rolled back the interrupted resize" in n for n in report["tables"][0]["notes"])
+    meta = read_table_metadata(storage_for(str(table)))
+    assert not meta.timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING) and not meta.replaced
+    assert oracle_snapshot(table) == (slices, rows)
