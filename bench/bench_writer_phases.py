@@ -93,6 +93,18 @@ def rows(start: int, count: int, ts: int) -> pa.Table:
     })
 
 
+def loaded_table(work: Path, count: int, *, virtual_keys: bool, options: dict[str, str]) -> Path:
+    """The project `work/base` with the bench's table `t`: a bulk insert of `count` records, then an
+    upsert of `count` more, half of them updates (`--virtual-keys`: declared without meta fields)."""
+    base = work / "base"
+    (base / "tables").mkdir(parents=True)
+    (base / "project.yml").write_text("name: bench\n")
+    (base / "tables" / "t.yml").write_text(TABLE + ("  meta_fields: false\n" if virtual_keys else ""))
+    runner.write(rows(0, count, 0), "t", operation="bulk_insert", project_dir=base, options=options)
+    runner.write(rows(count // 2, count, 1), "t", project_dir=base, options=options)
+    return base
+
+
 def clocked(seconds: dict[str, float], label: str, function: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(function)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -167,15 +179,10 @@ def main() -> None:
     seconds: dict[str, float] = defaultdict(float)
     work = Path(tempfile.mkdtemp(prefix="bench_writer_phases_"))
     try:
-        base = work / "base"
-        (base / "tables").mkdir(parents=True)
-        (base / "project.yml").write_text("name: bench\n")
-        (base / "tables" / "t.yml").write_text(TABLE + ("  meta_fields: false\n" if args.virtual_keys else ""))
         options = {CODEC_KEY: "gzip"}
         if args.zlib_level is not None:  # the option is newer than some trees this bench is run against
             options["zlib.compress.level"] = args.zlib_level
-        runner.write(rows(0, args.rows, 0), "t", operation="bulk_insert", project_dir=base, options=options)
-        runner.write(rows(args.rows // 2, args.rows, 1), "t", project_dir=base, options=options)
+        base = loaded_table(work, args.rows, virtual_keys=args.virtual_keys, options=options)
         install_clocks(seconds)
         if args.threads == 1:
             inline_writes()

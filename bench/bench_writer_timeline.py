@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_writer_phases import TABLE, inline_writes, rows
+from bench_writer_phases import inline_writes, loaded_table, rows
 
 import runner
 from runner.writer.options import CODEC_KEY
@@ -94,13 +94,8 @@ def timed_upserts(args: argparse.Namespace, events: list[Event]) -> tuple[list[f
     """The walls of `--reps` upserts into fresh copies of one table, and the last one's start."""
     work = Path(tempfile.mkdtemp(prefix="bench_writer_timeline_"))
     try:
-        base = work / "base"
-        (base / "tables").mkdir(parents=True)
-        (base / "project.yml").write_text("name: bench\n")
-        (base / "tables" / "t.yml").write_text(TABLE + ("  meta_fields: false\n" if args.virtual_keys else ""))
         options = {CODEC_KEY: "gzip"}
-        runner.write(rows(0, args.rows, 0), "t", operation="bulk_insert", project_dir=base, options=options)
-        runner.write(rows(args.rows // 2, args.rows, 1), "t", project_dir=base, options=options)
+        base = loaded_table(work, args.rows, virtual_keys=args.virtual_keys, options=options)
         for module_name, attribute in STEPS:
             record(events, module_name, attribute)
         if args.threads == 1:
