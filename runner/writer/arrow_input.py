@@ -185,7 +185,8 @@ def record_keys(records: pa.Table, layout: KeyLayout, types: Mapping[str, SparkT
     values = [_as_string(records, f, types) for f in fields]
     if not layout.complex_keys:
         if _any_missing(values[0]):
-            _refuse_row(f"record key field {fields[0]!r} is null or empty in a row; Hudi requires a value")
+            _refuse_row(f"record key field {fields[0]!r} is null or empty in a row of table {layout.table_name!r}; "
+                        "Hudi requires a value")
         return values[0]
     all_missing = None
     parts = []
@@ -196,7 +197,8 @@ def record_keys(records: pa.Table, layout: KeyLayout, types: Mapping[str, SparkT
                            pc.if_else(pc.equal(value, ""), EMPTY_PLACEHOLDER, value))
         parts.append(pc.binary_join_element_wise(pa.scalar(f"{field}:"), shown, ""))
     if all_missing is not None and pc.any(all_missing).as_py():
-        _refuse_row(f"record key fields {list(fields)} are all null or empty in a row; Hudi requires a value")
+        _refuse_row(f"record key fields {list(fields)} are all null or empty in a row of table "
+                    f"{layout.table_name!r}; Hudi requires a value")
     return pc.binary_join_element_wise(*parts, ",")
 
 

@@ -487,7 +487,7 @@ def _batches(ctx: FileContext, path: str, source: contextlib.AbstractContextMana
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
                 raise RefusedError(
                     f"Cannot merge into {path}: its column types differ from the written ones ({error}).",
-                    hint="cast the DataFrame's columns to the table's types.",
+                    hint="cast the records' columns to the table's types.",
                 ) from error
             yield table, (stored_keys(table.column(RECORD_KEY), path) if batch_keys is None else batch_keys)
 

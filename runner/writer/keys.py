@@ -48,7 +48,8 @@ def record_key_column(layout: KeyLayout, types: Mapping[str, SparkType]) -> Colu
     values = [_as_string(f, types) for f in fields]
     if not layout.complex_keys:
         value = values[0]
-        message = f"{ERROR_PREFIX}record key field {fields[0]!r} is null or empty in a row; Hudi requires a value"
+        message = (f"{ERROR_PREFIX}record key field {fields[0]!r} is null or empty in a row of table "
+                   f"{layout.table_name!r}; Hudi requires a value")
         return F.when(value.isNull() | (value == ""), F.raise_error(F.lit(message))).otherwise(value)
     parts = [
         F.concat(F.lit(f"{f}:"), F.when(v.isNull(), F.lit(NULL_PLACEHOLDER))
@@ -58,7 +59,8 @@ def record_key_column(layout: KeyLayout, types: Mapping[str, SparkType]) -> Colu
     all_missing = F.lit(True)
     for v in values:
         all_missing = all_missing & (v.isNull() | (v == ""))
-    message = f"{ERROR_PREFIX}record key fields {list(fields)} are all null or empty in a row; Hudi requires a value"
+    message = (f"{ERROR_PREFIX}record key fields {list(fields)} are all null or empty in a row of table "
+               f"{layout.table_name!r}; Hudi requires a value")
     return F.when(all_missing, F.raise_error(F.lit(message))).otherwise(F.concat_ws(",", *parts))
 
 

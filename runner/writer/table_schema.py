@@ -88,7 +88,7 @@ def reconcile(
     if missing:
         _refuse(
             where,
-            f"the DataFrame lacks the table's column(s) {_listed(missing)}",
+            f"the records lack the table's column(s) {_listed(missing)}",
             "add the missing columns (null where unknown, cast to the table's type) before writing.",
         )
     for column in theirs:
@@ -96,14 +96,14 @@ def reconcile(
         if mine.avro_type != column.avro_type:
             _refuse(
                 where,
-                f"column {column.name!r} is {_shown(mine.avro_type)} in the DataFrame but "
+                f"column {column.name!r} is {_shown(mine.avro_type)} in the records but "
                 f"{_shown(column.avro_type)} in the table",
                 f"cast {column.name!r} to the table's type before writing.",
             )
         if mine.nullable and not column.nullable:
             _refuse(
                 where,
-                f"column {column.name!r} is nullable in the DataFrame but required in the table",
+                f"column {column.name!r} is nullable in the records but required in the table",
                 f"drop or fill nulls in {column.name!r} and make it non-nullable before writing.",
             )
     fields = {str(f["name"]): dict(f) for f in _spark_fields(spark_schema)}

@@ -131,7 +131,7 @@ def test_keys_and_partition_paths_of_every_key_type_match_the_dataframe_path(
 
 
 @pytest.mark.parametrize(("rows", "match"), [
-    ([(None, "eu", "a", 1)], "record key field 'id' is null or empty in a row; Hudi requires a value"),
+    ([(None, "eu", "a", 1)], "record key field 'id' is null or empty in a row of table 't'; Hudi requires a value"),
     ([(1, "e/u", "a", 1)], "partition field 'region' has a value containing '/', which would nest folders"),
 ])
 def test_bad_keys_are_refused_as_the_dataframe_path_refuses_them_and_nothing_is_written(
@@ -189,7 +189,7 @@ def test_columns_that_differ_from_the_table_are_refused_and_the_order_is_the_tab
     with pytest.raises(RefusedError, match="column\\(s\\) 'more' are not in the table"):
         runner.write(extra, "t", project_dir=root)
     retyped = _arrow([(2, "eu", "b", 1)]).set_column(3, "ts", pa.array(["1"]))
-    with pytest.raises(RefusedError, match="column 'ts' is string in the DataFrame but long in the table"):
+    with pytest.raises(RefusedError, match="column 'ts' is string in the records but long in the table"):
         runner.write(retyped, "t", project_dir=root)
     assert _files(base) == before
 

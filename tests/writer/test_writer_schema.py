@@ -32,9 +32,9 @@ def orders(spark: Any, project: Callable[..., Path]) -> Path:
 
 
 ADDED = (SCHEMA + ", extra int", (3, "eu", "c", 2, 7), r"column\(s\) 'extra' are not in the table .* not supported")
-MISSING = ("id long, region string, ts long", (3, "eu", 2), r"the DataFrame lacks the table's column\(s\) 'name'")
+MISSING = ("id long, region string, ts long", (3, "eu", 2), r"the records lack the table's column\(s\) 'name'")
 RETYPED = ("id long, region string, name string, ts string", (3, "eu", "c", "2"),
-           r"column 'ts' is string in the DataFrame but long in the table")
+           r"column 'ts' is string in the records but long in the table")
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_nulls_into_a_required_column_are_refused(spark: Any, project: Callable[
     base = root / "warehouse" / "orders"
     before = snapshot(base)
 
-    with pytest.raises(RefusedError, match="column 'ts' is nullable in the DataFrame but required in the table"):
+    with pytest.raises(RefusedError, match="column 'ts' is nullable in the records but required in the table"):
         runner.write(spark.createDataFrame([(2, "eu", "b", None)], SCHEMA), "orders", project_dir=root)
     assert snapshot(base) == before
 

@@ -243,7 +243,7 @@ def test_the_schema_hudi_stored_accepts_the_same_columns_and_refuses_others() ->
 
     nested = json.loads(json.dumps(FIXTURE_SPARK_SCHEMA))
     nested["fields"][15]["type"]["fields"][2]["type"]["fields"][0]["type"] = "string"  # child_field1
-    with pytest.raises(RefusedError, match=r"column 'structField' is .* in the DataFrame but .* in the table"):
+    with pytest.raises(RefusedError, match=r"column 'structField' is .* in the records but .* in the table"):
         reconcile(nested, stored, table="v6_nonpartitioned", where="t")
 
 
