@@ -59,6 +59,27 @@ def test_a_saved_plan_whose_now_is_no_calendar_time_is_refused(
     assert digest(root) == before
 
 
+@pytest.mark.parametrize("offset", ["+24:00", "-99:99", "+05:75", "+23:60"])
+def test_a_saved_plan_whose_now_offset_is_no_utc_offset_is_refused(
+        offset: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The schema's pattern admits any two digits each side: +24:00 and -99:99 were an internal
+    # ValueError from datetime; +05:75 was read as +06:15, another moment than the plan's.
+    root = make_project(tmp_path / "p")
+    plan_file = tmp_path / "plan.json"
+    data = saved_plan(root, capsys, plan_file)
+    data["now_offset"] = offset
+    plan_file.write_text(json.dumps(data))
+    before = digest(root)
+    code, out, err = cli(capsys, "apply", str(plan_file), "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    first, second = err.splitlines()
+    assert first.startswith(f"error: plan file {plan_file} does not match schemas/plan.schema.json at $.now_offset: ")
+    assert f"{offset!r}" in first or f'"{offset}"' in first, first
+    assert first.endswith("; nothing was applied")
+    assert second == "To fix this, re-create the plan with `runner plan --out` rather than editing it."
+    assert digest(root) == before
+
+
 @pytest.mark.parametrize("port", ["99999", "-5", "65536", "http"])
 def test_a_port_out_of_range_is_a_usage_error_not_an_internal_one(
         port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
