@@ -80,7 +80,7 @@ def test_arrow_records_naming_a_column_twice_are_refused_naming_it(project: Call
     # one column named twice: `The column `name` already exists`, and no query read it.
     (pa.table({**ROWS, "NAME": ["b"]}), "the columns 'name' and 'NAME'"),
     # Not dropped as a meta column (those go by exact name), so the file had both spellings.
-    (pa.table({**ROWS, "_HOODIE_RECORD_KEY": ["k"]}), "the columns '_HOODIE_RECORD_KEY' and '_hoodie_record_key'"),
+    (pa.table({**ROWS, "_HOODIE_RECORD_KEY": ["k"]}), "the columns '_hoodie_record_key' and '_HOODIE_RECORD_KEY'"),
     (pa.table({**ROWS, "address": pa.array([{"city": "x", "City": "y"}])}),
      "the columns 'address.city' and 'address.City'"),
     (pa.table({**ROWS, "address": pa.StructArray.from_arrays(
