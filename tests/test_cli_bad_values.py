@@ -34,6 +34,23 @@ def test_a_now_that_is_no_calendar_time_is_refused_naming_it(
     assert digest(root) == before and not (root / "target").exists()
 
 
+@pytest.mark.parametrize("value", [
+    "9999-12-31T23:59:59-12:00",   # year 10000 in UTC: an internal OverflowError
+    "0001-01-01T00:00:00+14:00",   # before year 1 in UTC: the same
+    "0999-01-01T00:00:00",         # a 16-digit instant time: an internal ValueError
+])
+@pytest.mark.parametrize("command", [["plan"], ["docs", "generate"], ["apply", "--auto-approve"]])
+def test_a_now_outside_the_years_an_instant_time_names_is_refused_naming_it(
+        command: list[str], value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_project(tmp_path / "p")
+    before = digest(root)
+    code, out, err = cli(capsys, *command, "--now", value, "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [f"error: --now: {EXPECTED}, got {value!r}: it lies outside the years 1000 to 9999 "
+                                "that instant times name"]
+    assert digest(root) == before and not (root / "target").exists()
+
+
 def test_a_valid_now_still_plans_as_of_that_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = make_project(tmp_path / "p")
     code, out, _ = cli(capsys, "plan", "--now", "20260106000000", "--project-dir", str(root))
