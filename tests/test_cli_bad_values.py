@@ -97,6 +97,24 @@ def test_a_saved_plan_whose_now_offset_is_no_utc_offset_is_refused(
     assert digest(root) == before
 
 
+def test_a_saved_plan_whose_now_at_its_offset_is_past_year_9999_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 9999-12-31 23:59 at -12:00 is in year 10000 in UTC: an internal OverflowError at apply.
+    root = make_project(tmp_path / "p")
+    plan_file = tmp_path / "plan.json"
+    data = saved_plan(root, capsys, plan_file)
+    data["now"], data["now_offset"] = "99991231235959999", "-12:00"
+    plan_file.write_text(json.dumps(data))
+    before = digest(root)
+    code, out, err = cli(capsys, "apply", str(plan_file), "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f"error: plan file {plan_file}: $.now '99991231235959999' at $.now_offset '-12:00' lies outside the years "
+        "1000 to 9999 that instant times name; nothing was applied",
+        "To fix this, re-create the plan with `runner plan --out` rather than editing it."]
+    assert digest(root) == before
+
+
 @pytest.mark.parametrize("port", ["99999", "-5", "65536", "http"])
 def test_a_port_out_of_range_is_a_usage_error_not_an_internal_one(
         port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
