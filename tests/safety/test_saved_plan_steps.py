@@ -122,7 +122,8 @@ def test_a_plan_edited_to_show_the_other_fate_of_the_interrupted_resize_is_refus
     table, root = _interrupted_resize(tmp_path)
     if not asked:
         declaration = root / "tables" / "t.yml"
-        declaration.write_text(declaration.read_text().replace(f"file_sizing: {SIZED}", "file_sizing: {small_file_limit: 0}"))
+        off = declaration.read_text().replace(f"file_sizing: {SIZED}", "file_sizing: {small_file_limit: 0}")
+        declaration.write_text(off)
     code, plan_file = saved_plan(root, tmp_path / "plan.json", capsys)
     assert code == 2
     data = json.loads(plan_file.read_text())
