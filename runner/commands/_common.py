@@ -82,7 +82,7 @@ def parse_now(text: str | None) -> datetime:
     expected = f"--now: expected an instant time (yyyyMMddHHmmss[SSS]) or ISO-8601, got {text!r}"
     if not text.strip():  # `--now "$NOW"` with NOW unset: planning as of the wall clock would hide it
         raise RunnerError(f"{expected}: the value is empty")
-    if re.fullmatch(r"\d{14}|\d{17}", text):
+    if re.fullmatch(r"\d{14}|\d{17}", text, re.ASCII):  # other scripts' digits name no instant time
         try:
             value = InstantTime(text).to_datetime()
         except ValueError as error:  # month 13, February 30: no time at all, never another one
