@@ -19,11 +19,12 @@ from runner.hudi.instant import Action
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
+from tests.conftest import FIXTURES
 from tests.crash import RESIZE_POINTS, RESIZE_YAML, apply_process, crash_project
 from tests.mdt.crash_states import assert_metadata_table_healthy
 from tests.mdt.test_resize_mdt import rows
 
-FIXTURE = Path(__file__).resolve().parents[2] / "../shared/fixtures/hudi-rs/sample_table/cow/v9_txns_simple_meta.zip"
+FIXTURE = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
 OFF = RESIZE_YAML.replace("small_file_limit: 100MiB", "small_file_limit: 0")
 
 
@@ -41,7 +42,7 @@ def _state(table: Path) -> dict[str, object]:
 
 
 def _crashed_resize(tmp_path: Path, point: str) -> tuple[Path, dict[str, object], object]:
-    project = crash_project(tmp_path / "p", FIXTURE.resolve())
+    project = crash_project(tmp_path / "p", FIXTURE)
     (project / "tables" / "t.yml").write_text(RESIZE_YAML)
     table = project / "table"
     before, seen = _state(table), rows(table)
