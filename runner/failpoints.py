@@ -31,6 +31,9 @@ POINTS = (
     "after_rewrite",
     "mid_rewrite",  # inside a resize task, after each row group of the new file is written
     "after_resize_metadata_table_commit",
+    # rolling a resize back (`ResizeRunner.roll_back`): after its MDT deltacommit is undone, after its files went
+    "after_resize_rollback_mdt",
+    "after_resize_rollback_files",
     # the writer (runner.writer.write)
     "after_inflight",
     "after_files",

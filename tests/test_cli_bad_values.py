@@ -34,6 +34,23 @@ def test_a_now_that_is_no_calendar_time_is_refused_naming_it(
     assert digest(root) == before and not (root / "target").exists()
 
 
+@pytest.mark.parametrize("value", [
+    "9999-12-31T23:59:59-12:00",   # year 10000 in UTC: an internal OverflowError
+    "0001-01-01T00:00:00+14:00",   # before year 1 in UTC: the same
+    "0999-01-01T00:00:00",         # a 16-digit instant time: an internal ValueError
+])
+@pytest.mark.parametrize("command", [["plan"], ["docs", "generate"], ["apply", "--auto-approve"]])
+def test_a_now_outside_the_years_an_instant_time_names_is_refused_naming_it(
+        command: list[str], value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_project(tmp_path / "p")
+    before = digest(root)
+    code, out, err = cli(capsys, *command, "--now", value, "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [f"error: --now: {EXPECTED}, got {value!r}: it lies outside the years 1000 to 9999 "
+                                "that instant times name"]
+    assert digest(root) == before and not (root / "target").exists()
+
+
 def test_a_valid_now_still_plans_as_of_that_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = make_project(tmp_path / "p")
     code, out, _ = cli(capsys, "plan", "--now", "20260106000000", "--project-dir", str(root))
@@ -56,6 +73,45 @@ def test_a_saved_plan_whose_now_is_no_calendar_time_is_refused(
                             f"(yyyyMMddHHmmssSSS), got {now!r} (")
     assert first.endswith("); nothing was applied")
     assert second == "To fix this, re-create the plan with `runner plan --out` rather than editing it."
+    assert digest(root) == before
+
+
+@pytest.mark.parametrize("offset", ["+24:00", "-99:99", "+05:75", "+23:60"])
+def test_a_saved_plan_whose_now_offset_is_no_utc_offset_is_refused(
+        offset: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The schema's pattern admits any two digits each side: +24:00 and -99:99 were an internal
+    # ValueError from datetime; +05:75 was read as +06:15, another moment than the plan's.
+    root = make_project(tmp_path / "p")
+    plan_file = tmp_path / "plan.json"
+    data = saved_plan(root, capsys, plan_file)
+    data["now_offset"] = offset
+    plan_file.write_text(json.dumps(data))
+    before = digest(root)
+    code, out, err = cli(capsys, "apply", str(plan_file), "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    first, second = err.splitlines()
+    assert first.startswith(f"error: plan file {plan_file} does not match schemas/plan.schema.json at $.now_offset: ")
+    assert f"{offset!r}" in first or f'"{offset}"' in first, first
+    assert first.endswith("; nothing was applied")
+    assert second == "To fix this, re-create the plan with `runner plan --out` rather than editing it."
+    assert digest(root) == before
+
+
+def test_a_saved_plan_whose_now_at_its_offset_is_past_year_9999_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 9999-12-31 23:59 at -12:00 is in year 10000 in UTC: an internal OverflowError at apply.
+    root = make_project(tmp_path / "p")
+    plan_file = tmp_path / "plan.json"
+    data = saved_plan(root, capsys, plan_file)
+    data["now"], data["now_offset"] = "99991231235959999", "-12:00"
+    plan_file.write_text(json.dumps(data))
+    before = digest(root)
+    code, out, err = cli(capsys, "apply", str(plan_file), "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f"error: plan file {plan_file}: $.now '99991231235959999' at $.now_offset '-12:00' lies outside the years "
+        "1000 to 9999 that instant times name; nothing was applied",
+        "To fix this, re-create the plan with `runner plan --out` rather than editing it."]
     assert digest(root) == before
 
 

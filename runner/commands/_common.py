@@ -82,16 +82,26 @@ def parse_now(text: str | None) -> datetime:
     expected = f"--now: expected an instant time (yyyyMMddHHmmss[SSS]) or ISO-8601, got {text!r}"
     if not text.strip():  # `--now "$NOW"` with NOW unset: planning as of the wall clock would hide it
         raise RunnerError(f"{expected}: the value is empty")
-    if re.fullmatch(r"\d{14}|\d{17}", text):
+    if re.fullmatch(r"\d{14}|\d{17}", text, re.ASCII):  # other scripts' digits name no instant time
         try:
-            return InstantTime(text).to_datetime().astimezone().astimezone(UTC)
+            value = InstantTime(text).to_datetime()
         except ValueError as error:  # month 13, February 30: no time at all, never another one
             raise RunnerError(f"{expected}: {error}") from None
+    else:
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            raise RunnerError(expected) from None
+    # The plan names it as a local instant time (four-digit years) and apply reads it back in UTC:
+    # year 10000 in either was an internal OverflowError, year 999 a 16-digit instant time.
     try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise RunnerError(expected) from None
-    return (value if value.tzinfo else value.astimezone()).astimezone(UTC)
+        moment = (value if value.tzinfo else value.astimezone()).astimezone(UTC)
+        local = moment.astimezone()
+    except (OverflowError, ValueError):
+        local = None
+    if local is None or local.year < 1000:
+        raise RunnerError(f"{expected}: it lies outside the years 1000 to 9999 that instant times name")
+    return moment
 
 
 def human_bytes(size: int) -> str:

@@ -198,6 +198,17 @@ def _refuse_unshown_resizes(saved: TablePlan, narrowed: TablePlan) -> None:
             f"finish_pending_resize instants {sorted(reviewed)}); nothing was changed",
             hint="run `runner plan` again, review it, and apply that plan.",
         )
+    # Finishing rewrites data and rolling back undoes the resize: apply does what the plan showed.
+    if isinstance(finishing, FinishPendingResize) and isinstance(listed, FinishPendingResize) \
+            and finishing.roll_back != listed.roll_back:
+        does, shown = (("roll back", "finished") if finishing.roll_back
+                       else ("finish (rewriting its files)", "rolled back"))
+        raise RequirementFailed(
+            f"table {saved.name}: apply would {does} the interrupted resize {finishing.instants[0]}, which the plan "
+            f"showed {shown} (finish_pending_resize roll_back: expected {str(finishing.roll_back).lower()}, found "
+            f"{str(listed.roll_back).lower()}); nothing was changed",
+            hint="run `runner plan` again, review it, and apply that plan.",
+        )
 
 
 # (files, partitions) a pending clean deletes, canonical and table-relative.

@@ -414,8 +414,10 @@ class ResizeRunner:
         if self.maintenance is not None:
             # First: once its data instant is gone, a completed MDT deltacommit of it would count.
             self.maintenance.roll_back(time)
+            failpoint("after_resize_rollback_mdt")
         end_attempts(self.storage, str(time))  # no worker of any attempt publishes from here on
         removed = self._delete_instant_files(time, partitions, keep=frozenset())
+        failpoint("after_resize_rollback_files")
         _, timeline, _ = read_timeline(self.storage)
         for state in (State.INFLIGHT, State.REQUESTED):
             instant = timeline.file_for(time, self.action, state)

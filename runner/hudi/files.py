@@ -22,11 +22,13 @@ BASE_FORMATS = ("parquet", "orc", "hfile", "lance")
 _BASE_RE = re.compile(
     r"(?P<file_id>[^_/]+)_(?P<token>\d+-\d+-\d+)_(?P<time>\d{14}|\d{17,})\.(?P<ext>"
     + "|".join(BASE_FORMATS)
-    + r")"
+    + r")",
+    re.ASCII,  # Hudi's file-name patterns take the digits 0-9 only (see runner.hudi.instant._TIME_RE)
 )
 _LOG_RE = re.compile(
     r"\.(?P<file_id>[^_/]+)_(?P<time>\d{14}|\d{17,})\.(?P<ext>log|archive)\.(?P<version>\d+)"
-    r"(?:_(?P<token>\d+-\d+-\d+))?(?P<cdc>\.cdc)?"
+    r"(?:_(?P<token>\d+-\d+-\d+))?(?P<cdc>\.cdc)?",
+    re.ASCII,
 )
 
 

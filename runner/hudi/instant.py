@@ -19,7 +19,9 @@ from enum import StrEnum
 
 from runner.errors import TimelineError
 
-_TIME_RE = re.compile(r"\d{14}|\d{17,}")
+# re.ASCII: Python's \d takes any script's digits (fullwidth, Arabic-Indic), Hudi's Java patterns only
+# 0-9. Such a name read as an instant sorted after every real one while `to_datetime` read its year.
+_TIME_RE = re.compile(r"\d{14}|\d{17,}", re.ASCII)
 
 
 class InstantTime(str):
@@ -125,7 +127,8 @@ COMPLETES_AS: dict[Action, Action] = {
 WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT})
 
 _NAME_RE = re.compile(
-    r"(?P<time>\d+)(?:_(?P<completion>\d+))?\.(?P<action>[a-z]+)(?:\.(?P<state>requested|inflight))?"
+    r"(?P<time>\d+)(?:_(?P<completion>\d+))?\.(?P<action>[a-z]+)(?:\.(?P<state>requested|inflight))?",
+    re.ASCII,  # as _TIME_RE
 )
 
 

@@ -179,10 +179,14 @@ class Plan:
             raise PlanError(f"plan file is malformed: {type(error).__name__}: {error}") from None
 
 
+# As the plan schema's: datetime takes an offset under 24 hours, and read +05:75 as +06:15, another moment.
+_OFFSET = re.compile(r"[+-]([01][0-9]|2[0-3]):[0-5][0-9]")
+
+
 def _offset_from(value: Any) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or re.fullmatch(r"[+-][0-9]{2}:[0-9]{2}", value) is None:
+    if not isinstance(value, str) or _OFFSET.fullmatch(value) is None:
         raise ValueError(f"now_offset: expected a UTC offset such as +09:00, found {value!r}")
     return value
 

@@ -184,9 +184,14 @@ class KeepLatestCommits(_ByCommitTime):
             candidate = before[-1] if before else None
         completions = sorted((i.completion_time for i in completed if i.completion_time is not None),
                              key=lambda t: t.normalized)
-        if len(completions) < len(completed):  # layout 1 records no completion times: Hudi's rule
+        if not completions:  # layout 1 records no completion times: Hudi's rule
             return candidate
-        return _completed_since(completed, completions[-retained], candidate)
+        # An instant carried over from layout 1 (no completion time in its name) completed before
+        # the table's upgrade, so before every instant that records one: with fewer of those than
+        # are retained, the first retained commit to complete is a legacy one, earlier than all of
+        # them. Falling back to Hudi's rule for the whole timeline dropped what the rule keeps.
+        since = completions[-retained] if len(completions) >= retained else completions[0]
+        return _completed_since(completed, since, candidate)
 
     def summary(self) -> str:
         return f"keep the latest {self.retained} commits"

@@ -95,7 +95,9 @@ def load_plan(path: str | Path) -> Plan:
             hint="re-create the plan with `runner plan --out` rather than editing it.",
         )
     _check_now(path, data["now"])
-    return Plan.from_json(data)
+    plan = Plan.from_json(data)
+    _check_moment(path, plan)
+    return plan
 
 
 def _check_now(path: str | Path, now: str) -> None:
@@ -108,6 +110,21 @@ def _check_now(path: str | Path, now: str) -> None:
         raise PlanError(
             f"plan file {path}: $.now is no calendar time: expected an instant time (yyyyMMddHHmmssSSS), "
             f"got {now!r} ({error}); nothing was applied",
+            hint="re-create the plan with `runner plan --out` rather than editing it.",
+        ) from None
+
+
+def _check_moment(path: str | Path, plan: Plan) -> None:
+    """Apply reads `now` at `now_offset` as a moment in UTC: 9999-12-31 at -12:00 is in year 10000."""
+    from runner.service.locations import plan_moment
+
+    try:
+        plan_moment(plan.now, plan.now_offset)
+    except OverflowError:
+        at = "" if plan.now_offset is None else f" at $.now_offset {plan.now_offset!r}"
+        raise PlanError(
+            f"plan file {path}: $.now {plan.now!r}{at} lies outside the years 1000 to 9999 that instant times "
+            "name; nothing was applied",
             hint="re-create the plan with `runner plan --out` rather than editing it.",
         ) from None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from runner.errors import RefusedError
 from runner.writer.schema import META_COLUMNS
@@ -71,3 +71,71 @@ def refuse_duplicate_columns(names: Sequence[str]) -> None:
             "table's columns have one name each; nothing was written",
             hint="rename or drop the duplicates before writing (a join keeps both sides' columns).",
         )
+
+
+def refuse_clashing_names(df: object) -> None:
+    """Two names a reader takes for one column: at any struct level, names equal but for case (or
+    exactly equal inside a struct), a top-level one also against Hudi's meta columns.
+
+    Spark resolves column names without case by default (`spark.sql.caseSensitive` false), as
+    Hive's metastore does: a table written with `name` and `NAME` failed every Spark read with
+    `The column name already exists`. Run after `refuse_duplicate_columns` (exact top-level
+    repeats) and `record_columns` (the records' kind), before anything is created."""
+    for level in _struct_levels(df):
+        seen: dict[str, str] = {}
+        for path, name in level:
+            folded = name.lower()  # as Spark's resolver: toLowerCase(Locale.ROOT)
+            if folded in seen:
+                raise RefusedError(
+                    f"runner.write: the records name the columns {seen[folded]!r} and {path!r}, which Spark and Hive "
+                    "read as one column (names are compared without case, and a struct's fields have one name "
+                    "each); nothing was written",
+                    hint="rename or drop the duplicates before writing (a join keeps both sides' columns).",
+                )
+            seen[folded] = path
+
+
+def _struct_levels(df: object) -> Iterator[list[tuple[str, str]]]:
+    """Each struct level of the records' schema as (dotted path, name) pairs; the top level starts
+    with Hudi's meta columns, which the writer puts in every file (records' own are dropped by name)."""
+    import pyarrow as pa
+
+    schema = df.schema  # type: ignore[attr-defined]  # a pyarrow schema or a Spark StructType
+    top = [(name, name) for name in META_COLUMNS]
+    arrow = isinstance(schema, pa.Schema)
+    fields = [(f.name, f.type) for f in schema] if arrow else [(f.name, f.dataType) for f in schema.fields]
+    top += [(name, name) for name, _ in fields if name not in META_COLUMNS]
+    yield top
+    pending = [(name, kind) for name, kind in fields if name not in META_COLUMNS]
+    while pending:
+        prefix, kind = pending.pop()
+        children = _children(kind, arrow)
+        if children is not None:
+            yield [(f"{prefix}.{name}", name) for name, _ in children]
+            pending.extend((f"{prefix}.{name}", child) for name, child in children)
+        pending.extend((prefix, inner) for inner in _elements(kind, arrow))
+
+
+def _children(kind: object, arrow: bool) -> list[tuple[str, object]] | None:
+    """A struct type's fields, or None for any other type."""
+    import pyarrow as pa
+
+    if arrow:
+        if not isinstance(kind, pa.StructType):
+            return None
+        return [(kind.field(i).name, kind.field(i).type) for i in range(kind.num_fields)]
+    fields = getattr(kind, "fields", None)  # pyspark's StructType, without importing pyspark
+    return None if fields is None else [(f.name, f.dataType) for f in fields]
+
+
+def _elements(kind: object, arrow: bool) -> list[object]:
+    """The types a list or map holds (whose structs are checked too)."""
+    import pyarrow as pa
+
+    if arrow:
+        if isinstance(kind, pa.MapType):
+            return [kind.key_type, kind.item_type]
+        if isinstance(kind, pa.ListType | pa.LargeListType | pa.FixedSizeListType):
+            return [kind.value_type]
+        return []
+    return [t for t in (getattr(kind, a, None) for a in ("elementType", "keyType", "valueType")) if t is not None]

@@ -51,7 +51,12 @@ from runner.spark_jobs import DRIVER, map_in_arrow
 from runner.storage import Storage, storage_for
 from runner.storage.lock import TableLock
 from runner.writer import arrow_input, commit, dedup, local
-from runner.writer.arguments import check_project_dir, record_columns, refuse_duplicate_columns
+from runner.writer.arguments import (
+    check_project_dir,
+    record_columns,
+    refuse_clashing_names,
+    refuse_duplicate_columns,
+)
 from runner.writer.create import (
     COMPLEX,
     KeyLayout,
@@ -174,6 +179,7 @@ def write(df: DataFrame | pa.Table | pa.RecordBatchReader, table: str, *, operat
     write_options = parse_options(options)
     check_project_dir(project_dir)
     refuse_duplicate_columns(record_columns(df))  # before the project is read or the table created
+    refuse_clashing_names(df)
     decl = _declaration(project_dir, table, target)
     storage = storage_for(decl.path)
     if arrow_input.is_arrow(df):

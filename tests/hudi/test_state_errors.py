@@ -78,6 +78,30 @@ def test_unknown_instant_like_file_is_refused(hudi_fixture):
         read(base)
 
 
+_WIDE = str.maketrans("0123456789", "０１２３４５６７８９")  # fullwidth digits, as an IME types them
+_ARABIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
+
+
+@pytest.mark.parametrize("respell", [
+    lambda time, completion: f"{time.translate(_WIDE)}_{completion}",
+    lambda time, completion: f"{time}_{completion.translate(_ARABIC)}",
+])
+def test_an_instant_named_with_digits_hudi_does_not_read_is_refused(hudi_fixture, respell):
+    """Python's \\d takes any script's digits, Hudi's instant pattern only 0-9: a commit named in
+    fullwidth digits was read as one (January 2026 to `to_datetime`) that sorts after every real
+    instant, the table's latest commit to the planner (one more retained commit moves the earliest
+    commit to retain later than Hudi's), and an Arabic-Indic completion time as the latest completion."""
+    base = hudi_fixture(V9)
+    timeline = base / ".hoodie" / "timeline"
+    commit = sorted(timeline.glob("*_*.commit"))[-1]
+    time, completion = commit.name.split(".")[0].split("_")
+    odd = timeline / f"{respell(time, completion)}.commit"
+    commit.rename(odd)
+    with pytest.raises(TimelineError, match="does not understand") as refused:
+        read(base)
+    assert odd.name in str(refused.value)
+
+
 def test_empty_files_where_hudi_allows_them(hudi_fixture):
     base = hudi_fixture(V6)
     hoodie = base / ".hoodie"

@@ -160,3 +160,37 @@ def test_apply_keeps_that_slice_and_what_readers_see(tmp_path, capsys):
     gone = {name for time, name in h_files.items() if not (table / name).exists()}
     assert gone == {h_files[str(InstantTime.from_datetime(_at(t)))] for t in (0, 0.25)}, report
     assert oracle_snapshot(table)[1] == rows
+
+
+def _legacy_form(table: Path, requested: InstantTime) -> None:
+    """Rename a completed instant to the layout-1 form an instant carried over from before the
+    table's upgrade keeps (`<t>.commit`, no completion time), as Hudi 1.x still reads it."""
+    timeline = table / ".hoodie" / "timeline"
+    (old,) = [p for p in timeline.iterdir() if p.name.startswith(f"{requested}_") and "." in p.name]
+    old.rename(timeline / f"{requested}.{old.name.split('.', 1)[1]}")
+
+
+def test_keep_latest_commits_on_a_timeline_mixing_legacy_instants_still_keeps_that_slice(tmp_path, capsys):
+    """One instant from before the upgrade to layout 2 carries no completion time. It completed
+    before every instant that does (those were written after the upgrade), so the retained commits
+    are still known; the rule fell back to Hudi's for the whole timeline and deleted g's slice of
+    00:00, which a query on the retained write of 03:00 reads (KEEP_LATEST_BY_HOURS kept it)."""
+    table = tmp_path / "t"
+    builder = TableBuilder(table, name="t", partitions=["p=a", "p=b"], version=8)
+    legacy = builder.commit(writes={"p=a": 1}, at=_at(0))
+    (g,) = builder.file_ids("p=a")
+    long_write = builder.commit(updates={"p=a": [g]}, at=_at(1))
+    builder.commit(writes={"p=b": 1}, at=_at(2))
+    builder.commit(updates={"p=b": 1}, at=_at(3))
+    _complete_late(table, long_write, _at(5))
+    _legacy_form(table, legacy)
+    root = _project(tmp_path, table)
+    (root / "tables" / "t.yml").write_text(
+        f"name: t\npath: {table}\nclean: {{policy: KEEP_LATEST_COMMITS, commits_retained: 2}}\n")
+
+    plan = _plan(root, _at(6), capsys)
+
+    first = _base_files(table, "p=a", g)[str(InstantTime.from_datetime(_at(0)))]
+    assert first not in _deleted(plan), plan
+    clean = next(s for s in plan["steps"] if s["kind"] == "clean") if _deleted(plan) else None
+    assert clean is None or clean["earliest_commit_to_retain"] == str(long_write), clean

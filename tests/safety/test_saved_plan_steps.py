@@ -112,3 +112,31 @@ def test_an_interrupted_resize_the_declaration_no_longer_asks_for_is_rolled_back
     meta = read_table_metadata(storage_for(str(table)))
     assert not meta.timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING) and not meta.replaced
     assert oracle_snapshot(table) == (slices, rows)
+
+
+@pytest.mark.parametrize(("asked", "shown"), [(True, True), (False, False)])
+def test_a_plan_edited_to_show_the_other_fate_of_the_interrupted_resize_is_refused(asked, shown, tmp_path, capsys):
+    """The reviewer saw `roll_back` (the resize undone, no data rewritten) or its absence (the files
+    rewritten); apply decided from the declaration alone and did the other, rewriting data the plan
+    showed as rolled back."""
+    table, root = _interrupted_resize(tmp_path)
+    if not asked:
+        declaration = root / "tables" / "t.yml"
+        off = declaration.read_text().replace(f"file_sizing: {SIZED}", "file_sizing: {small_file_limit: 0}")
+        declaration.write_text(off)
+    code, plan_file = saved_plan(root, tmp_path / "plan.json", capsys)
+    assert code == 2
+    data = json.loads(plan_file.read_text())
+    (step,) = [s for s in data["tables"][0]["steps"] if s["kind"] == "finish_pending_resize"]
+    assert step["roll_back"] is not asked
+    step["roll_back"] = shown
+    plan_file.write_text(json.dumps(data))
+    before = digest(table)
+
+    code, report = apply_json(capsys, "--project-dir", str(root), str(plan_file))
+
+    assert code == 1, report
+    error = report["tables"][0]["error"]
+    assert error["type"] == "RequirementFailed", error
+    assert "finish_pending_resize" in error["message"] and "roll_back" in error["message"], error
+    assert digest(table) == before

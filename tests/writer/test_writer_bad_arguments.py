@@ -75,6 +75,37 @@ def test_arrow_records_naming_a_column_twice_are_refused_naming_it(project: Call
     assert _nothing_written(root)
 
 
+@pytest.mark.parametrize(("records", "clash"), [
+    # Spark (case-insensitive by default, as Hive's metastore) took the table written with both for
+    # one column named twice: `The column `name` already exists`, and no query read it.
+    (pa.table({**ROWS, "NAME": ["b"]}), "the columns 'name' and 'NAME'"),
+    # Not dropped as a meta column (those go by exact name), so the file had both spellings.
+    (pa.table({**ROWS, "_HOODIE_RECORD_KEY": ["k"]}), "the columns '_hoodie_record_key' and '_HOODIE_RECORD_KEY'"),
+    (pa.table({**ROWS, "address": pa.array([{"city": "x", "City": "y"}])}),
+     "the columns 'address.city' and 'address.City'"),
+    (pa.table({**ROWS, "address": pa.StructArray.from_arrays(
+        [pa.array(["x"]), pa.array(["y"])], names=["city", "city"])}), "the columns 'address.city' and 'address.city'"),
+])
+def test_arrow_records_naming_a_column_twice_in_any_case_or_depth_are_refused(
+        project: Callable[..., Path], records: pa.Table, clash: str) -> None:
+    root = project(t=table_yaml("t"))
+    with pytest.raises(RefusedError) as refused:
+        runner.write(records, "t", project_dir=root)
+    assert str(refused.value).startswith(f"runner.write: the records name {clash}, which "), str(refused.value)
+    assert str(refused.value).endswith("nothing was written\nTo fix this, rename or drop the duplicates before "
+                                       "writing (a join keeps both sides' columns).")
+    assert _nothing_written(root)
+
+
+def test_a_dataframe_naming_a_column_twice_in_another_case_is_refused(
+        spark: Any, project: Callable[..., Path]) -> None:
+    root = project(t=table_yaml("t"))
+    twice = spark.createDataFrame([(1, "eu", "a", 1, "b")], SCHEMA + ", NAME string")
+    with pytest.raises(RefusedError, match=r"^runner.write: the records name the columns 'name' and 'NAME', which "):
+        runner.write(twice, "t", project_dir=root)
+    assert _nothing_written(root)
+
+
 def test_a_dataframe_naming_a_column_twice_is_refused_before_the_table_is_created(
         spark: Any, project: Callable[..., Path]) -> None:
     # A join that keeps both sides' key: the table's create schema would name `id` twice.
