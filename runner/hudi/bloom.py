@@ -93,7 +93,7 @@ def extend(held_rows: Sequence[npt.NDArray[np.uint8]], held: int, keys: pa.Array
     total = held + len(keys)
     if len(held_rows) != row_count(held):
         raise ValueError(f"a filter of {held} keys has {row_count(held)} rows, not {len(held_rows)}")
-    packed = _packed_rows(keys, [members[members >= held] - held for members in _row_members(total)])
+    packed = _packed_rows(keys, _row_members(total, held))
     for row, bits in enumerate(held_rows):
         np.bitwise_or(packed[row], bits, out=packed[row])
     return _serialized(packed, total)
@@ -196,21 +196,25 @@ def row_count(n: int) -> int:
     return rows
 
 
-def _row_members(n: int) -> list[npt.NDArray[np.int64]]:
+def _row_members(n: int, held: int = 0) -> list[npt.NDArray[np.int64]]:
     """The key indices each row holds, following `InternalDynamicBloomFilter.getActiveStandardBF`:
     row `r` takes keys `r * ENTRIES` up to the bound (`row_count` rows full); the key arriving at
     the bound goes to row 0 (`reachedMax` is set, the round-robin cursor not advanced), then keys
-    go round robin from row 0."""
+    go round robin from row 0. With `held`, only the keys from `held` on, counted from `held`."""
     import numpy as np
 
     rows = row_count(n)
     bound = rows * ENTRIES
     members = []
     for row in range(rows):
-        parts = [np.arange(row * ENTRIES, min(n, (row + 1) * ENTRIES), dtype=np.int64)]
-        if row == 0 and n > bound:
-            parts.append(np.array([bound], np.int64))
-        parts.append(np.arange(bound + 1 + row, n, rows, dtype=np.int64))
+        first = max(row * ENTRIES, held)
+        parts = [np.arange(first - held, max(first, min(n, (row + 1) * ENTRIES)) - held, dtype=np.int64)]
+        if row == 0 and n > bound >= held:
+            parts.append(np.array([bound - held], np.int64))
+        cycle = bound + 1 + row  # this row's first round-robin key, then every `rows` keys
+        if cycle < held:
+            cycle += -(-(held - cycle) // rows) * rows
+        parts.append(np.arange(cycle - held, n - held, rows, dtype=np.int64))
         members.append(np.concatenate(parts))
     return members
 
@@ -303,9 +307,13 @@ def _block_words(data: npt.NDArray[np.uint8], words: npt.NDArray[np.uint32], sta
 
     count, first, longest = len(starts), int(starts[0]), int(lengths[0])
     if int(lengths[-1]) == longest and int(starts[-1]) - first == (count - 1) * longest:
-        # Consecutive keys of one length (the usual case): their bytes are one (keys, length) block.
-        block = data[first : first + count * longest].reshape(count, longest)
-        return block[:, : longest // 4 * 4].copy().view("<u4").T.copy()
+        # Consecutive keys of one length (the usual case): word `j` of every key is a strided view
+        # of the one-byte-stride words, one copy each (two copies of the (keys, length) block cost
+        # 9x as much for 6-byte keys).
+        out = np.empty((longest // 4, count), np.uint32)
+        for j, row in enumerate(out):
+            np.copyto(row, words[first + 4 * j : first + 4 * j + (count - 1) * longest + 1 : longest])
+        return out
     at = np.arange(0, longest // 4 * 4, 4, dtype=np.int64)[:, None] + starts[None, :]
     return words[np.minimum(at, len(words) - 1)]  # type: ignore[no-any-return]
 
@@ -319,9 +327,16 @@ def _tail(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], lengths: n
     import numpy as np
 
     total = np.zeros(len(starts), np.uint32)
+    count = len(starts)
+    # Consecutive keys of one length: byte `length - step` of every key is a strided view of `data`.
+    consecutive = isinstance(lengths, int) and count and int(starts[-1]) - int(starts[0]) == (count - 1) * lengths
     for step in range(back, 0, -1) if where is None else (back,):
-        at = starts + lengths - step
-        byte = data[np.maximum(at, 0)].view(np.int8).astype(np.int32).view(np.uint32) << np.uint32(8 * (step - 1))
+        if consecutive:
+            at_first = int(starts[0]) + int(lengths) - step
+            picked = data[at_first : at_first + (count - 1) * int(lengths) + 1 : int(lengths)]
+        else:
+            picked = data[np.maximum(starts + lengths - step, 0)]
+        byte = picked.view(np.int8).astype(np.int32).view(np.uint32) << np.uint32(8 * (step - 1))
         np.bitwise_xor(total, byte if where is None else np.where(where, byte, np.uint32(0)), out=total)
     return total
 
