@@ -1,7 +1,7 @@
 """The bloom filter's hashing as it stood before the writer9 round (at f4c38df), kept only as a
 reference for tests/hudi/test_bloom_previous.py: the current code must give the same bytes.
 
-Copied verbatim from runner/hudi/bloom.py of that commit (`serialize`, `_packed_rows`,
+Copied verbatim from runner/hudi/bloom.py of that commit (`serialize`, `extend`, `_packed_rows`,
 `bit_positions`, `_KeyBlock`, `_block_words`, `_tail`, `_set_bits`, `_murmur_in_place`,
 `_bit_position`), the helpers that did not change taken from `runner.hudi.bloom`. Not used by
 the runner.
@@ -25,6 +25,25 @@ def serialize(keys: pa.Array) -> str:
     Hudi wrote holds one, and a filter built anyway would differ from any Hudi could build.
     """
     return bloom._serialized(_packed_rows(keys, bloom._row_members(len(keys))), len(keys))
+
+
+def extend(held_rows: Sequence[npt.NDArray[np.uint8]], held: int, keys: pa.Array) -> str:
+    """`serialize` of a file whose first `held` keys a filter already holds and whose other keys are
+    `keys` (in file order), given that filter's rows (packed bit vectors, as `bloom_merge` reads them):
+    only `keys` are hashed. Keys are added one after another and a key's row depends only on its
+    place (`_row_members`), so when `held_rows` is the filter `serialize` built of those `held` keys
+    the result is byte for byte the filter `serialize` builds of all the keys; from any filter that
+    holds them (one merged by a resize) it holds all the keys as well.
+
+    Raises RefusedError for a null or empty key among `keys`, as `serialize` does.
+    """
+    total = held + len(keys)
+    if len(held_rows) != bloom.row_count(held):
+        raise ValueError(f"a filter of {held} keys has {bloom.row_count(held)} rows, not {len(held_rows)}")
+    packed = _packed_rows(keys, [members[members >= held] - held for members in bloom._row_members(total)])
+    for row, bits in enumerate(held_rows):
+        np.bitwise_or(packed[row], bits, out=packed[row])
+    return bloom._serialized(packed, total)
 
 
 def _packed_rows(keys: pa.Array, row_members: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.uint8]:
