@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pybase64
@@ -113,9 +113,11 @@ def _packed_rows(keys: pa.Array, row_members: Sequence[npt.NDArray[np.int64]]) -
         ordered = _longest_first(lengths, members)
         for first in range(0, len(ordered), _BLOCK_KEYS):
             block = ordered[first : first + _BLOCK_KEYS]
-            positions = _hashes(_KeyBlock.read(data, words, offsets[block], lengths[block]))
-            _positions_in_place(positions)
-            bits[row][positions.reshape(-1)] = True  # every hash of the block in one store
+            key_block = _KeyBlock.read(data, words, offsets[block], lengths[block])
+            position, quotient = np.empty(key_block.size, np.uint32), np.empty(key_block.size, np.uint32)
+            for hashed in _hash_rows(key_block):
+                _positions(hashed, position, quotient)
+                bits[row][position] = True
     return np.packbits(bits, axis=1, bitorder="little")
 
 
@@ -147,9 +149,11 @@ def bit_positions(keys: pa.Array) -> npt.NDArray[np.intp]:
     out = np.empty((NUM_HASHES, len(keys)), np.intp)
     for first in range(0, len(ordered), _BLOCK_KEYS):
         block = ordered[first : first + _BLOCK_KEYS]
-        positions = _hashes(_KeyBlock.read(data, words, offsets[block], lengths[block]))
-        _positions_in_place(positions)
-        out[:, block] = positions
+        key_block = _KeyBlock.read(data, words, offsets[block], lengths[block])
+        position, quotient = np.empty(len(block), np.uint32), np.empty(len(block), np.uint32)
+        for i, hashed in enumerate(_hash_rows(key_block)):
+            _positions(hashed, position, quotient)
+            out[i, block] = position
     return out
 
 
@@ -350,26 +354,29 @@ def _unaligned_words(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint32]:
     return np.ndarray((count,), np.dtype("<u4"), buffer=data if count else np.zeros(4, np.uint8), strides=(1,))
 
 
-def _hashes(keys: _KeyBlock, count: int = NUM_HASHES,
-            seed: npt.NDArray[np.uint32] | None = None) -> npt.NDArray[np.uint32]:
-    """Hudi's chained MurmurHash of every key of the block, shape (count, keys): row `i` is seeded
-    with row `i - 1`, row 0 with `seed` (Hudi's: 0).
+def _hash_rows(keys: _KeyBlock, count: int = NUM_HASHES,
+               seed: npt.NDArray[np.uint32] | None = None) -> Iterator[npt.NDArray[np.uint32]]:
+    """Hudi's chained MurmurHash of every key of the block, `count` times: hash `i` is seeded with
+    hash `i - 1`, the first with `seed` (Hudi's: 0). Each is yielded in one buffer, valid until
+    the next (the caller must not change it: it seeds the next hash).
 
-    Each row is one numpy call per word and five for the finalisation, in place over one buffer
-    (its slices taken once per block), the last call writing the row; the constants are 0-d
-    arrays, which numpy's ufuncs take faster than scalars (about 0.2 µs a call, a quarter of
-    a call on 6,250 keys)."""
+    A hash is one numpy call per word and five for the finalisation, in place (its slices taken
+    once per block); the constants are 0-d arrays, which numpy's ufuncs take faster than
+    scalars (about 0.2 µs a call, a quarter of a call on 6,250 keys). One hash at a time keeps
+    the working set to a few arrays of the block's size: all 30 hashes of a block at once (with
+    their positions and the store's index array, 3 MB for 6,250 keys) cost more CPU than they
+    saved once two writer threads ran them side by side (bench/README.md, the writer9 round)."""
     import numpy as np
 
     m, s13, s15 = np.array(_M, np.uint32), np.array(13, np.uint32), np.array(15, np.uint32)
-    out = np.empty((count, keys.size), np.uint32)
     h, scratch = np.empty(keys.size, np.uint32), np.empty(keys.size, np.uint32)
     steps = [(h, word) if n == keys.size else (h[:n], word[:n]) for word, n in zip(keys.mixed, keys.with_word,
                                                                                    strict=True)]
     factor = keys.tail_factor
-    previous = np.zeros(keys.size, np.uint32) if seed is None else seed
-    for row in out:
-        np.bitwise_xor(previous, keys.start, out=h)
+    np.bitwise_xor(np.zeros(keys.size, np.uint32) if seed is None else seed, keys.start, out=h)
+    for i in range(count):
+        if i:
+            np.bitwise_xor(h, keys.start, out=h)
         for part, word in steps:
             np.multiply(part, m, out=part)
             np.bitwise_xor(part, word, out=part)
@@ -379,20 +386,18 @@ def _hashes(keys: _KeyBlock, count: int = NUM_HASHES,
         np.bitwise_xor(h, scratch, out=h)
         np.multiply(h, m, out=h)
         np.right_shift(h, s15, out=scratch)
-        np.bitwise_xor(h, scratch, out=row)
-        previous = row
-    return out
+        np.bitwise_xor(h, scratch, out=h)
+        yield h
 
 
-def _positions_in_place(hashes: npt.NDArray[np.uint32]) -> None:
-    """Each hash's bit, `Math.abs(h % VECTOR_SIZE)` of the Java int `h`, in place: it equals
+def _positions(hashed: npt.NDArray[np.uint32], out: npt.NDArray[np.uint32], quotient: npt.NDArray[np.uint32]) -> None:
+    """Each hash's bit, `Math.abs(h % VECTOR_SIZE)` of the Java int `h`, into `out`: it equals
     `|h| % VECTOR_SIZE`; |h| of Integer.MIN_VALUE overflows to itself as an int32 but reads 2**31
-    as uint32, the true value. Four passes over all the block's hashes at once."""
+    as uint32, the true value. All in uint32 (a cast to intp here was a slow conversion loop)."""
     import numpy as np
 
     size = np.array(VECTOR_SIZE, np.uint32)
-    flat = hashes.reshape(-1)
-    np.abs(flat.view(np.int32), out=flat.view(np.int32))
-    quotient = flat // size  # numpy divides by a scalar with multiply-and-shift (libdivide)
+    np.abs(hashed.view(np.int32), out=out.view(np.int32))
+    np.floor_divide(out, size, out=quotient)  # numpy divides by a scalar with multiply-and-shift (libdivide)
     np.multiply(quotient, size, out=quotient)
-    np.subtract(flat, quotient, out=flat)
+    np.subtract(out, quotient, out=out)
