@@ -4,9 +4,14 @@ A copy-on-write upsert of the phase bench (`bench_writer_phases.py --rows 100000
 of its 8 files with the file's old keys in place and about 6,250 new keys after them, and builds
 that file's footer with `footer.extended_record_key_footer`: the old filter's sample check
 (`bloom_merge.rows_hold` of 32 old keys), `bloom.extend` (only the new keys hashed) and the key
-range. This times, on one such file (`--held` old keys + `--added` new ones, by default 25,000 +
-6,250 keys `str(id)` for ids 100000 + 8 i, the bench's 6-digit keys; `--uuids` for 36-byte UUID
-strings):
+range. This times, on one such file of `--held` old keys and `--added` new ones after them:
+
+- `--keys phase` (the default): `str(3 + 8 i)`, what the phase bench's files hold (the 18,750 old
+  keys of 1-6 digits, the 6,250 new ones of 6), with `--held 18750 --added 6250`;
+- `--keys digits`: `str(100000 + 8 i)`, all 6 digits (keys of one length);
+- `--keys uuids`: random UUID strings (36 bytes);
+
+and times
 
 - `extend`: `bloom.extend` alone (the old filter's rows already decoded),
 - `serialize`: `bloom.serialize` of all the keys (a file written without an old filter),
@@ -19,7 +24,8 @@ f4c38df; the key range as Arrow's `pc.min_max`) and the current one, interleaved
 process on the same keys, and checks that both give the same value. Reports the median thread CPU
 time (`time.thread_time`) of `--reps` reps of each and the ratio previous / current.
 
-    PYTHONPATH=. .venv/bin/python bench/bench_bloom_extend.py [--reps 400] [--held 25000] [--added 6250] [--uuids]
+    PYTHONPATH=. .venv/bin/python bench/bench_bloom_extend.py [--reps 400] [--held 18750] [--added 6250]
+        [--keys phase|digits|uuids]
 """
 
 from __future__ import annotations
@@ -80,16 +86,16 @@ def cpu_ms(function: Callable[[], Any]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=400)
-    parser.add_argument("--held", type=int, default=25_000)
+    parser.add_argument("--held", type=int, default=18_750)
     parser.add_argument("--added", type=int, default=6_250)
-    parser.add_argument("--uuids", action="store_true", help="36-byte UUID strings instead of 6-digit ids")
+    parser.add_argument("--keys", choices=["phase", "digits", "uuids"], default="phase")
     args = parser.parse_args()
     total = args.held + args.added
-    if args.uuids:
+    if args.keys == "uuids":
         rng = random.Random(0)
         texts = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(total)]
     else:
-        texts = [str(100_000 + 8 * i) for i in range(total)]
+        texts = [str((3 if args.keys == "phase" else 100_000) + 8 * i) for i in range(total)]
     keys = pa.array(texts, pa.string())
     held, added = keys.slice(0, args.held), keys.slice(args.held)
     value = bloom.serialize(held)
@@ -118,7 +124,8 @@ def main() -> None:
             previous, current = (t_first, t_second) if rep % 2 == 0 else (t_second, t_first)
             times[name][0].append(previous)
             times[name][1].append(current)
-    kind = "UUID strings (36 bytes)" if args.uuids else "str(id), 6 digits"
+    kind = {"phase": "str(3 + 8 i), the phase bench's keys", "digits": "str(100000 + 8 i), 6 digits",
+            "uuids": "UUID strings (36 bytes)"}[args.keys]
     print(f"{args.held:,} held + {args.added:,} added keys, {kind}; median thread CPU of {args.reps} reps; "
           f"Python {sys.version.split()[0]}, numpy {np.__version__}, pyarrow {pa.__version__}")
     print("| what | previous ms | current ms | previous / current |")
