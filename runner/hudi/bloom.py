@@ -30,16 +30,22 @@ How it is computed fast without native code: 30 chained hashes per key are ~1,00
 operations, so the work is numpy uint32 arithmetic (it wraps as Java's `int` does) in place, over
 blocks of 16,384 keys that stay in the CPU cache through all 30 hashes. A key's 32-bit words and
 tail bytes do not depend on the seed, so they are read and pre-mixed once per block rather than
-once per hash; keys of different lengths share a block, longest first, so the keys that have a
-given word are a prefix of it. Each hash's bit positions are set in a boolean vector per row (one
-byte per bit: random single-byte stores, no read-modify-write), packed to bits at the end.
+once per hash, and the tail's XOR is folded into the key's last word (or, for a key of 1-3 bytes,
+into its length); keys of different lengths share a block, longest first, so the keys that have a
+given word are a prefix of it. Keys of one length, consecutive in the column (the usual case), are
+read through strided views of its bytes. The per-call cost of numpy (about 0.5 µs, against 1-2 µs
+of work on the 6,250 new keys of a merged file) is kept down with 0-d constants, slices taken once
+per block and positions computed in uint32. Each hash's bit positions are set in a boolean vector
+per row (one byte per bit: random single-byte stores, no read-modify-write), packed to bits at the
+end. (What did not pay: all 30 hashes of a block at once, and a packed vector set with
+`np.bitwise_or.at`; bench/README.md, the writer9 round.)
 """
 
 from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pybase64
@@ -93,7 +99,7 @@ def extend(held_rows: Sequence[npt.NDArray[np.uint8]], held: int, keys: pa.Array
     total = held + len(keys)
     if len(held_rows) != row_count(held):
         raise ValueError(f"a filter of {held} keys has {row_count(held)} rows, not {len(held_rows)}")
-    packed = _packed_rows(keys, [members[members >= held] - held for members in _row_members(total)])
+    packed = _packed_rows(keys, _row_members(total, held))
     for row, bits in enumerate(held_rows):
         np.bitwise_or(packed[row], bits, out=packed[row])
     return _serialized(packed, total)
@@ -113,7 +119,11 @@ def _packed_rows(keys: pa.Array, row_members: Sequence[npt.NDArray[np.int64]]) -
         ordered = _longest_first(lengths, members)
         for first in range(0, len(ordered), _BLOCK_KEYS):
             block = ordered[first : first + _BLOCK_KEYS]
-            _set_bits(bits[row], _KeyBlock.read(data, words, offsets[block], lengths[block]))
+            key_block = _KeyBlock.read(data, words, offsets[block], lengths[block])
+            position, quotient = np.empty(key_block.size, np.uint32), np.empty(key_block.size, np.uint32)
+            for hashed in _hash_rows(key_block):
+                _positions(hashed, position, quotient)
+                bits[row][position] = True
     return np.packbits(bits, axis=1, bitorder="little")
 
 
@@ -146,11 +156,9 @@ def bit_positions(keys: pa.Array) -> npt.NDArray[np.intp]:
     for first in range(0, len(ordered), _BLOCK_KEYS):
         block = ordered[first : first + _BLOCK_KEYS]
         key_block = _KeyBlock.read(data, words, offsets[block], lengths[block])
-        hashed = np.zeros(len(block), np.uint32)
-        scratch, position = np.empty_like(hashed), np.empty(len(block), np.intp)
-        for i in range(NUM_HASHES):
-            _murmur_in_place(hashed, scratch, key_block)
-            _bit_position(hashed, scratch, position)
+        position, quotient = np.empty(len(block), np.uint32), np.empty(len(block), np.uint32)
+        for i, hashed in enumerate(_hash_rows(key_block)):
+            _positions(hashed, position, quotient)
             out[i, block] = position
     return out
 
@@ -198,21 +206,25 @@ def row_count(n: int) -> int:
     return rows
 
 
-def _row_members(n: int) -> list[npt.NDArray[np.int64]]:
+def _row_members(n: int, held: int = 0) -> list[npt.NDArray[np.int64]]:
     """The key indices each row holds, following `InternalDynamicBloomFilter.getActiveStandardBF`:
     row `r` takes keys `r * ENTRIES` up to the bound (`row_count` rows full); the key arriving at
     the bound goes to row 0 (`reachedMax` is set, the round-robin cursor not advanced), then keys
-    go round robin from row 0."""
+    go round robin from row 0. With `held`, only the keys from `held` on, counted from `held`."""
     import numpy as np
 
     rows = row_count(n)
     bound = rows * ENTRIES
     members = []
     for row in range(rows):
-        parts = [np.arange(row * ENTRIES, min(n, (row + 1) * ENTRIES), dtype=np.int64)]
-        if row == 0 and n > bound:
-            parts.append(np.array([bound], np.int64))
-        parts.append(np.arange(bound + 1 + row, n, rows, dtype=np.int64))
+        first = max(row * ENTRIES, held)
+        parts = [np.arange(first - held, max(first, min(n, (row + 1) * ENTRIES)) - held, dtype=np.int64)]
+        if row == 0 and n > bound >= held:
+            parts.append(np.array([bound - held], np.int64))
+        cycle = bound + 1 + row  # this row's first round-robin key, then every `rows` keys
+        if cycle < held:
+            cycle += -(-(held - cycle) // rows) * rows
+        parts.append(np.arange(cycle - held, n - held, rows, dtype=np.int64))
         members.append(np.concatenate(parts))
     return members
 
@@ -240,43 +252,61 @@ def _longest_first(lengths: npt.NDArray[np.int64], members: npt.NDArray[np.int64
 
 
 class _KeyBlock:
-    """What MurmurHash needs of a block of keys, none of which depends on the seed: the keys'
-    lengths, their 32-bit words already mixed (`k *= m; k ^= k >>> 24; k *= m`), and what their
-    last 1-3 bytes XOR into the hash. Keys are longest first (`_longest_first`)."""
+    """What MurmurHash needs of a block of keys, none of which depends on the seed: what the seed is
+    XORed with first (the key's length), the keys' 32-bit words already mixed (`k *= m;
+    k ^= k >>> 24; k *= m`), and the tail. Keys are longest first (`_longest_first`).
 
-    def __init__(self, lengths: npt.NDArray[np.uint32] | np.uint32, mixed: npt.NDArray[np.uint32],
-                 with_word: list[int], tail: npt.NDArray[np.uint32] | None,
-                 tail_factor: npt.NDArray[np.uint32] | np.uint32) -> None:
+    The tail's XOR (its last 1-3 bytes) directly follows the last word's XOR, so it is folded into
+    that word; a key of 1-3 bytes has no word, and its tail is folded into the length instead (both
+    are XORed into the hash with nothing between). What is left of the tail is the multiply by m
+    (`tail_factor`: m, or per key m for keys with a tail and 1 for the others; None when no key has
+    a tail)."""
+
+    def __init__(self, start: npt.NDArray[np.uint32], mixed: npt.NDArray[np.uint32], with_word: list[int],
+                 tail_factor: npt.NDArray[np.uint32] | None) -> None:
         self.size = mixed.shape[1]
-        self.lengths = lengths  # one scalar when every key has the same length
+        self.start = start  # 0-d when the keys share it
         self.mixed = mixed  # (words of the longest key, keys)
         self.with_word = with_word  # with_word[j]: how many keys (a prefix) have a word j
-        self.tail = tail  # None when no key has a tail
-        self.tail_factor = tail_factor  # m for keys with a tail, 1 for the others
+        self.tail_factor = tail_factor
 
     @classmethod
     def read(cls, data: npt.NDArray[np.uint8], words: npt.NDArray[np.uint32], starts: npt.NDArray[np.int64],
              lengths: npt.NDArray[np.int64]) -> _KeyBlock:
         import numpy as np
 
-        m = np.uint32(_M)
+        m = np.array(_M, np.uint32)
         longest, count = int(lengths[0]), len(starts)
         mixed = _block_words(data, words, starts, lengths)
         np.multiply(mixed, m, out=mixed)
         np.bitwise_xor(mixed, mixed >> np.uint32(24), out=mixed)
         np.multiply(mixed, m, out=mixed)
+        if int(lengths[-1]) == longest:
+            with_word = [count] * (longest // 4)
+            start = np.array(longest, np.uint32)
+            if not longest % 4:
+                return cls(start, mixed, with_word, None)
+            tail = _tail(data, starts, longest, longest % 4)
+            if longest >= 4:
+                np.bitwise_xor(mixed[-1], tail, out=mixed[-1])
+            else:
+                start = start ^ tail
+            return cls(start, mixed, with_word, m)
         word_counts = lengths >> 2
         keys_by_words = np.bincount(word_counts, minlength=longest // 4 + 1)
         with_word = [int(n) for n in (count - np.cumsum(keys_by_words))[: longest // 4]]
         left = lengths & 3
-        if int(lengths[-1]) == longest:
-            tail = _tail(data, starts, longest, longest % 4) if longest % 4 else None
-            return cls(np.uint32(longest), mixed, with_word, tail, m)
         tail = np.zeros(count, np.uint32)
         for back in range(1, 4):
             np.bitwise_xor(tail, _tail(data, starts, lengths, back, where=left >= back), out=tail)
-        factor = np.where(left > 0, m, np.uint32(1)).astype(np.uint32)
-        return cls(lengths.astype(np.uint32), mixed, with_word, tail, factor)
+        start = lengths.astype(np.uint32)
+        # Keys are longest first, so those without a word (1-3 bytes, all with a tail) are the last.
+        no_word = with_word[0] if with_word else 0
+        np.bitwise_xor(start[no_word:], tail[no_word:], out=start[no_word:])
+        folded = np.flatnonzero(left[:no_word])
+        mixed[word_counts[folded] - 1, folded] ^= tail[folded]
+        factor = np.where(left > 0, m, np.uint32(1)).astype(np.uint32) if len(folded) or no_word < count else None
+        return cls(start, mixed, with_word, factor)
 
 
 def _block_words(data: npt.NDArray[np.uint8], words: npt.NDArray[np.uint32], starts: npt.NDArray[np.int64],
@@ -287,9 +317,13 @@ def _block_words(data: npt.NDArray[np.uint8], words: npt.NDArray[np.uint32], sta
 
     count, first, longest = len(starts), int(starts[0]), int(lengths[0])
     if int(lengths[-1]) == longest and int(starts[-1]) - first == (count - 1) * longest:
-        # Consecutive keys of one length (the usual case): their bytes are one (keys, length) block.
-        block = data[first : first + count * longest].reshape(count, longest)
-        return block[:, : longest // 4 * 4].copy().view("<u4").T.copy()
+        # Consecutive keys of one length (the usual case): word `j` of every key is a strided view
+        # of the one-byte-stride words, one copy each (two copies of the (keys, length) block cost
+        # 9x as much for 6-byte keys).
+        out = np.empty((longest // 4, count), np.uint32)
+        for j, row in enumerate(out):
+            np.copyto(row, words[first + 4 * j : first + 4 * j + (count - 1) * longest + 1 : longest])
+        return out
     at = np.arange(0, longest // 4 * 4, 4, dtype=np.int64)[:, None] + starts[None, :]
     return words[np.minimum(at, len(words) - 1)]  # type: ignore[no-any-return]
 
@@ -303,24 +337,18 @@ def _tail(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], lengths: n
     import numpy as np
 
     total = np.zeros(len(starts), np.uint32)
+    count = len(starts)
+    # Consecutive keys of one length: byte `length - step` of every key is a strided view of `data`.
+    consecutive = isinstance(lengths, int) and count and int(starts[-1]) - int(starts[0]) == (count - 1) * lengths
     for step in range(back, 0, -1) if where is None else (back,):
-        at = starts + lengths - step
-        byte = data[np.maximum(at, 0)].view(np.int8).astype(np.int32).view(np.uint32) << np.uint32(8 * (step - 1))
+        if consecutive:
+            at_first = int(starts[0]) + int(lengths) - step
+            picked = data[at_first : at_first + (count - 1) * int(lengths) + 1 : int(lengths)]
+        else:
+            picked = data[np.maximum(starts + lengths - step, 0)]
+        byte = picked.view(np.int8).astype(np.int32).view(np.uint32) << np.uint32(8 * (step - 1))
         np.bitwise_xor(total, byte if where is None else np.where(where, byte, np.uint32(0)), out=total)
     return total
-
-
-def _set_bits(bits: npt.NDArray[np.bool_], keys: _KeyBlock) -> None:
-    """Set the NUM_HASHES bit positions of every key of the block."""
-    import numpy as np
-
-    hashed = np.zeros(keys.size, np.uint32)
-    scratch = np.empty_like(hashed)
-    position = np.empty(keys.size, np.intp)
-    for _ in range(NUM_HASHES):
-        _murmur_in_place(hashed, scratch, keys)
-        _bit_position(hashed, scratch, position)
-        bits[position] = True
 
 
 def _unaligned_words(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint32]:
@@ -332,33 +360,50 @@ def _unaligned_words(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint32]:
     return np.ndarray((count,), np.dtype("<u4"), buffer=data if count else np.zeros(4, np.uint8), strides=(1,))
 
 
-def _murmur_in_place(h: npt.NDArray[np.uint32], scratch: npt.NDArray[np.uint32], keys: _KeyBlock) -> None:
-    """Hudi's MurmurHash of every key of the block, seeded with `h` (the previous hash), into `h`."""
+def _hash_rows(keys: _KeyBlock, count: int = NUM_HASHES,
+               seed: npt.NDArray[np.uint32] | None = None) -> Iterator[npt.NDArray[np.uint32]]:
+    """Hudi's chained MurmurHash of every key of the block, `count` times: hash `i` is seeded with
+    hash `i - 1`, the first with `seed` (Hudi's: 0). Each is yielded in one buffer, valid until
+    the next (the caller must not change it: it seeds the next hash).
+
+    A hash is one numpy call per word and five for the finalisation, in place (its slices taken
+    once per block); the constants are 0-d arrays, which numpy's ufuncs take faster than
+    scalars (about 0.2 µs a call, a quarter of a call on 6,250 keys). One hash at a time keeps
+    the working set to a few arrays of the block's size: all 30 hashes of a block at once (with
+    their positions and the store's index array, 3 MB for 6,250 keys) cost more CPU than they
+    saved once two writer threads ran them side by side (bench/README.md, the writer9 round)."""
     import numpy as np
 
-    m = np.uint32(_M)
-    np.bitwise_xor(h, keys.lengths, out=h)
-    for k, count in zip(keys.mixed, keys.with_word, strict=True):
-        part = h[:count]
-        np.multiply(part, m, out=part)
-        np.bitwise_xor(part, k[:count], out=part)
-    if keys.tail is not None:
-        np.bitwise_xor(h, keys.tail, out=h)
-        np.multiply(h, keys.tail_factor, out=h)
-    np.right_shift(h, np.uint32(13), out=scratch)
-    np.bitwise_xor(h, scratch, out=h)
-    np.multiply(h, m, out=h)
-    np.right_shift(h, np.uint32(15), out=scratch)
-    np.bitwise_xor(h, scratch, out=h)
+    m, s13, s15 = np.array(_M, np.uint32), np.array(13, np.uint32), np.array(15, np.uint32)
+    h, scratch = np.empty(keys.size, np.uint32), np.empty(keys.size, np.uint32)
+    steps = [(h, word) if n == keys.size else (h[:n], word[:n]) for word, n in zip(keys.mixed, keys.with_word,
+                                                                                   strict=True)]
+    factor = keys.tail_factor
+    np.bitwise_xor(np.zeros(keys.size, np.uint32) if seed is None else seed, keys.start, out=h)
+    for i in range(count):
+        if i:
+            np.bitwise_xor(h, keys.start, out=h)
+        for part, word in steps:
+            np.multiply(part, m, out=part)
+            np.bitwise_xor(part, word, out=part)
+        if factor is not None:
+            np.multiply(h, factor, out=h)
+        np.right_shift(h, s13, out=scratch)
+        np.bitwise_xor(h, scratch, out=h)
+        np.multiply(h, m, out=h)
+        np.right_shift(h, s15, out=scratch)
+        np.bitwise_xor(h, scratch, out=h)
+        yield h
 
 
-def _bit_position(h: npt.NDArray[np.uint32], scratch: npt.NDArray[np.uint32], position: npt.NDArray[np.intp]) -> None:
-    """`Math.abs(h % VECTOR_SIZE)` of the Java int `h`, which equals `|h| % VECTOR_SIZE`; |h| of
-    Integer.MIN_VALUE overflows to itself as an int32 but reads 2**31 as uint32, the true value."""
+def _positions(hashed: npt.NDArray[np.uint32], out: npt.NDArray[np.uint32], quotient: npt.NDArray[np.uint32]) -> None:
+    """Each hash's bit, `Math.abs(h % VECTOR_SIZE)` of the Java int `h`, into `out`: it equals
+    `|h| % VECTOR_SIZE`; |h| of Integer.MIN_VALUE overflows to itself as an int32 but reads 2**31
+    as uint32, the true value. All in uint32 (a cast to intp here was a slow conversion loop)."""
     import numpy as np
 
-    size = np.uint32(VECTOR_SIZE)
-    np.abs(h.view(np.int32), out=scratch.view(np.int32))
-    quotient = scratch // size  # numpy divides by a scalar with multiply-and-shift (libdivide)
+    size = np.array(VECTOR_SIZE, np.uint32)
+    np.abs(hashed.view(np.int32), out=out.view(np.int32))
+    np.floor_divide(out, size, out=quotient)  # numpy divides by a scalar with multiply-and-shift (libdivide)
     np.multiply(quotient, size, out=quotient)
-    np.subtract(scratch, quotient, out=position, casting="unsafe")
+    np.subtract(out, quotient, out=out)

@@ -89,6 +89,29 @@ def test_key_range_is_javas_string_order(keys: list[str]) -> None:
     assert footer.key_range(pa.array(keys)) == java_range(keys)
 
 
+# Characters of one UTF-8 width (1, 2 or 3 bytes), below U+E000, so that keys of one character
+# count are keys of one byte length (the range's byte path); low bytes and a shared prefix make
+# ties on the first 8 bytes.
+_WIDTHS = [st.sampled_from("\x00\x01az~\x7f"), st.sampled_from("\x80éüÿ\u07ff"), st.sampled_from("\u0800✓\ud7ff")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.integers(0, 2), st.integers(1, 12), st.integers(1, 40), st.text(max_size=3), st.integers(0, 3))
+@example(None, 0, 6, 31_250, "", 0)  # the bench's ids: fixed-width digits
+def test_the_range_of_keys_of_one_length_is_javas_string_order(data: st.DataObject | None, width: int, chars: int,
+                                                               count: int, prefix: str, skip: int) -> None:
+    if data is None:
+        keys = [str(100_000 + 8 * i) for i in range(count)]
+    else:
+        prefix = "".join(c for c in prefix if ord(c) < 0x80)[: chars // 2]
+        text = st.text(_WIDTHS[width], min_size=chars - len(prefix), max_size=chars - len(prefix))
+        keys = [prefix + k for k in data.draw(st.lists(text, min_size=count, max_size=count))]
+    column = pa.array(["x" * (i + 1) for i in range(skip)] + keys, pa.string()).slice(skip)
+    assert footer.key_range(column) == java_range(keys)
+    assert footer.key_range(pa.chunked_array([column])) == java_range(keys)
+    assert footer.key_range(pa.chunked_array([column.slice(0, 1), column.slice(1)])) == java_range(keys)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(min_size=0, max_size=4), min_size=0, max_size=12), st.integers(0, 3))
 def test_the_byte_scan_finds_exactly_the_characters_from_u_e000(keys: list[str], split: int) -> None:
