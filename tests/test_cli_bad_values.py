@@ -57,23 +57,32 @@ def test_a_valid_now_still_plans_as_of_that_time(tmp_path: Path, capsys: pytest.
     assert code in (0, 2) and out.startswith("runner plan: project cli, as of 20260106000000999\n")
 
 
-@pytest.mark.parametrize("now", ["20261301000000999", "20260230000000000"])
-def test_a_saved_plan_whose_now_is_no_calendar_time_is_refused(
-        now: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+REPLAN = "To fix this, re-create the plan with `runner plan --out` rather than editing it."
+
+
+def _apply_edited_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], **edits: str) -> tuple[Path, list[str]]:
+    """A saved plan with `edits` to its fields, applied: the plan file and the error lines, after
+    checking that apply failed (exit 1, nothing on stdout) and left the project as it was."""
     root = make_project(tmp_path / "p")
     plan_file = tmp_path / "plan.json"
     data = saved_plan(root, capsys, plan_file)
-    data["now"] = now
+    data.update(edits)
     plan_file.write_text(json.dumps(data))
     before = digest(root)
     code, out, err = cli(capsys, "apply", str(plan_file), "--project-dir", str(root))
     assert (code, out) == (1, "")
-    first, second = err.splitlines()
+    assert digest(root) == before
+    return plan_file, err.splitlines()
+
+
+@pytest.mark.parametrize("now", ["20261301000000999", "20260230000000000"])
+def test_a_saved_plan_whose_now_is_no_calendar_time_is_refused(
+        now: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan_file, (first, second) = _apply_edited_plan(tmp_path, capsys, now=now)
     assert first.startswith(f"error: plan file {plan_file}: $.now is no calendar time: expected an instant time "
                             f"(yyyyMMddHHmmssSSS), got {now!r} (")
     assert first.endswith("); nothing was applied")
-    assert second == "To fix this, re-create the plan with `runner plan --out` rather than editing it."
-    assert digest(root) == before
+    assert second == REPLAN
 
 
 @pytest.mark.parametrize("offset", ["+24:00", "-99:99", "+05:75", "+23:60"])
@@ -81,38 +90,20 @@ def test_a_saved_plan_whose_now_offset_is_no_utc_offset_is_refused(
         offset: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # The schema's pattern admits any two digits each side: +24:00 and -99:99 were an internal
     # ValueError from datetime; +05:75 was read as +06:15, another moment than the plan's.
-    root = make_project(tmp_path / "p")
-    plan_file = tmp_path / "plan.json"
-    data = saved_plan(root, capsys, plan_file)
-    data["now_offset"] = offset
-    plan_file.write_text(json.dumps(data))
-    before = digest(root)
-    code, out, err = cli(capsys, "apply", str(plan_file), "--project-dir", str(root))
-    assert (code, out) == (1, "")
-    first, second = err.splitlines()
+    plan_file, (first, second) = _apply_edited_plan(tmp_path, capsys, now_offset=offset)
     assert first.startswith(f"error: plan file {plan_file} does not match schemas/plan.schema.json at $.now_offset: ")
     assert f"{offset!r}" in first or f'"{offset}"' in first, first
     assert first.endswith("; nothing was applied")
-    assert second == "To fix this, re-create the plan with `runner plan --out` rather than editing it."
-    assert digest(root) == before
+    assert second == REPLAN
 
 
 def test_a_saved_plan_whose_now_at_its_offset_is_past_year_9999_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # 9999-12-31 23:59 at -12:00 is in year 10000 in UTC: an internal OverflowError at apply.
-    root = make_project(tmp_path / "p")
-    plan_file = tmp_path / "plan.json"
-    data = saved_plan(root, capsys, plan_file)
-    data["now"], data["now_offset"] = "99991231235959999", "-12:00"
-    plan_file.write_text(json.dumps(data))
-    before = digest(root)
-    code, out, err = cli(capsys, "apply", str(plan_file), "--project-dir", str(root))
-    assert (code, out) == (1, "")
-    assert err.splitlines() == [
+    plan_file, lines = _apply_edited_plan(tmp_path, capsys, now="99991231235959999", now_offset="-12:00")
+    assert lines == [
         f"error: plan file {plan_file}: $.now '99991231235959999' at $.now_offset '-12:00' lies outside the years "
-        "1000 to 9999 that instant times name; nothing was applied",
-        "To fix this, re-create the plan with `runner plan --out` rather than editing it."]
-    assert digest(root) == before
+        "1000 to 9999 that instant times name; nothing was applied", REPLAN]
 
 
 @pytest.mark.parametrize("port", ["99999", "-5", "65536", "http"])
