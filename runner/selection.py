@@ -100,10 +100,16 @@ def _suggestion(project: Project, spec: str) -> str:
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """` (did you mean "orders"?)` for the closest candidate, or "" when none is close."""
+    close = closest(word, candidates)
+    return f' (did you mean "{close}"?)' if close is not None else ""
+
+
+def closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to `word` (difflib's, or one equal but for case), None when none is close."""
     options = list(candidates)
     close = difflib.get_close_matches(word, options, n=1) or [
         o for o in options if o.lower() == word.lower()][:1]
-    return f' (did you mean "{close[0]}"?)' if close else ""
+    return close[0] if close else None
 
 
 def _parse(spec: str, state: _State) -> Matcher:

@@ -26,7 +26,6 @@ Operations (Hudi's `WriteOperationType`):
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -45,7 +44,7 @@ from runner.hudi.instant import Instant, InstantTime
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableMetadata, TableState, read_table_metadata, read_table_state
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
-from runner.selection import did_you_mean
+from runner.selection import closest, did_you_mean
 from runner.sizing import CommitSize, average_record_size
 from runner.spark_jobs import DRIVER, map_in_arrow
 from runner.storage import Storage, storage_for
@@ -522,12 +521,12 @@ def _declaration(project_dir: str | os.PathLike[str], table: str, target: str | 
         if decl.name == table:
             return decl
     names = [t.name for t in project.tables]
-    close = difflib.get_close_matches(str(table), names, n=1)
-    near = f' (did you mean "{close[0]}"?)' if close else ""
+    close = closest(str(table), names)
     new = f"add tables/{table}.yml with `name: {table}`, a `path:` and a `table:` block."
     raise RefusedError(  # a typo is likelier than a missing declaration: name the near miss first
-        f"No table named {table!r} is declared in {project.directory}; declared: {', '.join(names) or 'none'}{near}.",
-        hint=f'write to "{close[0]}", or {new}' if close else new,
+        f"No table named {table!r} is declared in {project.directory}; declared: {', '.join(names) or 'none'}"
+        f"{did_you_mean(str(table), names)}.",
+        hint=f'write to "{close}", or {new}' if close is not None else new,
     )
 
 
