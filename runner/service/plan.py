@@ -16,7 +16,7 @@ from runner.declarations.schema import SCHEMA_DIR
 from runner.errors import PlanError, RunnerError
 from runner.plan.model import FORMAT_VERSION, Plan, TablePlan, TableStatus
 from runner.planner import plan_one
-from runner.service.locations import guarded_location, instant_text, offset_text, plan_project
+from runner.service.locations import guarded_location, instant_text, offset_text, plan_moment, plan_project
 from runner.storage import storage_for
 
 if TYPE_CHECKING:
@@ -94,38 +94,26 @@ def load_plan(path: str | Path) -> Plan:
             "nothing was applied",
             hint="re-create the plan with `runner plan --out` rather than editing it.",
         )
-    _check_now(path, data["now"])
-    plan = Plan.from_json(data)
-    _check_moment(path, plan)
-    return plan
+    _check_now(path, data["now"], data.get("now_offset"))
+    return Plan.from_json(data)
 
 
-def _check_now(path: str | Path, now: str) -> None:
-    """The schema's pattern admits any 17 digits; apply measures KEEP_LATEST_BY_HOURS from this time."""
-    from runner.hudi.instant import InstantTime
-
+def _check_now(path: str | Path, now: str, offset: str | None) -> None:
+    """The moment apply measures KEEP_LATEST_BY_HOURS from: `now` read at `now_offset` (both already
+    of the schema's patterns, which admit any 17 digits) as a time in UTC."""
+    hint = "re-create the plan with `runner plan --out` rather than editing it."
     try:
-        InstantTime(now).to_datetime()
-    except ValueError as error:
+        plan_moment(now, offset)
+    except ValueError as error:  # from the digits: month 13, February 30
         raise PlanError(
             f"plan file {path}: $.now is no calendar time: expected an instant time (yyyyMMddHHmmssSSS), "
-            f"got {now!r} ({error}); nothing was applied",
-            hint="re-create the plan with `runner plan --out` rather than editing it.",
+            f"got {now!r} ({error}); nothing was applied", hint=hint,
         ) from None
-
-
-def _check_moment(path: str | Path, plan: Plan) -> None:
-    """Apply reads `now` at `now_offset` as a moment in UTC: 9999-12-31 at -12:00 is in year 10000."""
-    from runner.service.locations import plan_moment
-
-    try:
-        plan_moment(plan.now, plan.now_offset)
-    except OverflowError:
-        at = "" if plan.now_offset is None else f" at $.now_offset {plan.now_offset!r}"
+    except OverflowError:  # 9999-12-31 at -12:00 is in year 10000 in UTC
+        at = "" if offset is None else f" at $.now_offset {offset!r}"
         raise PlanError(
-            f"plan file {path}: $.now {plan.now!r}{at} lies outside the years 1000 to 9999 that instant times "
-            "name; nothing was applied",
-            hint="re-create the plan with `runner plan --out` rather than editing it.",
+            f"plan file {path}: $.now {now!r}{at} lies outside the years 1000 to 9999 that instant times "
+            "name; nothing was applied", hint=hint,
         ) from None
 
 
