@@ -177,9 +177,10 @@ class KeepLatestCommits(_ByCommitTime):
         retained = self.retained
         if len(completed) <= retained or retained <= 0:
             return None
-        candidate: Instant | None = completed[len(completed) - retained]
+        nth = completed[len(completed) - retained]
         pending = [i for i in timeline if not i.is_completed]
-        if pending and candidate is not None and candidate.time > pending[0].time:
+        candidate: Instant | None = nth
+        if pending and nth.time > pending[0].time:
             before = [i for i in completed if i.time < pending[0].time]
             candidate = before[-1] if before else None
         completions = sorted((i.completion_time for i in completed if i.completion_time is not None),

@@ -201,8 +201,6 @@ def _interrupted(report: RunReport, chosen: list[TableDeclaration], path: Path, 
     )
 
 
-
-
 def check_provenance(plan: Plan, project: Project) -> None:
     """Refuse a plan made in another project, for tables this project does not declare, or from
     declarations that changed since; nothing is applied when any table fails the check."""
