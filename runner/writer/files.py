@@ -435,7 +435,8 @@ def _reread(ctx: FileContext, partition: str, base: BaseFile,
     return old_file.parquet, _batches(ctx, path, contextlib.nullcontext(), old_file.parquet, old_file.keys)
 
 
-def _checked_columns(ctx: FileContext, path: str, parquet: pq.ParquetFile) -> list[str]:
+def _checked_columns(ctx: FileContext, path: str, parquet: pq.ParquetFile) -> None:
+    """Refuse an old file whose columns are not the written ones, before the merge writes anything."""
     found = parquet.schema_arrow.names
     names = [f.name for f in ctx.schema]
     if sorted(found) != sorted(names):
@@ -444,7 +445,6 @@ def _checked_columns(ctx: FileContext, path: str, parquet: pq.ParquetFile) -> li
             f"columns {names}; schema evolution is not supported by the writer.",
             hint="write the same columns as the table already has.",
         )
-    return names
 
 
 def _batches(ctx: FileContext, path: str, source: contextlib.AbstractContextManager[object],

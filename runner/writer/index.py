@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
     from pyspark.sql import DataFrame, SparkSession
 
-
 INDEX_SCHEMA = "_w_ipath string, _w_ikey string, _w_ifid string"
 INDEX_COLUMNS = ("_w_ipath", "_w_ikey", "_w_ifid")
 # The driver's index also gives each key's row in its file; tagging carries it onto the record it

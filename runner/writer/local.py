@@ -37,7 +37,7 @@ from runner.writer.index import OLD_ROW
 from runner.writer.prepare import SEQ
 from runner.writer.route import InsertRange, insert_targets
 from runner.writer.schema import PARTITION_PATH, RECORD_KEY, field_types
-from runner.writer.tasks import TARGET, runs
+from runner.writer.tasks import TARGET
 
 if TYPE_CHECKING:
     import numpy as np
@@ -271,29 +271,21 @@ def route_inserts(tagged: pa.Table, ranges: Sequence[InsertRange]) -> pa.Table:
 
 def runs_by(table: pa.Table, column: str) -> Iterator[tuple[str, pa.Table]]:
     """The rows of each value of `column`, sorted by input position, as a task receives them."""
-    ordered = table.take(_by_value_then_position(table, column))
-    if ordered.num_rows:
-        yield from runs(ordered, column)
-
-
-def _by_value_then_position(table: pa.Table, column: str) -> pa.Array:
-    """The row order of `table.sort_by([(column, "ascending"), (SEQ, "ascending")])`, found with
-    integer sorts: by position, then stably by the rank of each row's value among the column's few
-    distinct values (file ids, partition paths). Arrow's sort of the string column with the
-    position as a second key cost about twice as much (`bench/README.md`, "the format round")."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    values = table.column(column).combine_chunks()
-    if values.null_count:
-        return pc.sort_indices(table, sort_keys=[(column, "ascending"), (SEQ, "ascending")])
-    return pa.array(_value_rank_order(values, table)[0])
+    order, spans = _runs_of(table, column)
+    ordered = table.take(pa.array(order))
+    for value, start, end in spans:
+        yield value, ordered.slice(start, end - start)
 
 
 def _value_rank_order(values: pa.Array,
                       table: pa.Table) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], list[Any]]:
-    """`_by_value_then_position`'s order of a column without nulls, each row's rank of its value,
-    and the distinct values by rank."""
+    """The row order of `table.sort_by([(column, "ascending"), (SEQ, "ascending")])` for a column
+    without nulls, each row's rank of its value, and the distinct values by rank. Found with
+    integer sorts: by position, then stably by the rank of each row's value among the column's few
+    distinct values (file ids, partition paths). Arrow's sort of the string column with the
+    position as a second key cost about twice as much (`bench/README.md`, "the format round")."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -309,8 +301,8 @@ def _value_rank_order(values: pa.Array,
 
 
 def _runs_of(table: pa.Table, column: str) -> tuple[np.ndarray[Any, Any], list[tuple[str, int, int]]]:
-    """`runs_by` without the take: the row order it takes (`_by_value_then_position`) and each
-    value's run in it, `(value, start, end)`."""
+    """The order of `table`'s rows by `column`'s value, then by input position, and each value's
+    run in it, `(value, start, end)`: what `runs_by` takes and slices."""
     import numpy as np
     import pyarrow.compute as pc
 
