@@ -46,10 +46,8 @@ from runner.hudi import footer, parquet_footer
 from runner.hudi.parquet_deflate import parquet_writer
 from runner.hudi.parquet_ids import (
     C_CRYPTO,
-    C_FILE_OFFSET,
     C_FILE_PATH,
     C_META,
-    C_PAGE_INDEX,
     DATA_PAGE,
     DATA_PAGE_V2,
     DICTIONARY_PAGE,
@@ -61,12 +59,10 @@ from runner.hudi.parquet_ids import (
     F_ROW_GROUPS,
     F_SCHEMA,
     F_SIGNING_KEY,
-    M_BLOOM,
     M_CODEC,
     M_COMPRESSED,
     M_DATA_PAGE,
     M_DICTIONARY_PAGE,
-    M_INDEX_PAGE,
     M_NUM_VALUES,
     M_PATH,
     M_UNCOMPRESSED,
@@ -86,7 +82,6 @@ from runner.hudi.parquet_ids import (
 )
 from runner.hudi.thrift_compact import (
     I32,
-    I64,
     LIST,
     STRUCT,
     Struct,
@@ -116,7 +111,7 @@ class NotCopyable(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class _Chunk:
+class ParsedChunk:
     """One column chunk of an input: its metadata and where its bytes are."""
 
     meta: Struct  # the ColumnChunk
@@ -125,12 +120,12 @@ class _Chunk:
 
 
 @dataclass(frozen=True, slots=True)
-class _Input:
+class ParsedFile:
     """An input's parsed footer; its column chunks all lie in bytes [4, data_end)."""
 
     path: str
     meta: Struct  # the FileMetaData
-    row_groups: tuple[tuple[Struct, tuple[_Chunk, ...]], ...]
+    row_groups: tuple[tuple[Struct, tuple[ParsedChunk, ...]], ...]
     data_end: int  # where the footer starts
 
 
@@ -203,29 +198,30 @@ def copy_into(sources: Sequence[Source], out: BinaryIO, *, file_name: str | None
     Raises:
         NotCopyable: the inputs do not qualify (rewrite them instead).
     """
-    parsed = [_parse_footer(source) for source in sources]
+    parsed = [parse_footer(source) for source in sources]
     schema = _check_alike(parsed)
     codec = _single_codec(parsed)
     column = _file_name_column(schema) if file_name is not None else None
     name_leaf = column[0] if column else None
     _check_column_order(parsed, name_leaf)
     key_leaf = _key_leaf(schema)
-    names: Iterator[tuple[_Chunk, bytes | memoryview]] | None = None
+    names: Iterator[tuple[ParsedChunk, bytes | memoryview]] | None = None
     if column is not None and file_name is not None:
         counts = [_int(rg, R_NUM_ROWS) for f in parsed for rg, _ in f.row_groups]
         names = _file_name_chunks(file_name, counts, codec, optional=column[1])
     writer = _Writer(out)
-    keys: list[list[tuple[Struct, _Chunk, bytes]]] = []
+    keys: list[list[tuple[Struct, ParsedChunk, bytes]]] = []
     for source, f in zip(sources, parsed, strict=True):
         data = source.read(0, f.data_end)
         if len(data) != f.data_end or data[:4] != MAGIC:
             raise NotCopyable(f"{f.path} is not a plain Parquet file (it does not start with {MAGIC!r})")
         view = memoryview(data)
-        kept: list[tuple[Struct, _Chunk, bytes]] = []
+        kept: list[tuple[Struct, ParsedChunk, bytes]] = []
         for rg, chunks in f.row_groups:
             for chunk in chunks:
                 _check_pages(f.path, data, chunk)
-            pieces: list[tuple[_Chunk, bytes | memoryview]] = [(c, view[c.start:c.start + c.length]) for c in chunks]
+            pieces: list[tuple[ParsedChunk, bytes | memoryview]] = [(c, view[c.start:c.start + c.length])
+                                                                    for c in chunks]
             byte_size = _int(rg, R_TOTAL_BYTE_SIZE)
             if names is not None and name_leaf is not None:
                 spliced = next(names)
@@ -242,9 +238,9 @@ def copy_into(sources: Sequence[Source], out: BinaryIO, *, file_name: str | None
     return Copied(size, writer.records, len(writer.row_groups), origin)
 
 
-def _parse(path: str, data: bytes) -> tuple[_Input, bytes]:
+def _parse(path: str, data: bytes) -> tuple[ParsedFile, bytes]:
     """An input held in memory: its footer parsed and every chunk's pages checked."""
-    parsed = _parse_footer(Source.of_bytes(path, data))
+    parsed = parse_footer(Source.of_bytes(path, data))
     if data[:4] != MAGIC:
         raise NotCopyable(f"{path} is not a plain Parquet file (it does not start with {MAGIC!r})")
     for _, chunks in parsed.row_groups:
@@ -253,7 +249,7 @@ def _parse(path: str, data: bytes) -> tuple[_Input, bytes]:
     return parsed, data
 
 
-def _parse_footer(source: Source) -> _Input:
+def parse_footer(source: Source) -> ParsedFile:
     path, size = source.path, source.size
     tail = source.read(size - 8, 8) if size >= 12 else b""
     if tail[4:] != MAGIC:  # the leading PAR1 is checked when the data is read
@@ -286,10 +282,10 @@ def _parse_footer(source: Source) -> _Input:
         raise NotCopyable(f"{path}: column chunks overlap or lie outside the data")
     if not row_groups:
         raise NotCopyable(f"{path} holds no rows")
-    return _Input(path, meta, tuple(row_groups), start)
+    return ParsedFile(path, meta, tuple(row_groups), start)
 
 
-def _chunk(path: str, chunk: object) -> _Chunk:
+def _chunk(path: str, chunk: object) -> ParsedChunk:
     assert isinstance(chunk, Struct)
     meta = chunk.get_struct(C_META)
     if meta is None or chunk.has(C_FILE_PATH) or any(chunk.has(f) for f in C_CRYPTO):
@@ -298,14 +294,14 @@ def _chunk(path: str, chunk: object) -> _Chunk:
     dictionary = meta.get_int(M_DICTIONARY_PAGE)
     if dictionary is not None and 0 < dictionary < start:
         start = dictionary
-    return _Chunk(chunk, start, _int(meta, M_COMPRESSED))
+    return ParsedChunk(chunk, start, _int(meta, M_COMPRESSED))
 
 
-def _uncompressed(chunk: _Chunk) -> int:
+def _uncompressed(chunk: ParsedChunk) -> int:
     return _int(chunk.meta.get_struct(C_META), M_UNCOMPRESSED)
 
 
-def _check_pages(path: str, data: bytes, chunk: _Chunk) -> None:
+def _check_pages(path: str, data: bytes, chunk: ParsedChunk) -> None:
     """Walk the chunk's page headers: they must fill exactly its length and hold its values.
 
     Some old writers recorded chunk sizes that leave out a page header; copying such a chunk by its
@@ -330,18 +326,18 @@ def _check_pages(path: str, data: bytes, chunk: _Chunk) -> None:
                           f"({pos - start} of {length} bytes, {seen} of {values} values)")
 
 
-def _check_alike(files: Sequence[_Input]) -> Struct:
+def _check_alike(files: Sequence[ParsedFile]) -> Struct:
     """The common schema; the files must also agree on the writer and the column orders."""
     first = files[0]
     for other in files[1:]:
         for fid, what in ((F_SCHEMA, "Parquet schemas"), (F_CREATED_BY, "writers (created_by)"),
                           (F_COLUMN_ORDERS, "column orders")):
-            if _encoded(first.meta, fid) != _encoded(other.meta, fid):
+            if footer_field(first.meta, fid) != footer_field(other.meta, fid):
                 raise NotCopyable(f"{what} differ: {first.path} and {other.path}")
     return first.meta
 
 
-def _encoded(meta: Struct, field_id: int) -> bytes | None:
+def footer_field(meta: Struct, field_id: int) -> bytes | None:
     """A footer field's bytes, for comparing; the schema's root name is left out (Hudi's Avro writer
     names it after the record, Spark's row writer `spark_schema`; no reader looks at it)."""
     if not meta.has(field_id):
@@ -360,7 +356,7 @@ def _kind(meta: Struct, field_id: int) -> int:
     return next(kind for fid, kind, _ in meta.fields if fid == field_id)
 
 
-def _single_codec(files: Sequence[_Input]) -> int:
+def _single_codec(files: Sequence[ParsedFile]) -> int:
     codecs = {_int(c.meta.get_struct(C_META), M_CODEC) for f in files for _, chunks in f.row_groups for c in chunks}
     if len(codecs) != 1:
         raise NotCopyable(f"column chunks use {len(codecs)} codecs ({sorted(codecs)}), not one")
@@ -396,7 +392,7 @@ def _string_column(meta: Struct, name: str) -> tuple[int, int, bool] | None:
     return found
 
 
-def _check_column_order(files: Sequence[_Input], name_leaf: int | None) -> None:
+def _check_column_order(files: Sequence[ParsedFile], name_leaf: int | None) -> None:
     """Every row group has one chunk per leaf column, in schema order (the spec's rule, relied on
     to find the `_hoodie_file_name` chunk by its position)."""
     leaves = _leaves(files[0].meta.get_list(F_SCHEMA), 0)[0]
@@ -426,7 +422,7 @@ def _leaves(elements: Sequence[object], i: int) -> tuple[int, int]:
 
 
 def _file_name_chunks(name: str, counts: Sequence[int], codec: int, *,
-                      optional: bool) -> Iterator[tuple[_Chunk, bytes | memoryview]]:
+                      optional: bool) -> Iterator[tuple[ParsedChunk, bytes | memoryview]]:
     """A `_hoodie_file_name` chunk holding `name` for each entry of `counts` (rows per row group),
     with its bytes. Row groups of equal row counts get the same chunk, so one pyarrow file of one
     row group per distinct count is written (inputs of a bulk insert mostly share their counts)."""
@@ -453,7 +449,7 @@ def _file_name_chunks(name: str, counts: Sequence[int], codec: int, *,
     return iter([by_count[count] for count in counts])
 
 
-def _key_values(files: Sequence[_Input]) -> dict[str, str | None]:
+def _key_values(files: Sequence[ParsedFile]) -> dict[str, str | None]:
     """The inputs' key-value metadata, the first file's value winning, minus writer schemas and
     Hudi's record-key footer (computed afresh for the new file by the caller)."""
     merged: dict[str, str | None] = {}
@@ -475,12 +471,12 @@ class _Writer:
         self.row_groups: list[Struct] = []
         self.records = 0
 
-    def row_group(self, rg: Struct, pieces: Sequence[tuple[_Chunk, bytes | memoryview]], byte_size: int) -> None:
+    def row_group(self, rg: Struct, pieces: Sequence[tuple[ParsedChunk, bytes | memoryview]], byte_size: int) -> None:
         """Append one row group: `rg` as its input had it, and each chunk with its bytes."""
         columns: list[Struct] = []
         for chunk, data in pieces:
             self.out.write(data)
-            columns.append(_moved(chunk, self.pos))
+            columns.append(parquet_footer.moved_chunk(chunk.meta, chunk.start, chunk.length, self.pos))
             self.pos += chunk.length
         self.row_groups.append(parquet_footer.row_group(rg, columns, byte_size, len(self.row_groups)))
         self.records += _int(rg, R_NUM_ROWS)
@@ -490,26 +486,6 @@ class _Writer:
         tail = parquet_footer.footer(first, self.records, self.row_groups, key_values)
         self.out.write(tail)
         return self.pos + len(tail)
-
-
-def _moved(chunk: _Chunk, start: int) -> Struct:
-    """The chunk's metadata for its new place at `start`, without page index or bloom filter."""
-    delta = start - chunk.start
-    meta = chunk.meta.get_struct(C_META)
-    assert meta is not None
-    new_meta = Struct(list(meta.fields))
-    for fid in (M_DATA_PAGE, M_INDEX_PAGE, M_DICTIONARY_PAGE):
-        value = new_meta.get_int(fid)
-        if value is not None and value > 0:
-            new_meta.put(fid, I64, value + delta)
-    new_meta.drop(*M_BLOOM)
-    new = Struct(list(chunk.meta.fields))
-    new.drop(*C_PAGE_INDEX)
-    new.put(C_META, STRUCT, new_meta)
-    # Deprecated and unread; writers put the chunk's start (or its metadata's offset) here.
-    old = new.get_int(C_FILE_OFFSET) or 0
-    new.put(C_FILE_OFFSET, I64, old + delta if chunk.start <= old <= chunk.start + chunk.length else start)
-    return new
 
 
 def _int(struct: Struct | None, field_id: int) -> int:
@@ -525,10 +501,10 @@ def hudi_footer(inputs: Sequence[tuple[str, bytes]]) -> dict[str, str]:
     return _record_key_footer([f for f, _ in parsed], key_chunks(parsed))[0]
 
 
-KeyChunks = list[list[tuple[Struct, _Chunk, bytes]]]  # per input, per row group: (row group, chunk, bytes)
+KeyChunks = list[list[tuple[Struct, ParsedChunk, bytes]]]  # per input, per row group: (row group, chunk, bytes)
 
 
-def key_chunks(inputs: Sequence[tuple[_Input, bytes]]) -> KeyChunks | None:
+def key_chunks(inputs: Sequence[tuple[ParsedFile, bytes]]) -> KeyChunks | None:
     """Each input's `_hoodie_record_key` chunks with their bytes; None without that column."""
     if not inputs:
         return None
@@ -544,7 +520,7 @@ def _key_leaf(meta: Struct) -> int | None:
     return None if found is None else found[0]
 
 
-def _record_key_footer(files: Sequence[_Input], keys_chunks: KeyChunks | None) -> tuple[dict[str, str], str]:
+def _record_key_footer(files: Sequence[ParsedFile], keys_chunks: KeyChunks | None) -> tuple[dict[str, str], str]:
     """The footer, and where its bloom filter came from ("merged", "rebuilt: <why>" or "none").
 
     The key range is computed from the decoded `_hoodie_record_key` column (inputs' recorded
@@ -577,7 +553,7 @@ def _footer_entries(meta: Struct) -> dict[bytes, bytes]:
     return entries
 
 
-def _key_column(files: Sequence[_Input], keys_chunks: KeyChunks) -> pa.ChunkedArray | None:
+def _key_column(files: Sequence[ParsedFile], keys_chunks: KeyChunks) -> pa.ChunkedArray | None:
     """Every input's `_hoodie_record_key` values in order; None without that column.
 
     Decoded from one Parquet file made of the key column's chunks alone, with a footer that

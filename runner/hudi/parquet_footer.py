@@ -7,13 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from runner.hudi.parquet_ids import (
+    C_FILE_OFFSET,
     C_META,
+    C_PAGE_INDEX,
     F_KEY_VALUE,
     F_NUM_ROWS,
     F_ROW_GROUPS,
+    M_BLOOM,
     M_COMPRESSED,
     M_DATA_PAGE,
     M_DICTIONARY_PAGE,
+    M_INDEX_PAGE,
     MAGIC,
     R_COLUMNS,
     R_FILE_OFFSET,
@@ -67,6 +71,27 @@ def key_values(meta: Struct) -> dict[str, str | None]:
         found.setdefault(key.decode("utf-8", "replace"),
                          value.decode("utf-8", "replace") if isinstance(value, bytes) else None)
     return found
+
+
+def moved_chunk(chunk: Struct, start: int, length: int, new_start: int) -> Struct:
+    """A ColumnChunk whose pages lay at `start` (`length` bytes) moved to `new_start`, without page
+    index or bloom filter (neither is copied with the pages)."""
+    delta = new_start - start
+    meta = chunk.get_struct(C_META)
+    assert meta is not None
+    new_meta = Struct(list(meta.fields))
+    for fid in (M_DATA_PAGE, M_INDEX_PAGE, M_DICTIONARY_PAGE):
+        value = new_meta.get_int(fid)
+        if value is not None and value > 0:
+            new_meta.put(fid, I64, value + delta)
+    new_meta.drop(*M_BLOOM)
+    new = Struct(list(chunk.fields))
+    new.drop(*C_PAGE_INDEX)
+    new.put(C_META, STRUCT, new_meta)
+    # Deprecated and unread; writers put the chunk's start (or its metadata's offset) here.
+    old = new.get_int(C_FILE_OFFSET) or 0
+    new.put(C_FILE_OFFSET, I64, old + delta if start <= old <= start + length else new_start)
+    return new
 
 
 def _compressed(column: Struct) -> int:
