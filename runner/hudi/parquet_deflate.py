@@ -25,6 +25,7 @@ index, no Parquet bloom filter, no encryption; anything else is a bug here and r
 
 from __future__ import annotations
 
+import itertools
 import os
 import zlib
 from collections.abc import Mapping, Sequence
@@ -47,7 +48,12 @@ from runner.hudi.parquet_ids import (
     M_COMPRESSED,
     M_DATA_PAGE,
     M_DICTIONARY_PAGE,
+    M_ENCODING_STATS,
+    M_ENCODINGS,
     M_INDEX_PAGE,
+    M_NUM_VALUES,
+    M_SIZE_STATISTICS,
+    M_STATISTICS,
     M_UNCOMPRESSED,
     MAGIC,
     P_COMPRESSED_SIZE,
@@ -56,18 +62,25 @@ from runner.hudi.parquet_ids import (
     P_UNCOMPRESSED_SIZE,
     R_COLUMNS,
     R_NUM_ROWS,
+    R_TOTAL_COMPRESSED,
+    ST_NULL_COUNT,
 )
 from runner.hudi.thrift_compact import (
     I32,
     I64,
+    LIST,
     STRUCT,
     Struct,
+    ThriftList,
+    Value,
     decode_struct,
     encode_struct,
 )
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from runner.hudi.page_prefix import OldPages, PagePrefix
 
 HUDI_GZIP_LEVEL = 6  # zlib's default, what parquet-mr's gzip writes through Hadoop unless told otherwise
 _WHAT = "<a row group encoded for deflating>"
@@ -104,9 +117,15 @@ class DeflatingWriter:
         self._template: Struct | None = None  # a footer Arrow wrote for the whole schema
         self._closed = False
 
-    def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
+    def write_table(self, table: pa.Table, row_group_size: int | None = None, *,
+                    prefixes: Mapping[int, PagePrefix] | None = None) -> None:
         """Append `table` as row groups of at most `row_group_size` rows (all of it by default;
-        never more than pyarrow's cap, 64 Mi rows, as its writer splits them)."""
+        never more than pyarrow's cap, 64 Mi rows, as its writer splits them).
+
+        `prefixes`: for a table written as one row group, the columns (by index) whose first pages
+        are copied from an old file as they are (`runner.hudi.page_prefix`); only the rest of each
+        such column is encoded. They must be columns this writer encodes plain (`plain`), from a
+        file `can_copy_from` accepts."""
         self._open()
         if not table.schema.equals(self.schema, check_metadata=False):
             raise ValueError(f"Table schema does not match schema used to create file: "
@@ -116,8 +135,22 @@ class DeflatingWriter:
         # The writer's schema, metadata included, as pyarrow's writer stores it (no copy of the data).
         table = pa.Table.from_arrays(table.columns, schema=self.schema)
         size = min(max(row_group_size or table.num_rows, 1), ARROW_MAX_ROW_GROUP_ROWS)
+        if prefixes:
+            if size < table.num_rows:
+                raise ValueError("pages are copied into a table written as one row group")
+            if not all(self.plain(self.schema.names[i]) for i in prefixes):
+                raise ValueError("pages are copied only into columns encoded without a dictionary")
         for start in range(0, table.num_rows, size):
-            self._row_group(table.slice(start, size))
+            self._row_group(table.slice(start, size), prefixes or {})
+
+    def plain(self, column: str) -> bool:
+        """Whether `column` is encoded without a dictionary here (`use_dictionary`)."""
+        chosen = self.options.get("use_dictionary", True)
+        return not chosen if isinstance(chosen, bool) else column not in chosen
+
+    def can_copy_from(self, old: OldPages) -> bool:
+        """Whether pages of `old` may be copied into this file: the same writer and schema."""
+        return old.matches(self._footer_template())
 
     def add_key_value_metadata(self, key_values: Mapping[str, str]) -> None:
         self._open()
@@ -164,34 +197,162 @@ class DeflatingWriter:
             self._template = _footer(self._encoded(self.schema.empty_table()))
         return self._template
 
-    def _row_group(self, table: pa.Table) -> None:
-        columns: list[Struct] = []
+    def _row_group(self, table: pa.Table, prefixes: Mapping[int, PagePrefix]) -> None:
+        """Write one row group. Columns are encoded from the row their copied prefix ends at (row 0
+        without one), those starting at one row together, in runs of at most `BATCH_BYTES`; each
+        run's pages are deflated; then every column's prefix and pages are written in schema order."""
+        rows = table.num_rows
+        prefixes = {i: p for i, p in prefixes.items() if p.rows < rows or (p.rows == rows and p.whole_chunk)}
+        statistics = self._statistics(table, [i for i, p in prefixes.items() if p.rows < rows])
+        prefixes = {i: p for i, p in prefixes.items() if p.rows == rows or i in statistics}
+        by_start: dict[int, list[int]] = {}
+        for i in range(table.num_columns):
+            start = prefixes[i].rows if i in prefixes else 0
+            if start < rows:
+                by_start.setdefault(start, []).append(i)
+        encoded: dict[int, list[tuple[_ChunkPages, list[bytearray]]]] = {}  # per column, its leaves
         first: Struct | None = None
-        for fields in _column_batches(table, BATCH_BYTES):
-            whole = len(fields) == table.num_columns
-            part = table if whole else table.select(fields)
-            data = self._encoded(part)
-            meta = _footer(data)
-            if whole and self._template is None:
-                self._template = meta
-            row_groups = meta.get_list(F_ROW_GROUPS)
-            if len(row_groups) != 1 or not isinstance(rg := row_groups[0], Struct):
-                raise AssertionError(f"Arrow wrote {len(row_groups)} row groups for one")
-            first = first or rg
-            chunks = [_chunk_pages(data, chunk) for chunk in rg.get_list(R_COLUMNS) if isinstance(chunk, Struct)]
-            packed = iter(_deflate_all([data[at:at + size] for pages in chunks for _, at, size in pages.pages],
-                                       self.level))
-            for pages in chunks:
-                pieces, column = pages.deflated([next(packed) for _ in pages.pages], self.pos)
-                for piece in pieces:
-                    self.sink.write(piece)
-                    self.pos += len(piece)
-                columns.append(column)
-            del data
-        assert first is not None
+        for start, indices in sorted(by_start.items()):
+            part = table.select(indices).slice(start)
+            for fields in _column_batches(part, BATCH_BYTES):
+                data = self._encoded(part if len(fields) == part.num_columns else part.select(fields))
+                meta = _footer(data)
+                if start == 0 and len(fields) == table.num_columns and self._template is None:
+                    self._template = meta
+                row_groups = meta.get_list(F_ROW_GROUPS)
+                if len(row_groups) != 1 or not isinstance(rg := row_groups[0], Struct):
+                    raise AssertionError(f"Arrow wrote {len(row_groups)} row groups for one")
+                first = first or rg
+                chunks = [_chunk_pages(data, chunk) for chunk in rg.get_list(R_COLUMNS) if isinstance(chunk, Struct)]
+                packed = iter(_deflate_all([data[at:at + size] for pages in chunks for _, at, size in pages.pages],
+                                           self.level))
+                leaves = iter(chunks)
+                for field in fields:
+                    mine = itertools.islice(leaves, _leaf_count(part.field(field).type))
+                    encoded[indices[field]] = [(pages, [next(packed) for _ in pages.pages]) for pages in mine]
+                del data
+        columns = [chunk for i in range(table.num_columns)
+                   for chunk in self._column(encoded.get(i, []), prefixes.get(i), statistics.get(i))]
+        # With every column copied whole no encode gave a RowGroup: start from the fields Arrow's carry.
+        template = Struct(list(first.fields)) if first is not None else Struct([(R_TOTAL_COMPRESSED, I64, 0)])
+        template.put(R_NUM_ROWS, I64, rows)
         byte_size = sum(_int(c.get_struct(C_META), M_UNCOMPRESSED) for c in columns)
-        self.row_groups.append(parquet_footer.row_group(first, columns, byte_size, len(self.row_groups)))
-        self.rows += _int(first, R_NUM_ROWS)
+        self.row_groups.append(parquet_footer.row_group(template, columns, byte_size, len(self.row_groups)))
+        self.rows += rows
+
+    def _column(self, encoded: list[tuple[_ChunkPages, list[bytearray]]], prefix: PagePrefix | None,
+                statistics: Struct | None) -> list[Struct]:
+        """Write one column of the row group: its copied prefix, then its encoded pages (one chunk
+        per leaf of a nested column, which never has a prefix); its ColumnChunks."""
+        at = self.pos
+        if prefix is not None:
+            self.sink.write(prefix.data)
+            self.pos += len(prefix.data)
+            if not encoded:  # the whole old chunk, rows and statistics alike
+                chunk = prefix.chunk
+                moved = parquet_footer.moved_chunk(chunk.meta, chunk.start, chunk.length, at)
+                if not chunk.meta.get_int(C_FILE_OFFSET):
+                    moved.put(C_FILE_OFFSET, I64, 0)  # as Arrow writes it (deprecated, unread)
+                return [moved]
+            if len(encoded) != 1:
+                raise AssertionError("copied pages into a column of several leaves")
+        columns = []
+        for pages, packed in encoded:
+            pieces, column = pages.deflated(packed, self.pos)
+            for piece in pieces:
+                self.sink.write(piece)
+                self.pos += len(piece)
+            columns.append(column)
+        return columns if prefix is None else [_with_prefix(columns[0], prefix, at, statistics)]
+
+    def _statistics(self, table: pa.Table, indices: Sequence[int]) -> dict[int, Struct]:
+        """The chunk statistics of these columns over all the row group's rows, as Arrow writes them:
+        Arrow encodes each column's least and greatest value (so its rules for NaN, signed zeros and
+        long values apply as to the whole column), and the null count is the column's. A column
+        whose bounds Arrow cannot compute is left out (it is then encoded whole)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        bounds: dict[int, pa.Array] = {}
+        for i in indices:
+            column = table.column(i)
+            try:
+                low_high = pc.min_max(column)
+                bounds[i] = pa.array([low_high["min"], low_high["max"]], column.type)
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+                continue
+        if not bounds:
+            return {}
+        names = [self.schema.names[i] for i in bounds]
+        meta = _footer(self._encoded(pa.Table.from_arrays(list(bounds.values()),
+                                                          schema=pa.schema([self.schema.field(n) for n in names]))))
+        found: dict[int, Struct] = {}
+        rg = meta.get_list(F_ROW_GROUPS)[0]
+        assert isinstance(rg, Struct)
+        for i, chunk in zip(bounds, rg.get_list(R_COLUMNS), strict=True):
+            assert isinstance(chunk, Struct)
+            stats = chunk.get_struct(C_META).get_struct(M_STATISTICS)  # type: ignore[union-attr]
+            if stats is None:
+                continue  # no statistics written (`write_statistics`): none for the column either
+            stats = Struct(list(stats.fields))
+            if stats.has(ST_NULL_COUNT):
+                stats.put(ST_NULL_COUNT, I64, table.column(i).null_count)
+            found[i] = stats
+        return found
+
+def _with_prefix(column: Struct, prefix: PagePrefix, at: int, statistics: Struct | None) -> Struct:
+    """`column`, a chunk's encoded pages, as the chunk starting at `at` with `prefix`'s copied pages
+    before them: values, sizes, encodings and page counts add up; statistics are the whole chunk's."""
+    meta = column.get_struct(C_META)
+    assert meta is not None
+    if meta.get_int(M_DICTIONARY_PAGE):
+        raise AssertionError("a dictionary page after copied pages")
+    new_meta = Struct(list(meta.fields))
+    new_meta.put(M_NUM_VALUES, I64, _int(meta, M_NUM_VALUES) + prefix.rows)
+    new_meta.put(M_COMPRESSED, I64, _int(meta, M_COMPRESSED) + len(prefix.data))
+    new_meta.put(M_UNCOMPRESSED, I64, _int(meta, M_UNCOMPRESSED) + prefix.uncompressed)
+    new_meta.put(M_DATA_PAGE, I64, at)
+    encodings = [e for e in meta.get_list(M_ENCODINGS) if isinstance(e, int)]
+    new_meta.put(M_ENCODINGS, LIST, ThriftList(I32, [*encodings, *sorted(prefix.encodings - set(encodings))]))
+    if meta.has(M_ENCODING_STATS):
+        new_meta.put(M_ENCODING_STATS, LIST, ThriftList(STRUCT, _added_page_counts(
+            meta.get_list(M_ENCODING_STATS), prefix.page_encodings)))
+    if statistics is not None:
+        new_meta.put(M_STATISTICS, STRUCT, statistics)
+    else:
+        new_meta.drop(M_STATISTICS)
+    new_meta.drop(M_SIZE_STATISTICS)  # optional; the encoded pages' alone would understate the chunk
+    new = Struct(list(column.fields))
+    new.put(C_META, STRUCT, new_meta)
+    if new.get_int(C_FILE_OFFSET):
+        new.put(C_FILE_OFFSET, I64, at)
+    return new
+
+
+def _added_page_counts(stats: Sequence[object], pages: Sequence[tuple[int, int]]) -> list[Value]:
+    """PageEncodingStats (page type, encoding, count) with the copied data pages counted in."""
+    entries = [Struct(list(s.fields)) for s in stats if isinstance(s, Struct)]
+    for encoding, count in pages:
+        for entry in entries:
+            if entry.get_int(1) == DATA_PAGE and entry.get_int(2) == encoding:
+                entry.put(3, I32, (entry.get_int(3) or 0) + count)
+                break
+        else:
+            entries.append(Struct([(1, I32, DATA_PAGE), (2, I32, encoding), (3, I32, count)]))
+    return list(entries)
+
+
+def _leaf_count(arrow_type: pa.DataType) -> int:
+    """How many Parquet leaf columns (column chunks) a column of this Arrow type has."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(arrow_type):
+        return sum(_leaf_count(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+    if pa.types.is_map(arrow_type):
+        return _leaf_count(arrow_type.key_type) + _leaf_count(arrow_type.item_type)
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
+        return _leaf_count(arrow_type.value_type)
+    return 1
 
 
 def _column_batches(table: pa.Table, limit: int) -> list[list[int]]:

@@ -18,6 +18,9 @@ C_CRYPTO = (8, 9)
 M_TYPE, M_PATH, M_CODEC, M_NUM_VALUES, M_UNCOMPRESSED, M_COMPRESSED = 1, 3, 4, 5, 6, 7
 M_DATA_PAGE, M_INDEX_PAGE, M_DICTIONARY_PAGE = 9, 10, 11
 M_BLOOM = (14, 15)
+M_ENCODINGS, M_STATISTICS, M_ENCODING_STATS, M_SIZE_STATISTICS = 2, 12, 13, 16
+# Statistics
+ST_NULL_COUNT = 3
 # SchemaElement
 S_TYPE, S_REPETITION, S_NAME, S_CHILDREN = 1, 3, 4, 5
 # PageHeader, and the field of its data page header (v1, v2) holding num_values

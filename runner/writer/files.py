@@ -16,7 +16,8 @@ uses it (pyarrow's own default, 9, is six times slower), unless the write's
   same file id. Old records keep their meta values (only `_hoodie_file_name` changes); an old record
   whose key arrives in this write is replaced by the new one, in place, and counts as an update; the
   remaining new records follow as inserts. As in Hudi's `HoodieMergeHandle`, new records of one key
-  collapse to the last one first.
+  collapse to the last one first. The old file's pages before a row group's first replaced record
+  are copied as they are where they qualify (`runner.hudi.page_prefix`); the rest is encoded.
 
 A table without meta fields (`hoodie.populate.meta.fields=false`, `runner.writer.virtual_keys`)
 gets its meta columns null but `_hoodie_file_name`, and no record-key footer, as Hudi writes it;
@@ -42,7 +43,8 @@ from runner.errors import RefusedError
 from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.footer import extended_record_key_footer, input_filter, record_key_footer
-from runner.hudi.parquet_deflate import TableWriter, parquet_writer
+from runner.hudi.page_prefix import OldPages
+from runner.hudi.parquet_deflate import DeflatingWriter, TableWriter, parquet_writer
 from runner.hudi.parquet_dictionary import dictionary_columns
 from runner.hudi.properties import format_properties
 from runner.storage import AlreadyExists, Storage
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
     from runner.hudi.bloom_merge import InputFilter
+    from runner.hudi.page_prefix import PagePrefix
     from runner.writer.index import OldFile
     from runner.writer.virtual_keys import VirtualKeys
 
@@ -259,8 +262,11 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
     if ctx.virtual_keys is None:
         out.prior_filter = input_filter(relative_path(partition, base.name), parquet.metadata.metadata,
                                         parquet.metadata.num_rows)
+    old_pages = (OldPages(relative_path(partition, base.name), old_file.data)
+                 if old_file is not None and ctx.codec.name == GZIP.name else None)
     try:
-        inserts, updates = _merge_into(ctx, out, old_batches, newest, match, replaced)
+        inserts, updates = _merge_into(ctx, out, old_batches, newest, match, replaced,
+                                       _Unchanged(old_pages, parquet.metadata.num_rows) if old_pages else None)
     except BaseException:
         out.abort()
         raise
@@ -268,14 +274,16 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
 
 
 def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[tuple[pa.Table, _Keys]],
-                newest: pa.Table, match: _Matcher, replaced: np.ndarray[Any, Any]) -> tuple[int, int]:
+                newest: pa.Table, match: _Matcher, replaced: np.ndarray[Any, Any],
+                unchanged: _Unchanged | None = None) -> tuple[int, int]:
     """Write the old records with updates in place, then the inserts; (inserts, updates) written.
-    The rows carry no file name until `_OpenFile.write` adds the new one (`_without_file_name`)."""
+    The rows carry no file name until `_OpenFile.write` adds the new one (`_without_file_name`).
+    `unchanged`: the old file's pages, told which old rows are replaced, for the copy of the rest."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    rows = _RowGroups(out)
+    rows = _RowGroups(out, unchanged)
     updates = 0
     offset = 0
     for old, old_keys in old_batches:
@@ -284,6 +292,8 @@ def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[tuple[pa
         if not hit.any():
             rows.add(old)
             continue
+        if unchanged is not None:
+            unchanged.replaced(np.flatnonzero(hit) + (offset - old.num_rows))
         replaced[taken] = True
         fresh = stamp(ctx, newest.take(pa.array(taken, pa.int64())), None, updates)
         updates += len(taken)
@@ -375,12 +385,38 @@ def _newest_per_key(incoming: pa.Table) -> pa.Table:
     return incoming.take(pa.array(np.sort(last.to_numpy()), pa.int64()))
 
 
+class _Unchanged:
+    """An old file's pages and which of its rows a merge replaces (in ascending order, as the merge
+    goes): a new row group's first rows are copied as the old file's pages up to the first replaced
+    row, or its last old row (the inserts follow), `runner.hudi.page_prefix`."""
+
+    def __init__(self, pages: OldPages, old_rows: int) -> None:
+
+        self.pages, self.old_rows = pages, old_rows
+        self._replaced: list[np.ndarray[Any, Any]] = []
+
+    def replaced(self, rows: np.ndarray[Any, Any]) -> None:
+        self._replaced.append(rows)
+
+    def rows_from(self, start: int, count: int) -> int:
+        """How many rows from `start` (at most `count`) are old rows left as they were."""
+        import numpy as np
+
+        end = min(start + count, self.old_rows)
+        for rows in self._replaced:
+            at = int(np.searchsorted(rows, start))
+            if at < len(rows):
+                end = min(end, int(rows[at]))
+                break
+        return max(0, end - start)
+
+
 class _RowGroups:
     """Buffers output rows and writes them in row groups of exactly `ROW_GROUP_ROWS` (the last one
     shorter), so the layout does not depend on how the input was batched."""
 
-    def __init__(self, out: _OpenFile) -> None:
-        self._out = out
+    def __init__(self, out: _OpenFile, unchanged: _Unchanged | None = None) -> None:
+        self._out, self._unchanged = out, unchanged
         self._pending: list[pa.Table] = []
         self._rows = 0
 
@@ -393,7 +429,7 @@ class _RowGroups:
         self._rows += rows.num_rows
         while self._rows >= ROW_GROUP_ROWS:
             buffered = pa.concat_tables(self._pending)
-            self._out.write(buffered.slice(0, ROW_GROUP_ROWS).combine_chunks())
+            self._write(buffered.slice(0, ROW_GROUP_ROWS).combine_chunks())
             rest = buffered.slice(ROW_GROUP_ROWS)
             self._pending, self._rows = [rest], rest.num_rows
 
@@ -401,8 +437,15 @@ class _RowGroups:
         import pyarrow as pa
 
         if self._rows:
-            self._out.write(pa.concat_tables(self._pending).combine_chunks())
+            self._write(pa.concat_tables(self._pending).combine_chunks())
         self._pending, self._rows = [], 0
+
+    def _write(self, rows: pa.Table) -> None:
+        unchanged = self._unchanged
+        if unchanged is None:
+            self._out.write(rows)
+        else:
+            self._out.write(rows, copy_from=(unchanged.pages, unchanged.rows_from(self._out.rows, rows.num_rows)))
 
 
 def _read_base(ctx: FileContext, partition: str,
@@ -528,9 +571,11 @@ class _OpenFile:
         per_row = self.size // self.rows if self.rows and self.size else self.ctx.avg_record_size
         return max(1, (self.ctx.max_file_size - self.size) // max(per_row, 1))
 
-    def write(self, table: pa.Table) -> None:
+    def write(self, table: pa.Table, *, copy_from: tuple[OldPages, int] | None = None) -> None:
         """Write `table`'s rows, in the file's layout; rows without `_hoodie_file_name` (a merge's)
-        get this file's name, with or without meta fields (see `_meta_nulled`)."""
+        get this file's name, with or without meta fields (see `_meta_nulled`). `copy_from`: an old
+        file whose row group starting at this one's first row holds the table's first rows (the
+        given number) as they are; its pages of those rows are copied where they qualify."""
         import pyarrow as pa
 
         if table.num_rows == 0:
@@ -543,7 +588,13 @@ class _OpenFile:
             self._all_keys.append(table.column(RECORD_KEY))
         else:
             table = _meta_nulled(table)
-        self._opened(table).write_table(table, row_group_size=max(table.num_rows, 1))
+        writer = self._opened(table)
+        prefixes = self._prefixes(writer, *copy_from) if copy_from is not None else None
+        if prefixes:
+            assert isinstance(writer, DeflatingWriter)
+            writer.write_table(table, row_group_size=max(table.num_rows, 1), prefixes=prefixes)
+        else:
+            writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.rows += table.num_rows
         failpoint("mid_file")
 
@@ -570,6 +621,19 @@ class _OpenFile:
         self._stream.close()  # publishes the file: fsync and link (local), the conditional completion (S3)
         return WrittenFile(self.partition, self.file_id, self.name, self.prev_commit, self.rows,
                            num_inserts, num_updates, size)
+
+    def _prefixes(self, writer: TableWriter, old: OldPages, unchanged_rows: int) -> dict[int, PagePrefix]:
+        """The columns whose first pages are copied from `old`: every column but the file name
+        (each row takes the new one) that this file encodes plain, where `old` qualifies."""
+        if not isinstance(writer, DeflatingWriter) or not unchanged_rows or not writer.can_copy_from(old):
+            return {}
+        found = {}
+        for i, name in enumerate(self.ctx.schema.names):
+            if name != FILE_NAME and writer.plain(name):
+                prefix = old.prefix(self.rows, i, unchanged_rows)
+                if prefix is not None:
+                    found[i] = prefix
+        return found
 
     def _opened(self, first_rows: pa.Table) -> TableWriter:
         if self._writer is None:

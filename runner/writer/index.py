@@ -113,13 +113,15 @@ class OldFile:
     """A base file as the index read it: its bytes parsed as Parquet, and its record keys.
 
     The merge of its file group decodes the other columns from `parquet` and takes the keys from
-    `keys`, so the file is read and its footer and key column decoded once per write.
+    `keys`, so the file is read and its footer and key column decoded once per write; it copies the
+    pages no update touches from `data` (`runner.hudi.page_prefix`).
     """
 
     parquet: pq.ParquetFile
     keys: pa.Array
     size: int
     index_rows: pa.RecordBatch
+    data: bytes
 
 
 def read_old_file(storage: Storage, partition: str, base: BaseFile,
@@ -142,7 +144,7 @@ def _read(storage: Storage, partition: str, name: str, file_id: str,
         keys = stored_keys(parquet.read(columns=[RECORD_KEY]).column(0), path)
     else:
         keys = virtual_keys.keys(parquet.read(columns=virtual_keys.columns), path)
-    return OldFile(parquet, keys, len(data), _index_rows(partition, file_id, keys))
+    return OldFile(parquet, keys, len(data), _index_rows(partition, file_id, keys), data)
 
 
 def _index_rows(partition: str, file_id: str, keys: pa.Array) -> pa.RecordBatch:

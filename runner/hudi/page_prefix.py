@@ -1,0 +1,179 @@
+"""The untouched leading pages of an old base file's column chunks, for a merge to copy as they are.
+
+A copy-on-write merge rewrites a file group's base file with some old records replaced in place and
+the inserts after them (`runner.writer.files.merge`). The new file's row groups start where the old
+file's do (both are cut every `ROW_GROUP_ROWS` rows), so where no record of a row group's first
+rows is replaced, the old chunk's first data pages hold exactly the values the new file has there.
+Those pages are copied byte for byte, and only the rest of the column is encoded and deflated
+(`parquet_deflate.DeflatingWriter`): an upsert's cost then follows the pages it changes, not the
+size of the files it touches.
+
+A page is copied only where the copy cannot differ from what encoding it again would give readers:
+
+- the old file was written by the same Parquet writer (`created_by`) with the same schema elements
+  as the new file (so the same physical types, logical types and repetitions), and the schema is
+  flat (every column a top-level leaf, none repeated: a page's values are then its rows);
+- the chunk is GZIP, has no dictionary page (a column chunk holds at most one dictionary, so the
+  pages after a copied prefix are plain, as the new file's encoding of that column is), and its
+  pages are data pages v1 that fill the chunk exactly;
+- the page ends at or before the first replaced row.
+
+Anything else gives no prefix, and the column is encoded whole as before. The chunk's statistics are
+not taken from the old file (they cover the replaced rows too); the writer computes them over the
+whole new column.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from runner.errors import CorruptMetadataError
+from runner.hudi.parquet_copy import NotCopyable, ParsedChunk, ParsedFile, Source, footer_field, parse_footer
+from runner.hudi.parquet_ids import (
+    C_META,
+    DATA_PAGE,
+    F_CREATED_BY,
+    F_SCHEMA,
+    GZIP,
+    M_CODEC,
+    M_DICTIONARY_PAGE,
+    M_NUM_VALUES,
+    P_COMPRESSED_SIZE,
+    P_DATA_V1,
+    P_TYPE,
+    P_UNCOMPRESSED_SIZE,
+    R_NUM_ROWS,
+    S_CHILDREN,
+    S_REPETITION,
+)
+from runner.hudi.thrift_compact import Struct, decode_struct
+
+_REPEATED = 2
+# DataPageHeader: the values' encoding, then those of the definition and repetition levels.
+_DATA_ENCODINGS = (2, 3, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class PagePrefix:
+    """A column chunk's first `pages` data pages as stored (headers included): its first `rows` values."""
+
+    data: memoryview
+    rows: int
+    pages: int
+    uncompressed: int  # headers plus uncompressed bodies, as ColumnMetaData counts them
+    encodings: frozenset[int]  # of the values and levels in these pages
+    page_encodings: tuple[tuple[int, int], ...]  # (values' encoding, data pages), for `encoding_stats`
+    chunk: ParsedChunk  # the old chunk, whose metadata holds when `whole_chunk`
+    whole_chunk: bool  # every page of the old chunk
+
+
+@dataclass(slots=True)
+class _Page:
+    end: int  # offset after its body
+    rows: int  # values up to and including this page
+    uncompressed: int  # bytes up to and including this page, ColumnMetaData's way
+    encodings: frozenset[int]
+    value_encoding: int
+
+
+@dataclass(slots=True)
+class OldPages:
+    """An old base file held in memory, read for the pages a merge may copy (see module doc)."""
+
+    path: str
+    data: bytes
+    _parsed: ParsedFile | None = None
+    _pages: dict[tuple[int, int], list[_Page] | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        try:
+            self._parsed = parse_footer(Source.of_bytes(self.path, self.data))
+        except (NotCopyable, CorruptMetadataError):
+            self._parsed = None  # nothing of it is copied; the merge encodes every column
+
+    def matches(self, template: Struct) -> bool:
+        """Whether this file's pages may go into a file whose footer (schema, writer) is `template`."""
+        if self._parsed is None:
+            return False
+        meta = self._parsed.meta
+        return (footer_field(meta, F_CREATED_BY) == footer_field(template, F_CREATED_BY)
+                and footer_field(meta, F_SCHEMA) == footer_field(template, F_SCHEMA)
+                and _flat(meta))
+
+    def prefix(self, row_start: int, column: int, untouched: int) -> PagePrefix | None:
+        """The leading pages of `column` in the row group starting at row `row_start` that lie within
+        its first `untouched` rows; None when there are none to copy."""
+        found = self._row_group(row_start)
+        if found is None or untouched <= 0:
+            return None
+        pages = self._walk(found, column)
+        if not pages:
+            return None
+        taken = 0
+        while taken < len(pages) and pages[taken].rows <= untouched:
+            taken += 1
+        if taken == 0:
+            return None
+        assert self._parsed is not None
+        chunk = self._parsed.row_groups[found][1][column]
+        last, copied = pages[taken - 1], pages[:taken]
+        counts = Counter(p.value_encoding for p in copied)
+        return PagePrefix(memoryview(self.data)[chunk.start:last.end], last.rows, taken, last.uncompressed,
+                          frozenset().union(*(p.encodings for p in copied)), tuple(sorted(counts.items())),
+                          chunk, taken == len(pages))
+
+    def _row_group(self, row_start: int) -> int | None:
+        if self._parsed is None:
+            return None
+        start = 0
+        for i, (rg, _) in enumerate(self._parsed.row_groups):
+            if start == row_start:
+                return i
+            start += rg.get_int(R_NUM_ROWS) or 0
+        return None
+
+    def _walk(self, row_group: int, column: int) -> list[_Page] | None:
+        """The chunk's pages, or None when it does not qualify; walked once per chunk."""
+        key = (row_group, column)
+        if key not in self._pages:
+            assert self._parsed is not None
+            chunks = self._parsed.row_groups[row_group][1]
+            self._pages[key] = _data_pages(self.data, chunks[column]) if column < len(chunks) else None
+        return self._pages[key]
+
+
+def _flat(meta: Struct) -> bool:
+    elements = meta.get_list(F_SCHEMA)
+    return all(isinstance(e, Struct) and not e.get_int(S_CHILDREN) and e.get_int(S_REPETITION) != _REPEATED
+               for e in elements[1:])
+
+
+def _data_pages(data: bytes, chunk: ParsedChunk) -> list[_Page] | None:
+    """A GZIP chunk's data pages v1, when it has no dictionary and its pages fill it exactly."""
+    meta = chunk.meta.get_struct(C_META)
+    if meta is None or meta.get_int(M_CODEC) != GZIP or (meta.get_int(M_DICTIONARY_PAGE) or 0) > 0:
+        return None
+    pos, end = chunk.start, chunk.start + chunk.length
+    pages: list[_Page] = []
+    rows = uncompressed = 0
+    try:
+        while pos < end:
+            header, body = decode_struct(data, what="a page header", offset=pos)
+            v1 = header.get_struct(P_DATA_V1)
+            values, encoding = (v1.get_int(1), v1.get_int(2)) if v1 is not None else (None, None)
+            stored, raw = header.get_int(P_COMPRESSED_SIZE), header.get_int(P_UNCOMPRESSED_SIZE)
+            if (header.get_int(P_TYPE) != DATA_PAGE or not values or encoding is None
+                    or stored is None or raw is None):
+                return None
+            uncompressed += body - pos + raw  # the header, then the body before compression
+            rows += values
+            pos = body + stored
+            assert v1 is not None
+            pages.append(_Page(pos, rows, uncompressed,
+                               frozenset(e for f in _DATA_ENCODINGS if (e := v1.get_int(f)) is not None), encoding))
+    except CorruptMetadataError:
+        return None
+    if pos != end or rows != meta.get_int(M_NUM_VALUES):
+        return None
+    return pages
