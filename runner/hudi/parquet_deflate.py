@@ -16,8 +16,11 @@ re-encoded with the new compressed size, and a page CRC recomputed when there is
 threads at once when there are enough bytes (libdeflate releases the GIL), and appended to the
 output in their order; the footer, written on `close`, is the one Arrow writes for the schema,
 with the row groups' chunks in GZIP and their sizes and offsets moved. Held at once, besides the
-rows: one run of columns' uncompressed encoding (Arrow's own writer holds a dictionary-encoded
-chunk's pages until the chunk ends).
+rows: one run of columns' uncompressed encoding and the row group's deflated pages (Arrow's own
+writer holds a dictionary-encoded chunk's pages until the chunk ends).
+
+A merge may hand over, per column, the first pages of the old file's chunk (`runner.hudi.page_prefix`):
+they are written as they are, and only the column's later rows are encoded and deflated.
 
 Only what the writers here ask Arrow for is accepted: data pages v1 and dictionary pages, no page
 index, no Parquet bloom filter, no encryption; anything else is a bug here and raises.
@@ -299,6 +302,7 @@ class DeflatingWriter:
                 stats.put(ST_NULL_COUNT, I64, table.column(i).null_count)
             found[i] = stats
         return found
+
 
 def _with_prefix(column: Struct, prefix: PagePrefix, at: int, statistics: Struct | None) -> Struct:
     """`column`, a chunk's encoded pages, as the chunk starting at `at` with `prefix`'s copied pages
