@@ -20,7 +20,8 @@ A page is copied only where the copy cannot differ from what encoding it again w
 
 Anything else gives no prefix, and the column is encoded whole as before. The chunk's statistics are
 not taken from the old file (they cover the replaced rows too); the writer computes them over the
-whole new column.
+whole new column. The merge still decodes the whole old file, so a corrupt page fails the write
+rather than being carried over.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class PagePrefix:
 
 @dataclass(slots=True)
 class _Page:
-    end: int  # offset after its body
+    end: int  # offset after its body, in the chunk's bytes
     rows: int  # values up to and including this page
     uncompressed: int  # bytes up to and including this page, ColumnMetaData's way
     encodings: frozenset[int]
@@ -78,19 +79,30 @@ class _Page:
 
 
 @dataclass(slots=True)
-class OldPages:
-    """An old base file held in memory, read for the pages a merge may copy (see module doc)."""
+class _Chunk:
+    data: bytes  # the chunk's bytes, from its first page on
+    pages: list[_Page] | None  # None: it does not qualify
 
-    path: str
-    data: bytes
+
+@dataclass(slots=True)
+class OldPages:
+    """An old base file, read for the pages a merge may copy (see module doc): its footer first, then
+    each column chunk asked about, whole, when a row group is reached (`Source.read`: in memory, or
+    byte ranges of storage). Only the current row group's chunks are held."""
+
+    source: Source
     _parsed: ParsedFile | None = None
-    _pages: dict[tuple[int, int], list[_Page] | None] = field(default_factory=dict)
+    _chunks: dict[tuple[int, int], _Chunk] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         try:
-            self._parsed = parse_footer(Source.of_bytes(self.path, self.data))
+            self._parsed = parse_footer(self.source)
         except (NotCopyable, CorruptMetadataError):
             self._parsed = None  # nothing of it is copied; the merge encodes every column
+
+    @classmethod
+    def of_bytes(cls, path: str, data: bytes) -> OldPages:
+        return cls(Source.of_bytes(path, data))
 
     def matches(self, template: Struct) -> bool:
         """Whether this file's pages may go into a file whose footer (schema, writer) is `template`."""
@@ -107,7 +119,8 @@ class OldPages:
         found = self._row_group(row_start)
         if found is None or untouched <= 0:
             return None
-        pages = self._walk(found, column)
+        chunk = self._chunk(found, column)
+        pages = chunk.pages if chunk is not None else None
         if not pages:
             return None
         taken = 0
@@ -115,13 +128,12 @@ class OldPages:
             taken += 1
         if taken == 0:
             return None
-        assert self._parsed is not None
-        chunk = self._parsed.row_groups[found][1][column]
+        assert self._parsed is not None and chunk is not None
         last, copied = pages[taken - 1], pages[:taken]
         counts = Counter(p.value_encoding for p in copied)
-        return PagePrefix(memoryview(self.data)[chunk.start:last.end], last.rows, taken, last.uncompressed,
+        return PagePrefix(memoryview(chunk.data)[:last.end], last.rows, taken, last.uncompressed,
                           frozenset().union(*(p.encodings for p in copied)), tuple(sorted(counts.items())),
-                          chunk, taken == len(pages))
+                          self._parsed.row_groups[found][1][column], taken == len(pages))
 
     def _row_group(self, row_start: int) -> int | None:
         if self._parsed is None:
@@ -133,14 +145,21 @@ class OldPages:
             start += rg.get_int(R_NUM_ROWS) or 0
         return None
 
-    def _walk(self, row_group: int, column: int) -> list[_Page] | None:
-        """The chunk's pages, or None when it does not qualify; walked once per chunk."""
+    def _chunk(self, row_group: int, column: int) -> _Chunk | None:
+        """The chunk, read and walked once; the chunks of earlier row groups are let go (a merge
+        asks about row groups in order)."""
+        assert self._parsed is not None
+        chunks = self._parsed.row_groups[row_group][1]
+        if column >= len(chunks):
+            return None
         key = (row_group, column)
-        if key not in self._pages:
-            assert self._parsed is not None
-            chunks = self._parsed.row_groups[row_group][1]
-            self._pages[key] = _data_pages(self.data, chunks[column]) if column < len(chunks) else None
-        return self._pages[key]
+        if key not in self._chunks:
+            for held in [k for k in self._chunks if k[0] < row_group]:
+                del self._chunks[held]
+            where = chunks[column]
+            data = bytes(self.source.read(where.start, where.length))
+            self._chunks[key] = _Chunk(data, _data_pages(data, where) if len(data) == where.length else None)
+        return self._chunks[key]
 
 
 def _flat(meta: Struct) -> bool:
@@ -150,11 +169,12 @@ def _flat(meta: Struct) -> bool:
 
 
 def _data_pages(data: bytes, chunk: ParsedChunk) -> list[_Page] | None:
-    """A GZIP chunk's data pages v1, when it has no dictionary and its pages fill it exactly."""
+    """A GZIP chunk's data pages v1 (`data` is the chunk's bytes; page ends are offsets into them),
+    when it has no dictionary and its pages fill it exactly."""
     meta = chunk.meta.get_struct(C_META)
     if meta is None or meta.get_int(M_CODEC) != GZIP or (meta.get_int(M_DICTIONARY_PAGE) or 0) > 0:
         return None
-    pos, end = chunk.start, chunk.start + chunk.length
+    pos, end = 0, len(data)
     pages: list[_Page] = []
     rows = uncompressed = 0
     try:

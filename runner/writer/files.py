@@ -34,6 +34,7 @@ file is written there.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from runner.failpoints import failpoint
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.footer import extended_record_key_footer, input_filter, record_key_footer
 from runner.hudi.page_prefix import OldPages
+from runner.hudi.parquet_copy import Source
 from runner.hudi.parquet_deflate import DeflatingWriter, TableWriter, parquet_writer
 from runner.hudi.parquet_dictionary import dictionary_columns
 from runner.hudi.properties import format_properties
@@ -262,15 +264,35 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
     if ctx.virtual_keys is None:
         out.prior_filter = input_filter(relative_path(partition, base.name), parquet.metadata.metadata,
                                         parquet.metadata.num_rows)
-    old_pages = (OldPages(relative_path(partition, base.name), old_file.data)
-                 if old_file is not None and ctx.codec.name == GZIP.name else None)
     try:
-        inserts, updates = _merge_into(ctx, out, old_batches, newest, match, replaced,
-                                       _Unchanged(old_pages, parquet.metadata.num_rows) if old_pages else None)
+        with _old_pages(ctx, partition, base, old_file) as old_pages:
+            inserts, updates = _merge_into(ctx, out, old_batches, newest, match, replaced,
+                                           _Unchanged(old_pages, parquet.metadata.num_rows) if old_pages else None)
     except BaseException:
         out.abort()
         raise
     return out.close(num_inserts=inserts, num_updates=updates)
+
+
+@contextlib.contextmanager
+def _old_pages(ctx: FileContext, partition: str, base: BaseFile, old_file: OldFile | None) -> Iterator[OldPages | None]:
+    """The old file's pages for the merge to copy from (a GZIP write only): the bytes the driver's
+    index read, else byte ranges of the file through a reader of its own (the merge's batches are
+    decoded through another)."""
+    path = relative_path(partition, base.name)
+    if ctx.codec.name != GZIP.name:
+        yield None
+    elif old_file is not None:
+        yield OldPages.of_bytes(path, old_file.data)
+    else:
+        with ctx.storage.open_input(path) as reader:
+            size = reader.seek(0, io.SEEK_END)
+
+            def read(start: int, length: int) -> bytes:
+                reader.seek(start)
+                return reader.read(length)
+
+            yield OldPages(Source(path, size, read))
 
 
 def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[tuple[pa.Table, _Keys]],

@@ -53,7 +53,7 @@ def _write(table: pa.Table, prefixes: dict[int, Any] | None = None, **options: A
 
 
 def _prefixes(old: bytes, table: pa.Table, unchanged: int) -> dict[int, Any]:
-    pages = OldPages("old.parquet", old)
+    pages = OldPages.of_bytes("old.parquet", old)
     found = {}
     for i in range(table.num_columns):
         prefix = pages.prefix(0, i, unchanged)
@@ -143,7 +143,7 @@ def test_a_file_with_copied_pages_reads_and_describes_itself_as_the_whole_encode
 def test_pages_are_copied_up_to_the_first_changed_row_and_no_further() -> None:
     old_table = pa.table({"id": pa.array(range(2000), pa.int64()), "name": [f"n{i}" for i in range(2000)]})
     old = _write(old_table)
-    pages = OldPages("old.parquet", old)
+    pages = OldPages.of_bytes("old.parquet", old)
     for column in (0, 1):
         early, late = pages.prefix(0, column, 10), pages.prefix(0, column, 1500)
         assert early is None or early.rows <= 10
@@ -158,7 +158,7 @@ def test_a_row_group_copied_whole_keeps_its_chunks_and_the_new_rows_follow() -> 
     old_table = pa.table({"id": pa.array(range(1000), pa.int64()), "name": [f"n{i}" for i in range(1000)]})
     old = _write(old_table)
     sink = io.BytesIO()
-    pages = OldPages("old.parquet", old)
+    pages = OldPages.of_bytes("old.parquet", old)
     tail = pa.table({"id": pa.array(range(1000, 1100), pa.int64()), "name": [f"m{i}" for i in range(100)]})
     with DeflatingWriter(sink, old_table.schema, use_dictionary=False, **PAGES) as writer:
         writer.write_table(old_table, prefixes={i: pages.prefix(0, i, 1000) for i in (0, 1)})
@@ -176,26 +176,26 @@ def test_dictionary_chunks_other_codecs_and_other_schemas_give_no_pages() -> Non
     dictionary = io.BytesIO()
     with DeflatingWriter(dictionary, table.schema, use_dictionary=["tag"], **PAGES) as writer:
         writer.write_table(table)
-    pages = OldPages("old.parquet", dictionary.getvalue())
+    pages = OldPages.of_bytes("old.parquet", dictionary.getvalue())
     assert pages.prefix(0, 1, 400) is None and pages.prefix(0, 0, 400) is not None
 
     snappy = io.BytesIO()
     pq.write_table(table, snappy, compression="snappy", use_dictionary=False, **PAGES)
-    assert OldPages("old.parquet", snappy.getvalue()).prefix(0, 0, 400) is None
+    assert OldPages.of_bytes("old.parquet", snappy.getvalue()).prefix(0, 0, 400) is None
 
     other = table.rename_columns(["id", "label"])
     sink = io.BytesIO()
     with DeflatingWriter(sink, other.schema, use_dictionary=False, **PAGES) as writer:
-        assert not writer.can_copy_from(OldPages("old.parquet", _write(table)))
+        assert not writer.can_copy_from(OldPages.of_bytes("old.parquet", _write(table)))
     nested = pa.table({"id": pa.array(range(10), pa.int64()), "tags": [[1]] * 10})
     with DeflatingWriter(io.BytesIO(), nested.schema, use_dictionary=False, **PAGES) as writer:
-        assert not writer.can_copy_from(OldPages("old.parquet", _write(nested)))
-    assert OldPages("junk.parquet", b"not parquet at all").prefix(0, 0, 10) is None
+        assert not writer.can_copy_from(OldPages.of_bytes("old.parquet", _write(nested)))
+    assert OldPages.of_bytes("junk.parquet", b"not parquet at all").prefix(0, 0, 10) is None
 
 
 def test_pages_are_refused_for_a_dictionary_column_and_a_table_of_several_row_groups() -> None:
     table = pa.table({"id": pa.array(range(500), pa.int64())})
-    prefix = OldPages("old.parquet", _write(table)).prefix(0, 0, 400)
+    prefix = OldPages.of_bytes("old.parquet", _write(table)).prefix(0, 0, 400)
     with DeflatingWriter(io.BytesIO(), table.schema, use_dictionary=True, **PAGES) as writer:
         with pytest.raises(ValueError, match="without a dictionary"):
             writer.write_table(table, prefixes={0: prefix})
