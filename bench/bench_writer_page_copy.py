@@ -30,19 +30,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from bench_writer_phases import TABLE
 
 import runner
 from runner.hudi import page_prefix
-
-TABLE = """\
-name: {name}
-path: warehouse/{name}
-table:
-  type: COPY_ON_WRITE
-  record_key: [id]
-  partition_by: [region]
-  precombine_field: ts
-"""
 
 
 def records(ids: np.ndarray, ts: int) -> pa.Table:
@@ -73,20 +64,19 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-page-copy-"))
     matches = page_prefix.OldPages.matches
     try:
-        project = work / "project"
-        (project / "tables").mkdir(parents=True)
-        (project / "project.yml").write_text("name: bench\n")
         for pattern in ("newest", "spread"):
-            tables = {side: f"{pattern}_{side}" for side in ("copy", "whole")}
-            for name in tables.values():
-                (project / "tables" / f"{name}.yml").write_text(TABLE.format(name=name))
-                runner.write(records(np.arange(args.records), 0), name, operation="bulk_insert", project_dir=project)
-            seconds: dict[str, list[tuple[float, float]]] = {side: [] for side in tables}
+            projects = {side: work / f"{pattern}_{side}" for side in ("copy", "whole")}
+            for project in projects.values():  # each its own project with the phase bench's table `t`
+                (project / "tables").mkdir(parents=True)
+                (project / "project.yml").write_text("name: bench\n")
+                (project / "tables" / "t.yml").write_text(TABLE)
+                runner.write(records(np.arange(args.records), 0), "t", operation="bulk_insert", project_dir=project)
+            seconds: dict[str, list[tuple[float, float]]] = {side: [] for side in projects}
             for run, batch in enumerate(upserts(pattern, args.records, args.rows, args.runs)):
                 for side in ("copy", "whole") if run % 2 == 0 else ("whole", "copy"):
                     page_prefix.OldPages.matches = matches if side == "copy" else (lambda self, template: False)
                     wall, cpu = time.perf_counter(), time.process_time()
-                    runner.write(batch, tables[side], project_dir=project)
+                    runner.write(batch, "t", project_dir=projects[side])
                     seconds[side].append((time.perf_counter() - wall, time.process_time() - cpu))
                     page_prefix.OldPages.matches = matches
             medians = {side: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
