@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from runner.errors import CorruptMetadataError
 from runner.hudi.parquet_copy import NotCopyable, ParsedChunk, ParsedFile, Source, footer_field, parse_footer
@@ -49,6 +50,9 @@ from runner.hudi.parquet_ids import (
     S_REPETITION,
 )
 from runner.hudi.thrift_compact import Struct, decode_struct
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 _REPEATED = 2
 # DataPageHeader: the values' encoding, then those of the definition and repetition levels.
@@ -112,6 +116,26 @@ class OldPages:
         return (footer_field(meta, F_CREATED_BY) == footer_field(template, F_CREATED_BY)
                 and footer_field(meta, F_SCHEMA) == footer_field(template, F_SCHEMA)
                 and _flat(meta))
+
+    def laid_out_as(self, metadata: pq.FileMetaData) -> bool:
+        """Whether this file's row groups and chunks are where `metadata` (the footer the merge's
+        other reader decoded) says: two readers of one path must have read one file, or the pages
+        copied would not be the records decoded (a base file replaced in between breaks Hudi's
+        rules, but must not mix two files into one)."""
+        if self._parsed is None or len(self._parsed.row_groups) != metadata.num_row_groups:
+            return False
+        for i, (rg, chunks) in enumerate(self._parsed.row_groups):
+            decoded = metadata.row_group(i)
+            if rg.get_int(R_NUM_ROWS) != decoded.num_rows or len(chunks) != decoded.num_columns:
+                return False
+            for c, chunk in enumerate(chunks):
+                other = decoded.column(c)
+                meta = chunk.meta.get_struct(C_META)
+                start = other.dictionary_page_offset or other.data_page_offset
+                if (meta is None or chunk.start != start or chunk.length != other.total_compressed_size
+                        or meta.get_int(M_NUM_VALUES) != other.num_values):
+                    return False
+        return True
 
     def prefix(self, row_start: int, column: int, untouched: int) -> PagePrefix | None:
         """The leading pages of `column` in the row group starting at row `row_start` that lie within

@@ -265,7 +265,7 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
         out.prior_filter = input_filter(relative_path(partition, base.name), parquet.metadata.metadata,
                                         parquet.metadata.num_rows)
     try:
-        with _old_pages(ctx, partition, base, old_file) as old_pages:
+        with _old_pages(ctx, partition, base, old_file, parquet.metadata) as old_pages:
             inserts, updates = _merge_into(ctx, out, old_batches, newest, match, replaced,
                                            _Unchanged(old_pages, parquet.metadata.num_rows) if old_pages else None)
     except BaseException:
@@ -275,10 +275,11 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
 
 
 @contextlib.contextmanager
-def _old_pages(ctx: FileContext, partition: str, base: BaseFile, old_file: OldFile | None) -> Iterator[OldPages | None]:
+def _old_pages(ctx: FileContext, partition: str, base: BaseFile, old_file: OldFile | None,
+               decoded: pq.FileMetaData) -> Iterator[OldPages | None]:
     """The old file's pages for the merge to copy from (a GZIP write only): the bytes the driver's
-    index read, else byte ranges of the file through a reader of its own (the merge's batches are
-    decoded through another)."""
+    index read, else byte ranges of the file through a reader of its own, whose footer must lay the
+    file out as `decoded` does (the footer of the reader the merge's batches come from)."""
     path = relative_path(partition, base.name)
     if ctx.codec.name != GZIP.name:
         yield None
@@ -292,7 +293,8 @@ def _old_pages(ctx: FileContext, partition: str, base: BaseFile, old_file: OldFi
                 reader.seek(start)
                 return reader.read(length)
 
-            yield OldPages(Source(path, size, read))
+            pages = OldPages(Source(path, size, read))
+            yield pages if pages.laid_out_as(decoded) else None
 
 
 def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[tuple[pa.Table, _Keys]],

@@ -216,3 +216,13 @@ def test_statistics_follow_the_whole_column_for_nan_signed_zeros_and_decimals() 
     prefixes = _prefixes(_write(old_table), new_table, 300)
     assert set(prefixes) == {0, 1}
     _assert_alike(_write(new_table, prefixes), _write(new_table))
+
+
+def test_pages_are_laid_out_as_the_footer_the_merge_decoded_or_not_used() -> None:
+    table = pa.table({"id": pa.array(range(500), pa.int64()), "name": [f"n{i}" for i in range(500)]})
+    old = _write(table)
+    other = _write(table.slice(0, 499))  # the same path replaced by another file in between
+    pages = OldPages.of_bytes("old.parquet", old)
+    assert pages.laid_out_as(pq.ParquetFile(io.BytesIO(old)).metadata)
+    assert not pages.laid_out_as(pq.ParquetFile(io.BytesIO(other)).metadata)
+    assert not OldPages.of_bytes("junk", b"junk").laid_out_as(pq.ParquetFile(io.BytesIO(old)).metadata)
