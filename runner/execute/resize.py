@@ -59,6 +59,7 @@ from runner.execute.resize_plan import (
     strategy_of_plan,
 )
 from runner.failpoints import failpoint
+from runner.hudi.bootstrap import is_skeleton, skeleton_refusal
 from runner.hudi.bucket_index import new_file_id
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
@@ -229,7 +230,8 @@ class ResizeRunner:
 
         The checks of Hudi's conflict resolution for clustering, on a fresh read of the timeline:
         each input must still be the latest base file (no log files) of a group that is not
-        replaced, and no other pending clustering, compaction or write may reach the group.
+        replaced, and no other pending clustering, compaction or write may reach the group. No input
+        may be a metadata-only bootstrap's skeleton (`runner.hudi.bootstrap`), whose rows are keys only.
 
         Args:
             groups: the groups to replace.
@@ -253,6 +255,9 @@ class ResizeRunner:
         for group in groups:
             for path, file_id in zip(group.inputs, group.file_ids, strict=True):
                 key = (group.partition, file_id)
+                base = BaseFile.parse(path.rpartition("/")[2])
+                if base is not None and is_skeleton(base):  # planning skips them; a stale plan may not
+                    return skeleton_refusal(path)
                 why = meta.pending_writes.reason(key)
                 if why is not None:
                     return f"{path} may still be changed by a write in flight: {why}"
