@@ -42,6 +42,7 @@ from runner.hudi.bootstrap import SKELETON_WHY, is_skeleton
 from runner.hudi.bucket_index import bucket_index_evidence, bucket_index_refusal
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Instant, InstantTime
+from runner.hudi.pending_undo import refuse_pending_restore
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableMetadata, TableState, read_table_metadata, read_table_state
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
@@ -199,6 +200,7 @@ def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFr
     with TableLock(storage, owner=f"runner.write({op.value})"):
         config = open_table(storage, decl)
         meta = read_table_metadata(storage)
+        refuse_pending_restore(storage, meta)
         _refuse_bucket_index(meta, ())
         data, schema = _conformed(storage, meta, config, data, spark_schema)
         if not config.populate_meta_fields:  # before the rollback: a refused write changes nothing
