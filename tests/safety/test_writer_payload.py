@@ -72,3 +72,19 @@ def test_the_writer_s_own_payload_still_writes(properties, tmp_path):
     result = runner.write(_late_update(builder), "t", operation="upsert", project_dir=str(root))
 
     assert result.num_updates == 1
+
+
+@pytest.mark.parametrize("operation", ["upsert", "insert", "bulk_insert"])
+def test_runner_write_refuses_a_table_that_logs_changes_for_cdc_queries(operation, tmp_path):
+    """`hoodie.table.cdc.enabled=true`: Hudi's writers add a `.cdc` log of each write's changes (and
+    `cdcStats` to its write stats), which CDC queries read; the writer writes none, so a CDC query
+    over its commit would miss or fail on the changes."""
+    builder, root = _table_with(tmp_path, "hoodie.table.cdc.enabled=true\n")
+    table = Path(builder.path)
+    before = digest(table)
+
+    with pytest.raises(RefusedError) as refused:
+        runner.write(_late_update(builder), "t", operation=operation, project_dir=str(root))
+
+    assert "hoodie.table.cdc.enabled" in refused.value.message
+    assert digest(table) == before
