@@ -10,11 +10,12 @@ empty here because the runner sets none.
 
 An existing table is written only if the writer can keep it readable by Hudi and hudi-rs exactly as
 Hudi would: version 6, copy-on-write, Parquet, one of the three key generators, no URL-encoded
-partition paths, no dropped partition columns, no metadata table (which this writer cannot keep
-in step with the data files), and records merged as Hudi's default payload does (no other
-`hoodie.compaction.payload.class` or record merger strategy in `hoodie.properties`). Tables without
-meta fields (`hoodie.populate.meta.fields=false`, Hudi's virtual keys; `meta_fields: false` in the
-declaration creates one) are written too: see `runner.writer.virtual_keys`.
+partition paths, no dropped partition columns, no change logging for CDC queries, no metadata table
+(which this writer cannot keep in step with the data files), and records merged as Hudi's default
+payload does (no other `hoodie.compaction.payload.class` or record merger strategy in
+`hoodie.properties`). Tables without meta fields (`hoodie.populate.meta.fields=false`, Hudi's
+virtual keys; `meta_fields: false` in the declaration creates one) are written too: see
+`runner.writer.virtual_keys`.
 """
 
 from __future__ import annotations
@@ -193,6 +194,8 @@ def check_writable(storage: Storage, config: TableConfig) -> None:
         (config.base_file_format != "PARQUET", f"hoodie.table.base.file.format is {config.base_file_format}"),
         (_flag(raw, "hoodie.datasource.write.partitionpath.urlencode"), "partition paths are URL-encoded"),
         (_flag(raw, "hoodie.datasource.write.drop.partition.columns"), "partition columns are dropped"),
+        (_flag(raw, "hoodie.table.cdc.enabled"), "hoodie.table.cdc.enabled is true: Hudi's writers log each "
+         "write's changes for CDC queries (.cdc log files), which this writer does not write"),
         (not config.record_key_fields, "the table has no record key fields"),
         (key_generator_of(config) not in KEY_GENERATORS,
          f"hoodie.table.keygenerator.class is {key_generator_of(config)}"),
