@@ -108,6 +108,15 @@ def history_moved(storage: Storage, before: TableMetadata, *, savepoints: bool,
     return _pending_undo(storage, timeline, folder)
 
 
+def rollbacks_of(storage: Storage, timeline: Timeline, folder: str, time: InstantTime) -> dict[InstantTime, str]:
+    """The rollbacks on `timeline` (any state) whose plan undoes instant `time`, each with its file."""
+    return {
+        instant.time: _shown(timeline, folder, instant.time, instant.action)
+        for instant in timeline.instants
+        if instant.family is Action.ROLLBACK and _rollback_target(storage, timeline, folder, instant.time) == str(time)
+    }
+
+
 def _metadata_table_change(before: TableMetadata, config: TableConfig, exists: bool) -> str | None:
     was = before.config
     for key, old, new in (
