@@ -27,7 +27,7 @@ from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from runner.testing.tables import TableBuilder
 from tests.safety.conftest import SIZED, project_for
-from tests.safety.test_pending_rollback import _ROLLBACK_PLAN
+from tests.safety.test_pending_rollback import _ROLLBACK_PLAN, _rollback_requested
 
 
 def _rows(table: Path) -> list[dict[str, Any]]:
@@ -113,4 +113,37 @@ def test_a_clustering_hudi_took_back_to_requested_before_this_apply_is_finished(
     assert code == 0, out
     meta = read_table_metadata(storage_for(str(table)))
     assert len(meta.replaced) == 3
+    assert _rows(table) == before
+
+
+def test_an_interrupted_clustering_hudi_is_rolling_back_is_not_finished(tmp_path, capsys):
+    """A rollback of the runner's clustering still pending (Hudi stopped before or while deleting):
+    finishing the clustering would complete what that rollback is undoing."""
+    from datetime import UTC, datetime
+
+    from runner.execute.resize import ResizeRunner
+    from runner.plan.model import FileToRewrite, RewriteGroup, SizingStep
+
+    table = tmp_path / "t"
+    builder = TableBuilder(table, name="t", partitions=["p=a"])
+    builder.commit(writes=3)
+    root = project_for(table, tmp_path / "project", retained=2, sizing=SIZED)
+    before = _rows(table)
+    storage = storage_for(str(table))
+    inputs = tuple(FileToRewrite(p.name.split("_")[0], f"p=a/{p.name}", p.stat().st_size)
+                   for p in sorted((table / "p=a").glob("*.parquet")))
+    step = SizingStep(10 << 20, 5 << 20, (RewriteGroup("p=a", inputs),))
+    ResizeRunner(storage, read_table_metadata(storage), spark=None,  # type: ignore[arg-type]
+                 clock=lambda: datetime.now(UTC)).schedule(step)
+    (clustering,) = read_table_metadata(storage).timeline.pending(Action.REPLACE_COMMIT)
+    rollback = _rollback_requested(table, clustering.time, [])
+
+    code = main(["apply", "--project-dir", str(root), "--auto-approve"])
+    out = " ".join(capsys.readouterr().out.split())
+
+    assert f"rolled back the interrupted resize {clustering.time}" in out, out
+    assert f"{rollback}.rollback" in out, out
+    assert code == 0, out
+    meta = read_table_metadata(storage_for(str(table)))
+    assert clustering.time not in {i.time for i in meta.timeline.completed_writes}
     assert _rows(table) == before
