@@ -236,7 +236,7 @@ class ResizeRunner:
         Args:
             groups: the groups to replace.
             own: the runner's pending clustering instant for `groups` (its plan and its files are
-                not a conflict), or None before it is written.
+                not a conflict, a pending rollback of it is), or None before it is written.
         """
         meta = read_table_metadata(self.storage)
         # A rollback of a write the groups hold (or a restore) would be undone by the new file
@@ -244,6 +244,9 @@ class ResizeRunner:
         moved = history_moved(self.storage, self.meta, savepoints=False, now=meta)
         if moved is not None:
             return moved
+        undoing = self._pending_rollbacks_of(meta, own) if own is not None else []
+        if undoing:  # another writer is undoing this very clustering: it is not to be completed
+            return f"a rollback of it is in progress ({undoing[0]})"
         state = read_table_state(self.storage, partitions={g.partition for g in groups}, metadata=meta)
         busy = set(busy_groups(state)) - set(meta.pending_clustering)
         busy |= _foreign_clustering_groups(self.storage, meta, own)
@@ -379,13 +382,21 @@ class ResizeRunner:
         if timeline.file_for(time, self.action, State.INFLIGHT) is None:
             return (f"its inflight file {time}.{self.action}.inflight is gone: another writer rolled the "
                     "clustering back or took it over")
-        undoing = {t: f for t, f in rollbacks_of(self.storage, timeline, folder, time).items() if t not in earlier}
+        pending = {i.time for i in timeline.pending(Action.ROLLBACK)}
+        undoing = {t: f for t, f in rollbacks_of(self.storage, timeline, folder, time).items()
+                   if t not in earlier or t in pending}  # a completed one of an earlier attempt is history
         if undoing:
             return f"another writer rolls the clustering back ({next(iter(undoing.values()))})"
         gone = [r.path for r in results if self.storage.stat(r.path) is None]
         if gone:
             return f"its new file {gone[0]} is gone: another writer rolled the clustering back"
         return None
+
+    def _pending_rollbacks_of(self, meta: TableMetadata, time: InstantTime) -> list[str]:
+        """The files of the pending rollbacks whose plan undoes instant `time`."""
+        pending = {i.time for i in meta.timeline.pending(Action.ROLLBACK)}
+        found = rollbacks_of(self.storage, meta.timeline, meta.timeline_folder, time)
+        return [shown for t, shown in found.items() if t in pending]
 
     def _stop_if_taken_over(self, time: InstantTime, results: Sequence[RewrittenFile], earlier: set[InstantTime],
                             *, mdt_written: bool) -> None:
