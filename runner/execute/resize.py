@@ -59,12 +59,13 @@ from runner.execute.resize_plan import (
     strategy_of_plan,
 )
 from runner.failpoints import failpoint
+from runner.hudi.bootstrap import is_skeleton, skeleton_refusal
 from runner.hudi.bucket_index import new_file_id
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.mdt.maintain import ResizedFile, ResizeMaintenance, prepare_resize_maintenance
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
-from runner.hudi.pending_undo import history_moved
+from runner.hudi.pending_undo import history_moved, rollbacks_of
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.model import SizingStep
@@ -229,12 +230,13 @@ class ResizeRunner:
 
         The checks of Hudi's conflict resolution for clustering, on a fresh read of the timeline:
         each input must still be the latest base file (no log files) of a group that is not
-        replaced, and no other pending clustering, compaction or write may reach the group.
+        replaced, and no other pending clustering, compaction or write may reach the group. No input
+        may be a metadata-only bootstrap's skeleton (`runner.hudi.bootstrap`), whose rows are keys only.
 
         Args:
             groups: the groups to replace.
             own: the runner's pending clustering instant for `groups` (its plan and its files are
-                not a conflict), or None before it is written.
+                not a conflict, a pending rollback of it is), or None before it is written.
         """
         meta = read_table_metadata(self.storage)
         # A rollback of a write the groups hold (or a restore) would be undone by the new file
@@ -242,6 +244,9 @@ class ResizeRunner:
         moved = history_moved(self.storage, self.meta, savepoints=False, now=meta)
         if moved is not None:
             return moved
+        undoing = self._pending_rollbacks_of(meta, own) if own is not None else []
+        if undoing:  # another writer is undoing this very clustering: it is not to be completed
+            return f"a rollback of it is in progress ({undoing[0]})"
         state = read_table_state(self.storage, partitions={g.partition for g in groups}, metadata=meta)
         busy = set(busy_groups(state)) - set(meta.pending_clustering)
         busy |= _foreign_clustering_groups(self.storage, meta, own)
@@ -253,6 +258,9 @@ class ResizeRunner:
         for group in groups:
             for path, file_id in zip(group.inputs, group.file_ids, strict=True):
                 key = (group.partition, file_id)
+                base = BaseFile.parse(path.rpartition("/")[2])
+                if base is not None and is_skeleton(base):  # planning skips them; a stale plan may not
+                    return skeleton_refusal(path)
                 why = meta.pending_writes.reason(key)
                 if why is not None:
                     return f"{path} may still be changed by a write in flight: {why}"
@@ -317,6 +325,8 @@ class ResizeRunner:
             pending = self.writer.inflight(pending.time, pending.action)
             written += (pending.file_name,)
         partitions = sorted({g.partition for g in groups})
+        _, timeline, folder = read_timeline(self.storage)
+        earlier = set(rollbacks_of(self.storage, timeline, folder, pending.time))  # of attempts before this one
         attempt = start_attempt(self.storage, str(pending.time))  # before the dead attempts' files go
         removed = self._delete_instant_files(pending.time, partitions, keep=frozenset())
         copy, strategy_notes = self._binary_copy(strategy)
@@ -329,6 +339,7 @@ class ResizeRunner:
             raise self._rolled_back(pending.time, partitions, failed) from failed.__cause__
         removed += self._delete_instant_files(pending.time, partitions, keep=frozenset(r.path for r in results))
         failpoint("after_rewrite")
+        self._stop_if_taken_over(pending.time, results, earlier, mdt_written=False)
         self._roll_back_on_conflict(pending.time, groups, partitions)
         if self.maintenance is not None:
             inputs = {t.file_id: t.inputs for t in tasks}
@@ -338,6 +349,7 @@ class ResizeRunner:
             failpoint("after_resize_metadata_table_commit")
             # Again, as Hudi checks right before completing: a write may have landed while the
             # metadata table was written (the rollback takes that deltacommit back too).
+            self._stop_if_taken_over(pending.time, results, earlier, mdt_written=True)
             self._roll_back_on_conflict(pending.time, groups, partitions)
         metadata = self._commit_metadata(groups, results)
         done = self.writer.complete(pending, encode_commit_metadata(metadata, layout=self.layout),
@@ -354,6 +366,57 @@ class ResizeRunner:
             partial_files_deleted=removed,
             notes=(engine.describe(len(tasks)), *self._tasks_note(groups, results, engine)) + strategy_notes
             + (_strategy_notes(results) if copy else ()),
+        )
+
+    def _taken_over(self, time: InstantTime, results: Sequence[RewrittenFile],
+                    earlier: set[InstantTime]) -> str | None:
+        """Why the clustering `time` is no longer this run's to complete, or None.
+
+        Hudi's table services take a pending clustering for theirs: async or inline clustering and
+        `run_clustering` roll an inflight one back (its files deleted, its instant back to
+        requested) before executing its plan themselves, and a writer set to roll back pending
+        clusterings on conflict removes it. Completed anyway, its replacecommit would hide the
+        groups it replaces behind files that are gone.
+        """
+        _, timeline, folder = read_timeline(self.storage)
+        if timeline.file_for(time, self.action, State.INFLIGHT) is None:
+            return (f"its inflight file {time}.{self.action}.inflight is gone: another writer rolled the "
+                    "clustering back or took it over")
+        pending = {i.time for i in timeline.pending(Action.ROLLBACK)}
+        undoing = {t: f for t, f in rollbacks_of(self.storage, timeline, folder, time).items()
+                   if t not in earlier or t in pending}  # a completed one of an earlier attempt is history
+        if undoing:
+            return f"another writer rolls the clustering back ({next(iter(undoing.values()))})"
+        gone = [r.path for r in results if self.storage.stat(r.path) is None]
+        if gone:
+            return f"its new file {gone[0]} is gone: another writer rolled the clustering back"
+        return None
+
+    def _pending_rollbacks_of(self, meta: TableMetadata, time: InstantTime) -> list[str]:
+        """The files of the pending rollbacks whose plan undoes instant `time`."""
+        pending = {i.time for i in meta.timeline.pending(Action.ROLLBACK)}
+        found = rollbacks_of(self.storage, meta.timeline, meta.timeline_folder, time)
+        return [shown for t, shown in found.items() if t in pending]
+
+    def _stop_if_taken_over(self, time: InstantTime, results: Sequence[RewrittenFile], earlier: set[InstantTime],
+                            *, mdt_written: bool) -> None:
+        """Stop before completing a clustering another writer rolled back or took over (`_taken_over`).
+
+        Its instant is that writer's now, so only what this run wrote goes: its new files, by name
+        (another attempt's files carry other write tokens), and its metadata-table deltacommit.
+        """
+        why = self._taken_over(time, results, earlier)
+        if why is None:
+            return
+        if mdt_written and self.maintenance is not None:
+            self.maintenance.roll_back(time)
+        end_attempts(self.storage, str(time))
+        for result in results:
+            self.storage.delete(result.path)
+        raise RefusedError(
+            f"resize {time} on {self.storage.uri} was rolled back before completing: {why}; no file group was "
+            "replaced, and the clustering's instant is left to that writer",
+            hint="plan again once the other writer is done; `runner apply` resizes what is still small.",
         )
 
     def _roll_back_on_conflict(self, time: InstantTime, groups: Sequence[PlannedGroup],

@@ -45,6 +45,25 @@ def refuse_pending_undo(storage: Storage, meta: TableMetadata) -> None:
         )
 
 
+def refuse_pending_restore(storage: Storage, meta: TableMetadata) -> None:
+    """Refuse to start a write while a restore is requested or inflight, as Hudi's write client does
+    ("Found pending restore in active timeline"): the restore rolls back the writes its plan lists,
+    one at a time, and a commit started meanwhile merges their rows into files no restore undoes.
+
+    Raises:
+        RefusedError: naming the restore's instant file; nothing was written.
+    """
+    for instant in meta.timeline.pending(Action.RESTORE):
+        shown = _shown(meta.timeline, meta.timeline_folder, instant.time, instant.action)
+        raise RefusedError(
+            f"table {storage.uri}: a restore is in progress ({shown}); expected no pending restore before a "
+            "write: the write would copy rows of the writes being rolled back into new files, which stay once "
+            "the restore completes; nothing was written",
+            hint="let Hudi complete the restore (run it again with `hudi-cli` or Spark's restore procedure), "
+            "then write again.",
+        )
+
+
 def history_moved(storage: Storage, before: TableMetadata, *, savepoints: bool,
                   now: TableMetadata | None = None) -> str | None:
     """Why the table, read now (or `now`, when the caller has just read it), no longer supports a
@@ -87,6 +106,15 @@ def history_moved(storage: Storage, before: TableMetadata, *, savepoints: bool,
             if target in completed:
                 return f"a rollback of the completed write {target} ({shown}) was started since the plan was made"
     return _pending_undo(storage, timeline, folder)
+
+
+def rollbacks_of(storage: Storage, timeline: Timeline, folder: str, time: InstantTime) -> dict[InstantTime, str]:
+    """The rollbacks on `timeline` (any state) whose plan undoes instant `time`, each with its file."""
+    return {
+        instant.time: _shown(timeline, folder, instant.time, instant.action)
+        for instant in timeline.instants
+        if instant.family is Action.ROLLBACK and _rollback_target(storage, timeline, folder, instant.time) == str(time)
+    }
 
 
 def _metadata_table_change(before: TableMetadata, config: TableConfig, exists: bool) -> str | None:

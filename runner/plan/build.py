@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from runner.declarations.model import MetadataTableMode, TableDeclaration
+from runner.hudi.bootstrap import is_skeleton
 from runner.hudi.instant import Action
 from runner.hudi.mdt.partitions import BLOOM_FILTERS, COLUMN_STATS, EXPRESSION_INDEX_PREFIX, FILES
 from runner.hudi.state import TableMetadata, TableState
@@ -166,18 +167,23 @@ def plan_table(decl: TableDeclaration, state: TableState, scope: CleanScope,
 
 
 def unresizable_notes(decl: TableDeclaration, state: TableState) -> list[str]:
-    """Small latest base files the resize cannot rewrite, because its job writes parquet only."""
+    """Small latest base files the resize cannot rewrite: its job writes parquet only, and a
+    metadata-only bootstrap's skeletons hold keys without their records' data."""
     limit = decl.file_sizing.small_file_limit
-    formats = Counter(
-        s.base_file.extension for g in state.active_groups
-        if (s := g.latest) is not None and s.base_file is not None
-        and s.base_file.extension != "parquet" and 0 <= s.base_file.size < limit
-    )
-    return [
+    small = [s.base_file for g in state.active_groups
+             if (s := g.latest) is not None and s.base_file is not None and 0 <= s.base_file.size < limit]
+    formats = Counter(base.extension for base in small if base.extension != "parquet")
+    notes = [
         f"{number} small {extension} base file{'' if number == 1 else 's'} cannot be resized: "
         "the runner rewrites parquet base files only"
         for extension, number in sorted(formats.items())
     ]
+    skeletons = sum(1 for base in small if base.extension == "parquet" and is_skeleton(base))
+    if skeletons:
+        notes.append(f"{skeletons} small skeleton base file{'' if skeletons == 1 else 's'} of Hudi's metadata-only "
+                     "bootstrap cannot be resized: readers take their records' data columns from the bootstrap "
+                     "source files, which a rewrite would not carry over (Hudi's clustering can rewrite them)")
+    return notes
 
 
 def _resize_mdt_note(refusals: list[str]) -> str:

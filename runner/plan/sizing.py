@@ -7,7 +7,8 @@ table while a pending write's reach is unknown). Slices with log files are left 
 them needs merging their logs, which only a Hudi reader can do faithfully. A table laid out for
 Hudi's bucket index is never resized (`runner.hudi.bucket_index`): its writers would no longer find
 the moved records; nor one that evolves its schema on read (`runner.hudi.schema_on_read`): readers
-would match the rewritten files' columns to the wrong schema version.
+would match the rewritten files' columns to the wrong schema version. Skeletons of a metadata-only
+bootstrap (`runner.hudi.bootstrap`) are never inputs: their records' data lives outside them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from runner.declarations.model import FileSizing
+from runner.hudi.bootstrap import is_skeleton
 from runner.hudi.bucket_index import bucket_index_evidence, bucket_index_refusal
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.schema_on_read import schema_on_read_evidence
@@ -117,6 +119,8 @@ def plan_sizing(sizing: FileSizing, state: TableState) -> SizingStep | None:
         ):
             continue
         if latest.base_file.extension != "parquet":  # the rewrite job writes parquet only
+            continue
+        if is_skeleton(latest.base_file):  # its rows are keys only (`runner.hudi.bootstrap`)
             continue
         base = latest.base_file
         if base.size < sizing.small_file_limit:

@@ -10,15 +10,18 @@ empty here because the runner sets none.
 
 An existing table is written only if the writer can keep it readable by Hudi and hudi-rs exactly as
 Hudi would: version 6, copy-on-write, Parquet, one of the three key generators, no URL-encoded
-partition paths, no dropped partition columns, and no metadata table (which this writer cannot keep
-in step with the data files). Tables without meta fields (`hoodie.populate.meta.fields=false`,
-Hudi's virtual keys; `meta_fields: false` in the declaration creates one) are written too: see
+partition paths, no dropped partition columns, no change logging for CDC queries, no metadata table
+(which this writer cannot keep in step with the data files), and records merged as Hudi's default
+payload does (no other `hoodie.compaction.payload.class` or record merger strategy in
+`hoodie.properties`). Tables without meta fields (`hoodie.populate.meta.fields=false`, Hudi's
+virtual keys; `meta_fields: false` in the declaration creates one) are written too: see
 `runner.writer.virtual_keys`.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -34,6 +37,13 @@ SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
 COMPLEX = "org.apache.hudi.keygen.ComplexKeyGenerator"
 NON_PARTITIONED = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
 KEY_GENERATORS = (SIMPLE, COMPLEX, NON_PARTITIONED)
+
+# How the writer merges an arriving record with the stored one: Hudi 0.14's default payload (the
+# arriving record wins) through Hudi's default, payload-based record merger.
+OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+PAYLOAD_KEYS = ("hoodie.compaction.payload.class", "hoodie.datasource.write.payload.class")
+MERGER_STRATEGY_KEY = "hoodie.compaction.record.merger.strategy"
+PAYLOAD_MERGER_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,17 +194,36 @@ def check_writable(storage: Storage, config: TableConfig) -> None:
         (config.base_file_format != "PARQUET", f"hoodie.table.base.file.format is {config.base_file_format}"),
         (_flag(raw, "hoodie.datasource.write.partitionpath.urlencode"), "partition paths are URL-encoded"),
         (_flag(raw, "hoodie.datasource.write.drop.partition.columns"), "partition columns are dropped"),
+        (_flag(raw, "hoodie.table.cdc.enabled"), "hoodie.table.cdc.enabled is true: Hudi's writers log each "
+         "write's changes for CDC queries (.cdc log files), which this writer does not write"),
         (not config.record_key_fields, "the table has no record key fields"),
         (key_generator_of(config) not in KEY_GENERATORS,
          f"hoodie.table.keygenerator.class is {key_generator_of(config)}"),
         (metadata_table_enabled(folder_exists=storage.stat(METADATA_TABLE) is not None, config=config),
          "the table has a metadata table (.hoodie/metadata or hoodie.table.metadata.partitions)"),
+        *_merge_problems(raw),
     ]
     for failed, why in problems:
         if failed:
             raise RefusedError(f"Refusing to write {storage.uri}: {why} ({where}).",
                                hint="write this table with Hudi itself; the runner's writer supports "
                                     "version 6 copy-on-write tables with Simple, Complex or Nonpartitioned keys.")
+
+
+def _merge_problems(raw: Mapping[str, str]) -> list[tuple[bool, str]]:
+    """A table that merges records otherwise than the writer does (`OVERWRITE_PAYLOAD`): with
+    `DefaultHoodieRecordPayload` a late record must not replace a newer one, with `AWSDmsAvroPayload`
+    an `Op = 'D'` record deletes, and so on; written the writer's way, such a table would lose the
+    newer records or keep deleted ones."""
+    problems = [
+        (True, f"{key} is {value}; the writer merges records as {OVERWRITE_PAYLOAD} only")
+        for key in PAYLOAD_KEYS if (value := raw.get(key, "").strip()) and value != OVERWRITE_PAYLOAD
+    ]
+    merger = raw.get(MERGER_STRATEGY_KEY, "").strip()
+    if merger and merger != PAYLOAD_MERGER_STRATEGY:
+        problems.append((True, f"{MERGER_STRATEGY_KEY} is {merger}, not Hudi's payload-based merger; the writer "
+                               f"merges records as {OVERWRITE_PAYLOAD} only"))
+    return problems
 
 
 def key_generator_of(config: TableConfig) -> str:

@@ -15,7 +15,10 @@ each such commit `T` is rolled back the way Hudi 0.14's `BaseRollbackActionExecu
 4. Delete `T`'s marker folder, then `T.inflight`, then `T.commit.requested`.
 5. `R.rollback`: a `HoodieRollbackMetadata` listing the deleted files per partition.
 
-A rollback found pending (a crash in steps 2-4) is finished under its own instant `R`. A pending
+A rollback found pending (a crash in steps 2-4) is finished under its own instant `R`, if what it
+undoes is a commit that never completed (or is gone); one of a completed write or of a replacecommit
+(Hudi's `commit rollback`, a restore) is refused, since Hudi first takes such an instant back to
+inflight, and finishing it here would delete its files and keep its instant. A pending
 commit whose `.hoodie/.heartbeat/T` was touched in the last two minutes belongs to a live Hudi
 writer (Hudi's heartbeat: 60 s interval, 2 tolerable misses) and is refused rather than destroyed.
 
@@ -98,13 +101,17 @@ def rollback_failed_writes(storage: Storage, config: TableConfig) -> tuple[str, 
         The instant times of the commits rolled back, oldest first.
 
     Raises:
-        RefusedError: a pending commit has a fresh Hudi heartbeat (a live writer owns it).
+        RefusedError: a pending commit has a fresh Hudi heartbeat (a live writer owns it), or a
+            pending rollback undoes a completed write or a replacecommit (Hudi's to finish).
     """
     _, timeline, folder = read_timeline(storage)
     writer = TimelineWriter(storage, folder, config.timeline_layout_version)
     done: list[str] = []
-    for pending in timeline.pending(Action.ROLLBACK):
-        target = _plan_target(storage, folder, pending.time, timeline)
+    rollbacks = [(pending, _plan_target(storage, folder, pending.time, timeline))
+                 for pending in timeline.pending(Action.ROLLBACK)]
+    for pending, target in rollbacks:  # all checked before any runs
+        _refuse_unless_failed_commit(storage, folder, timeline, pending, target)
+    for pending, target in rollbacks:
         _execute(storage, writer, timeline, pending, target)
         done.append(target)
     _, timeline, _ = read_timeline(storage)
@@ -219,6 +226,30 @@ def _metadata(storage: Storage, time_: str, target: str, deleted: Sequence[str],
         "version": 1,
         "instantsRollback": [{"commitTime": target, "action": "commit"}],
     }
+
+
+def _refuse_unless_failed_commit(storage: Storage, folder: str, timeline: Timeline, rollback: Instant,
+                                 target: str) -> None:
+    """Refuse to finish a pending rollback of anything but a commit that never completed.
+
+    `_execute` undoes a failed commit: its files, then its requested and inflight instants. A
+    rollback of a completed write (Hudi's `commit rollback`, a restore's steps) or of a replacecommit
+    is Hudi's to finish: Hudi first takes the completed instant back to inflight, and a replacecommit
+    hides the file groups it replaced; finished here, the files would go while the instant stayed.
+    """
+    undone = next((i for i in timeline.instants
+                   if str(i.time) == target and (i.is_completed or i.family is not Action.COMMIT)), None)
+    if undone is None:
+        return
+    what = "the completed write" if undone.is_completed else f"the pending {undone.action}"
+    requested = timeline.file_for(rollback.time, Action.ROLLBACK, State.REQUESTED)
+    shown = f"{folder}/{(requested or rollback).file_name}"
+    raise RefusedError(
+        f"Refusing to write {storage.uri}: the pending rollback {shown} undoes {what} {target} "
+        f"({folder}/{undone.file_name}); the writer finishes only rollbacks of commits that never completed, "
+        "and finishing this one would delete its files but leave its instant; nothing was written.",
+        hint="let Hudi finish the rollback (its next write, or `hudi-cli`), then write again.",
+    )
 
 
 def _plan_target(storage: Storage, folder: str, rollback_time: InstantTime, timeline: Timeline) -> str:

@@ -38,9 +38,11 @@ from runner.declarations.loader import load_project
 from runner.declarations.model import Source, TableDeclaration
 from runner.errors import RefusedError, RunnerError, StepFailed
 from runner.failpoints import failpoint
+from runner.hudi.bootstrap import SKELETON_WHY, is_skeleton
 from runner.hudi.bucket_index import bucket_index_evidence, bucket_index_refusal
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Instant, InstantTime
+from runner.hudi.pending_undo import refuse_pending_restore
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableMetadata, TableState, read_table_metadata, read_table_state
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
@@ -198,6 +200,7 @@ def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFr
     with TableLock(storage, owner=f"runner.write({op.value})"):
         config = open_table(storage, decl)
         meta = read_table_metadata(storage)
+        refuse_pending_restore(storage, meta)
         _refuse_bucket_index(meta, ())
         data, schema = _conformed(storage, meta, config, data, spark_schema)
         if not config.populate_meta_fields:  # before the rollback: a refused write changes nothing
@@ -386,8 +389,17 @@ class _Job:
 
     def _plan(self, state: TableState, latest: dict[str, list[BaseFile]], blocked: set[tuple[str, str]],
               updates: dict[tuple[str, str], int], inserts: dict[str, int]) -> tuple[Instant, Routing]:
-        """Refuse updates to blocked groups, plan the buckets, and write `T.inflight`."""
+        """Refuse updates to blocked groups, plan the buckets, and write `T.inflight`.
+
+        A metadata-only bootstrap's skeleton (`runner.hudi.bootstrap`) is never merged into: its rows
+        hold keys only, so the merged file would carry its records without their data. Updates of
+        its records are refused; inserts go to other small files or new groups, as they do beside
+        a pending clustering.
+        """
         _refuse_updates_to(blocked & set(updates), self.storage.uri)
+        skeletons = {(p, b.file_id): b for p, files in latest.items() for b in files if is_skeleton(b)}
+        _refuse_skeleton_updates([relative_path(k[0], skeletons[k].name) for k in sorted(skeletons.keys() & updates)],
+                                 self.storage.uri)
         routing = plan_routing(
             updates,
             inserts,
@@ -395,7 +407,7 @@ class _Job:
             sizing=self.decl.file_sizing,
             avg_record_size=self._avg_record_size(state),
             auto_split=self._auto_split(),
-            blocked=blocked,
+            blocked=blocked | skeletons.keys(),
         )
         inflight = commit.mark_inflight(
             self.timeline, self.instant, commit.workload_profile(self.op.hudi, inserts, routing.buckets)
@@ -493,6 +505,17 @@ def _refuse_updates_to(groups: set[tuple[str, str]], table: str) -> None:
             f"Refusing to update file groups of {table} that a pending clustering or compaction is "
             f"rewriting: {listed}.",
             hint="let the pending clustering or compaction complete (or roll it back), then write again.",
+        )
+
+
+def _refuse_skeleton_updates(paths: list[str], table: str) -> None:
+    """Updates of records whose file group's latest base file is a bootstrap skeleton (`paths`)."""
+    if paths:
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        raise RefusedError(
+            f"Refusing to update records of {table} held by skeleton base files of Hudi's metadata-only "
+            f"bootstrap ({shown}): {SKELETON_WHY}; nothing was merged.",
+            hint="update these records with a Hudi writer, which merges them with the bootstrap source files.",
         )
 
 
