@@ -45,6 +45,7 @@ from runner.plan.model import TablePlan, TableStatus
 from runner.plan.policies import Protection
 from runner.plan.sizing import plan_sizing
 from runner.plan.steps import (
+    RESIZES_NOT_ASKED,
     Clean,
     DisableMetadataTable,
     FinishPendingClean,
@@ -311,7 +312,7 @@ def _finish_pending_resizes(step: FinishPendingResize, run: _Run) -> None:
     with collecting():  # a rewrite: see apply_table
         finished = finish_pending_resize(run.storage, read_table_metadata(run.storage), spark=run.spark_on_demand(),
                                          clock=run.clock, max_tasks=run.decl.spark.resize_partitions,
-                                         roll_back=step.roll_back)
+                                         roll_back=step.why or RESIZES_NOT_ASKED if step.roll_back else None)
     if finished is not None:
         _record_resize(run.result, finished)
         run.finished_resize = True
