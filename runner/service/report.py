@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -53,10 +54,27 @@ class RunReport:
         }
 
     def write(self, path: Path) -> None:
+        """Replace `path` with this report, whole, in one rename.
+
+        Two applies in one project (other tables, or another selection) may write at once. Each
+        writes a temporary file of its own beside `path` and renames it into place, so a reader
+        finds the previous report or this one, never a truncated or interleaved file, and the
+        report that stays is the run that wrote last, complete (as dbt's run_results.json holds its
+        last invocation).
+        """
         path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_suffix(".json.tmp")
-        temp.write_text(json.dumps(self.to_json(), indent=2) + "\n")
-        temp.replace(path)
+        text = json.dumps(self.to_json(), indent=2) + "\n"
+        # A name no other run picks; created as any file is (the umask's mode, not mkstemp's 0600).
+        temp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        try:
+            with temp.open("x", encoding="utf-8") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())  # the rename must not publish a file whose bytes are not yet on disk
+            os.replace(temp, path)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
 
 
 def _now() -> str:
