@@ -11,11 +11,11 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runner.commands._common import parse_now, selected
+from runner.commands._common import parse_now, refuse_blocked_output, selected
 from runner.commands.ls import table_json
 from runner.commands.result import CommandResult, ExitCode
 from runner.docs.collect import collect_site
-from runner.docs.page import write_site
+from runner.docs.page import INDEX, write_site
 from runner.errors import StorageError
 from runner.service.locations import guarded_location, instant_text
 
@@ -25,12 +25,13 @@ DEFAULT_OUT = Path("target") / "docs"
 def run(args: argparse.Namespace) -> CommandResult:
     project, tables = selected(args)
     now = parse_now(args.now)
+    out_dir = Path(args.out).resolve() if args.out else Path(project.directory) / DEFAULT_OUT
+    refuse_blocked_output(out_dir / INDEX, what="the report", fix="pass another folder with --out.")
     data = collect_site(
         project, tables, now=now, now_text=instant_text(now),
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         declaration_json=table_json, locate=lambda decl: guarded_location(project, decl),
     )
-    out_dir = Path(args.out).resolve() if args.out else Path(project.directory) / DEFAULT_OUT
     try:
         index = write_site(data, out_dir)
     except OSError as error:

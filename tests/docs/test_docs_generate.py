@@ -11,6 +11,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from runner.cli import main
 from tests.execute.test_cli_plan_apply import project as fixture_project
 from tests.execute.test_cli_plan_apply import tree_digest
@@ -115,3 +117,38 @@ def test_serve_generates_and_serves_until_interrupted(tmp_path):
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0
     assert "wrote" in out and os.path.isabs(out.split()[1])
+
+
+def _docs_process(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runner", "docs", "generate", *argv],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("where", ["target/docs", "target", "--out"])
+def test_a_file_where_the_report_folder_goes_is_named_with_what_was_expected(where, tmp_path):
+    """Was a bare "File exists" or "Not a directory": now the path, a folder expected, a file found."""
+    root = fixture_project(tmp_path / "p")
+    blocker = tmp_path / "report" if where == "--out" else root / where
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("not a folder\n")
+    out = ["--out", str(tmp_path / "report")] if where == "--out" else []
+
+    done = _docs_process("--project-dir", str(root), *out)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{blocker} is a file, but the report needs a folder there" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "File exists" not in done.stderr
+    assert blocker.read_text() == "not a folder\n"  # left as it was
+    assert done.stdout == ""  # refused before any table was read
+
+
+def test_a_folder_where_index_html_goes_is_named(tmp_path):
+    root = fixture_project(tmp_path / "p")
+    (root / "target" / "docs" / "index.html").mkdir(parents=True)
+
+    done = _docs_process("--project-dir", str(root))
+
+    assert done.returncode == 1
+    assert f"{root / 'target' / 'docs' / 'index.html'} is a folder, but the report is written to a file " \
+           "of that name" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
