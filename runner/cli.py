@@ -234,6 +234,7 @@ def _subcommand(parser: argparse.ArgumentParser, name: str) -> _Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     choose_before_pyarrow()
+    _tolerate_narrow_encodings()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     as_json = _wants_json(argv)
@@ -263,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.FAILURE)
     try:
         if as_json:
-            print(json.dumps(result.data, indent=2, sort_keys=False))
+            print(_json(result.data))
         elif result.text:
             from runner.commands.terminal import emit
 
@@ -272,6 +273,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `runner plan | head`: the reader has seen enough; that is no failure
         _quiet_stdout()
     return int(result.exit_code)
+
+
+def _utf8(stream: Any) -> bool:
+    return (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "") == "utf8"
+
+
+def _tolerate_narrow_encodings() -> None:
+    """On a stream that cannot encode every character (`PYTHONIOENCODING=ascii`, a Latin-1
+    terminal), print a table or path name outside it as an escape rather than fail mid-output."""
+    for stream in (sys.stdout, sys.stderr):
+        if not _utf8(stream) and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def _json(data: Any) -> str:
+    """JSON output: names as written (`"Café"`) on a UTF-8 stream; elsewhere JSON's own `\\u00e9`
+    escapes, which every JSON reader decodes back (an escape the stream made would not parse)."""
+    return json.dumps(data, indent=2, ensure_ascii=not _utf8(sys.stdout))
 
 
 def _quiet_stdout() -> None:
@@ -304,7 +323,7 @@ def _wants_json(argv: Sequence[str]) -> bool:
 
 def _print_error(error: RunnerError, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"error": error.to_json()}, indent=2))
+        print(_json({"error": error.to_json()}))
     else:
         from runner.commands.terminal import emit
 

@@ -18,7 +18,10 @@ from runner.onboard.discover import CleanEvidence, TableFacts
     ("Sales.Orders-EU", "sales_orders_eu"),
     ("2024 sales", "t_2024_sales"),
     ("__private", "private"),
-    ("Ünïcode", "n_code"),
+    ("Ünïcode", "unicode"),  # accents folded, not the letters dropped
+    ("Café.Commände", "cafe_commande"),
+    ("ﬁle_Ⅻ", "file_xii"),  # compatibility forms become their letters
+    ("注文", "table"),  # no Latin letter or digit left
     ("???", "table"),
     ("x" * 200, "x" * MAX_NAME),
 ])
