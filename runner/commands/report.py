@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from runner.commands._common import human_bytes
 from runner.commands.render import MAX_FILES_SHOWN, count
+from runner.execute.apply import TableResult
 from runner.plan.model import TableStatus
 from runner.service.report import RunReport
 
@@ -22,14 +23,13 @@ def render_report(report: RunReport, report_path: str = "target/run_results.json
         if t.status == TableStatus.ERROR:
             lines.append(f"! {t.name}: failed")
             lines.extend(f"    {line}" for line in (t.error or {}).get("message", "").splitlines())
+            lines.extend(_done_before_failing(t))
             continue
         if t.status == TableStatus.IN_SYNC:
             lines.append(f"= {t.name}: in sync, nothing to do")
             continue
-        lines.append(f"~ {t.name}: {count(t.files_deleted, 'file')} deleted ({human_bytes(t.bytes_deleted)}), "
-                     f"{count(t.files_rewritten, 'file')} rewritten, in {t.duration_s:.1f}s")
-        lines.extend(f"    note: {n}" for n in t.notes)
-        lines.extend(f"    wrote {name}" for name in t.instants_written)
+        lines.append(f"~ {t.name}: {_counts(t)}, in {t.duration_s:.1f}s")
+        lines.extend(_notes_and_instants(t))
     if folded:
         names = ", ".join(in_sync[:MAX_FILES_SHOWN])
         lines.append(f"= {count(len(in_sync), 'table')} in sync, nothing to do: {names}, "
@@ -41,3 +41,20 @@ def render_report(report: RunReport, report_path: str = "target/run_results.json
         lines.append(f"Next: fix what stopped the {count(failed, 'failed table')} (marked ! above, with why), then "
                      "run `runner plan` again; the next apply finishes any clean or resize a failure left pending.")
     return "\n".join(lines)
+
+
+def _counts(t: TableResult) -> str:
+    return (f"{count(t.files_deleted, 'file')} deleted ({human_bytes(t.bytes_deleted)}), "
+            f"{count(t.files_rewritten, 'file')} rewritten")
+
+
+def _notes_and_instants(t: TableResult) -> list[str]:
+    return [f"    note: {n}" for n in t.notes] + [f"    wrote {name}" for name in t.instants_written]
+
+
+def _done_before_failing(t: TableResult) -> list[str]:
+    """What a failed table's earlier steps did (a clean that completed before the resize was
+    refused): the error's "nothing was rewritten" is about its own step, not the table."""
+    if not t.changed_anything and not t.notes:
+        return []
+    return [f"    done before it failed: {_counts(t)}", *_notes_and_instants(t)]

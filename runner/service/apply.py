@@ -273,13 +273,13 @@ def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | No
         message = (planned.error or {}).get("message", "")
         return TableResult.failed(decl.name, decl.path, PlanError(
             f"table {decl.name} could not be planned, so it is not applied: {message}"))
+    result = TableResult(decl.name, decl.path)
     try:
         # Work on the real location, checked against allowed_roots now rather than at validation.
         real = replace(decl, path=guarded_location(project, decl))
-        result = apply_table(real, planned, now=now, spark_settings=project.spark, deleter_factory=jobs.deleter)
-        result.path = decl.path
+        apply_table(real, planned, now=now, spark_settings=project.spark, deleter_factory=jobs.deleter, into=result)
     except RunnerError as error:
-        result = TableResult.failed(decl.name, decl.path, error)
+        result.fail(error)  # what the steps before the failure did stays in the report
     result.duration_s = round(time.monotonic() - started, 3)
     return result
 

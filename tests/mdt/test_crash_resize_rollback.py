@@ -10,6 +10,7 @@ is never rolled back by this path.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,26 @@ def test_an_interrupted_resize_the_metadata_table_no_longer_allows_is_rolled_bac
     assert not any(str(pending) in i for i in after["data instants"])  # type: ignore[union-attr]
     assert not any(str(pending) in i for i in after["mdt instants"])  # type: ignore[union-attr]
     assert after["replaced"] == before["replaced"]
+
+
+def test_a_table_refused_after_its_clean_reports_the_clean_it_did(tmp_path: Path) -> None:
+    """The clean completes, then the resize is refused: the table fails, and the report (text and
+    run_results.json) still counts the files the clean deleted and the instants it wrote, rather
+    than an error alone that reads as if nothing had changed."""
+    project = crash_project(tmp_path / "p", FIXTURE)
+    (project / "tables" / "t.yml").write_text(RESIZE_YAML.replace(
+        "  policy: KEEP_LATEST_COMMITS\n  commits_retained: 1000\n",
+        "  policy: KEEP_LATEST_FILE_VERSIONS\n  file_versions_retained: 1\n"))
+    table = project / "table"
+    _refuse_resizes(table)
+
+    done = apply_process(project)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    (entry,) = json.loads((project / "target" / "run_results.json").read_text())["tables"]
+    assert entry["status"] == "error" and "will not resize" in entry["error"]["message"]
+    assert entry["files_deleted"] > 0 and any(i.endswith(".clean") for i in entry["instants_written"]), entry
+    cleaned = next(i for i in entry["instants_written"] if i.endswith(".clean"))
+    assert (table / ".hoodie" / "timeline" / cleaned).exists()
+    assert f"done before it failed: {entry['files_deleted']} files deleted" in done.stdout, done.stdout
+    assert f"wrote {cleaned}" in done.stdout
