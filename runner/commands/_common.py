@@ -13,15 +13,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 from runner.declarations.loader import load_project
 from runner.declarations.model import Project, TableDeclaration
-from runner.errors import DeclarationError, RunnerError, StorageError
+from runner.errors import DeclarationError, RunnerError
 from runner.hudi.instant import InstantTime
 from runner.selection import select_tables
 
-__all__ = ["human_bytes", "load", "outside_project", "parse_now", "refuse_blocked_output", "selected"]
+__all__ = ["human_bytes", "load", "outside_project", "parse_now", "selected"]
 
 
 def outside_project(args: argparse.Namespace) -> bool:
@@ -112,31 +111,3 @@ def human_bytes(size: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{size} B"
-
-
-def refuse_blocked_output(target: Path, *, what: str, fix: str) -> None:
-    """Refuse, before any work, to write `target` (a file) when something else stands in its way.
-
-    A file where its folder (or a parent) goes, or a folder where the file goes, fails the write
-    late and with only the system's words ("File exists", "Not a directory"); this names the path,
-    what was expected there and what was found.
-
-    Args:
-        target: the file the command will write, its folders created as needed.
-        what: what the file is, for the message ("the report").
-        fix: the end of "To fix this, move or remove PATH, or ...".
-    """
-    for path in target.parents:
-        if path.is_dir():
-            break  # every folder above an existing one exists
-        if path.is_symlink() and not path.exists():
-            found = f"a symbolic link to {os.readlink(path)}, which does not exist"
-        elif path.exists():
-            found = "a file"
-        else:
-            continue  # created by the write
-        raise StorageError(f"cannot write {target}: {path} is {found}, but {what} needs a folder there",
-                           hint=f"move or remove {path}, or {fix}")
-    if target.is_dir():
-        raise StorageError(f"cannot write {target}: {target} is a folder, but {what} is written to a file of "
-                           "that name", hint=f"move or remove {target}, or {fix}")

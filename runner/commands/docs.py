@@ -11,12 +11,13 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runner.commands._common import parse_now, refuse_blocked_output, selected
+from runner.commands._common import parse_now, selected
 from runner.commands.ls import table_json
 from runner.commands.result import CommandResult, ExitCode
 from runner.docs.collect import collect_site
 from runner.docs.page import INDEX, write_site
 from runner.errors import StorageError
+from runner.output_paths import refuse_blocked_output
 from runner.service.locations import guarded_location, instant_text
 
 DEFAULT_OUT = Path("target") / "docs"

@@ -26,6 +26,7 @@ from runner.execute.deleter import choose_engine, delete_threads
 from runner.execute.resize_engine import rewrites_on_spark
 from runner.execute.session import session_notes, size_session
 from runner.execute.spark import get_spark
+from runner.output_paths import refuse_blocked_output
 from runner.plan.model import Plan, TablePlan, TableStatus
 from runner.progress import Sink, reporting_to
 from runner.selection import did_you_mean
@@ -104,11 +105,15 @@ def apply_tables(
 
     Raises:
         PlanError: the plan fails the provenance checks; nothing was applied.
+        StorageError: a file stands where the report's folder goes, or a folder where the report
+            goes; nothing was applied (the report could not have said what was).
         Interrupted: Ctrl-C (SIGINT); the report, written first, has an entry for every table (those
             not applied as errors), and its message says how many were done, stopped and not started.
     """
     if plan is not None:
         check_provenance(plan, project)
+    path = report_path or Path(project.directory) / RUN_RESULTS
+    refuse_blocked_output(path, what="the run report", fix="pass another report_path." if report_path else None)
     chosen = project.tables if tables is None else tuple(tables)
     session = size_session(project.spark, chosen)  # one session for all: sized for the largest table
     project = replace(project, spark=session.settings)
@@ -129,7 +134,6 @@ def apply_tables(
         return result
 
     workers = threads or project.threads
-    path = report_path or Path(project.directory) / RUN_RESULTS
     try:
         if workers <= 1 or len(work) <= 1:
             for i, (decl, planned) in enumerate(work, start=1):

@@ -1,9 +1,15 @@
-"""Two `runner apply` runs at once in one project both write `target/run_results.json`.
+"""`target/run_results.json`: two `runner apply` runs at once, and a `target/` that is in the way.
+
+Two runs at once in one project both write the report.
 
 As with dbt's run_results.json, the file holds one run, complete: the run that finished last. Each
 run writes its report to a temporary file of its own beside it and renames that into place, so a
 reader sees the old report or the new one, never a mix or a truncated file. Real processes write
 the real report; nothing is mocked.
+
+A file where `target/` goes, or a folder where the report goes, is refused before any table is
+touched: it used to fail the report's write after the tables were cleaned, with a bare "File
+exists" and none of the run's output.
 """
 
 from __future__ import annotations
@@ -98,3 +104,35 @@ def test_the_report_is_readable_as_any_file_the_run_creates(tmp_path: Path) -> N
     _, err = w.communicate()
     assert w.returncode == 0, err
     assert path.stat().st_mode & 0o777 == 0o644  # the writers run under the usual 022 umask
+
+
+def _digest(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_file_where_target_goes_is_refused_before_any_table_is_touched(tmp_path: Path) -> None:
+    project = _project(tmp_path / "p")
+    (project / "target").write_text("not a folder\n")
+    before = {name: _digest(project / name) for name in ("a", "b")}
+
+    done = subprocess.run([sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(project)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{project / 'target'} is a file, but the run report needs a folder there" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert {name: _digest(project / name) for name in ("a", "b")} == before  # nothing was cleaned
+
+
+def test_a_folder_where_the_report_goes_is_refused_before_any_table_is_touched(tmp_path: Path) -> None:
+    project = _project(tmp_path / "p")
+    (project / "target" / "run_results.json").mkdir(parents=True)
+    before = _digest(project / "a")
+
+    done = subprocess.run([sys.executable, "-m", "runner", "apply", "--auto-approve", "--project-dir", str(project),
+                           "--select", "a"], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{project / 'target' / 'run_results.json'} is a folder, but the run report is written to a file" in \
+        done.stderr, done.stderr
+    assert _digest(project / "a") == before
