@@ -1,9 +1,10 @@
 """Files the runner writes on the local disk beside a project (the run report, the docs page):
-refused before any work when something else stands where they go."""
+refused before any work when something else stands where they go, and replaced in one rename."""
 
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 from runner.errors import StorageError
@@ -39,3 +40,25 @@ def refuse_blocked_output(target: Path, *, what: str, fix: str | None = None) ->
 
 def _hint(path: Path, fix: str | None) -> str:
     return f"move or remove {path}" + (f", or {fix}" if fix else ".")
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Replace `path` with `text`, whole, in one rename, creating its folders.
+
+    Two runs may write the same file at once (two applies in one project, two `runner docs
+    generate`). Each writes a temporary file of its own beside `path` and renames it into place,
+    so a reader finds the previous content or a new one, never a truncated or interleaved file,
+    and what stays is whatever was renamed last, complete.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A name no other run picks; created as any file is (the umask's mode, not mkstemp's 0600).
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    try:
+        with temp.open("x", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())  # the rename must not publish a file whose bytes are not yet on disk
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,6 +12,7 @@ from typing import Any
 from runner import __version__
 from runner.declarations.model import Project
 from runner.execute.apply import TableResult
+from runner.output_paths import replace_text
 from runner.plan.model import TableStatus
 
 REPORT_VERSION = 1
@@ -54,28 +54,10 @@ class RunReport:
         }
 
     def write(self, path: Path) -> None:
-        """Replace `path` with this report, whole, in one rename.
-
-        Two applies in one project (other tables, or another selection) may write at once. Each
-        writes a temporary file of its own beside `path` and renames it into place, so a reader
-        finds the previous report or this one, never a truncated or interleaved file, and the
-        report that stays is the run that wrote last, complete (as dbt's run_results.json holds its
-        last invocation).
-        """
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.to_json(), indent=2) + "\n"
-        # A name no other run picks; created as any file is (the umask's mode, not mkstemp's 0600).
-        temp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-        try:
-            with temp.open("x", encoding="utf-8") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())  # the rename must not publish a file whose bytes are not yet on disk
-            os.replace(temp, path)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-
+        """Replace `path` with this report in one rename (`replace_text`): with two applies at once
+        in one project, the file holds the run that wrote last, complete (as dbt's
+        run_results.json holds its last invocation)."""
+        replace_text(path, json.dumps(self.to_json(), indent=2) + "\n")
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")

@@ -152,3 +152,26 @@ def test_a_folder_where_index_html_goes_is_named(tmp_path):
     assert f"{root / 'target' / 'docs' / 'index.html'} is a folder, but the report is written to a file " \
            "of that name" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+WRITE_SITE = """
+import sys
+from pathlib import Path
+from runner.docs.page import write_site
+data = {"project": sys.argv[2], "tables": [], "run_results": None, "filler": "x" * 2_000_000}
+for _ in range(30):
+    write_site(data, Path(sys.argv[1]))
+"""
+
+
+def test_two_reports_written_at_once_into_one_folder_both_succeed_and_leave_one_whole_page(tmp_path):
+    """Each writer renames a temporary file of its own into place (one shared name let a writer
+    publish the other's half-written page, or fail to find its own)."""
+    out = tmp_path / "site"
+    writers = [subprocess.Popen([sys.executable, "-c", WRITE_SITE, str(out), name], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for name in ("a", "b", "c")]
+    for w in writers:
+        _, err = w.communicate(timeout=120)
+        assert w.returncode == 0, err
+    assert embedded_data(out / "index.html")["project"] in {"a", "b", "c"}
+    assert [p.name for p in out.iterdir()] == ["index.html"]
