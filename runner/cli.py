@@ -11,6 +11,7 @@ import difflib
 import importlib
 import json
 import os
+import shlex
 import sys
 import textwrap
 import traceback
@@ -217,6 +218,7 @@ def _port(text: str) -> int:
 
 def run(argv: Sequence[str]) -> CommandResult:
     """Parse argv and run the command in-process; raises RunnerError on expected failures."""
+    _refuse_options_before_the_command(argv)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -224,6 +226,19 @@ def run(argv: Sequence[str]) -> CommandResult:
     module = importlib.import_module(f"runner.commands.{COMMANDS[args.command][0]}")
     result: CommandResult = module.run(args)
     return result
+
+
+def _refuse_options_before_the_command(argv: Sequence[str]) -> None:
+    """`runner --project-dir proj plan`, as dbt takes some flags: argparse would read `proj` as the
+    command and answer "invalid choice: 'proj'". Say where the options go, with the command fixed."""
+    if not argv or not argv[0].startswith("-") or argv[0] in ("-h", "--help", "--version"):
+        return
+    at = next((i for i, arg in enumerate(argv) if arg in COMMANDS), None)
+    if at is None:
+        return
+    fixed = shlex.join([argv[at], *argv[:at], *argv[at + 1:]])
+    raise RunnerError(f"runner: {argv[0].split('=', 1)[0]} goes after the command: `runner {fixed}`",
+                      hint=f"put every option after the command; `runner {argv[at]} --help` lists them.")
 
 
 def _subcommand(parser: argparse.ArgumentParser, name: str) -> _Parser:
