@@ -50,8 +50,9 @@ def select_tables(
     Raises:
         SelectionError: a spec has an unknown prefix or is empty, or matches no table (unless it
             uses `state:modified`); `state:modified` was used without `--state`, outside a git
-            repository, or with a ref git does not know.
+            repository, or with a ref git does not know; `--state` was given without `state:modified`.
     """
+    _refuse_unused_state(state_ref, [*select, *exclude])
     state = _State(project.directory, state_ref)
     included = [_parse(spec, state) for spec in select]
     excluded = [_parse(spec, state) for spec in exclude]
@@ -62,6 +63,16 @@ def select_tables(
         if (not included or any(match(table) for match in included))
         and not any(match(table) for match in excluded)
     )
+
+
+def _refuse_unused_state(state_ref: str | None, specs: Sequence[str]) -> None:
+    """`--state` narrows nothing by itself: with its `state:modified` forgotten, a command would
+    run on every table the other selectors pick (an unattended apply on the whole project)."""
+    if state_ref is None or any("state:" in spec for spec in specs):
+        return
+    raise SelectionError(f"--state {state_ref} is used only by a state:modified selector, and neither --select nor "
+                         "--exclude has one; nothing was done",
+                         hint=f"add --select state:modified (or drop --state {state_ref}).")
 
 
 def _refuse_unmatched(project: Project, specs: list[tuple[str, str, Matcher]]) -> None:
