@@ -1,0 +1,54 @@
+"""Files under tables/ that look like declarations but would not be read, named rather than
+skipped in silence: a table declared in `orders.YML` was never planned or cleaned, and `validate`
+said the project was valid. Backups, other formats and hidden files stay ignored."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.declarations.loader import load_project
+from runner.errors import DeclarationError
+
+from .conftest import WriteProject
+
+TABLE = "name: {name}\npath: w/{name}\n"
+
+
+@pytest.mark.parametrize("file", ["orders.YML", "orders.Yaml", "sub/orders.YAML"])
+def test_a_declaration_with_an_upper_case_extension_is_named_not_skipped(file: str, write_project: WriteProject,
+                                                                          ) -> None:
+    root = write_project({"tables/ok.yml": TABLE.format(name="ok"), f"tables/{file}": TABLE.format(name="orders")})
+    done = subprocess.run([sys.executable, "-m", "runner", "validate", "--project-dir", str(root)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stdout
+    extension = file.rsplit(".", 1)[1]
+    assert (f"{root / 'tables' / file}: not read: declarations end in .yml or .yaml, in lower case, and this one "
+            f"ends in .{extension}; rename it") in done.stdout, done.stdout
+
+
+def test_backups_other_formats_and_hidden_files_are_still_ignored(write_project: WriteProject) -> None:
+    root = write_project({
+        "tables/ok.yml": TABLE.format(name="ok"),
+        "tables/ok.yml.bak": TABLE.format(name="bak"),
+        "tables/ok.yml~": TABLE.format(name="tilde"),
+        "tables/.ok.yml.swp": TABLE.format(name="swap"),
+        "tables/notes.json": "{}",
+        "tables/README.md": "# tables\n",
+        "tables/.hidden/x.yml": TABLE.format(name="hidden"),
+    })
+    assert [t.name for t in load_project(root).tables] == ["ok"]
+
+
+def test_a_declaration_that_is_a_dangling_symbolic_link_says_so(write_project: WriteProject, tmp_path: Path) -> None:
+    root = write_project({"tables/ok.yml": TABLE.format(name="ok")})
+    os.symlink(tmp_path / "shared" / "orders.yml", root / "tables" / "orders.yml")
+    with pytest.raises(DeclarationError) as caught:
+        load_project(root)
+    (problem,) = caught.value.problems
+    assert str(problem) == (f"tables/orders.yml: cannot read the file: it is a symbolic link to "
+                            f"{tmp_path / 'shared' / 'orders.yml'}, which does not exist")
