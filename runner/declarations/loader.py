@@ -195,6 +195,11 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
             return iter(sorted(new_files))
         if not project.found:  # one problem is enough: the missing project.yml explains this one
             return iter(())
+        if os.path.exists(folder):
+            problems.append(project.doc.problem(("tables_dir",), f'"{project.tables_dir}" is a file in {root}, but '
+                                                "tables_dir names the folder holding the table declarations; "
+                                                "point tables_dir at that folder"))
+            return iter(())
         problems.append(project.doc.problem(("tables_dir",), f'folder "{project.tables_dir}" not found in '
                                             f"{root}; create it, or set tables_dir in project.yml"))
         return iter(())

@@ -52,3 +52,14 @@ def test_a_declaration_that_is_a_dangling_symbolic_link_says_so(write_project: W
     (problem,) = caught.value.problems
     assert str(problem) == (f"tables/orders.yml: cannot read the file: it is a symbolic link to "
                             f"{tmp_path / 'shared' / 'orders.yml'}, which does not exist")
+
+
+def test_a_tables_dir_that_is_a_file_says_so(write_project: WriteProject) -> None:
+    root = write_project({"tables/a.yml": TABLE.format(name="a"), "declarations": "name: a\n"},
+                         project="name: p\ntables_dir: declarations\n")
+    with pytest.raises(DeclarationError) as caught:
+        load_project(root)
+    (problem,) = caught.value.problems
+    assert str(problem) == ('project.yml:2:1: tables_dir: "declarations" is a file in '
+                            f"{root}, but tables_dir names the folder holding the table declarations; "
+                            "point tables_dir at that folder")
