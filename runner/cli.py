@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--project-dir", default=".", help="folder holding project.yml (default: .)")
+    parser.add_argument("--project-dir", default=".", type=_path, help="folder holding project.yml (default: .)")
     parser.add_argument("--select", "-s", nargs="+", action="extend", default=[], metavar="SPEC",
                         help="tables to include: name, glob, tag:x, owner:x, path:glob, state:modified")
     parser.add_argument("--exclude", nargs="+", action="extend", default=[], metavar="SPEC",
@@ -84,6 +84,14 @@ def _near(word: str, candidates: Sequence[str]) -> str:
     close = [c for c in candidates if c.startswith(word)][:1] or difflib.get_close_matches(
         word, candidates, n=1, cutoff=0.75)
     return f' (did you mean "{close[0]}"?)' if close else ""
+
+
+def _path(text: str) -> str:
+    """A path option's value. Empty is refused, not read as the default: `--out "$PLAN"` with PLAN
+    unset wrote no plan file, and `--project-dir "$DIR"` ran on the current folder's project."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the value is empty; expected a path (is a shell variable unset?)")
+    return text
 
 
 def _threads(text: str) -> int:
@@ -158,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                              epilog=f"exit status: {EXIT_CODES[name]}")
         _common(cmd)
         if name == "plan":
-            cmd.add_argument("--out", metavar="PLAN_JSON", help="also write the plan as JSON to this file")
+            cmd.add_argument("--out", metavar="PLAN_JSON", type=_path, help="also write the plan as JSON to this file")
             cmd.add_argument("--verbose", "-v", action="store_true",
                              help="list every file and why, instead of the first 10 of each list")
             cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
@@ -186,7 +194,7 @@ def _import_parser(sub: Any, help_text: str) -> None:
                      help=f"search at most N folders below each PATH (default: {DEFAULT_MAX_DEPTH}); "
                           "a table's own folders are never searched")
     cmd.add_argument("--dry-run", action="store_true", help="print the files it would write; write nothing")
-    cmd.add_argument("--project-dir", default=".", help="folder holding project.yml (default: .)")
+    cmd.add_argument("--project-dir", default=".", type=_path, help="folder holding project.yml (default: .)")
     cmd.add_argument("--format", choices=["text", "json"], default="text", help="output format")
     cmd.add_argument("--debug", action="store_true", help="show tracebacks")
     cmd.set_defaults(target=None)
@@ -201,7 +209,8 @@ def _depth(text: str) -> int:
 def _docs_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("action", choices=["generate", "serve"],
                      help="generate: write target/docs/index.html; serve: generate, then serve it over HTTP")
-    cmd.add_argument("--out", metavar="DIR", help="write the report into DIR (default: <project>/target/docs)")
+    cmd.add_argument("--out", metavar="DIR", type=_path,
+                     help="write the report into DIR (default: <project>/target/docs)")
     cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
     cmd.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default: 127.0.0.1)")
     cmd.add_argument(

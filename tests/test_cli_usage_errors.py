@@ -76,3 +76,21 @@ def test_an_option_before_the_command_says_where_it_goes(argv: list[str], comman
     rest = " ".join(a for a in argv if a not in moved.split() and a != command)
     assert f"`runner {command} {moved}{' ' + rest if rest else ''}`" in err, err
     assert "invalid choice" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "--out", ""],                  # `--out "$PLAN"` with PLAN unset: no plan file, and exit 0
+    ["docs", "generate", "--out", ""],      # wrote to target/docs instead
+    ["plan", "--project-dir", ""],          # planned the project in the current folder instead
+    ["apply", "--auto-approve", "--project-dir="],
+    ["import", "warehouse", "--project-dir", ""],
+])
+def test_an_empty_path_option_is_refused_not_read_as_the_default(argv: list[str], tmp_path: Path) -> None:
+    (tmp_path / "project.yml").write_text("name: here\n")  # a project the empty value would fall back to
+    (tmp_path / "tables").mkdir()
+    done = subprocess.run([sys.executable, "-m", "runner", *argv], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    option = next(a for a in argv if a.startswith("--") and a != "--auto-approve").rstrip("=")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"argument {option}: the value is empty" in done.stderr, done.stderr
+    assert done.stdout == "" and not (tmp_path / "target").exists()
