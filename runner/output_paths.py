@@ -54,11 +54,19 @@ def replace_text(path: Path, text: str) -> None:
     # A name no other run picks; created as any file is (the umask's mode, not mkstemp's 0600).
     temp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     try:
-        with temp.open("x", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())  # the rename must not publish a file whose bytes are not yet on disk
+        temp.write_text(text, encoding="utf-8")
+        _flush_to_disk(temp)
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def _flush_to_disk(path: Path) -> None:
+    """The rename must not publish a file whose bytes are not on disk yet (after a crash the new
+    name could hold nothing)."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)

@@ -36,7 +36,9 @@ def render_report(report: RunReport, report_path: str = "target/run_results.json
                      f"... and {len(in_sync) - MAX_FILES_SHOWN:,} more ({report_path} lists every table)")
     failed = sum(t.status == TableStatus.ERROR for t in report.tables)
     lines += [f"note: {n}" for n in report.notes]
-    lines += ["", f"Apply: {len(report.tables) - failed} ok, {failed} failed. Report: {report_path}"]
+    written = "No report: it could not be written (see the note above)" if report.unwritten else \
+        f"Report: {report_path}"
+    lines += ["", f"Apply: {len(report.tables) - failed} ok, {failed} failed. {written}"]
     if failed:
         lines.append(f"Next: fix what stopped the {count(failed, 'failed table')} (marked ! above, with why), then "
                      "run `runner plan` again; the next apply finishes any clean or resize a failure left pending.")

@@ -142,7 +142,7 @@ def apply_tables(
             _on_threads(one, work, workers, report, shown)
         report.notes.extend(session_notes(session))
         report.finish()
-        report.write(path)
+        report.write_once_applied(path)
     except KeyboardInterrupt:
         # Sequentially the interrupt lands inside the table being applied; threads finish theirs.
         threaded = workers > 1 and len(work) > 1
@@ -194,7 +194,7 @@ def _interrupted(report: RunReport, chosen: list[TableDeclaration], path: Path, 
             f"table {decl.name}: not applied, the run was interrupted before it started")))
     report.notes.append("interrupted by the user (Ctrl-C)")
     report.finish()
-    report.write(path)
+    report.write_once_applied(path)
     parts = [f"{len(finished)} of {len(chosen)} tables done" + (f" ({failed:,} failed)" if failed else ""),
              *([f"{stopped[0].name} stopped while being applied"] if stopped else []),
              f"{len(not_started)} not started"]

@@ -27,6 +27,7 @@ class RunReport:
     finished_at: str | None = None
     tables: list[TableResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # about the run as a whole (the Spark session)
+    unwritten: bool = False  # the report could not be written (`write_once_applied`)
 
     @classmethod
     def start(cls, project: Project) -> RunReport:
@@ -34,8 +35,8 @@ class RunReport:
 
     @property
     def failed(self) -> bool:
-        """Whether any table failed; `runner apply` then exits 1."""
-        return any(t.status == TableStatus.ERROR for t in self.tables)
+        """Whether any table failed, or the report could not be written; `runner apply` then exits 1."""
+        return self.unwritten or any(t.status == TableStatus.ERROR for t in self.tables)
 
     def finish(self) -> None:
         self.finished_at = _now()
@@ -58,6 +59,16 @@ class RunReport:
         in one project, the file holds the run that wrote last, complete (as dbt's
         run_results.json holds its last invocation)."""
         replace_text(path, json.dumps(self.to_json(), indent=2) + "\n")
+
+    def write_once_applied(self, path: Path) -> None:
+        """`write`, after the tables were applied: a failure (a full disk, a folder that went read-only)
+        becomes a note of the failed run instead of an error that would hide what was done to them."""
+        try:
+            self.write(path)
+        except OSError as error:
+            self.unwritten = True
+            self.notes.append(f"the run report could not be written to {path}: {error.strerror or error}; "
+                              "what was applied is shown here only")
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
