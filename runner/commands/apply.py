@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> CommandResult:
                               threads=args.threads, progress=_Shown(activity), spark_log=spark_log)
     # With --project-dir the user is elsewhere: a path relative to the project would mislead.
     shown = str(RUN_RESULTS) if args.project_dir in (".", "") else str(Path(project.directory) / RUN_RESULTS)
-    return CommandResult(ExitCode.FAILURE if report.failed else ExitCode.OK, render_report(report, shown),
-                         report.to_json())
+    text = render_report(report, shown, declared_in={t.name: t.source_file for t in tables})
+    return CommandResult(ExitCode.FAILURE if report.failed else ExitCode.OK, text, report.to_json())
 
 
 class _Shown:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from runner.commands._common import human_bytes
 from runner.commands.render import MAX_FILES_SHOWN, count
 from runner.execute.apply import TableResult
@@ -11,7 +13,10 @@ from runner.service.report import RunReport
 __all__ = ["RunReport", "render_report"]
 
 
-def render_report(report: RunReport, report_path: str = "target/run_results.json") -> str:
+def render_report(report: RunReport, report_path: str = "target/run_results.json",
+                  declared_in: Mapping[str, str] | None = None) -> str:
+    """The run report as text; `declared_in` (table name → declaration file) names, beside each
+    failed table, the declaration to check, as `runner plan` does."""
     lines = [f"runner apply: project {report.project}", ""]
     if not report.tables:
         lines.append("  no tables selected")
@@ -23,6 +28,7 @@ def render_report(report: RunReport, report_path: str = "target/run_results.json
         if t.status == TableStatus.ERROR:
             lines.append(f"! {t.name}: failed")
             lines.extend(f"    {line}" for line in (t.error or {}).get("message", "").splitlines())
+            lines.extend(f"    declared in {source}" for source in [(declared_in or {}).get(t.name)] if source)
             lines.extend(_done_before_failing(t))
             continue
         if t.status == TableStatus.IN_SYNC:

@@ -179,9 +179,8 @@ def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[s
                 "files, and writes them to apply).",
             ) from None
         if storage.stat(HOODIE) is None:
-            found = "it does not exist" if storage.stat("") is None else "it has no .hoodie folder"
             raise NotAHudiTableError(
-                f"{storage.uri} is not a Hudi table: {found}",
+                f"{storage.uri} is not a Hudi table: {NotAHudiTableError.found(_root_is_dir(storage))}",
                 path=storage.uri,
                 hint="check the table's `path` in its declaration.",
             ) from None
@@ -208,6 +207,11 @@ def _hoodie_children(storage: Storage, listed: set[str] | None) -> set[str]:
 
 def _name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
+
+
+def _root_is_dir(storage: Storage) -> bool | None:
+    root = storage.stat("")
+    return None if root is None else root.is_dir
 
 
 def read_table_metadata(storage: Storage) -> TableMetadata:
