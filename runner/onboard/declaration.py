@@ -42,15 +42,22 @@ class Draft:
     notes: tuple[str, ...]
 
 
-def base_name(table_name: str) -> str:
+def base_name(table_name: str, *, folder: str = "") -> str:
     """`hoodie.table.name` made into a name the schema accepts: accents folded (`Café` is `cafe`,
     not `caf`), lower case, runs of anything else become one `_`, and a leading digit gets a `t_`
-    prefix; `table` when nothing usable is left."""
-    folded = "".join(c for c in unicodedata.normalize("NFKD", table_name) if not unicodedata.combining(c))
+    prefix. When nothing usable is left (`???`, a name in another script), the last part of the
+    table's `folder` made so, and `table` when that has nothing either."""
+    for candidate in (table_name, folder.rstrip("/").rsplit("/", 1)[-1]):
+        name = _usable(candidate)
+        if name:
+            return name
+    return "table"
+
+
+def _usable(text: str) -> str:
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     name = re.sub(r"[^a-z0-9]+", "_", folded.lower()).strip("_")
-    if not name:
-        return "table"
-    if not name[0].isalpha():
+    if name and not name[0].isalpha():
         name = _PREFIX + name
     return name[:MAX_NAME].rstrip("_")
 

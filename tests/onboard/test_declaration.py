@@ -29,6 +29,16 @@ def test_base_name_is_what_the_schema_accepts(table_name, expected):
     assert base_name(table_name) == expected
 
 
+@pytest.mark.parametrize(("table_name", "folder", "expected"), [
+    ("???", "/lake/Orders EU", "orders_eu"),   # nothing usable in the name: the folder's name, not `table`
+    ("注文", "s3://bucket/sales/chuumon", "chuumon"),
+    ("???", "/lake/???", "table"),              # nor in the folder's
+    ("orders", "/lake/anything", "orders"),     # a usable name wins
+])
+def test_a_name_with_nothing_usable_falls_back_to_the_folder_name(table_name, folder, expected):
+    assert base_name(table_name, folder=folder) == expected
+
+
 def test_names_count_up_skip_taken_ones_and_stay_within_the_limit():
     names = Names(["orders", "orders_3"])
     assert [names.choose("orders") for _ in range(3)] == ["orders_2", "orders_4", "orders_5"]
