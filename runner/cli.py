@@ -94,6 +94,13 @@ def _path(text: str) -> str:
     return text
 
 
+def _host(text: str) -> str:
+    # An empty host is every interface to the socket: `--host "$HOST"` unset must not publish the report.
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the value is empty; expected an address such as 127.0.0.1")
+    return text
+
+
 def _threads(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 64:
         raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 64, got {text!r}")
@@ -212,7 +219,7 @@ def _docs_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--out", metavar="DIR", type=_path,
                      help="write the report into DIR (default: <project>/target/docs)")
     cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
-    cmd.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default: 127.0.0.1)")
+    cmd.add_argument("--host", default="127.0.0.1", type=_host, help="serve: address to listen on (default: 127.0.0.1)")
     cmd.add_argument(
         "--port", type=_port, default=8080, help="serve: port to listen on; 0 picks a free one (default: 8080)"
     )
