@@ -26,7 +26,7 @@ from runner.hudi.metadata import (
 )
 from runner.hudi.pending_writes import NONE as NO_PENDING_WRITES
 from runner.hudi.pending_writes import PendingWrites, read_pending_writes
-from runner.hudi.properties import TableConfig, parse_properties
+from runner.hudi.properties import TableConfig, read_properties
 from runner.hudi.schema_on_read import SCHEMA_HISTORY_FOLDER
 from runner.hudi.timeline import Timeline
 from runner.hudi.view import ListedFiles, build_file_groups, discover_partitions, list_partitions
@@ -190,7 +190,7 @@ def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[s
             hint="restore hoodie.properties (Hudi keeps a hoodie.properties.backup while updating it).",
         ) from None
     config = TableConfig.from_properties(
-        parse_properties(raw.decode("utf-8", errors="replace"), path=PROPERTIES), path=PROPERTIES
+        read_properties(raw, path=PROPERTIES), path=PROPERTIES
     )
     folder = HOODIE if config.timeline_layout_version == 1 else f"{HOODIE}/{config.timeline_path}"
     listed = storage.list_dir(folder)
