@@ -63,3 +63,14 @@ def test_a_tables_dir_that_is_a_file_says_so(write_project: WriteProject) -> Non
     assert str(problem) == ('project.yml:2:1: tables_dir: "declarations" is a file in '
                             f"{root}, but tables_dir names the folder holding the table declarations; "
                             "point tables_dir at that folder")
+
+
+@pytest.mark.parametrize(("key", "meant"), [
+    ("TABLE", "table"), ("File_Sizing", "file_sizing"), ("Metadata_Table", "metadata_table"),
+])
+def test_a_key_in_another_case_gets_did_you_mean(key: str, meant: str, write_project: WriteProject) -> None:
+    root = write_project({"tables/a.yml": TABLE.format(name="a") + f"{key}: {{}}\n"})
+    with pytest.raises(DeclarationError) as caught:
+        load_project(root)
+    (problem,) = caught.value.problems
+    assert f'{key}: unknown key (did you mean "{meant}"?)' in str(problem), str(problem)
