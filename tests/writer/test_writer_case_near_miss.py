@@ -68,3 +68,18 @@ def test_a_declaration_whose_key_differs_from_the_tables_only_in_case_gets_did_y
     (drift,) = json.loads(plan.stdout)["tables"][0]["drift"]
     assert drift.startswith("table.record_key: declared ['Id'], hoodie.properties has ['id']")
     assert '(did you mean "id"?)' in drift, drift
+
+
+@pytest.mark.parametrize(("option", "meant"), [
+    ("Hoodie.Parquet.Compression.Codec", "hoodie.parquet.compression.codec"),
+    ("hoodie.parquet.compresion.codec", "hoodie.parquet.compression.codec"),
+    ("spark.hadoop.zlib.compress.level", "zlib.compress.level"),  # as Hudi users set it in Spark's conf
+])
+def test_an_option_near_a_supported_one_gets_did_you_mean(project: Callable[..., Path], option: str,
+                                                         meant: str) -> None:
+    root = project(t=table_yaml("t"))
+    with pytest.raises(RefusedError) as error:
+        runner.write(pa.table(ROWS), "t", project_dir=root, options={option: "6"})
+    assert f"does not support the option(s) {option} (did you mean \"{meant}\"?)" in str(error.value), \
+        str(error.value)
+    assert not _files(root)
