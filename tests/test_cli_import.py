@@ -405,13 +405,20 @@ def test_every_fixture_table_imports_without_drift_and_plans(tmp_path, capsys):
 
 
 def test_a_declaration_the_disk_refuses_is_reported_by_table(lake, tmp_path, capsys):
+    # A tables folder nothing can be created in (immutable: even root is refused). A file where the
+    # folder goes, which this test used, is now refused up front (the test after the next one).
     project = new_project(tmp_path / "project")
-    (project / "tables").write_text("a file where the tables folder should be")
-
-    code, out, err = run(capsys, "import", str(lake / "finance" / "orders"), "--project-dir", str(project))
+    (project / "tables").mkdir()
+    if subprocess.run(["chattr", "+i", str(project / "tables")], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here to make a folder refuse writes")
+    try:
+        code, out, err = run(capsys, "import", str(lake / "finance" / "orders"), "--project-dir", str(project))
+    finally:
+        subprocess.run(["chattr", "-i", str(project / "tables")], check=True)
 
     assert (code, err) == (1, "")
-    assert f"! {lake}/finance/orders: cannot write its declaration: {project}/tables: File exists" in out
+    assert f"! {lake}/finance/orders: cannot write its declaration: " in out
+    assert "Operation not permitted" in out or "Permission denied" in out, out
     assert "Import: 0 written, 0 already declared, 1 failed." in out
 
 
@@ -518,3 +525,15 @@ def test_a_terminal_that_cannot_show_the_name_gets_escapes_not_a_crash(tmp_path:
         assert b"internal error" not in done.stderr and b"Traceback" not in done.stderr
         if fmt == "json":
             assert json.loads(done.stdout)["tables"][0]["path"].endswith("commandes_été")
+
+
+def test_a_tables_folder_that_is_a_file_is_named_before_anything_is_written(tmp_path: Path) -> None:
+    project = new_project(tmp_path / "p")
+    (project / "tables").write_text("in the way\n")
+    unzip(V6_PLAIN, tmp_path / "lake")
+    done = subprocess.run([sys.executable, "-m", "runner", "import", str(tmp_path / "lake"), "--project-dir",
+                           str(project)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert 'tables_dir: "tables" is a file in' in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "File exists" not in done.stdout + done.stderr
+    assert (project / "tables").read_text() == "in the way\n"

@@ -191,14 +191,14 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
     """Every *.yml/*.yaml under tables_dir (hidden files and folders skipped), and the new files, sorted."""
     folder = os.path.normpath(os.path.join(root, project.tables_dir))
     if not os.path.isdir(folder):
-        if new_files is not None:  # the first import into a project creates the folder
-            return iter(sorted(new_files))
-        if not project.found:  # one problem is enough: the missing project.yml explains this one
-            return iter(())
-        if os.path.exists(folder):
+        if os.path.exists(folder) and project.found:  # import cannot create the folder either
             problems.append(project.doc.problem(("tables_dir",), f'"{project.tables_dir}" is a file in {root}, but '
                                                 "tables_dir names the folder holding the table declarations; "
                                                 "point tables_dir at that folder"))
+            return iter(())
+        if new_files is not None:  # the first import into a project creates the folder
+            return iter(sorted(new_files))
+        if not project.found:  # one problem is enough: the missing project.yml explains this one
             return iter(())
         problems.append(project.doc.problem(("tables_dir",), f'folder "{project.tables_dir}" not found in '
                                             f"{root}; create it, or set tables_dir in project.yml"))
