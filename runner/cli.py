@@ -11,6 +11,7 @@ import difflib
 import importlib
 import json
 import os
+import shlex
 import sys
 import textwrap
 import traceback
@@ -36,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--project-dir", default=".", help="folder holding project.yml (default: .)")
+    parser.add_argument("--project-dir", default=".", type=_path, help="folder holding project.yml (default: .)")
     parser.add_argument("--select", "-s", nargs="+", action="extend", default=[], metavar="SPEC",
                         help="tables to include: name, glob, tag:x, owner:x, path:glob, state:modified")
     parser.add_argument("--exclude", nargs="+", action="extend", default=[], metavar="SPEC",
@@ -83,6 +84,21 @@ def _near(word: str, candidates: Sequence[str]) -> str:
     close = [c for c in candidates if c.startswith(word)][:1] or difflib.get_close_matches(
         word, candidates, n=1, cutoff=0.75)
     return f' (did you mean "{close[0]}"?)' if close else ""
+
+
+def _path(text: str) -> str:
+    """A path option's value. Empty is refused, not read as the default: `--out "$PLAN"` with PLAN
+    unset wrote no plan file, and `--project-dir "$DIR"` ran on the current folder's project."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the value is empty; expected a path (is a shell variable unset?)")
+    return text
+
+
+def _host(text: str) -> str:
+    # An empty host is every interface to the socket: `--host "$HOST"` unset must not publish the report.
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the value is empty; expected an address such as 127.0.0.1")
+    return text
 
 
 def _threads(text: str) -> int:
@@ -157,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
                              epilog=f"exit status: {EXIT_CODES[name]}")
         _common(cmd)
         if name == "plan":
-            cmd.add_argument("--out", metavar="PLAN_JSON", help="also write the plan as JSON to this file")
+            cmd.add_argument("--out", metavar="PLAN_JSON", type=_path, help="also write the plan as JSON to this file")
             cmd.add_argument("--verbose", "-v", action="store_true",
                              help="list every file and why, instead of the first 10 of each list")
             cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
@@ -185,7 +201,7 @@ def _import_parser(sub: Any, help_text: str) -> None:
                      help=f"search at most N folders below each PATH (default: {DEFAULT_MAX_DEPTH}); "
                           "a table's own folders are never searched")
     cmd.add_argument("--dry-run", action="store_true", help="print the files it would write; write nothing")
-    cmd.add_argument("--project-dir", default=".", help="folder holding project.yml (default: .)")
+    cmd.add_argument("--project-dir", default=".", type=_path, help="folder holding project.yml (default: .)")
     cmd.add_argument("--format", choices=["text", "json"], default="text", help="output format")
     cmd.add_argument("--debug", action="store_true", help="show tracebacks")
     cmd.set_defaults(target=None)
@@ -200,9 +216,10 @@ def _depth(text: str) -> int:
 def _docs_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("action", choices=["generate", "serve"],
                      help="generate: write target/docs/index.html; serve: generate, then serve it over HTTP")
-    cmd.add_argument("--out", metavar="DIR", help="write the report into DIR (default: <project>/target/docs)")
+    cmd.add_argument("--out", metavar="DIR", type=_path,
+                     help="write the report into DIR (default: <project>/target/docs)")
     cmd.add_argument("--now", metavar="TIME", help=NOW_HELP)
-    cmd.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default: 127.0.0.1)")
+    cmd.add_argument("--host", default="127.0.0.1", type=_host, help="serve: address to listen on (default: 127.0.0.1)")
     cmd.add_argument(
         "--port", type=_port, default=8080, help="serve: port to listen on; 0 picks a free one (default: 8080)"
     )
@@ -217,6 +234,7 @@ def _port(text: str) -> int:
 
 def run(argv: Sequence[str]) -> CommandResult:
     """Parse argv and run the command in-process; raises RunnerError on expected failures."""
+    _refuse_options_before_the_command(argv)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -224,6 +242,19 @@ def run(argv: Sequence[str]) -> CommandResult:
     module = importlib.import_module(f"runner.commands.{COMMANDS[args.command][0]}")
     result: CommandResult = module.run(args)
     return result
+
+
+def _refuse_options_before_the_command(argv: Sequence[str]) -> None:
+    """`runner --project-dir proj plan`, as dbt takes some flags: argparse would read `proj` as the
+    command and answer "invalid choice: 'proj'". Say where the options go, with the command fixed."""
+    if not argv or not argv[0].startswith("-") or argv[0] in ("-h", "--help", "--version"):
+        return
+    at = next((i for i, arg in enumerate(argv) if arg in COMMANDS), None)
+    if at is None:
+        return
+    fixed = shlex.join([argv[at], *argv[:at], *argv[at + 1:]])
+    raise RunnerError(f"runner: {argv[0].split('=', 1)[0]} goes after the command: `runner {fixed}`",
+                      hint=f"put every option after the command; `runner {argv[at]} --help` lists them.")
 
 
 def _subcommand(parser: argparse.ArgumentParser, name: str) -> _Parser:
@@ -234,6 +265,7 @@ def _subcommand(parser: argparse.ArgumentParser, name: str) -> _Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     choose_before_pyarrow()
+    _tolerate_narrow_encodings()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     as_json = _wants_json(argv)
@@ -263,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.FAILURE)
     try:
         if as_json:
-            print(json.dumps(result.data, indent=2, sort_keys=False))
+            print(_json(result.data))
         elif result.text:
             from runner.commands.terminal import emit
 
@@ -272,6 +304,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `runner plan | head`: the reader has seen enough; that is no failure
         _quiet_stdout()
     return int(result.exit_code)
+
+
+def _utf8(stream: Any) -> bool:
+    return (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "") == "utf8"
+
+
+def _tolerate_narrow_encodings() -> None:
+    """On a stream that cannot encode every character (`PYTHONIOENCODING=ascii`, a Latin-1
+    terminal), print a table or path name outside it as an escape rather than fail mid-output."""
+    for stream in (sys.stdout, sys.stderr):
+        if not _utf8(stream) and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def _json(data: Any) -> str:
+    """JSON output: names as written (`"Café"`) on a UTF-8 stream; elsewhere JSON's own `\\u00e9`
+    escapes, which every JSON reader decodes back (an escape the stream made would not parse)."""
+    return json.dumps(data, indent=2, ensure_ascii=not _utf8(sys.stdout))
 
 
 def _quiet_stdout() -> None:
@@ -304,7 +354,7 @@ def _wants_json(argv: Sequence[str]) -> bool:
 
 def _print_error(error: RunnerError, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"error": error.to_json()}, indent=2))
+        print(_json({"error": error.to_json()}))
     else:
         from runner.commands.terminal import emit
 

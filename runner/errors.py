@@ -97,6 +97,13 @@ class TableError(RunnerError):
 class NotAHudiTableError(TableError):
     """The folder has no `.hoodie/hoodie.properties`."""
 
+    @staticmethod
+    def found(root_is_dir: bool | None) -> str:
+        """What stands at a declared path without a `.hoodie` folder (None: nothing), for the message."""
+        if root_is_dir is None:
+            return "it does not exist"
+        return "it has no .hoodie folder" if root_is_dir else "it is a file, not a table's folder"
+
 
 class UnsupportedTableError(TableError):
     """The table's version or layout is one the runner refuses to touch."""

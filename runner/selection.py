@@ -50,8 +50,9 @@ def select_tables(
     Raises:
         SelectionError: a spec has an unknown prefix or is empty, or matches no table (unless it
             uses `state:modified`); `state:modified` was used without `--state`, outside a git
-            repository, or with a ref git does not know.
+            repository, or with a ref git does not know; `--state` was given without `state:modified`.
     """
+    _refuse_unused_state(state_ref, [*select, *exclude])
     state = _State(project.directory, state_ref)
     included = [_parse(spec, state) for spec in select]
     excluded = [_parse(spec, state) for spec in exclude]
@@ -62,6 +63,16 @@ def select_tables(
         if (not included or any(match(table) for match in included))
         and not any(match(table) for match in excluded)
     )
+
+
+def _refuse_unused_state(state_ref: str | None, specs: Sequence[str]) -> None:
+    """`--state` narrows nothing by itself: with its `state:modified` forgotten, a command would
+    run on every table the other selectors pick (an unattended apply on the whole project)."""
+    if state_ref is None or any("state:" in spec for spec in specs):
+        return
+    raise SelectionError(f"--state {state_ref} is used only by a state:modified selector, and neither --select nor "
+                         "--exclude has one; nothing was done",
+                         hint=f"add --select state:modified (or drop --state {state_ref}).")
 
 
 def _refuse_unmatched(project: Project, specs: list[tuple[str, str, Matcher]]) -> None:
@@ -105,11 +116,32 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
-    """The candidate closest to `word` (difflib's, or one equal but for case), None when none is close."""
+    """The candidate closest to `word`, None when none is close: first one equal but for case
+    (`Region` for `region`, which difflib ranks below any near spelling, as it compares case),
+    else difflib's nearest spelling."""
     options = list(candidates)
-    close = difflib.get_close_matches(word, options, n=1) or [
-        o for o in options if o.lower() == word.lower()][:1]
+    close = [o for o in options if o.lower() == word.lower() and o != word][:1] or difflib.get_close_matches(
+        word, options, n=1)
     return close[0] if close else None
+
+
+def did_you_mean_any(words: Iterable[str], candidates: Iterable[str]) -> str:
+    """`did_you_mean` for the first of `words` that is not a candidate but near one (a list of
+    declared columns against the real ones), or ""."""
+    options = list(candidates)
+    return next((hint for word in words if word not in options and (hint := did_you_mean(word, options))), "")
+
+
+def did_you_mean_columns(declared: object, found: object) -> str:
+    """`did_you_mean_any` for a `table:` block's column setting (a name, or a list of names)
+    against what hoodie.properties has; "" for other settings (`type`, `meta_fields`)."""
+    return did_you_mean_any(_column_names(declared), _column_names(found))
+
+
+def _column_names(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value] if isinstance(value, list | tuple) else []
 
 
 def _parse(spec: str, state: _State) -> Matcher:

@@ -7,6 +7,7 @@ from typing import Any
 
 from runner.declarations.model import TableDeclaration
 from runner.hudi.state import TableState
+from runner.selection import did_you_mean_columns
 
 # Hudi's reserved instants for metadata-only and full bootstrap: their base files are skeletons whose
 # data lives in the bootstrap source table, which the runner never deletes.
@@ -75,6 +76,7 @@ def declaration_drift(decl: TableDeclaration, state: TableState) -> list[str]:
     }
     return [
         f"table.{key}: declared {_shown(declared[key])}, hoodie.properties has {_shown(found[key])}"
+        + (did_you_mean_columns(declared[key], found[key]) if key != "type" else "")
         for key in declared
         if declared[key] != found[key] and not (key != "type" and declared[key] in ([], None))
     ]

@@ -210,7 +210,7 @@ def test_on_a_terminal_apply_shows_the_plan_and_anything_but_yes_cancels(tmp_pat
     assert code == 1, out
     assert "Plan: 1 to change" in out and "partition 10/" in out
     assert "Do you want to perform these actions? Only 'yes' will be accepted." in out
-    assert "Apply cancelled; nothing was changed." in out
+    assert "Apply cancelled (the answer was 'y'; only 'yes' applies); nothing was changed." in out
     assert digest(root) == before
 
 
@@ -307,3 +307,21 @@ def test_select_with_an_explicit_value_keeps_the_plan_file_and_duplicates_are_re
     assert code == 1 and 'error: the plan lists table "t" more than once; nothing was applied' in err
     code, _, err = cli(capsys, "apply", "--project-dir", str(root), "")
     assert code == 1 and "error: the plan file argument is empty: expected the path of a file" in err
+
+
+def test_on_a_terminal_a_blocked_report_path_is_refused_before_the_question(tmp_path: Path) -> None:
+    """A file where target/ goes: refused before the plan is shown and `yes` asked for, not after."""
+    root = make_project(tmp_path / "p")
+    (root / "target").write_text("in the way\n")
+    before = digest(root)
+    code, out = run_in_terminal(["apply", "--project-dir", str(root)], answer="yes")
+    assert code == 1, out
+    assert "Enter a value:" not in out and f"{root / 'target'} is a file, but the run report needs a folder" in out
+    assert digest(root) == before
+
+
+def test_on_a_terminal_a_near_yes_is_named_in_the_cancellation(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    code, out = run_in_terminal(["apply", "--project-dir", str(root)], answer="Yes")
+    assert code == 1, out
+    assert "Apply cancelled (the answer was 'Yes'; only 'yes' applies); nothing was changed." in out, out

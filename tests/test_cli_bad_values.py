@@ -143,3 +143,43 @@ def test_an_s3_endpoint_variable_that_is_no_endpoint_is_named_in_the_error(
         f"    the S3 endpoint {variable} is {value!r}: expected host:port or an http(s) URL such as "
         "http://127.0.0.1:9000",
         f"    To fix this, correct {variable} in the environment, or unset it to use AWS's own endpoint."]
+
+
+@pytest.mark.parametrize(("host", "why"), [
+    ("", "the value is empty"),                          # `--host "$HOST"` unset listened on every interface
+    ("  ", "the value is empty"),
+])
+def test_an_empty_host_is_a_usage_error_not_every_interface(
+        host: str, why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_project(tmp_path / "p")
+    code, out, err = cli(capsys, "docs", "serve", "--host", host, "--port", "0", "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0].startswith(f"error: runner docs: argument --host: {why}"), err
+    assert not (root / "target").exists()
+
+
+def test_a_host_that_is_no_address_names_the_host_not_the_port(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_project(tmp_path / "p")
+    code, out, err = cli(capsys, "docs", "serve", "--host", "999.1.1.1", "--port", "0", "--project-dir", str(root))
+    assert (code, out) == (1, "")
+    lines = err.splitlines()
+    assert lines[0].startswith("error: --host 999.1.1.1: not an address or name this machine can listen on ("), err
+    assert lines[1] == "To fix this, pass --host 127.0.0.1 (this machine only), 0.0.0.0 (every interface) or " \
+                       "one of this machine's addresses or names."
+    assert not (root / "target").exists()  # refused before the report was written
+
+
+def test_an_address_of_another_machine_names_the_host_and_a_taken_port_the_port(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    root = make_project(tmp_path / "p")
+    code, _, err = cli(capsys, "docs", "serve", "--host", "192.0.2.1", "--port", "0", "--project-dir", str(root))
+    assert code == 1 and "To fix this, pass --host 127.0.0.1, 0.0.0.0, or an address of this machine." in err, err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, _, err = cli(capsys, "docs", "serve", "--port", str(port), "--project-dir", str(root))
+    assert code == 1 and "To fix this, choose another port with --port (0 picks a free one)." in err, err

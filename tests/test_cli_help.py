@@ -75,3 +75,20 @@ def test_ls_shows_declaration_paths_relative_only_without_project_dir(tmp_path, 
     assert main(["ls"]) == 0
     out = capsys.readouterr().out
     assert "tables/t.yml" in out and str(root) + "/tables" not in out
+
+
+@pytest.mark.parametrize("where", ["a folder", "under a file"])
+def test_plan_out_where_a_folder_or_file_is_in_the_way_is_refused_before_planning(where, tmp_path):
+    root = project(tmp_path / "p")
+    blocker = tmp_path / "blocker"
+    if where == "a folder":
+        blocker.mkdir()
+        out, expected = blocker, f"{blocker} is a folder, but the plan is written to a file of that name"
+    else:
+        blocker.write_text("x\n")
+        out, expected = blocker / "plan.json", f"{blocker} is a file, but the plan needs a folder there"
+    done = subprocess.run([sys.executable, "-m", "runner", "plan", "--project-dir", str(root), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.startswith(f"error: --out: cannot write {out}: {expected}"), done.stderr
+    assert done.stdout == ""  # refused before any table was read

@@ -405,13 +405,20 @@ def test_every_fixture_table_imports_without_drift_and_plans(tmp_path, capsys):
 
 
 def test_a_declaration_the_disk_refuses_is_reported_by_table(lake, tmp_path, capsys):
+    # A tables folder nothing can be created in (immutable: even root is refused). A file where the
+    # folder goes, which this test used, is now refused up front (the test after the next one).
     project = new_project(tmp_path / "project")
-    (project / "tables").write_text("a file where the tables folder should be")
-
-    code, out, err = run(capsys, "import", str(lake / "finance" / "orders"), "--project-dir", str(project))
+    (project / "tables").mkdir()
+    if subprocess.run(["chattr", "+i", str(project / "tables")], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here to make a folder refuse writes")
+    try:
+        code, out, err = run(capsys, "import", str(lake / "finance" / "orders"), "--project-dir", str(project))
+    finally:
+        subprocess.run(["chattr", "-i", str(project / "tables")], check=True)
 
     assert (code, err) == (1, "")
-    assert f"! {lake}/finance/orders: cannot write its declaration: {project}/tables: File exists" in out
+    assert f"! {lake}/finance/orders: cannot write its declaration: " in out
+    assert "Operation not permitted" in out or "Permission denied" in out, out
     assert "Import: 0 written, 0 already declared, 1 failed." in out
 
 
@@ -451,3 +458,82 @@ def test_a_folder_that_cannot_be_listed_is_reported_and_the_search_goes_on(lake,
     assert code == 1
     assert f"! Cannot stat {lake}/broken/loop: " in out
     assert "Import: 3 written, 0 already declared, 1 failed." in out
+
+
+# --- names outside ASCII: shown as written, read back as written -----------------------------------
+
+NON_ASCII = "Café.Commände"
+
+
+def _non_ascii_table(lake: Path) -> Path:
+    """A fixture table whose hoodie.table.name is not ASCII, in a folder whose name is not either;
+    hoodie.properties spells it as Java's Properties.store writes it (`\\u00e9`)."""
+    table = unzip(V6_PLAIN, lake).rename(lake / "commandes_été")
+    props = table / ".hoodie" / "hoodie.properties"
+    escaped = NON_ASCII.encode("ascii", "backslashreplace").decode().replace("\\x", "\\u00")
+    lines = [f"hoodie.table.name={escaped}" if line.startswith("hoodie.table.name=") else line
+             for line in props.read_text().splitlines()]
+    props.write_text("\n".join(lines) + "\n")
+    return table
+
+
+def _import_process(project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    return subprocess.run([sys.executable, "-m", "runner", "import", *argv, "--project-dir", str(project)],
+                          capture_output=True, text=True, encoding="utf-8", env=env, timeout=120)
+
+
+def test_a_non_ascii_table_name_is_shown_and_written_as_it_is(tmp_path: Path) -> None:
+    project = new_project(tmp_path / "p")
+    table = _non_ascii_table(tmp_path / "lake")
+
+    done = _import_process(project, str(tmp_path / "lake"))
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "\\u" not in done.stdout and "\\x" not in done.stdout, done.stdout
+    assert f'hoodie.table.name is "{NON_ASCII}"' in done.stdout, done.stdout
+    assert "+ cafe_commande " in done.stdout  # accents folded into the name, not dropped
+    text = (project / "tables" / "cafe_commande.yml").read_text(encoding="utf-8")
+    assert f'(hoodie.table.name: "{NON_ASCII}")' in text and "\\u" not in text
+    decl, = load_project(project).tables  # the YAML reads back: same name, same table
+    assert decl.name == "cafe_commande" and Path(decl.path) == table
+    again = _import_process(project, str(tmp_path / "lake"))
+    assert again.returncode == 0 and f"already declared in {project / 'tables' / 'cafe_commande.yml'}" in again.stdout
+
+
+def test_json_output_shows_a_non_ascii_path_as_written(tmp_path: Path) -> None:
+    project = new_project(tmp_path / "p")
+    _non_ascii_table(tmp_path / "lake")
+
+    done = _import_process(project, str(tmp_path / "lake"), "--dry-run", "--format", "json")
+
+    assert done.returncode == 0, done.stderr
+    assert "commandes_été" in done.stdout and "\\u00e9" not in done.stdout
+    assert json.loads(done.stdout)["tables"][0]["path"].endswith("commandes_été")
+
+
+def test_a_terminal_that_cannot_show_the_name_gets_escapes_not_a_crash(tmp_path: Path) -> None:
+    project = new_project(tmp_path / "p")
+    _non_ascii_table(tmp_path / "lake")
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+
+    for fmt in ("text", "json"):
+        done = subprocess.run([sys.executable, "-m", "runner", "import", str(tmp_path / "lake"), "--dry-run",
+                               "--format", fmt, "--project-dir", str(project)],
+                              capture_output=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert b"internal error" not in done.stderr and b"Traceback" not in done.stderr
+        if fmt == "json":
+            assert json.loads(done.stdout)["tables"][0]["path"].endswith("commandes_été")
+
+
+def test_a_tables_folder_that_is_a_file_is_named_before_anything_is_written(tmp_path: Path) -> None:
+    project = new_project(tmp_path / "p")
+    (project / "tables").write_text("in the way\n")
+    unzip(V6_PLAIN, tmp_path / "lake")
+    done = subprocess.run([sys.executable, "-m", "runner", "import", str(tmp_path / "lake"), "--project-dir",
+                           str(project)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert 'tables_dir: "tables" is a file in' in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "File exists" not in done.stdout + done.stderr
+    assert (project / "tables").read_text() == "in the way\n"

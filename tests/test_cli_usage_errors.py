@@ -4,6 +4,7 @@ another (argparse would read `--auto` as `--auto-approve`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -55,3 +56,41 @@ def test_output_piped_into_a_reader_that_stops_early_is_no_traceback(argv: list[
     finally:
         os.close(write_end)
     assert done.stderr == "" and done.returncode == 0
+
+
+@pytest.mark.parametrize(("argv", "command", "moved"), [
+    (["--project-dir", "proj", "plan"], "plan", "--project-dir proj"),
+    (["--project-dir=proj", "status", "--select", "a"], "status", "--project-dir=proj"),
+    (["--select", "orders", "apply", "--auto-approve"], "apply", "--select orders"),
+    (["--format", "json", "ls"], "ls", "--format json"),
+])
+def test_an_option_before_the_command_says_where_it_goes(argv: list[str], command: str, moved: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """As dbt users type it (`dbt --debug run` works there): was "invalid choice: 'proj'"."""
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    if "json" in argv:  # the error comes as JSON on stdout, as for every --format json run
+        err = "error: " + json.loads(out)["error"]["message"]
+    option = moved.split()[0].split("=")[0]
+    assert f"error: runner: {option} goes after the command" in err, err
+    rest = " ".join(a for a in argv if a not in moved.split() and a != command)
+    assert f"`runner {command} {moved}{' ' + rest if rest else ''}`" in err, err
+    assert "invalid choice" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "--out", ""],                  # `--out "$PLAN"` with PLAN unset: no plan file, and exit 0
+    ["docs", "generate", "--out", ""],      # wrote to target/docs instead
+    ["plan", "--project-dir", ""],          # planned the project in the current folder instead
+    ["apply", "--auto-approve", "--project-dir="],
+    ["import", "warehouse", "--project-dir", ""],
+])
+def test_an_empty_path_option_is_refused_not_read_as_the_default(argv: list[str], tmp_path: Path) -> None:
+    (tmp_path / "project.yml").write_text("name: here\n")  # a project the empty value would fall back to
+    (tmp_path / "tables").mkdir()
+    done = subprocess.run([sys.executable, "-m", "runner", *argv], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    option = next(a for a in argv if a.startswith("--") and a != "--auto-approve").rstrip("=")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"argument {option}: the value is empty" in done.stderr, done.stderr
+    assert done.stdout == "" and not (tmp_path / "target").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -185,8 +186,11 @@ def test_state_modified_outside_a_git_repository_is_an_error(
     assert str(caught.value).startswith(f"state:modified: {tmp_path} is not inside a git repository")
 
 
-def test_git_is_not_run_unless_state_modified_is_used(project: Project) -> None:
-    assert names(project, ["orders"], [], "this-ref-does-not-exist") == ["orders"]
+def test_state_without_state_modified_is_refused_before_git_runs(project: Project) -> None:
+    # Was accepted and ignored; refused now (see the CLI test below), still without asking git.
+    with pytest.raises(SelectionError, match="is used only by a state:modified selector"):
+        names(project, ["orders"], [], "this-ref-does-not-exist")
+    assert names(project, ["orders"], [], None) == ["orders"]
 
 
 def test_state_modified_sees_a_tables_dir_outside_the_project_folder(tmp_path: Path) -> None:
@@ -197,3 +201,15 @@ def test_state_modified_sees_a_tables_dir_outside_the_project_folder(tmp_path: P
     git(tmp_path, "commit", "-q", "-m", "base")
     _write(tmp_path, {"decls/b.yml": "name: b\npath: w/b\nowner: x\n"})
     assert modified(tmp_path / "lake") == ["b"]
+
+
+@pytest.mark.parametrize("command", [["plan"], ["apply", "--auto-approve"], ["validate"]])
+def test_state_without_a_state_selector_is_refused_not_ignored(command: list[str], repo: Path) -> None:
+    """`runner apply --auto-approve --state origin/main`, its `--select state:modified` forgotten,
+    applied every table of the project: --state alone narrows nothing, so it is a usage error."""
+    done = subprocess.run([sys.executable, "-m", "runner", *command, "--project-dir", str(repo), "--state", "main",
+                           "--select", "orders"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.startswith('error: --state main is used only by a state:modified selector, and neither '
+                                  '--select nor --exclude has one; nothing was done'), done.stderr
+    assert done.stdout == ""

@@ -136,3 +136,21 @@ def test_load_plan_refuses_a_plan_from_a_newer_runner(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(PlanError, match="made by a newer runner"):
         load_plan(path)
+
+
+def test_a_report_that_cannot_be_written_after_the_tables_were_applied_is_a_failed_run_that_says_what_was_done(
+        tmp_path):
+    """The tables are applied, then the report's write fails (here /proc refuses the file): the run
+    returns its report, failed, with a note naming the path and why, rather than raising an OSError
+    that hid what had been deleted."""
+    root = project(tmp_path / "p")
+    report = apply_tables(load_project(root), report_path=Path("/proc/runner-run-results.json"))
+    assert [t.status for t in report.tables] == [TableStatus.SUCCESS] and report.tables[0].files_deleted > 0
+    assert report.failed
+    assert any(n.startswith("the run report could not be written to /proc/runner-run-results.json: ")
+               for n in report.notes), report.notes
+    from runner.commands.report import render_report
+
+    text = render_report(report, "/proc/runner-run-results.json")
+    assert "note: the run report could not be written to /proc/runner-run-results.json" in text
+    assert text.splitlines()[-1] == "Apply: 1 ok, 0 failed. No report: it could not be written (see the note above)"

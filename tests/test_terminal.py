@@ -126,3 +126,17 @@ def test_a_child_started_inside_jvm_output_to_writes_to_the_log_for_its_whole_li
     with jvm_output_to(None):  # --debug: the child's output stays on the terminal
         subprocess.run(["sh", "-c", "echo visible >&2"], check=True)
     assert capfd.readouterr().err == "visible\n"
+
+
+@pytest.mark.parametrize("command", ["plan", "status"])
+def test_a_terminal_too_narrow_for_the_summary_table_gets_the_text_without_it(command, tmp_path):
+    """At 30 columns rich squeezed the table's columns to nothing (empty headers, empty cells);
+    the text above it says everything, so the table is left out rather than shown mangled."""
+    root = project(tmp_path / "p")
+    code, out = run_in_pty([RUNNER, command, "--project-dir", str(root)], env={"COLUMNS": "30"})
+    text = ANSI.sub("", out)
+    assert code in (0, 2), text
+    assert "│" not in text and "━" not in text, text
+    assert ("Plan: 1 to change" if command == "plan" else "Status: 1 table read") in text, text
+    code, wide = run_in_pty([RUNNER, command, "--project-dir", str(root)], env={"COLUMNS": "120"})
+    assert "│" in ANSI.sub("", wide)  # a terminal wide enough still gets it

@@ -33,6 +33,7 @@ from runner.commands.result import CommandResult, ExitCode
 from runner.commands.terminal import Activity, emit
 from runner.declarations.model import Project, TableDeclaration
 from runner.errors import PlanError, RunnerError
+from runner.output_paths import refuse_blocked_output
 from runner.plan.model import Plan, TableStatus
 from runner.service import RUN_RESULTS, TableResult, apply_tables, load_plan, plan_tables
 from runner.service.apply import listed
@@ -50,9 +51,13 @@ def run(args: argparse.Namespace) -> CommandResult:
     elif args.auto_approve:
         saved = None
     else:
-        saved = _confirmed_plan(args, project, tables)
+        # Before the question, not after `yes`: apply would refuse a report path that is blocked.
+        refuse_blocked_output(Path(project.directory) / RUN_RESULTS, what="the run report")
+        answer = _confirmation(args, project, tables)
+        saved = answer if isinstance(answer, Plan) else None
         if saved is None:
-            return CommandResult(ExitCode.FAILURE, "Apply cancelled; nothing was changed.",
+            said = f" (the answer was {answer!r}; only {CONFIRMATION!r} applies)" if answer else ""
+            return CommandResult(ExitCode.FAILURE, f"Apply cancelled{said}; nothing was changed.",
                                  {"cancelled": True, "tables": []})
     spark_log = None if args.debug else str(Path(project.directory) / SPARK_LOG)
     with Activity() as activity:
@@ -60,8 +65,8 @@ def run(args: argparse.Namespace) -> CommandResult:
                               threads=args.threads, progress=_Shown(activity), spark_log=spark_log)
     # With --project-dir the user is elsewhere: a path relative to the project would mislead.
     shown = str(RUN_RESULTS) if args.project_dir in (".", "") else str(Path(project.directory) / RUN_RESULTS)
-    return CommandResult(ExitCode.FAILURE if report.failed else ExitCode.OK, render_report(report, shown),
-                         report.to_json())
+    text = render_report(report, shown, declared_in={t.name: t.source_file for t in tables})
+    return CommandResult(ExitCode.FAILURE if report.failed else ExitCode.OK, text, report.to_json())
 
 
 class _Shown:
@@ -100,8 +105,9 @@ def _refuse_swallowed_plan_file(args: argparse.Namespace) -> None:
                 )
 
 
-def _confirmed_plan(args: argparse.Namespace, project: Project, tables: tuple[TableDeclaration, ...]) -> Plan | None:
-    """Plan, show the plan and ask; the plan shown is the plan applied. None when declined."""
+def _confirmation(args: argparse.Namespace, project: Project, tables: tuple[TableDeclaration, ...]) -> Plan | str:
+    """Plan, show the plan and ask; the plan shown is the plan applied. When declined, the answer
+    given (stripped; empty for none)."""
     if args.format == "json" or not sys.stdin.isatty():
         raise RunnerError(
             "apply without a plan file asks for confirmation, which needs a terminal"
@@ -122,8 +128,8 @@ def _confirmed_plan(args: argparse.Namespace, project: Project, tables: tuple[Ta
         end="",
         flush=True,
     )
-    answer = sys.stdin.readline()
-    return plan if answer.strip() == CONFIRMATION else None
+    answer = sys.stdin.readline().strip()
+    return plan if answer == CONFIRMATION else answer
 
 
 def _in_plan(plan: Plan, tables: tuple[TableDeclaration, ...], *, narrowed: bool) -> tuple[TableDeclaration, ...]:

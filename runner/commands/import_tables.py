@@ -127,7 +127,7 @@ def _drafted(project: Project, rows: list[Row]) -> dict[str, Row]:
         except RunnerError as error:
             row.outcome, row.error = Outcome.FAILED, error
             continue
-        row.name = names.choose(base_name(facts.config.name))
+        row.name = names.choose(base_name(facts.config.name, folder=row.location))
         made: Draft = draft(facts, name=row.name, path=_path_text(project, row.location),
                             schema_ref=schema_ref.replace(os.sep, "/"))
         row.text, row.notes = made.text, list(made.notes)

@@ -16,6 +16,7 @@ from runner.commands._common import outside_project, parse_now, selected
 from runner.commands.render import plan_table_view, render_plan
 from runner.commands.result import CommandResult, ExitCode
 from runner.errors import StorageError
+from runner.output_paths import refuse_blocked_output, replace_text
 from runner.plan.model import Plan
 from runner.service import plan_tables
 
@@ -34,16 +35,19 @@ def exit_code(plan: Plan) -> ExitCode:
     return ExitCode.DRIFT if plan.has_drift else ExitCode.OK
 
 
-def _write_plan(out: Path, data: dict[str, Any]) -> None:
-    temporary = out.with_name(f".{out.name}.tmp")
+def _refuse_blocked_out(out: Path) -> None:
+    """Before planning (which reads every table): a folder where the plan file goes, or a file
+    where one of its folders goes."""
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        try:  # written aside, then renamed: an interrupted plan never leaves half a plan file to apply
-            temporary.write_text(json.dumps(data, indent=2) + "\n")
-            temporary.replace(out)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
+        refuse_blocked_output(out.absolute(), what="the plan", fix="pass another path with --out.")
+    except StorageError as error:
+        raise StorageError(f"--out: {error.message}", hint=error.hint) from None
+
+
+def _write_plan(out: Path, data: dict[str, Any]) -> None:
+    try:
+        # Renamed into place whole: an interrupted plan never leaves half a plan file to apply.
+        replace_text(out, json.dumps(data, indent=2) + "\n")
     except OSError as error:
         raise StorageError(
             f"--out: cannot write the plan to {out.resolve()}: {error.strerror or error}",
@@ -61,7 +65,10 @@ def _apply_command(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> CommandResult:
     project, tables = selected(args)
-    plan = plan_tables(project, tables, now=parse_now(args.now))
+    now = parse_now(args.now)
+    if args.out:
+        _refuse_blocked_out(Path(args.out))
+    plan = plan_tables(project, tables, now=now)
     data = plan.to_json()
     if args.out:
         _write_plan(Path(args.out), data)

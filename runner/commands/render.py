@@ -9,6 +9,7 @@ from runner.commands._common import human_bytes
 from runner.declarations.model import ResizeStrategy
 from runner.plan.model import Plan, TablePlan, TableStatus
 from runner.plan.steps import (
+    RESIZES_NOT_ASKED,
     Clean,
     DisableMetadataTable,
     FinishPendingClean,
@@ -161,8 +162,8 @@ def _clean_lines(c: Clean, verbose: bool) -> list[str]:
 
 def _pending_resize_lines(step: FinishPendingResize, verbose: bool) -> list[str]:
     if step.roll_back:
-        return [f"    roll back the interrupted resize (clustering {t}): the declaration no longer asks for "
-                "resizes (no file_sizing block, or small_file_limit 0)" for t in step.instants]
+        why = step.why or RESIZES_NOT_ASKED
+        return [f"    roll back the interrupted resize (clustering {t}): {why}" for t in step.instants]
     return [f"    finish the interrupted resize (clustering {t})" for t in step.instants]
 
 

@@ -96,9 +96,19 @@ def emit(text: str, *, stream: IO[str] | None = None, pretty: Callable[[], Any] 
     for line in lines[:closing]:
         con.print(Text(line, style=style_of(line) if wants_colour(out) else ""))
     if pretty is not None:
-        con.print(pretty())
+        _print_if_it_fits(con, pretty())
     for line in lines[closing:]:
         con.print(Text(line, style=style_of(line) if wants_colour(out) else ""))
+
+
+def _print_if_it_fits(con: Any, table: Any) -> None:
+    """The summary table, unless the terminal is narrower than its narrowest rendering: rich would
+    squeeze its columns to nothing (empty headers and cells), and the text above says it all."""
+    from rich.measure import Measurement
+
+    # Measured without the terminal's bound, which the measurement would otherwise be clamped to.
+    if Measurement.get(con, con.options.update_width(10_000), table).minimum <= con.width:
+        con.print(table)
 
 
 _CLOSING = re.compile(r"^((Plan|Apply|Status|Next): |Nothing to do)")

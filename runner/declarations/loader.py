@@ -96,13 +96,23 @@ def _project(root: str, project: _ProjectFile, tables: list[TableDeclaration], r
     )
 
 
+def _why(root: str, relative: str, error: OSError) -> str:
+    """The system's reason, or for a symbolic link to nothing ("No such file or directory" of a
+    file that is listed right there) where it points."""
+    path = os.path.join(root, relative)
+    if os.path.islink(path) and not os.path.exists(path):
+        return f"it is a symbolic link to {os.readlink(path)}, which does not exist"
+    return str(error.strerror)
+
+
 def read_yaml(root: str, relative: str) -> Loaded:
     """Read and parse one file of the project; unreadable or non-UTF-8 files become problems."""
     try:
         with open(os.path.join(root, relative), "rb") as handle:
             raw = handle.read()
     except OSError as error:
-        return Loaded(relative, None, {}, (Problem(relative, 0, 0, "", f"cannot read the file: {error.strerror}"),))
+        why = f"cannot read the file: {_why(root, relative, error)}"
+        return Loaded(relative, None, {}, (Problem(relative, 0, 0, "", why),))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -181,6 +191,11 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
     """Every *.yml/*.yaml under tables_dir (hidden files and folders skipped), and the new files, sorted."""
     folder = os.path.normpath(os.path.join(root, project.tables_dir))
     if not os.path.isdir(folder):
+        if os.path.exists(folder) and project.found:  # import cannot create the folder either
+            problems.append(project.doc.problem(("tables_dir",), f'"{project.tables_dir}" is a file in {root}, but '
+                                                "tables_dir names the folder holding the table declarations; "
+                                                "point tables_dir at that folder"))
+            return iter(())
         if new_files is not None:  # the first import into a project creates the folder
             return iter(sorted(new_files))
         if not project.found:  # one problem is enough: the missing project.yml explains this one
@@ -197,9 +212,23 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
         folders[:] = [name for name in folders if not name.startswith(".")]
         found += [os.path.join(current, name) for name in files
                   if name.endswith(_EXTENSIONS) and not name.startswith(".")]
+        problems.extend(_unread_declaration(os.path.relpath(os.path.join(current, name), root).replace(os.sep, "/"))
+                        for name in files if _looks_like_a_declaration(name))
     project_file = os.path.join(root, PROJECT_FILE)
     relative = {os.path.relpath(path, root).replace(os.sep, "/") for path in found if path != project_file}
     return iter(sorted(relative | set(new_files or ())))
+
+
+def _looks_like_a_declaration(name: str) -> bool:
+    """`orders.YML`: a declaration's name in another case, which would be skipped without a word
+    (a table then never planned or cleaned, and the project said to be valid)."""
+    return name.lower().endswith(_EXTENSIONS) and not name.endswith(_EXTENSIONS) and not name.startswith(".")
+
+
+def _unread_declaration(relative: str) -> Problem:
+    extension = relative.rsplit(".", 1)[1]
+    return Problem(relative, 0, 0, "", f"not read: declarations end in .yml or .yaml, in lower case, and this one ends "
+                                       f"in .{extension}; rename it (or move it out of the tables folder)")
 
 
 def _load_table(

@@ -17,7 +17,6 @@ fastjsonschema reads a schema differently.
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import json
 import re
@@ -30,6 +29,7 @@ import fastjsonschema
 from runner.declarations.sizes import parse_size
 from runner.declarations.yaml_io import FieldPath, Loaded, Trap
 from runner.errors import Problem
+from runner.selection import did_you_mean
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator, ValidationError
@@ -351,16 +351,12 @@ def _enum_message(value: object, options: Sequence[object]) -> str:
     listed = ", ".join(str(option) for option in options)
     message = f"expected one of {listed}, got {show(found)}"
     if isinstance(found, str):
-        by_case = [str(o) for o in options if str(o).lower() == found.lower()]
-        close = by_case or difflib.get_close_matches(found, [str(o) for o in options], n=1)
-        if close:
-            message += f' (did you mean "{close[0]}"?)'
+        message += did_you_mean(found, [str(o) for o in options])
     return message
 
 
 def _unknown_key(key: str, allowed: Sequence[str]) -> str:
-    close = difflib.get_close_matches(key, allowed, n=1)
-    hint = f' (did you mean "{close[0]}"?)' if close else ""
+    hint = did_you_mean(key, allowed)  # `TABLE` is `table`, which difflib alone never suggested
     listed = ", ".join(allowed) if allowed else "none"
     return f"unknown key{hint}; allowed here: {listed}"
 

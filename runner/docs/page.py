@@ -12,6 +12,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from runner.output_paths import replace_text
+
 INDEX = "index.html"
 
 
@@ -36,10 +38,8 @@ def embed_json(data: dict[str, Any]) -> str:
 
 
 def write_site(data: dict[str, Any], out_dir: Path) -> Path:
-    """Write `index.html` (via a temporary file, so a reader never sees half a page); return its path."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write `index.html` (in one rename, `replace_text`: a reader never sees half a page, and two
+    reports written at once leave one whole); return its path."""
     target = out_dir / INDEX
-    temp = out_dir / f".{INDEX}.tmp"
-    temp.write_text(render_page(data), encoding="utf-8")
-    temp.replace(target)
+    replace_text(target, render_page(data))
     return target

@@ -45,6 +45,7 @@ from runner.plan.model import TablePlan, TableStatus
 from runner.plan.policies import Protection
 from runner.plan.sizing import plan_sizing
 from runner.plan.steps import (
+    RESIZES_NOT_ASKED,
     Clean,
     DisableMetadataTable,
     FinishPendingClean,
@@ -93,6 +94,16 @@ class TableResult:
     def failed(cls, name: str, path: str, error: RunnerError) -> TableResult:
         return cls(name, path, status=TableStatus.ERROR, error=error.to_json())
 
+    def fail(self, error: RunnerError) -> TableResult:
+        """This result, marked failed with `error`; what it records as done so far stays."""
+        self.status = TableStatus.ERROR
+        self.error = error.to_json()
+        return self
+
+    @property
+    def changed_anything(self) -> bool:
+        return bool(self.files_deleted or self.files_rewritten or self.instants_written or self.partitions_deleted)
+
     def to_json(self) -> dict[str, Any]:
         return {**self.__dict__, "status": TableStatus(self.status).value}
 
@@ -106,8 +117,13 @@ def apply_table(
     deleter_factory: Callable[[], Deleter],
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     spark: Callable[[], SparkSession] | None = None,
+    into: TableResult | None = None,
 ) -> TableResult:
     """Apply `planned` (from plan.json) or, when None, plan and apply in one go under the lock.
+
+    `into`: the result to fill as the steps complete. A step that fails raises, and what the
+    steps before it did (a completed clean's deletes and instants, a rolled-back resize's note)
+    is then still in `into`, for the report: the error alone would read as if nothing changed.
 
     `now` is the plan's or `--now`'s time. It may lie in the past (a KEEP_LATEST_BY_HOURS window
     measured from then keeps more), never in the future (it would delete files inside the window).
@@ -122,7 +138,8 @@ def apply_table(
     # their own (a rewrite, a Spark delete job) turn it back on (`collecting`).
     with executors_seen() as seen, bulk_allocation():
         result = _apply_table(decl, planned, now=now, spark_settings=spark_settings,
-                              deleter_factory=deleter_factory, clock=clock, spark=spark)
+                              deleter_factory=deleter_factory, clock=clock, spark=spark,
+                              result=into or TableResult(decl.name, decl.path))
     result.executors = sorted(seen)
     return result
 
@@ -184,11 +201,11 @@ def _apply_table(
     deleter_factory: Callable[[], Deleter],
     clock: Callable[[], datetime],
     spark: Callable[[], SparkSession] | None,
+    result: TableResult,
 ) -> TableResult:
     real_now = clock()
     _refuse_future(decl.name, now, real_now)
     storage = storage_for(decl.path)
-    result = TableResult(decl.name, decl.path)
     started = time.monotonic()
     plan_now = real_now if planned is not None else now
     with TableLock(storage, owner=f"runner apply ({getpass.getuser()})"):
@@ -311,7 +328,7 @@ def _finish_pending_resizes(step: FinishPendingResize, run: _Run) -> None:
     with collecting():  # a rewrite: see apply_table
         finished = finish_pending_resize(run.storage, read_table_metadata(run.storage), spark=run.spark_on_demand(),
                                          clock=run.clock, max_tasks=run.decl.spark.resize_partitions,
-                                         roll_back=step.roll_back)
+                                         roll_back=step.why or RESIZES_NOT_ASKED if step.roll_back else None)
     if finished is not None:
         _record_resize(run.result, finished)
         run.finished_resize = True

@@ -7,7 +7,7 @@ steps leaves a table they read by listing files; the next apply removes the left
 
 from __future__ import annotations
 
-from runner.hudi.properties import format_properties, parse_properties
+from runner.hudi.properties import format_properties, read_properties
 from runner.hudi.state import METADATA_TABLE, PROPERTIES, TableMetadata
 from runner.storage import Storage
 
@@ -16,7 +16,7 @@ METADATA_KEYS = ("hoodie.table.metadata.partitions", "hoodie.table.metadata.part
 
 def disable_metadata_table(storage: Storage, meta: TableMetadata) -> None:
     """Clear the metadata partitions in hoodie.properties, then delete `.hoodie/metadata`."""
-    props = parse_properties(storage.read(PROPERTIES).decode("utf-8"), path=PROPERTIES)
+    props = read_properties(storage.read(PROPERTIES), path=PROPERTIES)
     if any(props.get(key) for key in METADATA_KEYS):
         for key in METADATA_KEYS:
             if key in props:

@@ -63,7 +63,7 @@ from runner.hudi.bootstrap import is_skeleton, skeleton_refusal
 from runner.hudi.bucket_index import new_file_id
 from runner.hudi.files import BaseFile, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
-from runner.hudi.mdt.maintain import ResizedFile, ResizeMaintenance, prepare_resize_maintenance
+from runner.hudi.mdt.maintain import ResizedFile, ResizeMaintenance, prepare_resize_maintenance, undo_mdt_commit
 from runner.hudi.metadata import CLUSTER, CommitMetadata, WriteStat, decode_requested_replace, encode_commit_metadata
 from runner.hudi.pending_undo import history_moved, rollbacks_of
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
@@ -154,30 +154,28 @@ def run_resize(storage: Storage, meta: TableMetadata, step: SizingStep, *,
         return runner.execute(pending, groups_of_step(step), written=written, strategy=str(step.strategy))
 
 
-NOT_ASKED = "the declaration no longer asks for resizes (no file_sizing block, or small_file_limit 0)"
-
-
 def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: SparkSession | SparkOnDemand,
                           clock: Clock,
-                          max_tasks: int | None = None, roll_back: bool = False) -> ResizeOutcome | None:
+                          max_tasks: int | None = None, roll_back: str | None = None) -> ResizeOutcome | None:
     """Execute every pending clustering this runner scheduled, oldest first; None if there is none.
 
     Pending clustering written by anyone else is left alone (the planner already keeps its file
-    groups out of new plans). `roll_back`: the declaration no longer asks for resizes, so each is
-    rolled back instead (`FinishPendingResize.roll_back`).
+    groups out of new plans). `roll_back`: why the plan rolls each back instead
+    (`FinishPendingResize.why`: the declaration no longer asks for resizes, or the metadata table
+    rules them out). One the metadata table rules out is rolled back even if the plan did not see
+    it: it could not be recorded there, and left pending it would block Hudi writers' updates of
+    its file groups.
     """
     runner = ResizeRunner(storage, meta, spark=spark, clock=clock, max_tasks=max_tasks)
     outcomes = []
     for instant, groups in runner.pending_own():
-        conflict = (NOT_ASKED if roll_back else None) or (
-            runner.table_problem(groups) or runner.conflict(groups, own=instant.time)
-            or runner.metadata_table_problem(groups))
-        if conflict is None:
+        why = _why_not_finished(runner, instant.time, groups, roll_back=roll_back)
+        if why is None:
             outcomes.append(runner.execute(instant, groups, strategy=runner.strategy_of(instant)))
             continue
-        # The table moved on while the resize was interrupted: finishing it would lose that write.
-        runner.roll_back(instant.time, sorted({g.partition for g in groups}))
-        outcomes.append(ResizeOutcome(notes=(f"rolled back the interrupted resize {instant.time}: {conflict}",)))
+        removed = runner.roll_back(instant.time, sorted({g.partition for g in groups}))
+        outcomes.append(ResizeOutcome(partial_files_deleted=removed,
+                                      notes=(_rolled_back_note(instant.time, removed, why),)))
     if not outcomes:
         return None
     total = outcomes[0]
@@ -186,8 +184,29 @@ def finish_pending_resize(storage: Storage, meta: TableMetadata, *, spark: Spark
     return total
 
 
+def _why_not_finished(runner: ResizeRunner, time: InstantTime, groups: Sequence[PlannedGroup], *,
+                      roll_back: str | None) -> str | None:
+    """Why the interrupted resize `time` must be rolled back rather than finished, or None."""
+    if roll_back is not None:
+        return roll_back
+    if runner.refusal is not None:
+        return f"{runner.refusal.message}; so it is not finished, and no new resize runs"
+    # The table moved on while the resize was interrupted: finishing it would lose that write.
+    return runner.table_problem(groups) or runner.conflict(groups, own=time) or runner.metadata_table_problem(groups)
+
+
+def _rolled_back_note(time: InstantTime, removed: Sequence[str], why: str) -> str:
+    files = f"the {len(removed)} file{'' if len(removed) == 1 else 's'} it had written" if removed \
+        else "no file (it had written none)"
+    return f"rolled back the interrupted resize {time}: removed {files}, no file group was replaced; {why}"
+
+
 class ResizeRunner:
-    """Schedules and executes clustering instants on one table."""
+    """Schedules and executes clustering instants on one table.
+
+    `refusal`: why the table's metadata table rules resizes out (then `maintenance` is None): a
+    new resize is refused with it, an interrupted one rolled back.
+    """
 
     def __init__(self, storage: Storage, meta: TableMetadata, *, spark: SparkSession | SparkOnDemand,
                  clock: Clock,
@@ -200,7 +219,12 @@ class ResizeRunner:
         self.layout = meta.config.timeline_layout_version
         self.action = Action.REPLACE_COMMIT if self.layout == 1 else Action.CLUSTERING
         self.writer = TimelineWriter(storage, meta.timeline_folder, self.layout)
-        self.maintenance = _metadata_table_maintenance(storage, meta)
+        self.maintenance: ResizeMaintenance | None = None
+        self.refusal: RefusedError | None = None
+        try:
+            self.maintenance = _metadata_table_maintenance(storage, meta)
+        except RefusedError as refused:
+            self.refusal = refused
         self._completions: list[InstantTime] = []
 
     def check(self, step: SizingStep) -> None:
@@ -209,6 +233,9 @@ class ResizeRunner:
         Run just before the requested instant is written, on a fresh read of the timeline and the
         partitions (planning may have been minutes ago).
         """
+        if self.refusal is not None:
+            raise RefusedError(f"{self.storage.uri}: {self.refusal.message}; nothing was rewritten",
+                               hint=self.refusal.hint)
         groups = groups_of_step(step)
         refused = self.table_problem(groups)
         if refused is not None:
@@ -474,9 +501,10 @@ class ResizeRunner:
         files and then the instant leaves the table as it was before it was scheduled. Deleting in
         this order means a crash part way leaves a pending instant the next apply rolls back again.
         """
-        if self.maintenance is not None:
+        if self.meta.has_metadata_table:
             # First: once its data instant is gone, a completed MDT deltacommit of it would count.
-            self.maintenance.roll_back(time)
+            # Also when the metadata table now rules resizes out: this only takes back the runner's own.
+            undo_mdt_commit(self.storage, time, keep_pending=False)
             failpoint("after_resize_rollback_mdt")
         end_attempts(self.storage, str(time))  # no worker of any attempt publishes from here on
         removed = self._delete_instant_files(time, partitions, keep=frozenset())
@@ -595,14 +623,15 @@ def _metadata_table_maintenance(storage: Storage, meta: TableMetadata) -> Resize
     """The hooks that record a resize in the table's metadata table, or None when it has none.
 
     Raises:
-        RefusedError: the metadata table cannot be kept in step (the reasons and the fix).
+        RefusedError: the metadata table cannot be kept in step (the reasons, without the table or
+            what was done about them, and the fix).
     """
     if meta.has_metadata_table:
         return prepare_resize_maintenance(storage, meta, step=failpoint)
     if meta.config.metadata_partitions:
         raise RefusedError(
-            f"table {storage.uri} lists metadata partitions in hoodie.properties but has no .hoodie/metadata; "
-            "readers may expect a metadata table; nothing was rewritten",
+            "the table lists metadata partitions in hoodie.properties but has no .hoodie/metadata; "
+            "readers may expect a metadata table",
             hint="let Hudi rebuild the metadata table, or set `metadata_table: disable` to clear the listing.",
         )
     return None

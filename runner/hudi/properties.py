@@ -39,6 +39,13 @@ _STORE_ESCAPES = {
 }
 
 
+def read_properties(raw: bytes, *, path: str) -> dict[str, str]:
+    """A `.properties` file's bytes, parsed as Hudi reads them: `Properties.load(InputStream)`
+    decodes ISO-8859-1 whatever wrote the file, so a raw 0xE9 is `é` and UTF-8's `é` (C3 A9) is
+    `Ã©`, as Hudi sees it; every byte decodes, so nothing is replaced or refused."""
+    return parse_properties(raw.decode("iso-8859-1"), path=path)
+
+
 def parse_properties(text: str, *, path: str) -> dict[str, str]:
     """Parse Java `.properties` text exactly as `java.util.Properties.load` does.
 

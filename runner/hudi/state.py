@@ -26,7 +26,7 @@ from runner.hudi.metadata import (
 )
 from runner.hudi.pending_writes import NONE as NO_PENDING_WRITES
 from runner.hudi.pending_writes import PendingWrites, read_pending_writes
-from runner.hudi.properties import TableConfig, parse_properties
+from runner.hudi.properties import TableConfig, read_properties
 from runner.hudi.schema_on_read import SCHEMA_HISTORY_FOLDER
 from runner.hudi.timeline import Timeline
 from runner.hudi.view import ListedFiles, build_file_groups, discover_partitions, list_partitions
@@ -179,9 +179,8 @@ def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[s
                 "files, and writes them to apply).",
             ) from None
         if storage.stat(HOODIE) is None:
-            found = "it does not exist" if storage.stat("") is None else "it has no .hoodie folder"
             raise NotAHudiTableError(
-                f"{storage.uri} is not a Hudi table: {found}",
+                f"{storage.uri} is not a Hudi table: {NotAHudiTableError.found(_root_is_dir(storage))}",
                 path=storage.uri,
                 hint="check the table's `path` in its declaration.",
             ) from None
@@ -191,7 +190,7 @@ def _read_timeline(storage: Storage) -> tuple[TableConfig, Timeline, str, dict[s
             hint="restore hoodie.properties (Hudi keeps a hoodie.properties.backup while updating it).",
         ) from None
     config = TableConfig.from_properties(
-        parse_properties(raw.decode("utf-8", errors="replace"), path=PROPERTIES), path=PROPERTIES
+        read_properties(raw, path=PROPERTIES), path=PROPERTIES
     )
     folder = HOODIE if config.timeline_layout_version == 1 else f"{HOODIE}/{config.timeline_path}"
     listed = storage.list_dir(folder)
@@ -208,6 +207,11 @@ def _hoodie_children(storage: Storage, listed: set[str] | None) -> set[str]:
 
 def _name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
+
+
+def _root_is_dir(storage: Storage) -> bool | None:
+    root = storage.stat("")
+    return None if root is None else root.is_dir
 
 
 def read_table_metadata(storage: Storage) -> TableMetadata:

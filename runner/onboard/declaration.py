@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -41,13 +42,22 @@ class Draft:
     notes: tuple[str, ...]
 
 
-def base_name(table_name: str) -> str:
-    """`hoodie.table.name` made into a name the schema accepts: lower case, runs of anything else
-    become one `_`, and a leading digit gets a `t_` prefix; `table` when nothing usable is left."""
-    name = re.sub(r"[^a-z0-9]+", "_", table_name.lower()).strip("_")
-    if not name:
-        return "table"
-    if not name[0].isalpha():
+def base_name(table_name: str, *, folder: str = "") -> str:
+    """`hoodie.table.name` made into a name the schema accepts: accents folded (`Café` is `cafe`,
+    not `caf`), lower case, runs of anything else become one `_`, and a leading digit gets a `t_`
+    prefix. When nothing usable is left (`???`, a name in another script), the last part of the
+    table's `folder` made so, and `table` when that has nothing either."""
+    for candidate in (table_name, folder.rstrip("/").rsplit("/", 1)[-1]):
+        name = _usable(candidate)
+        if name:
+            return name
+    return "table"
+
+
+def _usable(text: str) -> str:
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    name = re.sub(r"[^a-z0-9]+", "_", folded.lower()).strip("_")
+    if name and not name[0].isalpha():
         name = _PREFIX + name
     return name[:MAX_NAME].rstrip("_")
 
@@ -87,14 +97,14 @@ def draft(facts: TableFacts, *, name: str, path: str, schema_ref: str) -> Draft:
     config = facts.config
     notes = list(facts.notes)
     if name != config.name:
-        notes.append(f"named {name}: hoodie.table.name is {json.dumps(config.name)}")
+        notes.append(f"named {name}: hoodie.table.name is {quoted(config.name)}")
     clean, clean_note = _clean_block(facts)
     if clean_note:
         notes.append(clean_note)
     lines = [
         f"# yaml-language-server: $schema={schema_ref}",
         f"# Written by `runner import` from the table's .hoodie/hoodie.properties (hoodie.table.name: "
-        f"{json.dumps(config.name, ensure_ascii=False)}).",
+        f"{quoted(config.name)}).",
         "",
         f"name: {scalar(name)}",
         f"path: {scalar(path)}",
@@ -130,7 +140,7 @@ def _clean_block(facts: TableFacts) -> tuple[list[str], str | None]:
     known = {policy.value for policy in CleanPolicyName}
     if evidence is None or evidence.policy not in known:
         why = ("The timeline has no completed clean that records a policy." if evidence is None else
-               f"Its latest clean records policy {json.dumps(evidence.policy)}, which the runner does not know.")
+               f"Its latest clean records policy {quoted(evidence.policy)}, which the runner does not know.")
         lines = [
             "# Retention: until set here, project.yml's defaults.clean applies, else Hudi's (shown). Set",
             "# what the table's writers use (hoodie.cleaner.policy, hoodie.cleaner.commits.retained).",
@@ -139,7 +149,7 @@ def _clean_block(facts: TableFacts) -> tuple[list[str], str | None]:
             f"#   policy: {model.DEFAULT_POLICY.value}",
             f"#   commits_retained: {model.DEFAULT_COMMITS_RETAINED}",
         ]
-        note = None if evidence is None else (f"clean policy {json.dumps(evidence.policy)} in {evidence.file} is "
+        note = None if evidence is None else (f"clean policy {quoted(evidence.policy)} in {evidence.file} is "
                                               "not one the runner knows; the project's default policy applies, "
                                               f"else Hudi's {model.DEFAULT_POLICY}")
         return lines, note
@@ -167,6 +177,13 @@ def scalar(text: str) -> str:
     is unambiguous, else double-quoted (JSON's escapes are valid YAML)."""
     if _PLAIN.fullmatch(text) and text.lower() not in _YAML_WORDS:
         return text
+    return quoted(text)
+
+
+def quoted(text: str) -> str:
+    """`text` in double quotes, as written: letters outside ASCII stay themselves (`"Café"`, not
+    `"Caf\\u00e9"`); only quotes, backslashes and control characters are escaped, as JSON and YAML
+    both read them back."""
     return json.dumps(text, ensure_ascii=False)
 
 

@@ -23,6 +23,7 @@ from runner.plan.reasons import explain_clean
 from runner.plan.sizing import plan_sizing, resize_blocked_notes, small_files_note
 from runner.plan.steps import (
     ACCOMPANYING,
+    RESIZES_NOT_ASKED,
     DisableMetadataTable,
     FinishPendingClean,
     FinishPendingResize,
@@ -86,9 +87,24 @@ def plan_new_clean(inp: PlanningInput, _: tuple[Step, ...]) -> Step:
 
 def plan_pending_resizes(inp: PlanningInput, _: tuple[Step, ...]) -> Step | None:
     resumes = tuple(str(t) for t in inp.state.metadata.runner_pending_clustering)
+    if not resumes:
+        return None
     # Rewriting data is never implied: without a declared resize, an interrupted one is undone.
     asked = inp.decl.file_sizing_declared and inp.decl.file_sizing.small_file_limit > 0
-    return FinishPendingResize(resumes, roll_back=not asked) if resumes else None
+    why = RESIZES_NOT_ASKED if not asked else _metadata_table_rules_out_resizes(inp)
+    return FinishPendingResize(resumes, roll_back=why is not None, why=why or "")
+
+
+def _metadata_table_rules_out_resizes(inp: PlanningInput) -> str | None:
+    """Why the metadata table kept alongside the table could not record a resize, or None. Only
+    the table's own settings count here (its partitions, version, meta fields): the metadata
+    table's transient states refuse the clean's step first, before any resize is touched."""
+    if metadata_table_mode(inp.decl, inp.state.metadata) is not MetadataTableMode.KEEP:
+        return None
+    from runner.hudi.mdt.clustering import resize_refusals, will_not_resize  # only for tables with an MDT
+
+    refusals = resize_refusals(inp.state.metadata.config)
+    return f"{will_not_resize(refusals)}; so it is not finished, and no new resize runs" if refusals else None
 
 
 def plan_resize(inp: PlanningInput, _: tuple[Step, ...]) -> Step | None:

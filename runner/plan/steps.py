@@ -160,18 +160,24 @@ class Clean:
         return not self.files_to_delete and not self.partitions_to_delete
 
 
+RESIZES_NOT_ASKED = "the declaration no longer asks for resizes (no file_sizing block, or small_file_limit 0)"
+
+
 @dataclass(frozen=True, slots=True)
 class FinishPendingResize:
     """Clustering instants this runner scheduled and a crash interrupted: finished, or rolled back
     when the table moved on meanwhile.
 
-    `roll_back`: the declaration no longer asks for resizes (no `file_sizing` block, or a
-    `small_file_limit` of 0), so each is rolled back rather than finished: rewriting data is never
-    implied, and a declaration turned off after a crash is how a user stops a resize.
+    `roll_back`: each is rolled back rather than finished, and `why` says why: the declaration no
+    longer asks for resizes (no `file_sizing` block, or a `small_file_limit` of 0; rewriting data
+    is never implied, and a declaration turned off after a crash is how a user stops a resize), or
+    the table's metadata table now rules resizes out (it could not record the finished resize, and
+    a pending one would block Hudi writers' updates of its file groups).
     """
 
     instants: tuple[str, ...]
     roll_back: bool = False
+    why: str = ""
     kind: ClassVar[StepKind] = StepKind.FINISH_PENDING_RESIZE
 
     @property
@@ -287,7 +293,8 @@ _ENCODERS: dict[StepKind, Callable[[Any], dict[str, Any]]] = {
     },
     StepKind.FINISH_PENDING_CLEAN: lambda s: {"instants": list(s.instants)},
     StepKind.CLEAN: _clean_json,
-    StepKind.FINISH_PENDING_RESIZE: lambda s: {"instants": list(s.instants), "roll_back": s.roll_back},
+    StepKind.FINISH_PENDING_RESIZE: lambda s: {"instants": list(s.instants), "roll_back": s.roll_back,
+                                               **({"why": s.why} if s.roll_back else {})},
     StepKind.RESIZE: _resize_json,
 }
 
@@ -297,6 +304,8 @@ _DECODERS: dict[StepKind, Callable[[dict[str, Any]], Step]] = {
         tuple(d["partitions"]), tuple(d["actions"]), tuple(d["refusals"])),
     StepKind.FINISH_PENDING_CLEAN: lambda d: FinishPendingClean(tuple(d["instants"])),
     StepKind.CLEAN: _clean_from,
-    StepKind.FINISH_PENDING_RESIZE: lambda d: FinishPendingResize(tuple(d["instants"]), d.get("roll_back") is True),
+    StepKind.FINISH_PENDING_RESIZE: lambda d: FinishPendingResize(
+        tuple(d["instants"]), d.get("roll_back") is True,
+        d.get("why", RESIZES_NOT_ASKED if d.get("roll_back") else "")),
     StepKind.RESIZE: _resize_from,
 }

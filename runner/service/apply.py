@@ -26,6 +26,7 @@ from runner.execute.deleter import choose_engine, delete_threads
 from runner.execute.resize_engine import rewrites_on_spark
 from runner.execute.session import session_notes, size_session
 from runner.execute.spark import get_spark
+from runner.output_paths import refuse_blocked_output
 from runner.plan.model import Plan, TablePlan, TableStatus
 from runner.progress import Sink, reporting_to
 from runner.selection import did_you_mean
@@ -104,11 +105,15 @@ def apply_tables(
 
     Raises:
         PlanError: the plan fails the provenance checks; nothing was applied.
+        StorageError: a file stands where the report's folder goes, or a folder where the report
+            goes; nothing was applied (the report could not have said what was).
         Interrupted: Ctrl-C (SIGINT); the report, written first, has an entry for every table (those
             not applied as errors), and its message says how many were done, stopped and not started.
     """
     if plan is not None:
         check_provenance(plan, project)
+    path = report_path or Path(project.directory) / RUN_RESULTS
+    refuse_blocked_output(path, what="the run report", fix="pass another report_path." if report_path else None)
     chosen = project.tables if tables is None else tuple(tables)
     session = size_session(project.spark, chosen)  # one session for all: sized for the largest table
     project = replace(project, spark=session.settings)
@@ -129,7 +134,6 @@ def apply_tables(
         return result
 
     workers = threads or project.threads
-    path = report_path or Path(project.directory) / RUN_RESULTS
     try:
         if workers <= 1 or len(work) <= 1:
             for i, (decl, planned) in enumerate(work, start=1):
@@ -138,7 +142,7 @@ def apply_tables(
             _on_threads(one, work, workers, report, shown)
         report.notes.extend(session_notes(session))
         report.finish()
-        report.write(path)
+        report.write_once_applied(path)
     except KeyboardInterrupt:
         # Sequentially the interrupt lands inside the table being applied; threads finish theirs.
         threaded = workers > 1 and len(work) > 1
@@ -190,7 +194,7 @@ def _interrupted(report: RunReport, chosen: list[TableDeclaration], path: Path, 
             f"table {decl.name}: not applied, the run was interrupted before it started")))
     report.notes.append("interrupted by the user (Ctrl-C)")
     report.finish()
-    report.write(path)
+    report.write_once_applied(path)
     parts = [f"{len(finished)} of {len(chosen)} tables done" + (f" ({failed:,} failed)" if failed else ""),
              *([f"{stopped[0].name} stopped while being applied"] if stopped else []),
              f"{len(not_started)} not started"]
@@ -273,13 +277,13 @@ def _apply_one(project: Project, decl: TableDeclaration, planned: TablePlan | No
         message = (planned.error or {}).get("message", "")
         return TableResult.failed(decl.name, decl.path, PlanError(
             f"table {decl.name} could not be planned, so it is not applied: {message}"))
+    result = TableResult(decl.name, decl.path)
     try:
         # Work on the real location, checked against allowed_roots now rather than at validation.
         real = replace(decl, path=guarded_location(project, decl))
-        result = apply_table(real, planned, now=now, spark_settings=project.spark, deleter_factory=jobs.deleter)
-        result.path = decl.path
+        apply_table(real, planned, now=now, spark_settings=project.spark, deleter_factory=jobs.deleter, into=result)
     except RunnerError as error:
-        result = TableResult.failed(decl.name, decl.path, error)
+        result.fail(error)  # what the steps before the failure did stays in the report
     result.duration_s = round(time.monotonic() - started, 3)
     return result
 

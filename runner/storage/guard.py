@@ -29,9 +29,9 @@ def require_table(storage: Storage, action: str) -> None:
         storage.read(PROPERTIES)
     except StorageError:
         if storage.stat(".hoodie") is None:
-            found = "it does not exist" if storage.stat("") is None else "it has no .hoodie folder"
             raise NotAHudiTableError(
-                f"Refusing to {action} {storage.uri}: it is not a Hudi table ({found}); nothing was written.",
+                f"Refusing to {action} {storage.uri}: it is not a Hudi table ({_found(storage)}); "
+                "nothing was written.",
                 path=storage.uri,
                 hint="check the table's `path` in its declaration.",
             ) from None
@@ -41,3 +41,8 @@ def require_table(storage: Storage, action: str) -> None:
             path=location,
             hint="restore hoodie.properties (Hudi keeps a hoodie.properties.backup while updating it).",
         ) from None
+
+
+def _found(storage: Storage) -> str:
+    root = storage.stat("")
+    return NotAHudiTableError.found(None if root is None else root.is_dir)

@@ -29,6 +29,7 @@ from runner.declarations.model import TableDeclaration
 from runner.errors import DeclarationError, Problem, RefusedError
 from runner.hudi.properties import TableConfig, format_properties
 from runner.hudi.state import METADATA_TABLE, PROPERTIES, metadata_table_enabled
+from runner.selection import did_you_mean_columns
 from runner.storage import AlreadyExists, Storage
 from runner.storage.guard import require_table
 from runner.vocabulary import TableType
@@ -253,8 +254,8 @@ def check_declaration(decl: TableDeclaration, config: TableConfig) -> None:
             fix = (f"remove table.{field} from {decl.source_file}" if found is None else
                    f"{'set' if expected is None else 'change'} table.{field} in {decl.source_file} to {_shown(found)}")
             raise RefusedError(
-                f"{decl.source_file}: table.{field} {declared} but the table at {decl.path} {has}; refusing to write "
-                f"with a different {field}.",
+                f"{decl.source_file}: table.{field} {declared} but the table at {decl.path} {has}"
+                f"{did_you_mean_columns(expected, found)}; refusing to write with a different {field}.",
                 hint=f"{fix} (a Hudi table's keys, partitioning and meta fields cannot change after creation).",
             )
 

@@ -26,6 +26,7 @@ from runner.errors import RefusedError
 from runner.hudi import footer
 from runner.hudi.instant import InstantTime
 from runner.hudi.metadata import CommitMetadata
+from runner.selection import did_you_mean
 from runner.storage import Storage
 from runner.writer.create import KeyLayout
 from runner.writer.schema import SparkType
@@ -86,7 +87,7 @@ def require_key_field(field: str, types: Mapping[str, SparkType], *, source: str
     if field not in types:
         raise RefusedError(
             f"The {source} has no column {field!r}, which the table uses as a key or partition field; "
-            f"columns: {', '.join(types)}.",
+            f"columns: {', '.join(types)}{did_you_mean(field, types)}.",
             hint="add the column, or check the table's record_key and partition_by.",
         )
     return types[field]
@@ -97,7 +98,7 @@ def require_precombine_field(layout: KeyLayout, types: Mapping[str, SparkType], 
     if layout.precombine_field and layout.precombine_field not in types:
         raise RefusedError(
             f"The {source} has no column {layout.precombine_field!r}, the table's precombine field; "
-            f"columns: {', '.join(types)}.",
+            f"columns: {', '.join(types)}{did_you_mean(layout.precombine_field, types)}.",
             hint="add the column: it decides which of several records with one key is kept.",
         )
 

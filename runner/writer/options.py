@@ -29,6 +29,7 @@ from typing import NoReturn
 
 from runner.errors import RefusedError
 from runner.hudi.parquet_deflate import HUDI_GZIP_LEVEL
+from runner.selection import did_you_mean
 from runner.writer.arguments import kind_of
 
 CODEC_KEY = "hoodie.parquet.compression.codec"
@@ -75,8 +76,8 @@ def parse_options(options: Mapping[str, str] | None) -> WriteOptions:
     unknown = sorted(set(given) - {CODEC_KEY, ZLIB_LEVEL_KEY})
     if unknown:
         raise RefusedError(
-            f"runner.write does not support the option(s) {', '.join(unknown)}; supported: {CODEC_KEY}, "
-            f"{ZLIB_LEVEL_KEY}.",
+            f"runner.write does not support the option(s) {', '.join(unknown)}{_near(unknown[0])}; supported: "
+            f"{CODEC_KEY}, {ZLIB_LEVEL_KEY}.",
             hint="remove the option: the writer would otherwise ignore it.",
         )
     codec = str(given.get(CODEC_KEY, "gzip")).strip().lower()
@@ -93,6 +94,13 @@ def parse_options(options: Mapping[str, str] | None) -> WriteOptions:
             hint=f"remove {ZLIB_LEVEL_KEY}, or set {CODEC_KEY} to gzip.",
         )
     return WriteOptions(codec=ParquetCodec("gzip", _zlib_level(given[ZLIB_LEVEL_KEY])))
+
+
+def _near(key: str) -> str:
+    """A did-you-mean for a key near a supported one: another case, a typo, or Spark's
+    `spark.hadoop.` prefix on Hadoop's key (how Hudi users set it in a session's conf)."""
+    bare = key.removeprefix("spark.hadoop.")
+    return did_you_mean(bare, (CODEC_KEY, ZLIB_LEVEL_KEY))
 
 
 def _not_a_mapping(found: str) -> NoReturn:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from runner.errors import RefusedError
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableMetadata
+from runner.selection import did_you_mean_any
 from runner.writer.schema import META_COLUMNS, avro_schema
 
 CREATE_SCHEMA = "hoodie.table.create.schema"
@@ -81,7 +82,8 @@ def reconcile(
     if extra:
         _refuse(
             where,
-            f"column(s) {_listed(extra)} are not in the table (its columns: {_listed(names)}); "
+            f"column(s) {_listed(extra)} are not in the table (its columns: {_listed(names)})"
+            f"{did_you_mean_any(extra, missing)}; "
             "adding columns (schema evolution) is not supported by the writer",
             "write only the table's columns, or write this data to a new table.",
         )

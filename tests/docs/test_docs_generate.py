@@ -11,6 +11,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from runner.cli import main
 from tests.execute.test_cli_plan_apply import project as fixture_project
 from tests.execute.test_cli_plan_apply import tree_digest
@@ -115,3 +117,61 @@ def test_serve_generates_and_serves_until_interrupted(tmp_path):
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0
     assert "wrote" in out and os.path.isabs(out.split()[1])
+
+
+def _docs_process(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runner", "docs", "generate", *argv],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("where", ["target/docs", "target", "--out"])
+def test_a_file_where_the_report_folder_goes_is_named_with_what_was_expected(where, tmp_path):
+    """Was a bare "File exists" or "Not a directory": now the path, a folder expected, a file found."""
+    root = fixture_project(tmp_path / "p")
+    blocker = tmp_path / "report" if where == "--out" else root / where
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("not a folder\n")
+    out = ["--out", str(tmp_path / "report")] if where == "--out" else []
+
+    done = _docs_process("--project-dir", str(root), *out)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{blocker} is a file, but the report needs a folder there" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "File exists" not in done.stderr
+    assert blocker.read_text() == "not a folder\n"  # left as it was
+    assert done.stdout == ""  # refused before any table was read
+
+
+def test_a_folder_where_index_html_goes_is_named(tmp_path):
+    root = fixture_project(tmp_path / "p")
+    (root / "target" / "docs" / "index.html").mkdir(parents=True)
+
+    done = _docs_process("--project-dir", str(root))
+
+    assert done.returncode == 1
+    assert f"{root / 'target' / 'docs' / 'index.html'} is a folder, but the report is written to a file " \
+           "of that name" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+WRITE_SITE = """
+import sys
+from pathlib import Path
+from runner.docs.page import write_site
+data = {"project": sys.argv[2], "tables": [], "run_results": None, "filler": "x" * 2_000_000}
+for _ in range(30):
+    write_site(data, Path(sys.argv[1]))
+"""
+
+
+def test_two_reports_written_at_once_into_one_folder_both_succeed_and_leave_one_whole_page(tmp_path):
+    """Each writer renames a temporary file of its own into place (one shared name let a writer
+    publish the other's half-written page, or fail to find its own)."""
+    out = tmp_path / "site"
+    writers = [subprocess.Popen([sys.executable, "-c", WRITE_SITE, str(out), name], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for name in ("a", "b", "c")]
+    for w in writers:
+        _, err = w.communicate(timeout=120)
+        assert w.returncode == 0, err
+    assert embedded_data(out / "index.html")["project"] in {"a", "b", "c"}
+    assert [p.name for p in out.iterdir()] == ["index.html"]

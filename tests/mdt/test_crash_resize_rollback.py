@@ -10,6 +10,9 @@ is never rolled back by this path.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,3 +111,71 @@ def test_a_pending_clustering_hudi_scheduled_is_never_rolled_back(tmp_path: Path
     assert "rolled back" not in done.stdout, done.stdout
     assert _state(table) == crashed
     assert rows(table) == seen
+
+
+def _refuse_resizes(table: Path) -> None:
+    """Make the metadata table one the runner refuses to resize (cleans are still kept in step): its
+    record index needs each row's record key, and the properties now say rows carry none."""
+    props = table / ".hoodie" / "hoodie.properties"
+    lines = [line for line in props.read_text().splitlines() if not line.startswith("hoodie.populate.meta.fields=")]
+    props.write_text("\n".join([*lines, "hoodie.populate.meta.fields=false", ""]))
+
+
+@pytest.mark.parametrize("declaration", ["resizes on", "resizes off"])
+def test_an_interrupted_resize_the_metadata_table_no_longer_allows_is_rolled_back_and_says_so(
+        declaration: str, tmp_path: Path) -> None:
+    """Neither finished (the metadata table could not record it) nor left pending (it would block
+    Hudi writers' updates of its groups): rolled back, and the output says so, names the files it
+    removed and why no new resize runs, rather than "nothing was rewritten"."""
+    project, _, _ = _crashed_resize(tmp_path, "after_rewrite")
+    if declaration == "resizes on":
+        (project / "tables" / "t.yml").write_text(RESIZE_YAML)
+    table = project / "table"
+    (pending,) = read_table_metadata(storage_for(str(table))).runner_pending_clustering
+    written = sorted(p for p in table.rglob(f"*_{pending}.parquet") if ".hoodie" not in p.parts)
+    assert written
+    _refuse_resizes(table)
+    before = _state(table)
+
+    plan = subprocess.run([sys.executable, "-m", "runner", "plan", "--project-dir", str(project)],
+                          capture_output=True, text=True, timeout=300)
+    done = apply_process(project)
+
+    why = ("the runner will not resize this table while keeping its metadata table, because the record_index "
+           "needs each row's record key" if declaration == "resizes on" else "the declaration no longer asks")
+    assert f"roll back the interrupted resize (clustering {pending}): {why}" in plan.stdout, plan.stdout
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "nothing was rewritten" not in done.stdout
+    note = f"rolled back the interrupted resize {pending}: removed the {len(written)} files it had written, no file " \
+           f"group was replaced; {why}"
+    assert note in done.stdout, done.stdout
+    if declaration == "resizes on":
+        assert "so it is not finished, and no new resize runs" in done.stdout, done.stdout
+    after = _state(table)
+    assert not any(str(pending) in f for f in after["data files"])  # type: ignore[union-attr]
+    assert not any(str(pending) in i for i in after["data instants"])  # type: ignore[union-attr]
+    assert not any(str(pending) in i for i in after["mdt instants"])  # type: ignore[union-attr]
+    assert after["replaced"] == before["replaced"]
+
+
+def test_a_table_refused_after_its_clean_reports_the_clean_it_did(tmp_path: Path) -> None:
+    """The clean completes, then the resize is refused: the table fails, and the report (text and
+    run_results.json) still counts the files the clean deleted and the instants it wrote, rather
+    than an error alone that reads as if nothing had changed."""
+    project = crash_project(tmp_path / "p", FIXTURE)
+    (project / "tables" / "t.yml").write_text(RESIZE_YAML.replace(
+        "  policy: KEEP_LATEST_COMMITS\n  commits_retained: 1000\n",
+        "  policy: KEEP_LATEST_FILE_VERSIONS\n  file_versions_retained: 1\n"))
+    table = project / "table"
+    _refuse_resizes(table)
+
+    done = apply_process(project)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    (entry,) = json.loads((project / "target" / "run_results.json").read_text())["tables"]
+    assert entry["status"] == "error" and "will not resize" in entry["error"]["message"]
+    assert entry["files_deleted"] > 0 and any(i.endswith(".clean") for i in entry["instants_written"]), entry
+    cleaned = next(i for i in entry["instants_written"] if i.endswith(".clean"))
+    assert (table / ".hoodie" / "timeline" / cleaned).exists()
+    assert f"done before it failed: {entry['files_deleted']} files deleted" in done.stdout, done.stdout
+    assert f"wrote {cleaned}" in done.stdout

@@ -18,12 +18,25 @@ from runner.onboard.discover import CleanEvidence, TableFacts
     ("Sales.Orders-EU", "sales_orders_eu"),
     ("2024 sales", "t_2024_sales"),
     ("__private", "private"),
-    ("Ünïcode", "n_code"),
+    ("Ünïcode", "unicode"),  # accents folded, not the letters dropped
+    ("Café.Commände", "cafe_commande"),
+    ("ﬁle_Ⅻ", "file_xii"),  # compatibility forms become their letters
+    ("注文", "table"),  # no Latin letter or digit left
     ("???", "table"),
     ("x" * 200, "x" * MAX_NAME),
 ])
 def test_base_name_is_what_the_schema_accepts(table_name, expected):
     assert base_name(table_name) == expected
+
+
+@pytest.mark.parametrize(("table_name", "folder", "expected"), [
+    ("???", "/lake/Orders EU", "orders_eu"),   # nothing usable in the name: the folder's name, not `table`
+    ("注文", "s3://bucket/sales/chuumon", "chuumon"),
+    ("???", "/lake/???", "table"),              # nor in the folder's
+    ("orders", "/lake/anything", "orders"),     # a usable name wins
+])
+def test_a_name_with_nothing_usable_falls_back_to_the_folder_name(table_name, folder, expected):
+    assert base_name(table_name, folder=folder) == expected
 
 
 def test_names_count_up_skip_taken_ones_and_stay_within_the_limit():

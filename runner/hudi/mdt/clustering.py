@@ -99,6 +99,11 @@ def resize_refusals(config: TableConfig) -> list[str]:
     return reasons
 
 
+def will_not_resize(reasons: Sequence[str]) -> str:
+    """The one sentence plan and apply give for refusing to resize a table because of its MDT."""
+    return "the runner will not resize this table while keeping its metadata table, because " + "; ".join(reasons)
+
+
 def stats_key(column: str, partition: str, file_name: str) -> str:
     return keys.column_stats_key(column, partition_id(partition), file_name)
 

@@ -31,6 +31,7 @@ from runner.hudi.mdt.clustering import (
     missing_stats,
     resize_commit,
     resize_refusals,
+    will_not_resize,
 )
 from runner.hudi.mdt.partitions import BLOOM_FILTERS, COLUMN_STATS, EXPRESSION_INDEX_PREFIX, EXPRESSION_INDEX_TYPES
 from runner.hudi.mdt.reader import (
@@ -308,12 +309,16 @@ class ResizeMaintenance:
 
 def prepare_resize_maintenance(storage: Storage, data: TableMetadata, *,
                                step: Callable[[str], None] = lambda _: None) -> ResizeMaintenance:
-    """Check the MDT for a resize and read what its hooks need; raises RefusedError with the reasons."""
+    """Check the MDT for a resize and read what its hooks need.
+
+    Raises:
+        RefusedError: the reasons, as a sentence without the table or what the caller did about
+            them (it may roll an interrupted resize back, or refuse a new one).
+    """
     reasons = refusal_reasons(storage, data, for_resize=True)
     if reasons:
         raise RefusedError(
-            f"{storage.uri}: the runner will not resize this table while keeping its metadata table, because "
-            + "; ".join(reasons) + "; nothing was rewritten",
+            will_not_resize(reasons),
             hint="run a Hudi write or `hudi-cli metadata` to let Hudi settle its metadata table, run Hudi's "
             "clustering instead, or set `metadata_table: disable` to remove it (readers then list files; "
             "indexes are lost).",

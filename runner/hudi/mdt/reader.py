@@ -19,7 +19,7 @@ from runner.hudi.mdt.hfile import read_hfile, read_hfile_info
 from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, read_log_blocks
 from runner.hudi.mdt.view import MdtSlice, latest_slices, valid_instants
 from runner.hudi.metadata.history import decode_rollback_metadata
-from runner.hudi.properties import TableConfig, parse_properties
+from runner.hudi.properties import TableConfig, read_properties
 from runner.hudi.state import METADATA_TABLE, TableMetadata
 from runner.hudi.timeline import Timeline
 from runner.storage import Storage
@@ -55,7 +55,7 @@ class FilesListing:
 def read_metadata_table(storage: Storage) -> MetadataTable:
     """Read the MDT's hoodie.properties and timeline folder."""
     config = TableConfig.from_properties(
-        parse_properties(storage.read(MDT_PROPERTIES).decode("utf-8", errors="replace"), path=MDT_PROPERTIES),
+        read_properties(storage.read(MDT_PROPERTIES), path=MDT_PROPERTIES),
         path=MDT_PROPERTIES,
     )
     folder = f"{METADATA_TABLE}/{config.timeline_dir}"

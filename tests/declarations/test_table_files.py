@@ -1,0 +1,76 @@
+"""Files under tables/ that look like declarations but would not be read, named rather than
+skipped in silence: a table declared in `orders.YML` was never planned or cleaned, and `validate`
+said the project was valid. Backups, other formats and hidden files stay ignored."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.declarations.loader import load_project
+from runner.errors import DeclarationError
+
+from .conftest import WriteProject
+
+TABLE = "name: {name}\npath: w/{name}\n"
+
+
+@pytest.mark.parametrize("file", ["orders.YML", "orders.Yaml", "sub/orders.YAML"])
+def test_a_declaration_with_an_upper_case_extension_is_named_not_skipped(file: str, write_project: WriteProject,
+                                                                          ) -> None:
+    root = write_project({"tables/ok.yml": TABLE.format(name="ok"), f"tables/{file}": TABLE.format(name="orders")})
+    done = subprocess.run([sys.executable, "-m", "runner", "validate", "--project-dir", str(root)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stdout
+    extension = file.rsplit(".", 1)[1]
+    assert (f"{root / 'tables' / file}: not read: declarations end in .yml or .yaml, in lower case, and this one "
+            f"ends in .{extension}; rename it") in done.stdout, done.stdout
+
+
+def test_backups_other_formats_and_hidden_files_are_still_ignored(write_project: WriteProject) -> None:
+    root = write_project({
+        "tables/ok.yml": TABLE.format(name="ok"),
+        "tables/ok.yml.bak": TABLE.format(name="bak"),
+        "tables/ok.yml~": TABLE.format(name="tilde"),
+        "tables/.ok.yml.swp": TABLE.format(name="swap"),
+        "tables/notes.json": "{}",
+        "tables/README.md": "# tables\n",
+        "tables/.hidden/x.yml": TABLE.format(name="hidden"),
+    })
+    assert [t.name for t in load_project(root).tables] == ["ok"]
+
+
+def test_a_declaration_that_is_a_dangling_symbolic_link_says_so(write_project: WriteProject, tmp_path: Path) -> None:
+    root = write_project({"tables/ok.yml": TABLE.format(name="ok")})
+    os.symlink(tmp_path / "shared" / "orders.yml", root / "tables" / "orders.yml")
+    with pytest.raises(DeclarationError) as caught:
+        load_project(root)
+    (problem,) = caught.value.problems
+    assert str(problem) == (f"tables/orders.yml: cannot read the file: it is a symbolic link to "
+                            f"{tmp_path / 'shared' / 'orders.yml'}, which does not exist")
+
+
+def test_a_tables_dir_that_is_a_file_says_so(write_project: WriteProject) -> None:
+    root = write_project({"tables/a.yml": TABLE.format(name="a"), "declarations": "name: a\n"},
+                         project="name: p\ntables_dir: declarations\n")
+    with pytest.raises(DeclarationError) as caught:
+        load_project(root)
+    (problem,) = caught.value.problems
+    assert str(problem) == ('project.yml:2:1: tables_dir: "declarations" is a file in '
+                            f"{root}, but tables_dir names the folder holding the table declarations; "
+                            "point tables_dir at that folder")
+
+
+@pytest.mark.parametrize(("key", "meant"), [
+    ("TABLE", "table"), ("File_Sizing", "file_sizing"), ("Metadata_Table", "metadata_table"),
+])
+def test_a_key_in_another_case_gets_did_you_mean(key: str, meant: str, write_project: WriteProject) -> None:
+    root = write_project({"tables/a.yml": TABLE.format(name="a") + f"{key}: {{}}\n"})
+    with pytest.raises(DeclarationError) as caught:
+        load_project(root)
+    (problem,) = caught.value.problems
+    assert f'{key}: unknown key (did you mean "{meant}"?)' in str(problem), str(problem)
