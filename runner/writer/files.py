@@ -415,7 +415,6 @@ class _Unchanged:
     row, or its last old row (the inserts follow), `runner.hudi.page_prefix`."""
 
     def __init__(self, pages: OldPages, old_rows: int) -> None:
-
         self.pages, self.old_rows = pages, old_rows
         self._replaced: list[np.ndarray[Any, Any]] = []
 
