@@ -102,7 +102,8 @@ class DeflatingWriter:
     compression, which is GZIP at `level` (1-12, libdeflate's; 1-9 mean what zlib's do).
     """
 
-    def __init__(self, sink: BinaryIO, schema: pa.Schema, *, level: int = 6, **options: Any) -> None:
+    def __init__(self, sink: BinaryIO, schema: pa.Schema, *, level: int = 6, deflate_pool: bool = True,
+                 **options: Any) -> None:
         if not 1 <= level <= 12:
             raise ValueError(f"gzip level {level}: expected 1 to 12")
         for refused in ("compression", "compression_level", "write_page_index", "data_page_version",
@@ -112,6 +113,7 @@ class DeflatingWriter:
         if "sorting_columns" in options:  # numbered in the whole schema; a run of columns would renumber them
             raise TypeError("DeflatingWriter does not write sorting_columns")
         self.sink, self.schema, self.level, self.options = sink, schema, level, options
+        self.deflate_pool = deflate_pool
         sink.write(MAGIC)
         self.pos = len(MAGIC)
         self.row_groups: list[Struct] = []
@@ -228,7 +230,7 @@ class DeflatingWriter:
                 first = first or rg
                 chunks = [_chunk_pages(data, chunk) for chunk in rg.get_list(R_COLUMNS) if isinstance(chunk, Struct)]
                 packed = iter(_deflate_all([data[at:at + size] for pages in chunks for _, at, size in pages.pages],
-                                           self.level))
+                                           self.level, pool=self.deflate_pool))
                 leaves = iter(chunks)
                 for field in fields:
                     mine = itertools.islice(leaves, _leaf_count(part.field(field).type))
@@ -392,12 +394,13 @@ _WORKERS = min(4, os.cpu_count() or 1)
 _PARALLEL_BYTES = 256 * 1024
 
 
-def _deflate_all(bodies: Sequence[memoryview], level: int) -> list[bytearray]:
+def _deflate_all(bodies: Sequence[memoryview], level: int, *, pool: bool = True) -> list[bytearray]:
     """The pages deflated, in order. libdeflate releases the GIL, so a row group's pages are
     deflated by a small pool of threads, largest first (no thread left with a large page at the
-    end), while the calling thread waits; a one-core machine, one page, or few bytes, here."""
+    end), while the calling thread waits; a one-core machine, one page, few bytes, or a writer whose
+    caller runs several side by side (`pool=False`: they keep the cores busy already), here."""
     global _POOL
-    if _WORKERS < 2 or len(bodies) < 2 or sum(len(b) for b in bodies) < _PARALLEL_BYTES:
+    if not pool or _WORKERS < 2 or len(bodies) < 2 or sum(len(b) for b in bodies) < _PARALLEL_BYTES:
         return [deflate.gzip_compress(body, level) for body in bodies]
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="deflate")
@@ -505,14 +508,15 @@ class TableWriter(Protocol):
 
 
 def parquet_writer(sink: BinaryIO, schema: pa.Schema, *, compression: str, compression_level: int | None = None,
-                   **options: Any) -> TableWriter:
+                   deflate_pool: bool = True, **options: Any) -> TableWriter:
     """A Parquet writer for `compression` (pyarrow's codec names): gzip pages deflated by libdeflate
     at `compression_level` (Hudi's 6 when not given; Arrow's own default would be 9), any other codec
-    by pyarrow's `ParquetWriter`."""
+    by pyarrow's `ParquetWriter`. `deflate_pool`: gzip pages may be shared out to a pool of threads
+    (`DeflatingWriter`); the other codecs ignore it."""
     import pyarrow.parquet as pq
 
     if compression == "gzip":
         return DeflatingWriter(sink, schema, level=HUDI_GZIP_LEVEL if compression_level is None else compression_level,
-                               **options)
+                               deflate_pool=deflate_pool, **options)
     return cast(TableWriter, pq.ParquetWriter(sink, schema, compression=compression,
                                               compression_level=compression_level, **options))

@@ -110,6 +110,8 @@ class FileContext:
         keys_distinct: no key is given twice among a merge's new records (`WriteTask.keys_distinct`).
         virtual_keys: set for a table without meta fields (`runner.writer.virtual_keys`): its files'
             meta columns are null and carry no record-key footer; old records' keys are computed.
+        deflate_pool: gzip pages may be deflated by a pool of threads; off when the caller writes
+            several files side by side, which keeps the cores busy without it.
     """
 
     storage: Storage
@@ -123,6 +125,7 @@ class FileContext:
     codec: ParquetCodec = GZIP
     keys_distinct: bool = False
     virtual_keys: VirtualKeys | None = None
+    deflate_pool: bool = True
 
     def distinct_columns(self) -> frozenset[str]:
         """Columns known to hold distinct values in the files written here (`dictionary_columns`):
@@ -664,7 +667,7 @@ class _OpenFile:
                 self._sink, self.ctx.schema, compression=self.ctx.codec.name,
                 compression_level=self.ctx.codec.level,
                 use_dictionary=dictionary_columns(first_rows, distinct=self.ctx.distinct_columns()),
-                store_schema=False,
+                store_schema=False, deflate_pool=self.ctx.deflate_pool,
             )
         return self._writer
 

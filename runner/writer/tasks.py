@@ -70,6 +70,7 @@ class WriteTask:
     codec: ParquetCodec = GZIP
     keys_distinct: bool = False
     virtual_keys: VirtualKeys | None = None
+    deflate_pool: bool = True
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -134,6 +135,7 @@ class WriteTask:
             codec=self.codec,
             keys_distinct=self.keys_distinct,
             virtual_keys=self.virtual_keys,
+            deflate_pool=self.deflate_pool,
         )
 
 
