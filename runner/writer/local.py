@@ -360,7 +360,7 @@ def _in_threads(task: WriteTask, jobs: Sequence[tuple[int, Rows]], workers: int,
     threads = max(1, min(workers, len(jobs) or 1))
     if threads > 1:
         # Files written side by side keep the cores busy: each deflates its own pages, which saves
-        # handing them to the pool and back (about 5 % of an upsert's wall and CPU, bench/README.md).
+        # handing them to the pool and back (a few % of an upsert's wall and CPU, bench/README.md).
         task = dataclasses.replace(task, deflate_pool=False)
 
     def write(job: tuple[int, Rows]) -> list[WrittenFile]:
