@@ -32,8 +32,8 @@ SPARK_SCHEMA = {"type": "struct", "fields": [
 
 
 def _arrow_writer(sink: Any, schema: pa.Schema, *, compression: str, compression_level: int | None = None,
-                  **options: Any) -> pq.ParquetWriter:
-    """The writer before the change: pyarrow's, zlib at the same level."""
+                  deflate_pool: bool = True, **options: Any) -> pq.ParquetWriter:
+    """The writer before the change: pyarrow's, zlib at the same level (inside Arrow: no pool to use)."""
     return pq.ParquetWriter(sink, schema, compression=compression, compression_level=compression_level, **options)
 
 
