@@ -1,9 +1,10 @@
 """The untouched leading pages of an old base file's column chunks, for a merge to copy as they are.
 
 A copy-on-write merge rewrites a file group's base file with some old records replaced in place and
-the inserts after them (`runner.writer.files.merge`). The new file's row groups start where the old
-file's do (both are cut every `ROW_GROUP_ROWS` rows), so where no record of a row group's first
-rows is replaced, the old chunk's first data pages hold exactly the values the new file has there.
+the inserts after them (`runner.writer.files.merge`), and cuts its row groups every `ROW_GROUP_ROWS`
+rows. Where an old row group starts at the same row (every one, when the old file came from a merge;
+the first, at least, when a create handle wrote it) and no record of its first rows is replaced,
+the old chunk's first data pages hold exactly the values the new file has there.
 Those pages are copied byte for byte, and only the rest of the column is encoded and deflated
 (`parquet_deflate.DeflatingWriter`): an upsert's cost then follows the pages it changes, not the
 size of the files it touches.
