@@ -89,22 +89,7 @@ def test_a_clustering_hudi_rolled_back_meanwhile_is_never_completed(outright, tm
 
 def test_a_clustering_hudi_took_back_to_requested_before_this_apply_is_finished(tmp_path, capsys):
     """A rollback of an earlier attempt (the instant left requested) is history, not a takeover of this one."""
-    from datetime import UTC, datetime
-
-    from runner.execute.resize import ResizeRunner
-    from runner.plan.model import FileToRewrite, RewriteGroup, SizingStep
-
-    table = tmp_path / "t"
-    builder = TableBuilder(table, name="t", partitions=["p=a"])
-    builder.commit(writes=3)
-    root = project_for(table, tmp_path / "project", retained=2, sizing=SIZED)
-    before = _rows(table)
-    storage = storage_for(str(table))
-    inputs = tuple(FileToRewrite(p.name.split("_")[0], f"p=a/{p.name}", p.stat().st_size)
-                   for p in sorted((table / "p=a").glob("*.parquet")))
-    step = SizingStep(10 << 20, 5 << 20, (RewriteGroup("p=a", inputs),))
-    ResizeRunner(storage, read_table_metadata(storage), spark=None,  # type: ignore[arg-type]
-                 clock=lambda: datetime.now(UTC)).schedule(step)
+    table, root, before = _scheduled_resize(tmp_path)
     _hudi_rolls_back_the_clustering(table, outright=False)
 
     code = main(["apply", "--project-dir", str(root), "--auto-approve"])
@@ -119,22 +104,8 @@ def test_a_clustering_hudi_took_back_to_requested_before_this_apply_is_finished(
 def test_an_interrupted_clustering_hudi_is_rolling_back_is_not_finished(tmp_path, capsys):
     """A rollback of the runner's clustering still pending (Hudi stopped before or while deleting):
     finishing the clustering would complete what that rollback is undoing."""
-    from datetime import UTC, datetime
-
-    from runner.execute.resize import ResizeRunner
-    from runner.plan.model import FileToRewrite, RewriteGroup, SizingStep
-
-    table = tmp_path / "t"
-    builder = TableBuilder(table, name="t", partitions=["p=a"])
-    builder.commit(writes=3)
-    root = project_for(table, tmp_path / "project", retained=2, sizing=SIZED)
-    before = _rows(table)
+    table, root, before = _scheduled_resize(tmp_path)
     storage = storage_for(str(table))
-    inputs = tuple(FileToRewrite(p.name.split("_")[0], f"p=a/{p.name}", p.stat().st_size)
-                   for p in sorted((table / "p=a").glob("*.parquet")))
-    step = SizingStep(10 << 20, 5 << 20, (RewriteGroup("p=a", inputs),))
-    ResizeRunner(storage, read_table_metadata(storage), spark=None,  # type: ignore[arg-type]
-                 clock=lambda: datetime.now(UTC)).schedule(step)
     (clustering,) = read_table_metadata(storage).timeline.pending(Action.REPLACE_COMMIT)
     rollback = _rollback_requested(table, clustering.time, [])
 
@@ -147,3 +118,24 @@ def test_an_interrupted_clustering_hudi_is_rolling_back_is_not_finished(tmp_path
     meta = read_table_metadata(storage_for(str(table)))
     assert clustering.time not in {i.time for i in meta.timeline.completed_writes}
     assert _rows(table) == before
+
+
+def _scheduled_resize(tmp_path):
+    """A table of three files in `p=a` whose resize into one group the runner has scheduled (the
+    clustering requested, nothing written): the table, its project and its rows."""
+    from datetime import UTC, datetime
+
+    from runner.execute.resize import ResizeRunner
+    from runner.plan.model import FileToRewrite, RewriteGroup, SizingStep
+
+    table = tmp_path / "t"
+    TableBuilder(table, name="t", partitions=["p=a"]).commit(writes=3)
+    root = project_for(table, tmp_path / "project", retained=2, sizing=SIZED)
+    before = _rows(table)
+    storage = storage_for(str(table))
+    inputs = tuple(FileToRewrite(p.name.split("_")[0], f"p=a/{p.name}", p.stat().st_size)
+                   for p in sorted((table / "p=a").glob("*.parquet")))
+    step = SizingStep(10 << 20, 5 << 20, (RewriteGroup("p=a", inputs),))
+    ResizeRunner(storage, read_table_metadata(storage), spark=None,  # type: ignore[arg-type]
+                 clock=lambda: datetime.now(UTC)).schedule(step)
+    return table, root, before
