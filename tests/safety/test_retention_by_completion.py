@@ -124,9 +124,7 @@ def test_keep_latest_commits_keeps_what_a_query_on_a_retained_commit_read_before
     builder.commit(writes={"p=b": 1}, at=_at(2))
     builder.commit(updates={"p=b": 1}, at=_at(3))
     _complete_late(table, long_write, _at(5))
-    root = _project(tmp_path, table)
-    (root / "tables" / "t.yml").write_text(
-        f"name: t\npath: {table}\nclean: {{policy: KEEP_LATEST_COMMITS, commits_retained: 2}}\n")
+    root = _keep_two_commits(tmp_path, table)
 
     plan = _plan(root, _at(6), capsys)
 
@@ -184,9 +182,7 @@ def test_keep_latest_commits_on_a_timeline_mixing_legacy_instants_still_keeps_th
     builder.commit(updates={"p=b": 1}, at=_at(3))
     _complete_late(table, long_write, _at(5))
     _legacy_form(table, legacy)
-    root = _project(tmp_path, table)
-    (root / "tables" / "t.yml").write_text(
-        f"name: t\npath: {table}\nclean: {{policy: KEEP_LATEST_COMMITS, commits_retained: 2}}\n")
+    root = _keep_two_commits(tmp_path, table)
 
     plan = _plan(root, _at(6), capsys)
 
@@ -194,3 +190,11 @@ def test_keep_latest_commits_on_a_timeline_mixing_legacy_instants_still_keeps_th
     assert first not in _deleted(plan), plan
     clean = next(s for s in plan["steps"] if s["kind"] == "clean") if _deleted(plan) else None
     assert clean is None or clean["earliest_commit_to_retain"] == str(long_write), clean
+
+
+def _keep_two_commits(tmp_path, table):
+    """The project of `table`, declared with KEEP_LATEST_COMMITS retaining 2 commits."""
+    root = _project(tmp_path, table)
+    (root / "tables" / "t.yml").write_text(
+        f"name: t\npath: {table}\nclean: {{policy: KEEP_LATEST_COMMITS, commits_retained: 2}}\n")
+    return root
