@@ -324,10 +324,15 @@ def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[tuple[pa
         replaced[taken] = True
         fresh = stamp(ctx, newest.take(pa.array(taken, pa.int64())), None, updates)
         updates += len(taken)
-        # Old rows keep their position; an updated row's slot takes its new record instead.
-        positions = np.arange(old.num_rows, dtype=np.int64)
-        positions[hit] = old.num_rows + np.arange(len(taken), dtype=np.int64)
-        rows.add(pa.concat_tables([old, fresh]).take(pa.array(positions)))
+        # The rows before the first update go on as they are (a slice, no copy): updates often
+        # hit the newest records, at the end of the file. From there, old rows keep their position
+        # and an updated row's slot takes its new record instead.
+        first = int(np.argmax(hit))
+        rows.add(old.slice(0, first))
+        tail = old.slice(first)
+        positions = np.arange(tail.num_rows, dtype=np.int64)
+        positions[hit[first:]] = tail.num_rows + np.arange(len(taken), dtype=np.int64)
+        rows.add(pa.concat_tables([tail, fresh]).take(pa.array(positions)))
     inserts = newest.filter(pa.array(~replaced))
     if updates != int(replaced.sum()) and inserts.num_rows:
         # An old file holding a key twice (an insert without de-duplication wrote it) has two index
