@@ -78,6 +78,8 @@ from runner.hudi.thrift_compact import (
     Value,
     decode_struct,
     encode_struct,
+    scan_struct,
+    zigzag_varint,
 )
 
 if TYPE_CHECKING:
@@ -417,11 +419,33 @@ def _forget_pool() -> None:
 os.register_at_fork(after_in_child=_forget_pool)
 
 
+class _PageHeader:
+    """A page header of the uncompressed row group, as its bytes: rewritten for a compressed body by
+    splicing the new `compressed_page_size` into them, not by decoding and encoding the header (its
+    statistics and all); a header with a CRC is re-encoded whole, its CRC recomputed."""
+
+    __slots__ = ("_crc", "_size_span", "kind", "raw", "size")
+
+    def __init__(self, raw: memoryview, kind: int, size: int, size_span: tuple[int, int], crc: bool) -> None:
+        self.raw, self.kind, self.size, self._size_span, self._crc = raw, kind, size, size_span, crc
+
+    def for_body(self, body: bytes | bytearray) -> bytes:
+        """The header of this page with `body` as its stored bytes."""
+        if self._crc:  # the CRC32 of the page as stored, a signed i32
+            header, _ = decode_struct(self.raw, what=_WHAT)
+            header.put(P_COMPRESSED_SIZE, I32, len(body))
+            crc = zlib.crc32(body)
+            header.put(P_CRC, I32, crc - (1 << 32) if crc >= 1 << 31 else crc)
+            return encode_struct(header)
+        start, end = self._size_span
+        return b"".join((self.raw[:start], zigzag_varint(len(body)), self.raw[end:]))
+
+
 class _ChunkPages:
     """A column chunk of the uncompressed row group: its ColumnChunk and its pages (header, body
     offset, body size)."""
 
-    def __init__(self, chunk: Struct, meta: Struct, pages: list[tuple[Struct, int, int]]) -> None:
+    def __init__(self, chunk: Struct, meta: Struct, pages: list[tuple[_PageHeader, int, int]]) -> None:
         self.chunk, self.meta, self.pages = chunk, meta, pages
 
     def deflated(self, packed: Sequence[bytearray], at: int) -> tuple[list[bytes | bytearray], Struct]:
@@ -431,16 +455,11 @@ class _ChunkPages:
         written = uncompressed = 0
         dictionary_at = data_at = None
         for (header, _, size), body in zip(self.pages, packed, strict=True):
-            kind = header.get_int(P_TYPE)
-            if kind == DICTIONARY_PAGE:
+            if header.kind == DICTIONARY_PAGE:
                 dictionary_at = at
             elif data_at is None:
                 data_at = at + written
-            header.put(P_COMPRESSED_SIZE, I32, len(body))
-            if header.has(P_CRC):  # the CRC32 of the page as stored, a signed i32
-                crc = zlib.crc32(body)
-                header.put(P_CRC, I32, crc - (1 << 32) if crc >= 1 << 31 else crc)
-            head = encode_struct(header)
+            head = header.for_body(body)
             pieces += (head, body)
             written += len(head) + len(body)
             uncompressed += len(head) + size
@@ -467,23 +486,35 @@ def _chunk_pages(data: memoryview, chunk: Struct) -> _ChunkPages:
         raise AssertionError("a page index or bloom filter where none was asked for")
     pos = meta.get_int(M_DICTIONARY_PAGE) or _int(meta, M_DATA_PAGE)
     end = pos + _int(meta, M_COMPRESSED)
-    pages: list[tuple[Struct, int, int]] = []
+    pages: list[tuple[_PageHeader, int, int]] = []
     seen_data = False
     while pos < end:
-        header, body_at = decode_struct(data, what=_WHAT, offset=pos)
-        kind = header.get_int(P_TYPE)
-        size = _int(header, P_COMPRESSED_SIZE)
-        if kind == DATA_PAGE:
+        header = _page_header(data, pos)
+        if header.kind == DATA_PAGE:
             seen_data = True
-        elif kind != DICTIONARY_PAGE or pages:
-            raise AssertionError(f"Arrow wrote a page of type {kind} where data pages v1 were asked for")
-        if _int(header, P_UNCOMPRESSED_SIZE) != size:
-            raise AssertionError("an uncompressed page whose two sizes differ")
-        pages.append((header, body_at, size))
-        pos = body_at + size
+        elif header.kind != DICTIONARY_PAGE or pages:
+            raise AssertionError(f"Arrow wrote a page of type {header.kind} where data pages v1 were asked for")
+        body_at = pos + len(header.raw)
+        pages.append((header, body_at, header.size))
+        pos = body_at + header.size
     if pos != end or not seen_data:
         raise AssertionError("a column chunk's pages do not fill it")
     return _ChunkPages(chunk, meta, pages)
+
+
+def _page_header(data: memoryview, pos: int) -> _PageHeader:
+    """The page header at `pos`: its type, body size (uncompressed, so both sizes are one) and where
+    its compressed size is encoded."""
+    fields, end = scan_struct(data, what=_WHAT, offset=pos)
+    found = {fid: (value, start, stop) for fid, _, value, start, stop in fields}
+    values = [found.get(f, (None, 0, 0))[0] for f in (P_TYPE, P_UNCOMPRESSED_SIZE, P_COMPRESSED_SIZE)]
+    if any(not isinstance(v, int) or isinstance(v, bool) for v in values):
+        raise AssertionError("Arrow left out a required page header field")
+    kind, raw_size, size = cast(list[int], values)
+    if raw_size != size or size < 0:
+        raise AssertionError(f"an uncompressed page of sizes {raw_size} and {size}")
+    _, start, stop = found[P_COMPRESSED_SIZE]
+    return _PageHeader(data[pos:end], kind, size, (start - pos, stop - pos), P_CRC in found)
 
 
 def _int(struct: Struct | None, field_id: int) -> int:

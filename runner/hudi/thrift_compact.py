@@ -123,6 +123,34 @@ def encode_struct(value: Struct) -> bytes:
     return bytes(out)
 
 
+# A struct field as `scan_struct` gives it: id, type, value (integers and booleans; None for the
+# other types) and the span of its encoded value in the buffer (empty for a boolean, which lives
+# in the field header).
+ScannedField: TypeAlias = tuple[int, int, "int | bool | None", int, int]
+
+
+def scan_struct(data: Buffer, *, what: str, offset: int = 0) -> tuple[list[ScannedField], int]:
+    """The fields of the struct at `offset`, without building its nested values (see
+    `ScannedField`), and the offset after it: for a caller that reads a few integer fields of
+    many small structs (page headers) and splices bytes rather than re-encoding them; a nested
+    struct's own fields are scanned from its span in turn.
+
+    Raises:
+        CorruptMetadataError: the bytes are not a compact-protocol struct (`what` names the file).
+    """
+    try:
+        return _scanned_at(data, offset)
+    except (IndexError, ValueError) as error:
+        raise CorruptMetadataError(f"{what}: the Parquet footer is not valid Thrift ({error})", path=what) from error
+
+
+def zigzag_varint(n: int) -> bytes:
+    """An i16/i32/i64 value as the compact protocol encodes it."""
+    out = bytearray()
+    _zigzag(out, n)
+    return bytes(out)
+
+
 # The decoder is a few plain functions passing the position along rather than a reader object, and
 # tests types with chains of `==` (cheaper than `in` on a set) in order of frequency: a resize group
 # decodes and encodes footers of a hundred files and more, and attribute lookups and method calls
@@ -217,6 +245,85 @@ def _struct_at(data: Buffer, pos: int, depth: int) -> tuple[Struct, int]:
             value, pos = _value_at(data, pos, kind, depth)
             fields.append((fid, kind, value))
         last = fid
+
+
+def _scanned_at(data: Buffer, pos: int) -> tuple[list[ScannedField], int]:
+    fields: list[ScannedField] = []
+    last = 0
+    while True:
+        header = data[pos]
+        pos += 1
+        if header == STOP:
+            return fields, pos
+        delta, kind = header >> 4, header & 0x0F
+        if delta:
+            fid = last + delta
+        else:
+            n, pos = _varint_at(data, pos)
+            fid = (n >> 1) ^ -(n & 1)
+        if kind == TRUE or kind == FALSE:
+            fields.append((fid, TRUE, kind == TRUE, pos, pos))
+        elif kind == I32 or kind == I64 or kind == I16:
+            n, end = _varint_at(data, pos)
+            fields.append((fid, kind, (n >> 1) ^ -(n & 1), pos, end))
+            pos = end
+        else:
+            end = _skipped(data, pos, kind, 0)
+            fields.append((fid, kind, None, pos, end))
+            pos = end
+        last = fid
+
+
+def _skipped(data: Buffer, pos: int, kind: int, depth: int) -> int:
+    """The offset after a value of `kind` at `pos`, walking it without building it."""
+    if depth > _MAX_DEPTH:
+        raise ValueError("structs nested too deeply")
+    if kind == I32 or kind == I64 or kind == I16:
+        while data[pos] >= 0x80:
+            pos += 1
+        return pos + 1
+    if kind == BINARY:
+        size, pos = _varint_at(data, pos)
+        if pos + size > len(data):
+            raise ValueError(f"binary of {size} bytes runs past the end at byte {pos}")
+        return pos + size
+    if kind == STRUCT:
+        while True:
+            header = data[pos]
+            pos += 1
+            if header == STOP:
+                return pos
+            field_kind = header & 0x0F
+            if not header >> 4:
+                _, pos = _varint_at(data, pos)
+            if field_kind != TRUE and field_kind != FALSE:
+                pos = _skipped(data, pos, field_kind, depth + 1)
+    if kind == LIST or kind == SET:
+        header = data[pos]
+        pos += 1
+        size, element = header >> 4, header & 0x0F
+        if size == 15:
+            size, pos = _varint_at(data, pos)
+        for _ in range(size):
+            pos = _skipped(data, pos, element, depth + 1)
+        return pos
+    if kind == TRUE or kind == FALSE or kind == BYTE:
+        return pos + 1
+    if kind == DOUBLE:
+        if pos + 8 > len(data):
+            raise ValueError(f"a double runs past the end at byte {pos}")
+        return pos + 8
+    if kind == MAP:
+        size, pos = _varint_at(data, pos)
+        if size == 0:
+            return pos
+        types = data[pos]
+        pos += 1
+        for _ in range(size):
+            pos = _skipped(data, pos, types >> 4, depth + 1)
+            pos = _skipped(data, pos, types & 0x0F, depth + 1)
+        return pos
+    raise ValueError(f"unknown Thrift type {kind} at byte {pos}")
 
 
 def _varint(out: bytearray, n: int) -> None:
