@@ -16,7 +16,9 @@ encoding slower. `dictionary_columns` applies parquet-mr's rule to the first pag
 values) and gives Arrow the columns that keep a dictionary.
 
 Decided once per file, on the first rows written to it (parquet-mr decides per row group; our files
-are one row group up to `ROW_GROUP_ROWS` rows). Booleans never get a dictionary (neither writer
+are one row group up to `ROW_GROUP_ROWS` rows). A merge that keeps its old file's first page of rows
+as they were takes the old file's choices instead (`old_file_choices`): the rule, applied by either
+writer to the same page, made them. Booleans never get a dictionary (neither writer
 has one for them); the leaves of nested columns keep Arrow's default (a dictionary), as before.
 """
 
@@ -24,11 +26,12 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
 PAGE_ROWS = 20_000  # parquet-mr's `ParquetProperties.DEFAULT_PAGE_ROW_COUNT_LIMIT`
 PAGE_BYTES = 1024 * 1024  # Hudi's `hoodie.parquet.page.size`, also its dictionary page size
@@ -36,7 +39,7 @@ _LENGTH_PREFIX = 4  # PLAIN byte arrays carry a 4-byte length
 
 
 def dictionary_columns(rows: pa.Table, *, compliant_nested: bool = True,
-                       distinct: Collection[str] = ()) -> list[str]:
+                       distinct: Collection[str] = (), known: Mapping[str, bool] | None = None) -> list[str]:
     """The Parquet column paths of `rows`' schema to write with a dictionary (see the module doc);
     `compliant_nested`: as the writer's `use_compliant_nested_type`, which names nested leaves.
 
@@ -44,14 +47,46 @@ def dictionary_columns(rows: pa.Table, *, compliant_nested: bool = True,
     sequence numbers, the keys of a file group after a de-duplicated upsert). A dictionary of
     distinct values repeats every value and adds the indices, so it never pays: such a column is
     plain without hashing its page. Were the caller wrong, the column would be plain where
-    parquet-mr might keep a dictionary: a file as valid, of another size."""
+    parquet-mr might keep a dictionary: a file as valid, of another size.
+
+    `known`: flat top-level columns whose choice the caller already has (True: a dictionary),
+    taken as given (after `distinct`): the choice an old file made on the same first page of rows
+    (`old_file_choices`)."""
     chosen: list[str] = []
+    known = known or {}
     for field in rows.schema:
         if _is_nested(field.type):
             chosen.extend(p for p in leaf_paths(rows.schema, compliant_nested) if p.split(".", 1)[0] == field.name)
-        elif field.name not in distinct and _dictionary_pays(rows.column(field.name)):
+        elif field.name in distinct:
+            continue
+        elif field.name in known:
+            if known[field.name]:
+                chosen.append(field.name)
+        elif _dictionary_pays(rows.column(field.name)):
             chosen.append(field.name)
     return chosen
+
+
+def old_file_choices(metadata: pq.FileMetaData) -> dict[str, bool]:
+    """Per flat top-level column of a base file with values in its first row group, whether that
+    chunk has a dictionary: the choice its writer made on the chunk's first page. When a new file
+    starts with the same `PAGE_ROWS` rows, the rule above makes that choice again from the same
+    page, whether parquet-mr (Hudi) or this writer made it, so a merge that keeps those rows as they
+    are passes it on instead of hashing the page again (`known`). Nothing when the first row group
+    is shorter than a page (the new file's first page then holds other rows too)."""
+    if not metadata.num_row_groups or metadata.row_group(0).num_rows < PAGE_ROWS:
+        return {}
+    group = metadata.row_group(0)
+    found: dict[str, bool] = {}
+    for i in range(group.num_columns):
+        chunk = group.column(i)
+        statistics = chunk.statistics
+        if "." in chunk.path_in_schema or chunk.num_values == 0:
+            continue  # nested leaves keep Arrow's default
+        if statistics is not None and statistics.null_count == chunk.num_values:
+            continue  # no values: plain by the rule, decided afresh at no cost
+        found[chunk.path_in_schema] = chunk.has_dictionary_page
+    return found
 
 
 def _is_nested(kind: pa.DataType) -> bool:

@@ -73,7 +73,10 @@ class Struct:
         return None
 
     def has(self, field_id: int) -> bool:
-        return any(fid == field_id for fid, _, _ in self.fields)
+        for fid, _, _ in self.fields:  # a loop, not `any` over a generator: called per page and chunk
+            if fid == field_id:
+                return True
+        return False
 
     def get_int(self, field_id: int) -> int | None:
         value = self.get(field_id)

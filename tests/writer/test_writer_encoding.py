@@ -273,3 +273,52 @@ def test_an_upsert_into_files_holding_a_key_twice_writes_valid_files_with_the_ri
         written = pq.read_table(base / name)  # every page decodes
         assert written.num_rows == n + 1
         assert not _dictionary_pages(base / name)["_hoodie_record_key"]
+
+
+def _orders(start: int, count: int, ts: int, *, code: Callable[[int], str]) -> pa.Table:
+    ids = np.arange(start, start + count, dtype=np.int64)
+    return pa.table({
+        "id": ids, "region": pa.repeat(pa.scalar("r0"), count),
+        "name": pa.array([f"customer-{i}" for i in ids.tolist()]),
+        "code": pa.array([code(i) for i in ids.tolist()]),  # few values on the first page
+        "ts": pa.array(np.full(count, ts, dtype=np.int64)),
+    })
+
+
+@pytest.mark.parametrize("first_page_updated", [False, True])
+def test_a_merge_keeping_the_first_page_passes_the_old_files_choice_on(
+        project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, first_page_updated: bool) -> None:
+    """A merge whose updates leave the old file's first `PAGE_ROWS` rows as they were makes the
+    old file's dictionary choices again without hashing that page (`old_file_choices`); an update
+    on the first page has it decided afresh. Either way the new file's choices are the rule's on
+    its own first page, and the `hudi` reader reads the upsert's rows."""
+    root = project(orders=table_yaml("orders"))
+    n = PAGE_ROWS + 4000
+    runner.write(_orders(0, n, 1, code=lambda i: f"c{i % 5}"), "orders", project_dir=root, operation="bulk_insert")
+    updated = [7, PAGE_ROWS + 10] if first_page_updated else [PAGE_ROWS + 10, PAGE_ROWS + 11]
+    upsert = pa.concat_tables([
+        _orders(i, 1, 2, code=lambda i: "changed") for i in updated
+    ] + [_orders(n, 100, 2, code=lambda i: f"c{i % 5}")])
+
+    decided: list[str] = []
+    original = encoding._dictionary_pays
+
+    def counted(column: pa.ChunkedArray) -> bool:
+        decided.append(str(column.type))
+        return original(column)
+
+    monkeypatch.setattr(encoding, "_dictionary_pays", counted)
+    result = runner.write(upsert, "orders", project_dir=root)
+    monkeypatch.undo()
+
+    assert result.num_updates == 2 and result.num_inserts == 100 and len(result.files) == 1
+    path = root / "warehouse" / "orders" / result.files[0]
+    new_rows = pq.read_table(path)
+    rule = set(dictionary_columns(new_rows, distinct={"_hoodie_commit_seqno", "_hoodie_record_key"}))
+    assert {c for c, has in _dictionary_pages(path).items() if has} == rule
+    assert {"code", "region", "_hoodie_file_name"} <= rule and "name" not in rule
+    # Hashed afresh: every column but the two known distinct; passed on: none of them.
+    assert len(decided) == (len(new_rows.schema) - 2 if first_page_updated else 0)
+    codes = {r["id"]: r["code"] for r in oracle_rows(root / "warehouse" / "orders", columns=("id", "code"))}
+    assert len(codes) == n + 100 and all(codes[i] == "changed" for i in updated)
+    assert codes[PAGE_ROWS + 12] == f"c{(PAGE_ROWS + 12) % 5}"
