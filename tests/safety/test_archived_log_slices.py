@@ -158,3 +158,14 @@ def test_a_group_whose_latest_slice_may_hold_an_archived_log_is_not_resized(tmp_
     rewritten = {f["path"] for group in (resize or {}).get("groups", ()) for f in group["files"]}
     assert rewritten, plan  # the other groups are still resized
     assert _base(table, g, t2) not in rewritten, plan
+
+
+def test_a_history_that_cannot_be_read_finds_nothing_and_the_log_stays(tmp_path, capsys):
+    table = tmp_path / "t"
+    g, t0, t1, _ = _late_log_table(table)
+    _archive(table, t0, t1)  # completed before the compaction, but the manifest is torn:
+    (_timeline(table) / "history" / "manifest_1").write_text('{"files": [{"fileName": ')
+
+    plan = _plan(_project(tmp_path, table), capsys)
+
+    assert _log(table, g) not in _deleted(plan), plan
