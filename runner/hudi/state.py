@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from runner.errors import NotAHudiTableError, StorageError, TableError
 from runner.hudi import timeline_metadata as tm
+from runner.hudi.archived_timeline import archived_completion_times, history_folder
 from runner.hudi.bucket_index import BUCKET_INDEX_FOLDER
 from runner.hudi.files import FileGroup
 from runner.hudi.instant import Action, Instant, InstantTime
@@ -271,6 +272,8 @@ def read_table_state(
         layout=meta.config.timeline_layout_version,
         commits=meta.commits,
         pending_compaction=meta.compaction_plans,
+        archived_completions=lambda times: archived_completion_times(
+            storage, history_folder(meta.timeline_folder, meta.config.raw), times),
     )
     return TableState(
         metadata=meta,

@@ -13,13 +13,17 @@ Rules (Hudi's `AbstractTableFileSystemView` / `HoodieFileGroup`, and hudi-rs agr
 - A pending compaction opens a new, possibly empty, slice at the compaction instant.
 - Log files: layout 1 names the slice's base instant in the log name; layout 2 names the delta
   commit, and the log joins the newest slice whose base instant is <= the commit's completion time.
+  For a delta commit archived off the active timeline that completion time comes from the LSM
+  timeline (`runner.hudi.archived_timeline`); when it records none, the log joins the group's
+  latest slice, as Hudi's `HoodieFileGroup.getBaseInstantTime` takes it (so no clean deletes it,
+  and no resize rewrites that slice's base file without it).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -233,8 +237,11 @@ def build_file_groups(
     layout: int,
     commits: Mapping[InstantTime, CommitMetadata],
     pending_compaction: Mapping[Instant, tuple[CompactionOperation, ...]],
+    archived_completions: Callable[[frozenset[InstantTime]], Mapping[InstantTime, InstantTime]] | None = None,
 ) -> View:
-    """Assemble committed file slices per file group from a listing (pure)."""
+    """Assemble committed file slices per file group from a listing (pure but for
+    `archived_completions`, which reads the completion times of archived delta commits on layout 2,
+    asked only when a log file names one)."""
     committed = {i.time for i in timeline.completed_writes} | {i.time for i in pending_compaction}
     earliest = timeline.earliest_write
     completion = _completion_times(timeline)
@@ -274,6 +281,12 @@ def build_file_groups(
     for instant, ops in pending_compaction.items():
         for op in ops:
             slices[(op.partition_path, op.file_id)].setdefault(instant.time, _Parts())
+    if layout != 1 and logs:
+        archived = frozenset(log.instant_time for _, log in logs
+                             if log.instant_time not in completion and is_committed(log.instant_time))
+        if archived:
+            found = archived_completions(archived) if archived_completions is not None else {}
+            completion = {**completion, **{t: found.get(t, _UNKNOWN) for t in archived}}
     for partition, log in logs:
         slot = _slice_for_log(log, slices[(partition, log.file_id)], layout, completion, is_committed)
         if slot is None:
@@ -348,9 +361,15 @@ def _slice_for_log(
     if done is None:
         if not is_committed(log.instant_time):
             return None
-        done = log.instant_time  # archived delta commit: its completion is no earlier than its start
+        done = _UNKNOWN  # archived, and no history asked: as an archived commit found nowhere
+    if done is _UNKNOWN:  # archived, and its completion time recorded nowhere: Hudi's latest slice
+        return max(by_time, key=lambda t: t.normalized) if by_time else log.instant_time
     candidates = [t for t in by_time if t <= done]
     return max(candidates, key=lambda t: t.normalized) if candidates else log.instant_time
+
+
+# The completion time of an archived delta commit that no history records (a sentinel, never a time).
+_UNKNOWN = InstantTime("9" * 17)
 
 
 class _InstantOrder(dict[InstantTime, str]):

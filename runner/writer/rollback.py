@@ -1,8 +1,11 @@
 """Rolling back failed writes before a new one, as Hudi's EAGER failed-writes cleaning policy does.
 
 A commit left requested or inflight (the writer died or raised) is invisible to readers, but its
-files sit in partitions and its instant blocks nothing but clutters the timeline. Before writing,
-each such commit `T` is rolled back the way Hudi 0.14's `BaseRollbackActionExecutor` does:
+files sit in partitions and its instant holds back every clean (the earliest commit to retain stops
+before the earliest pending write). Before writing, each such commit `T`, and each pending
+replacecommit without a clustering plan (an insert overwrite or delete_partition whose writer died;
+Hudi's EAGER policy rolls back every pending write but compactions and clusterings), is rolled back
+the way Hudi 0.14's `BaseRollbackActionExecutor` does:
 
 1. `R.rollback.requested`: a `HoodieRollbackPlan` naming `T` and one request per file to delete.
 2. `R.rollback.inflight` (empty).
@@ -12,11 +15,12 @@ each such commit `T` is rolled back the way Hudi 0.14's `BaseRollbackActionExecu
    Hidden temporary files of `T`'s data files (`.<name>.<hex>.tmp`, what a writer killed while
    streaming a file leaves on local storage) in those partitions are deleted too; they were never
    published, so the plan and the metadata do not list them.
-4. Delete `T`'s marker folder, then `T.inflight`, then `T.commit.requested`.
+4. Delete `T`'s marker folder, then `T.inflight`, then `T.commit.requested` (for a replacecommit,
+   `T.replacecommit.inflight`, then `T.replacecommit.requested`).
 5. `R.rollback`: a `HoodieRollbackMetadata` listing the deleted files per partition.
 
 A rollback found pending (a crash in steps 2-4) is finished under its own instant `R`, if what it
-undoes is a commit that never completed (or is gone); one of a completed write or of a replacecommit
+undoes is a write that never completed (or is gone); one of a completed write or of a clustering
 (Hudi's `commit rollback`, a restore) is refused, since Hudi first takes such an instant back to
 inflight, and finishing it here would delete its files and keep its instant. A pending
 commit whose `.hoodie/.heartbeat/T` was touched in the last two minutes belongs to a live Hudi
@@ -33,11 +37,11 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from runner.errors import CorruptMetadataError, RefusedError
+from runner.errors import CorruptMetadataError, RefusedError, RunnerError
 from runner.hudi.avro import read_container
 from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, InstantTime, State
-from runner.hudi.metadata import decode_commit_metadata
+from runner.hudi.metadata import decode_commit_metadata, decode_requested_replace
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import read_timeline
 from runner.hudi.timeline import Timeline
@@ -115,16 +119,41 @@ def rollback_failed_writes(storage: Storage, config: TableConfig) -> tuple[str, 
         _execute(storage, writer, timeline, pending, target)
         done.append(target)
     _, timeline, _ = read_timeline(storage)
-    for failed in timeline.pending(Action.COMMIT):
+    failed_writes = failed_writes_of(storage, folder, timeline)
+    for failed in failed_writes:  # all checked before any is rolled back
         _refuse_if_live(storage, failed.time)
+    for failed in failed_writes:
         _, timeline, _ = read_timeline(storage)
         rollback_time = new_instant_time(timeline, clock=datetime.now(UTC), table_timezone=config.timezone)
         files = failed_files(storage, folder, timeline, failed.time)
-        plan = _encode(ROLLBACK_PLAN, _plan(storage, failed.time, files))
+        plan = _encode(ROLLBACK_PLAN, _plan(storage, failed.time, files, failed.family))
         requested = writer.requested(rollback_time, Action.ROLLBACK, plan)
         _execute(storage, writer, timeline, requested, str(failed.time))
         done.append(str(failed.time))
     return tuple(sorted(done))
+
+
+def failed_writes_of(storage: Storage, folder: str, timeline: Timeline) -> list[Instant]:
+    """The pending writes Hudi's EAGER policy rolls back, oldest first: every pending commit, and
+    every pending replacecommit whose requested file carries no clustering plan (an insert
+    overwrite or delete_partition). A clustering (Hudi's, or a resize of the runner's) is never
+    one, nor a replacecommit whose requested file is missing or cannot be read: it may be one."""
+    failed = list(timeline.pending(Action.COMMIT))
+    for instant in timeline.pending(Action.REPLACE_COMMIT):
+        if _is_failed_overwrite(storage, folder, timeline, instant.time):
+            failed.append(instant)
+    return sorted(failed, key=lambda i: i.sort_key)
+
+
+def _is_failed_overwrite(storage: Storage, folder: str, timeline: Timeline, time_: InstantTime) -> bool:
+    requested = timeline.file_for(time_, Action.REPLACE_COMMIT, State.REQUESTED)
+    if requested is None:
+        return False
+    path = f"{folder}/{requested.file_name}"
+    try:
+        return not decode_requested_replace(storage.read(path), path=path).is_clustering
+    except RunnerError:
+        return False
 
 
 def failed_files(storage: Storage, folder: str, timeline: Timeline, instant: InstantTime) -> list[str]:
@@ -168,6 +197,7 @@ def _execute(storage: Storage, writer: TimelineWriter, timeline: Timeline, rollb
     if rollback.state is State.REQUESTED:
         rollback = writer.inflight(rollback.time, Action.ROLLBACK, b"")
     _, current, folder = read_timeline(storage)
+    action = _undone_action(current, target)
     files, temporary = _written_by(storage, folder, current, InstantTime(target))
     deleted = [path for path in files if storage.delete(path)]
     # Never published, so no reader or Hudi plan knows them: removed, but not listed as rolled back.
@@ -175,14 +205,20 @@ def _execute(storage: Storage, writer: TimelineWriter, timeline: Timeline, rollb
         storage.delete(path)
     delete_markers(storage, target)
     for state in (State.INFLIGHT, State.REQUESTED):
-        instant = current.file_for(target, Action.COMMIT, state)
+        instant = current.file_for(target, action, state)
         if instant is not None:
             storage.delete(f"{folder}/{instant.file_name}")
-    meta = _metadata(storage, rollback.time, target, deleted, int((time.monotonic() - started) * 1000))
+    meta = _metadata(storage, rollback.time, target, deleted, int((time.monotonic() - started) * 1000), action)
     writer.complete(rollback, _encode(ROLLBACK_METADATA, meta), completion=None)
 
 
-def _plan(storage: Storage, target: InstantTime, files: Sequence[str]) -> dict[str, object]:
+def _undone_action(timeline: Timeline, target: str) -> Action:
+    """The action of the pending write `target` (a commit when it is gone already)."""
+    pending = next((i for i in timeline.pending(Action.COMMIT, Action.REPLACE_COMMIT) if str(i.time) == target), None)
+    return pending.action if pending is not None else Action.COMMIT
+
+
+def _plan(storage: Storage, target: InstantTime, files: Sequence[str], action: Action) -> dict[str, object]:
     requests = [
         {
             "partitionPath": path.rpartition("/")[0],
@@ -194,13 +230,14 @@ def _plan(storage: Storage, target: InstantTime, files: Sequence[str]) -> dict[s
         for path in files
     ]
     return {
-        "instantToRollback": {"commitTime": str(target), "action": "commit"},
+        "instantToRollback": {"commitTime": str(target), "action": action.value},
         "RollbackRequests": requests,
         "version": 1,
     }
 
 
-def _metadata(storage: Storage, time_: str, target: str, deleted: Sequence[str], took_ms: int) -> dict[str, object]:
+def _metadata(storage: Storage, time_: str, target: str, deleted: Sequence[str], took_ms: int,
+              action: Action) -> dict[str, object]:
     partitions: dict[str, dict[str, object]] = {}
     for path in deleted:
         partition = path.rpartition("/")[0]
@@ -224,21 +261,24 @@ def _metadata(storage: Storage, time_: str, target: str, deleted: Sequence[str],
         "commitsRollback": [target],
         "partitionMetadata": partitions,
         "version": 1,
-        "instantsRollback": [{"commitTime": target, "action": "commit"}],
+        "instantsRollback": [{"commitTime": target, "action": action.value}],
     }
 
 
 def _refuse_unless_failed_commit(storage: Storage, folder: str, timeline: Timeline, rollback: Instant,
                                  target: str) -> None:
-    """Refuse to finish a pending rollback of anything but a commit that never completed.
+    """Refuse to finish a pending rollback of anything but a write that never completed.
 
-    `_execute` undoes a failed commit: its files, then its requested and inflight instants. A
-    rollback of a completed write (Hudi's `commit rollback`, a restore's steps) or of a replacecommit
-    is Hudi's to finish: Hudi first takes the completed instant back to inflight, and a replacecommit
-    hides the file groups it replaced; finished here, the files would go while the instant stayed.
+    `_execute` undoes a failed commit or insert overwrite: its files, then its requested and
+    inflight instants. A rollback of a completed write (Hudi's `commit rollback`, a restore's
+    steps), of a clustering or of any other action is Hudi's to finish: Hudi first takes the
+    completed instant back to inflight, and a replacecommit hides the file groups it replaced;
+    finished here, the files would go while the instant stayed.
     """
+    overwrites = {str(i.time) for i in failed_writes_of(storage, folder, timeline) if i.family is Action.REPLACE_COMMIT}
     undone = next((i for i in timeline.instants
-                   if str(i.time) == target and (i.is_completed or i.family is not Action.COMMIT)), None)
+                   if str(i.time) == target and (i.is_completed or i.family is not Action.COMMIT)
+                   and not (not i.is_completed and str(i.time) in overwrites)), None)
     if undone is None:
         return
     what = "the completed write" if undone.is_completed else f"the pending {undone.action}"
@@ -263,7 +303,7 @@ def _plan_target(storage: Storage, folder: str, rollback_time: InstantTime, time
 
 
 def _profile_partitions(storage: Storage, folder: str, timeline: Timeline, instant: InstantTime) -> set[str]:
-    inflight = timeline.file_for(instant, Action.COMMIT, State.INFLIGHT)
+    inflight = timeline.file_for(instant, _undone_action(timeline, str(instant)), State.INFLIGHT)
     if inflight is None:
         return set()
     path = f"{folder}/{inflight.file_name}"
