@@ -253,7 +253,7 @@ def _load_table(
     if known or all(settings[f"file_sizing.{key}"].source is Source.TABLE for key in SIZE_FIELDS):
         problems += rules.sizing_problems(settings, Source.TABLE)
     problems += rules.spark_problems(settings, Source.TABLE)
-    if shape or location is None:
+    if shape or doc.refused or location is None:
         return None, entry, problems
     return build_table(doc, settings, location, project.defaults), entry, problems
 
