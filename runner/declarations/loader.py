@@ -208,8 +208,10 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
         where = os.path.relpath(error.filename or folder, root)
         problems.append(Problem(where, 0, 0, "", f"cannot read the folder: {error.strerror}"))
 
-    for current, folders, files in os.walk(folder, onerror=unreadable):
-        folders[:] = [name for name in folders if not name.startswith(".")]
+    top, visited = os.path.realpath(folder), {os.path.realpath(folder)}
+    for current, folders, files in os.walk(folder, onerror=unreadable, followlinks=True):
+        folders[:] = [name for name in sorted(folders) if not name.startswith(".")
+                      and _walk_into(os.path.join(current, name), top, visited)]
         found += [os.path.join(current, name) for name in files
                   if name.endswith(_EXTENSIONS) and not name.startswith(".")]
         problems.extend(_unread_declaration(os.path.relpath(os.path.join(current, name), root).replace(os.sep, "/"))
@@ -217,6 +219,17 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
     project_file = os.path.join(root, PROJECT_FILE)
     relative = {os.path.relpath(path, root).replace(os.sep, "/") for path in found if path != project_file}
     return iter(sorted(relative | set(new_files or ())))
+
+
+def _walk_into(path: str, top: str, visited: set[str]) -> bool:
+    """Whether to read the folder `path` below tables_dir (real path `top`): linked folders too, as
+    tables_dir itself may be a link, but each real folder once. A link to a folder inside the tree
+    is left to that folder (its files keep their real names); a link back up (a cycle) ends there."""
+    real = os.path.realpath(path)
+    if real in visited or (os.path.islink(path) and (real == top or real.startswith(top + os.sep))):
+        return False
+    visited.add(real)
+    return True
 
 
 def _looks_like_a_declaration(name: str) -> bool:
