@@ -8,6 +8,7 @@ one pass. File names in problems are relative to the project directory.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -196,6 +197,13 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
                                                 "tables_dir names the folder holding the table declarations; "
                                                 "point tables_dir at that folder"))
             return iter(())
+        if os.path.islink(folder) and project.found:  # `ls` shows it there: "not found" would mislead
+            loop = _stat_errno(folder) == errno.ELOOP
+            problems.append(project.doc.problem(("tables_dir",), (
+                f'folder "{project.tables_dir}" in {root} is a symbolic link to {os.readlink(folder)}, '
+                f"{'which leads back to itself' if loop else 'which does not exist'}; point the link at the "
+                "folder holding the table declarations, or set tables_dir in project.yml")))
+            return iter(())
         if new_files is not None:  # the first import into a project creates the folder
             return iter(sorted(new_files))
         if not project.found:  # one problem is enough: the missing project.yml explains this one
@@ -219,6 +227,14 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
     project_file = os.path.join(root, PROJECT_FILE)
     relative = {os.path.relpath(path, root).replace(os.sep, "/") for path in found if path != project_file}
     return iter(sorted(relative | set(new_files or ())))
+
+
+def _stat_errno(path: str) -> int | None:
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno
+    return None
 
 
 def _walk_into(path: str, top: str, visited: set[str]) -> bool:
