@@ -229,8 +229,8 @@ def check_and_prune(doc: Loaded, schema_name: str) -> tuple[list[Problem], Loade
     for error in explainer(schema_name).iter_errors(doc.data):
         rejected += _rejected_paths(error)
         # A value refused while loading was reported as what it is; the None in its place is not news
-        # (nor is a list that no branch of a oneOf accepts because of the None in it).
-        if error.validator == "oneOf" and _holds_refused(tuple(error.absolute_path), doc.refused):
+        # (nor is a list that no branch of a oneOf accepts, or that repeats None, because of it).
+        if error.validator in ("oneOf", "uniqueItems") and _holds_refused(tuple(error.absolute_path), doc.refused):
             continue
         problems += [doc.problem(path, message) for path, message in _describe(error) if path not in doc.refused]
     return problems, _pruned(doc, rejected)

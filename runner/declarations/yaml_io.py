@@ -326,6 +326,8 @@ class _Builder:
                 continue
             self.marks[where] = _mark(key_node)
             out[key] = self.build(value_node, where, depth + 1)
+            if self.too_big:  # reported once; walking on would only add None after None
+                break
         return out
 
     def _key(self, node: yaml.Node, path: FieldPath) -> str | None:
@@ -345,7 +347,10 @@ class _Builder:
         out: list[object] = []
         for index, item in enumerate(node.value):
             self.marks[(*path, index)] = _mark(item)
-            out.append(self.build(item, (*path, index), depth + 1))
+            value = self.build(item, (*path, index), depth + 1)
+            if self.too_big:  # reported once: the items read so far stand, none after them
+                break
+            out.append(value)
         return out
 
     def _scalar(self, node: yaml.ScalarNode, path: FieldPath) -> object:
