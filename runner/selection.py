@@ -14,8 +14,11 @@ matches any `--select` spec and no `--exclude` spec. An empty `--select` selects
 
 A spec that matches no table is an error, with a did-you-mean when a name is close: a typo must
 fail a CI job rather than select nothing, and a typo in `--exclude` must not quietly let the table
-it meant through. The exception is `state:modified`, which rightly matches nothing when no
-declaration changed; a selection made only of such specs may be empty.
+it meant through. So is a selection that leaves no table, every table its `--select` picks
+excluded (`--exclude '*'`, `--select orders --exclude orders`): a command that then did nothing
+and exited 0 would hide the selector that went wrong, as a `--select` matching nothing would. The
+exception is `state:modified`, which rightly matches nothing when no declaration changed: a
+selection with such a spec, on either side, may be empty.
 """
 
 from __future__ import annotations
@@ -58,11 +61,64 @@ def select_tables(
     excluded = [_parse(spec, state) for spec in exclude]
     _refuse_unmatched(project, [("--select", s, m) for s, m in zip(select, included, strict=True)]
                       + [("--exclude", s, m) for s, m in zip(exclude, excluded, strict=True)])
-    return tuple(
-        table for table in project.tables
-        if (not included or any(match(table) for match in included))
-        and not any(match(table) for match in excluded)
-    )
+    picked = [table for table in project.tables if not included or any(match(table) for match in included)]
+    chosen = tuple(table for table in picked if not any(match(table) for match in excluded))
+    if picked and not chosen and not any("state:" in spec for spec in [*select, *exclude]):
+        who = (f"{_quoted('--select', select)} picks {_listed([t.name for t in picked])}" if select
+               else "every table in the project")
+        _refuse_nothing_left(picked, who, list(zip(exclude, excluded, strict=True)), "nothing was done")
+    return chosen
+
+
+def refuse_excluding_all(project: Project, candidates: Sequence[TableDeclaration], exclude: Sequence[str],
+                         state_ref: str | None, *, covered_by: str) -> None:
+    """Raise when `exclude` leaves none of `candidates` (the tables a saved plan covers), as
+    `select_tables` does for the tables `--select` picks; `state:modified` may leave none.
+
+    Args:
+        project: the loaded project.
+        candidates: the tables the command would work on but for `exclude`.
+        exclude: the `--exclude` specs.
+        state_ref: `--state`.
+        covered_by: what chose `candidates`, such as "the plan file".
+
+    Raises:
+        SelectionError: `candidates` is not empty and `exclude` (without `state:modified`) left none.
+    """
+    if not candidates or not exclude or any("state:" in spec for spec in exclude):
+        return
+    state = _State(project.directory, state_ref)
+    excluded = [(spec, _parse(spec, state)) for spec in exclude]
+    if all(any(match(table) for _, match in excluded) for table in candidates):
+        who = f"{covered_by} covers {_listed([t.name for t in candidates])}"
+        _refuse_nothing_left(list(candidates), who, excluded, "nothing was applied")
+
+
+def _refuse_nothing_left(picked: list[TableDeclaration], who: str, exclude: list[tuple[str, Matcher]],
+                         outcome: str) -> None:
+    """Every table of `picked` is excluded: name each with the `--exclude` spec that took it."""
+    by_spec: dict[str, list[str]] = {}
+    for table in picked:
+        spec = next(spec for spec, match in exclude if match(table))
+        by_spec.setdefault(spec, []).append(table.name)
+    which = "; ".join(f'{_listed(names)} by "{spec}"' for spec, names in by_spec.items())
+    excluding = _quoted("--exclude", [spec for spec, _ in exclude])
+    if who.startswith("every "):
+        where = f"{excluding} excludes {who}"
+    else:
+        where = f"{who}, and {excluding} excludes {'it' if len(picked) == 1 else 'them all'}"
+    raise SelectionError(f"no table is left: {where} ({which}); {outcome}",
+                         hint="narrow --exclude (or widen --select): a selection that leaves no table is "
+                              "an error, as a --select that matches none is.")
+
+
+def _quoted(option: str, specs: Sequence[str]) -> str:
+    return option + " " + " ".join(f'"{spec}"' for spec in specs)
+
+
+def _listed(names: Sequence[str], most: int = 10) -> str:
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
 
 
 def _refuse_unused_state(state_ref: str | None, specs: Sequence[str]) -> None:

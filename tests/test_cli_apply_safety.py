@@ -161,6 +161,20 @@ def test_selecting_a_table_the_plan_does_not_cover_is_an_error(tmp_path: Path, c
     assert digest(root) == before
 
 
+def test_excluding_every_table_of_the_plan_file_is_an_error(tmp_path: Path, capsys) -> None:
+    # The project still has u, so the selection alone is not empty; what apply would apply is.
+    root = make_project(tmp_path / "p")
+    (root / "tables" / "u.yml").write_text("name: u\npath: elsewhere\n")
+    plan_file = tmp_path / "plan.json"
+    cli(capsys, "plan", "--project-dir", str(root), "-s", "t", "--out", str(plan_file))
+    before = digest(root)
+    code, out, err = cli(capsys, "apply", "--project-dir", str(root), str(plan_file), "--exclude", "t")
+    assert code == 1, out
+    assert err.startswith('error: no table is left: the plan file covers t, and --exclude "t" excludes it '
+                          '(t by "t"); nothing was applied\nTo fix this, narrow --exclude'), err
+    assert digest(root) == before and not (root / "target").exists()
+
+
 # --- issue 12 item 2: confirmation, --auto-approve -------------------------------------------------
 
 

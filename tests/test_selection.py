@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +108,68 @@ def test_bad_specs_are_selection_errors(project: Project, spec: str, message: st
 def test_bad_exclude_specs_are_errors_too(project: Project) -> None:
     with pytest.raises(SelectionError):
         names(project, [], ["owner:"])
+
+
+@pytest.mark.parametrize(
+    ("select", "exclude", "message"),
+    [
+        ([], ["*"], 'no table is left: --exclude "*" excludes every table in the project '
+                    '(ledger, orders, orders_archive, vat by "*"); nothing was done'),
+        ([], ["tag:gold", "tag:cold", "vat"], 'no table is left: --exclude "tag:gold" "tag:cold" "vat" excludes every '
+                                              'table in the project (ledger, orders by "tag:gold"; orders_archive by '
+                                              '"tag:cold"; vat by "vat"); nothing was done'),
+        (["orders"], ["orders"], 'no table is left: --select "orders" picks orders, and --exclude "orders" '
+                                 'excludes it (orders by "orders"); nothing was done'),
+        (["orders*"], ["owner:sales"], 'no table is left: --select "orders*" picks orders, orders_archive, and '
+                                       '--exclude "owner:sales" excludes them all (orders, orders_archive by '
+                                       '"owner:sales"); nothing was done'),
+    ],
+)
+def test_a_selection_that_leaves_no_table_is_an_error_naming_what_was_excluded(
+    project: Project, select: list[str], exclude: list[str], message: str
+) -> None:
+    # As a --select that matches nothing: an unattended `runner apply --exclude ...` that applies
+    # nothing and exits 0 hides a selector that went wrong.
+    with pytest.raises(SelectionError) as caught:
+        names(project, select, exclude)
+    assert caught.value.message == message
+    assert "narrow --exclude" in (caught.value.hint or "")
+
+
+def test_only_state_modified_may_leave_no_table(repo: Path) -> None:
+    _write(repo, {"tables/orders.yml": FILES["tables/orders.yml"] + "description: edited\n"})
+    project = load_project(repo)
+    # The pull request changed only tables the job leaves out: nothing to do, rightly.
+    assert names(project, ["state:modified"], ["tag:gold"], "main") == []
+    assert names(project, [], ["state:modified", "tag:cold", "ledger", "vat"], "main") == []
+
+
+@pytest.mark.parametrize("command", [["validate"], ["ls"], ["status"], ["plan"], ["apply", "--auto-approve"],
+                                     ["docs", "generate"]])
+@pytest.mark.parametrize(("selection", "excluded"), [
+    (["--exclude", "*"], '(ledger, orders, orders_archive, vat by "*")'),
+    (["--select", "tag:gold", "--exclude", "ledger", "orders"], '(ledger by "ledger"; orders by "orders")'),
+])
+def test_every_command_refuses_a_selection_that_leaves_no_table(
+    tmp_path: Path, command: list[str], selection: list[str], excluded: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runner.cli import main
+
+    _write(tmp_path, FILES)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+
+    code = main([*command, "--project-dir", str(tmp_path), *selection])
+
+    out, err = capsys.readouterr()
+    assert code == 1, out + err
+    assert err.startswith("error: no table is left: "), err
+    assert "; nothing was done\nTo fix this, narrow --exclude" in err, err
+    assert f"{excluded}; nothing was done" in err, err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # no report, no docs
+
+    code = main([*command, "--project-dir", str(tmp_path), *selection, "--format", "json"])
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert code == 1 and error["type"] == "SelectionError" and error["message"].startswith("no table is left: ")
 
 
 def git(root: Path, *args: str) -> str:

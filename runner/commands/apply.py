@@ -35,6 +35,7 @@ from runner.declarations.model import Project, TableDeclaration
 from runner.errors import PlanError, RunnerError
 from runner.output_paths import refuse_blocked_output
 from runner.plan.model import Plan, TableStatus
+from runner.selection import refuse_excluding_all
 from runner.service import RUN_RESULTS, TableResult, apply_tables, load_plan, plan_tables
 from runner.service.apply import listed
 
@@ -47,7 +48,11 @@ def run(args: argparse.Namespace) -> CommandResult:
     project, tables = selected(args)
     if args.plan_file is not None:
         saved = load_plan(args.plan_file)
-        tables = _in_plan(saved, tables, narrowed=bool(args.select))
+        covered = _in_plan(saved, tables, narrowed=bool(args.select))
+        if not covered:  # the --exclude that took every table of the plan, named as select_tables names it
+            refuse_excluding_all(project, [t for t in project.tables if t.name in {p.name for p in saved.tables}],
+                                 args.exclude, args.state, covered_by="the plan file")
+        tables = covered
     elif args.auto_approve:
         saved = None
     else:

@@ -8,6 +8,7 @@ one pass. File names in problems are relative to the project directory.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -196,6 +197,13 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
                                                 "tables_dir names the folder holding the table declarations; "
                                                 "point tables_dir at that folder"))
             return iter(())
+        if os.path.islink(folder) and project.found:  # `ls` shows it there: "not found" would mislead
+            loop = _stat_errno(folder) == errno.ELOOP
+            problems.append(project.doc.problem(("tables_dir",), (
+                f'folder "{project.tables_dir}" in {root} is a symbolic link to {os.readlink(folder)}, '
+                f"{'which leads back to itself' if loop else 'which does not exist'}; point the link at the "
+                "folder holding the table declarations, or set tables_dir in project.yml")))
+            return iter(())
         if new_files is not None:  # the first import into a project creates the folder
             return iter(sorted(new_files))
         if not project.found:  # one problem is enough: the missing project.yml explains this one
@@ -208,8 +216,10 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
         where = os.path.relpath(error.filename or folder, root)
         problems.append(Problem(where, 0, 0, "", f"cannot read the folder: {error.strerror}"))
 
-    for current, folders, files in os.walk(folder, onerror=unreadable):
-        folders[:] = [name for name in folders if not name.startswith(".")]
+    top, visited = os.path.realpath(folder), {os.path.realpath(folder)}
+    for current, folders, files in os.walk(folder, onerror=unreadable, followlinks=True):
+        folders[:] = [name for name in sorted(folders) if not name.startswith(".")
+                      and _walk_into(os.path.join(current, name), top, visited)]
         found += [os.path.join(current, name) for name in files
                   if name.endswith(_EXTENSIONS) and not name.startswith(".")]
         problems.extend(_unread_declaration(os.path.relpath(os.path.join(current, name), root).replace(os.sep, "/"))
@@ -217,6 +227,25 @@ def _table_files(root: str, project: _ProjectFile, problems: list[Problem],
     project_file = os.path.join(root, PROJECT_FILE)
     relative = {os.path.relpath(path, root).replace(os.sep, "/") for path in found if path != project_file}
     return iter(sorted(relative | set(new_files or ())))
+
+
+def _stat_errno(path: str) -> int | None:
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno
+    return None
+
+
+def _walk_into(path: str, top: str, visited: set[str]) -> bool:
+    """Whether to read the folder `path` below tables_dir (real path `top`): linked folders too, as
+    tables_dir itself may be a link, but each real folder once. A link to a folder inside the tree
+    is left to that folder (its files keep their real names); a link back up (a cycle) ends there."""
+    real = os.path.realpath(path)
+    if real in visited or (os.path.islink(path) and (real == top or real.startswith(top + os.sep))):
+        return False
+    visited.add(real)
+    return True
 
 
 def _looks_like_a_declaration(name: str) -> bool:
@@ -253,7 +282,7 @@ def _load_table(
     if known or all(settings[f"file_sizing.{key}"].source is Source.TABLE for key in SIZE_FIELDS):
         problems += rules.sizing_problems(settings, Source.TABLE)
     problems += rules.spark_problems(settings, Source.TABLE)
-    if shape or location is None:
+    if shape or doc.refused or location is None:
         return None, entry, problems
     return build_table(doc, settings, location, project.defaults), entry, problems
 

@@ -228,9 +228,16 @@ def check_and_prune(doc: Loaded, schema_name: str) -> tuple[list[Problem], Loade
     rejected: list[FieldPath] = []
     for error in explainer(schema_name).iter_errors(doc.data):
         rejected += _rejected_paths(error)
-        for path, message in _describe(error):
-            problems.append(doc.problem(path, message))
+        # A value refused while loading was reported as what it is; the None in its place is not news
+        # (nor is a list that no branch of a oneOf accepts, or that repeats None, because of it).
+        if error.validator in ("oneOf", "uniqueItems") and _holds_refused(tuple(error.absolute_path), doc.refused):
+            continue
+        problems += [doc.problem(path, message) for path, message in _describe(error) if path not in doc.refused]
     return problems, _pruned(doc, rejected)
+
+
+def _holds_refused(path: FieldPath, refused: frozenset[FieldPath]) -> bool:
+    return any(len(inner) > len(path) and inner[:len(path)] == path for inner in refused)
 
 
 def _rejected_paths(error: ValidationError) -> list[FieldPath]:
@@ -258,7 +265,7 @@ def _pruned(doc: Loaded, rejected: Sequence[FieldPath]) -> Loaded:
             parent = parent.get(part) if isinstance(parent, dict) else None
         if isinstance(parent, dict):
             parent.pop(path[cut - 1], None)
-    return Loaded(doc.file, data, doc.marks, doc.problems)
+    return Loaded(doc.file, data, doc.marks, doc.problems, doc.refused)
 
 
 def _describe(error: ValidationError) -> Iterator[tuple[FieldPath, str]]:

@@ -22,6 +22,13 @@ UNITS: dict[str, int] = {
     "GiB": 1024**3,
 }
 
+# Hudi reads hoodie.parquet.max.file.size and .small.file.limit as Java longs. A number is bounded by
+# the schema's `maximum`; a string is bounded by its digits, per unit: as many as surely fit a long
+# (999999999GiB is about 2**60 bytes, ten digits of GiB may not fit). A digit count is what a JSON
+# Schema pattern can say, so editors refuse exactly what the runner refuses.
+JAVA_LONG_MAX = 2**63 - 1
+UNIT_DIGITS: dict[str, int] = {"B": 15, "KB": 15, "KiB": 15, "MB": 12, "MiB": 12, "GB": 9, "GiB": 9}
+
 _SIZE = re.compile(r"\s*([0-9]{1,15})\s*([A-Za-z]*)\s*")
 _EXPECTED = "a size such as 120MiB, 100 MB or a number of bytes (units: " + ", ".join(UNITS) + ")"
 # Largest unit first, binary before decimal: a value that is a whole number of MiB reads best as MiB.
@@ -39,14 +46,17 @@ def parse_size(value: object) -> int:
         The size in bytes.
 
     Raises:
-        ValueError: the value is not a size; the message says what was expected and what was found,
-            for example `expected a size such as 120MiB, ..., got "12 XB" (unknown unit "XB")`.
+        ValueError: the value is not a size, or may hold more bytes than a Java long; the message
+            says what was expected and what was found, for example
+            `expected a size such as 120MiB, ..., got "12 XB" (unknown unit "XB")`.
     """
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise ValueError(f"expected {_EXPECTED}, got {_show(value)}")
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"expected {_EXPECTED}, got {value} (sizes cannot be negative)")
+        if value > JAVA_LONG_MAX:
+            raise ValueError(f"expected at most {JAVA_LONG_MAX} bytes (a Java long, as Hudi reads sizes), got {value}")
         return value
     match = _SIZE.fullmatch(value)
     if match is None:
@@ -54,7 +64,14 @@ def parse_size(value: object) -> int:
     digits, unit = match.groups()
     if unit and unit not in UNITS:
         raise ValueError(f'expected {_EXPECTED}, got {_show(value)} (unknown unit "{unit}"{_unit_hint(unit)})')
-    return int(digits) * UNITS[unit or "B"]
+    unit = unit or "B"
+    size = int(digits) * UNITS[unit]
+    most = UNIT_DIGITS[unit]
+    if len(digits) > most:
+        raise ValueError(f"expected at most {most} digits before {unit} (up to {'9' * most}{unit}; Hudi reads "
+                         f"sizes as Java longs, at most {JAVA_LONG_MAX} bytes, which a plain number of bytes "
+                         f"may go up to), got {_show(value)} ({size} bytes)")
+    return size
 
 
 def format_size(size: int) -> str:

@@ -16,6 +16,7 @@ for a conf key naming a secret, password, token or credential, is a problem wher
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -87,6 +88,7 @@ def choose(doc: Loaded, requested: str | None, env: Mapping[str, str]) -> tuple[
         resolved[key] = text
         problems += [doc.problem(path, f"refers to environment variable {var}, which is not set; "
                                  f"set it, or choose another target") for var in missing]
+        problems += _empty_problems(doc, key, _text(value), path, env)
     provenance = tuple(Effective(key, _text(value), f"{label}{_where(doc, path)}")
                        for key, (value, path, label) in values.items())
     if "spark.master" not in values and "spark.remote" not in values:
@@ -102,6 +104,27 @@ def choose(doc: Loaded, requested: str | None, env: Mapping[str, str]) -> tuple[
     threads = values.get("threads", (DEFAULT_THREADS,))[0]
     assert isinstance(threads, int)
     return RunSettings(name, spark, threads, provenance), problems
+
+
+def _empty_problems(doc: Loaded, key: str, written: str, path: FieldPath,
+                    env: Mapping[str, str]) -> list[Problem]:
+    """How Spark is reached, and secrets, never come from a variable set to nothing: an undefined CI
+    secret reaches the job as one (`${{ secrets.X }}`), and the run would connect with an empty
+    token or key and fail, or authenticate as no one, far from the cause. Other conf values may
+    rightly be empty (`-Xss4m ${env:EXTRA}`)."""
+    if key not in ("spark.master", "spark.remote") and not _names_secret(key.removeprefix("spark.conf.")):
+        return []
+    problems = []
+    for reference in _REFERENCE.findall(written):
+        name = _ENV_NAME.fullmatch(reference)
+        var = name.group(1) if name is not None else None
+        if var is None or var not in env or env[var].strip():
+            continue
+        shown = json.dumps(written.replace(f"${{{reference}}}", env[var]), ensure_ascii=False)
+        problems.append(doc.problem(path, f"is {shown} once ${{{reference}}} is resolved: environment variable "
+                                          f"{var} is set but empty (as an undefined CI secret gives); set it, or "
+                                          "choose another target"))
+    return problems
 
 
 def _target_name(doc: Loaded, requested: str | None) -> tuple[str | None, list[Problem]]:

@@ -112,12 +112,15 @@ class Loaded:
             file could not be parsed at all, in which case `problems` says why.
         marks: for each field path, where its key (mapping entries) or item (list items) starts.
         problems: what went wrong while loading (syntax, duplicate keys, unsupported tags).
+        refused: the fields whose value a load problem refused (an unsupported tag, a recursive
+            alias, a number too long); `data` holds None there, which no later check should judge.
     """
 
     file: str
     data: object
     marks: Mapping[FieldPath, Mark]
     problems: tuple[Problem, ...] = ()
+    refused: frozenset[FieldPath] = frozenset()
 
     def where(self, path: FieldPath) -> Mark:
         """The mark of `path`, or of its nearest ancestor that has one."""
@@ -218,7 +221,7 @@ def load_yaml(text: str, file: str) -> Loaded:
     builder = _Builder(file)
     data = builder.build(node, (), 0)
     builder.marks.setdefault((), _mark(node))
-    return Loaded(file, data, builder.marks, tuple(builder.problems))
+    return Loaded(file, data, builder.marks, tuple(builder.problems), frozenset(builder.refused))
 
 
 def _tab_problem(file: str, text: str, error: yaml.MarkedYAMLError) -> Problem | None:
@@ -278,6 +281,7 @@ class _Builder:
         self.file = file
         self.marks: dict[FieldPath, Mark] = {}
         self.problems: list[Problem] = []
+        self.refused: set[FieldPath] = set()
         self.visited = 0
         self.too_big = False
         self.active: set[int] = set()
@@ -288,11 +292,13 @@ class _Builder:
             if not self.too_big:
                 self._add(node, path[:4], "too large or too deeply nested to be a declaration")
             self.too_big = True
+            self.refused.add(path)
             return None
         if isinstance(node, yaml.ScalarNode):  # most nodes; a scalar cannot contain itself
             return self._scalar(node, path)
         if id(node) in self.active:
             self._add(node, path, "an alias refers to its own anchor (a recursive structure)")
+            self.refused.add(path)
             return None
         self.active.add(id(node))
         try:
@@ -320,6 +326,8 @@ class _Builder:
                 continue
             self.marks[where] = _mark(key_node)
             out[key] = self.build(value_node, where, depth + 1)
+            if self.too_big:  # reported once; walking on would only add None after None
+                break
         return out
 
     def _key(self, node: yaml.Node, path: FieldPath) -> str | None:
@@ -339,7 +347,10 @@ class _Builder:
         out: list[object] = []
         for index, item in enumerate(node.value):
             self.marks[(*path, index)] = _mark(item)
-            out.append(self.build(item, (*path, index), depth + 1))
+            value = self.build(item, (*path, index), depth + 1)
+            if self.too_big:  # reported once: the items read so far stand, none after them
+                break
+            out.append(value)
         return out
 
     def _scalar(self, node: yaml.ScalarNode, path: FieldPath) -> object:
@@ -348,6 +359,7 @@ class _Builder:
             return text
         if len(text) > _MAX_NUMBER and (tag.startswith(_TRAP_TAG) or tag in (_TAG + "int", _TAG + "float")):
             self._add(node, path, "number too long to be a setting")
+            self.refused.add(path)
             return None
         if tag.startswith(_TRAP_TAG):
             return Trap(text, TrapKind(tag.removeprefix(_TRAP_TAG)))
@@ -366,7 +378,7 @@ class _Builder:
     def _unsupported(self, node: yaml.Node, path: FieldPath) -> None:
         self._add(node, path, f"unsupported YAML tag {node.tag!r}: declarations use plain strings, "
                   "numbers, true/false, lists and mappings")
-        return None
+        self.refused.add(path)
 
     def _add(self, node: yaml.Node, path: FieldPath, message: str) -> None:
         mark = _mark(node)

@@ -42,11 +42,43 @@ _STORE_ESCAPES = {
 def read_properties(raw: bytes, *, path: str) -> dict[str, str]:
     """A `.properties` file's bytes, parsed as Hudi reads them: `Properties.load(InputStream)`
     decodes ISO-8859-1 whatever wrote the file, so a raw 0xE9 is `é` and UTF-8's `é` (C3 A9) is
-    `Ã©`, as Hudi sees it; every byte decodes, so nothing is replaced or refused."""
+    `Ã©`, as Hudi sees it. A file in another encoding is refused (`parse_properties`)."""
     return parse_properties(raw.decode("iso-8859-1"), path=path)
 
 
-def parse_properties(text: str, *, path: str) -> dict[str, str]:
+_HUDI_READS = "Hudi reads hoodie.properties as ISO-8859-1 key=value lines (java.util.Properties.load)"
+_ENCODING_HINT = ("save it again as Hudi writes it (java.util.Properties.store): ISO-8859-1 or plain ASCII, "
+                  "other characters as \\uXXXX escapes, no byte order mark, or restore a copy Hudi wrote "
+                  "(such as hoodie.properties.backup beside it, if there is one); the runner changed nothing.")
+_BOMS = {"\xff\xfe": "a UTF-16 byte order mark (FF FE, little-endian)",
+         "\xfe\xff": "a UTF-16 byte order mark (FE FF, big-endian)"}
+
+
+def _refuse_other_encodings(text: str, path: str) -> None:
+    """Refuse text (bytes decoded as ISO-8859-1) that another encoding wrote, naming it.
+
+    Properties.store never writes a byte order mark or a raw NUL (it escapes both as `\\uXXXX`).
+    In UTF-16 every key reads as NUL-spaced characters, so the table would be reported as lacking
+    hoodie.table.version. A UTF-8 mark is three ISO-8859-1 characters to Hudi, neither blank nor
+    comment marker, so they start the first line's key: Hudi then misses that property (or reads
+    the save-date comment as one); the runner refuses rather than read another key than Hudi.
+    """
+    found = _BOMS.get(text[:2])
+    if found is None and text.startswith(("\xef\xbb\xbf", "\ufeff")):
+        mark = "ï»¿" if text.startswith("\xef") else "\ufeff"
+        first = next(iter(parse_properties(text, path=path, checked=True)))  # the mark starts a key
+        found = ("a UTF-8 byte order mark (EF BB BF), which Hudi reads as part of the first key: "
+                 f'"{first}", not "{first.removeprefix(mark)}"')
+    if found is None and "\x00" in text:
+        at = text.index("\x00")
+        spaced = len(text) > 3 and all(c == "\x00" for c in text[at:at + 16:2])
+        found = (f"NUL bytes between its characters (the first at byte {at}): UTF-16 without a byte order mark"
+                 if spaced else f"a NUL byte at byte {at}")
+    if found is not None:
+        raise TableError(f"{path}: {_HUDI_READS}, but this file has {found}", path=path, hint=_ENCODING_HINT)
+
+
+def parse_properties(text: str, *, path: str, checked: bool = False) -> dict[str, str]:
     """Parse Java `.properties` text exactly as `java.util.Properties.load` does.
 
     Comment lines start with `#` or `!` after optional blanks; the key ends at the first unescaped
@@ -57,13 +89,17 @@ def parse_properties(text: str, *, path: str) -> dict[str, str]:
     Args:
         text: the file's content, already decoded (ISO-8859-1 for a file Hudi wrote).
         path: the file, for error messages.
+        checked: the text's encoding was checked already (no byte order mark, no raw NUL).
 
     Returns:
         Keys and values in file order.
 
     Raises:
-        TableError: a malformed `\\uXXXX` escape.
+        TableError: a malformed `\\uXXXX` escape; a byte order mark or raw NUL bytes, which another
+            encoding than Hudi's wrote (UTF-16, UTF-8 with a mark).
     """
+    if not checked:
+        _refuse_other_encodings(text, path)
     props: dict[str, str] = {}
     line_no, counted = 1, 0
     for start, line in _logical_lines(text):

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from runner.declarations.loader import load_project
+from runner.errors import DeclarationError
+
 from .conftest import WriteProject
 
 INT_MAX = 2**31 - 1
@@ -46,3 +49,35 @@ def test_a_number_beyond_hudis_setting_is_refused_naming_field_and_limit(
     assert "tables/t.yml:" in done.stdout and f"{field}: must be <= {limit}, got {limit + 1}" in done.stdout, \
         done.stdout
     assert "Traceback" not in done.stderr
+
+
+
+@pytest.mark.parametrize(("files", "where", "expected", "found"), [
+    ({"tables/t.yml": 'name: t\npath: w/t\nfile_sizing:\n  max_file_size: "999999999999999 GiB"\n'},
+     "tables/t.yml:4:3: file_sizing.max_file_size", "at most 9 digits before GiB (up to 999999999GiB; ",
+     'got "999999999999999 GiB" (1073741823999998926258176 bytes)'),
+    ({"tables/t.yml": "name: t\npath: w/t\nfile_sizing:\n  max_file_size: 120MiB\n  small_file_limit: 9999999999GB\n"},
+     "tables/t.yml:5:3: file_sizing.small_file_limit", "at most 9 digits before GB (up to 999999999GB; ",
+     'got "9999999999GB" (9999999999000000000 bytes)'),
+    ({"project.yml": "name: test\ndefaults:\n  file_sizing:\n    max_file_size: 8589934592GiB\n",
+      "tables/t.yml": "name: t\npath: w/t\n"},
+     "project.yml:4:5: defaults.file_sizing.max_file_size", "at most 9 digits before GiB (up to 999999999GiB; ",
+     'got "8589934592GiB" (9223372036854775808 bytes)'),
+])
+def test_a_size_string_beyond_a_java_long_is_refused_naming_file_line_limit_and_value(
+        files: dict[str, str], where: str, expected: str, found: str, write_project: WriteProject) -> None:
+    # Numbers are bounded by the schema's maximum; a string with a unit named up to 10**24 bytes
+    # and passed, to be written into hoodie.parquet.max.file.size, a Java long.
+    root = write_project(files)
+    done = _validate(root)
+
+    assert done.returncode == 1, done.stdout
+    line = next(line for line in done.stdout.splitlines() if line.startswith(f"{root}/{where}: expected "))
+    assert expected in line and f"Java longs, at most {LONG_MAX} bytes" in line, line
+    assert line.endswith(found), line
+    assert "Traceback" not in done.stderr
+
+    # The Python API (every command loads declarations this way) refuses it alike.
+    with pytest.raises(DeclarationError) as caught:
+        load_project(root)
+    assert expected in str(caught.value) and found in str(caught.value)

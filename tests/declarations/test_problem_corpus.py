@@ -420,6 +420,41 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
             '"MiB"?)'
         ],
     ),
+    # A value refused while reading is reported once, for what it is: not also as "got an empty
+    # value" by the schema, which sees the None left in its place.
+    "a tagged value": (
+        {"tables/t.yml": "name: !!binary dA==\npath: warehouse/t\n"},
+        [
+            "tables/t.yml:1:7: name: unsupported YAML tag 'tag:yaml.org,2002:binary': declarations use plain "
+            "strings, numbers, true/false, lists and mappings"
+        ],
+    ),
+    "a list that contains itself": (
+        {"tables/t.yml": T + "tags: &x [gold, *x]\n"},
+        ["tables/t.yml:3:7: tags[1]: an alias refers to its own anchor (a recursive structure)"],
+    ),
+    "a number too long": (
+        {"tables/t.yml": T + "clean:\n  commits_retained: " + "9" * 101 + "\n"},
+        ["tables/t.yml:4:21: clean.commits_retained: number too long to be a setting"],
+    ),
+    "tagged values at every level of a table": (
+        {"tables/t.yml": T + "metadata_table: !x keep\ntags: !x [a]\ntable:\n  partition_by: [!x a]\n"},
+        [
+            "tables/t.yml:3:17: metadata_table: unsupported YAML tag '!x': declarations use plain strings, numbers, "
+            "true/false, lists and mappings",
+            "tables/t.yml:4:7: tags: unsupported YAML tag '!x': declarations use plain strings, numbers, "
+            "true/false, lists and mappings",
+            "tables/t.yml:6:18: table.partition_by[0]: unsupported YAML tag '!x': declarations use plain strings, "
+            "numbers, true/false, lists and mappings",
+        ],
+    ),
+    "a tagged mapping in project.yml": (
+        {"project.yml": "name: test\ndefaults: !!omap\n  - clean: {}\n", "tables/t.yml": T},
+        [
+            "project.yml:2:11: defaults: unsupported YAML tag 'tag:yaml.org,2002:omap': declarations use plain "
+            "strings, numbers, true/false, lists and mappings"
+        ],
+    ),
     "missing tables folder": (
         {"project.yml": "name: test\ntables_dir: decls\n"},
         [

@@ -29,6 +29,9 @@ VALUES: list[Any] = [
     "KEEP_LATEST_FILE_VERSIONS", "KEEP_LATEST_BY_HOURS", True, False, None, [], {}, 1.5, "id", "id,ts",
     ["id"], ["id", "ts"], ["id", "id"], ["a,b"], [1], "COPY_ON_WRITE", "MERGE_ON_READ", "keep", "disable",
     "w/a\x00b", "w/a\nb", "w/a\tb", "w/a\x85b", "s3://lake/t", "s3:/lake", "file:///tmp/t", "w/é",
+    # The largest of each unit that a Java long surely holds, and one digit more.
+    "999999999GiB", "1000000000GiB", "999999999 GB", "8589934592GB", "999999999999MiB", "1000000000000MB",
+    "999999999999999KiB", "999999999999999 KB",
 ]
 # JSON Schema counts 2.0 as an integer; the runner refuses it as a likely typo. No schema keyword
 # can tell 2.0 from 2, so whole floats are the one known, deliberate difference and are not tried.
@@ -38,7 +41,7 @@ CONTEXT: dict[tuple[str, str], dict[str, Any]] = {
     ("clean", "file_versions_retained"): {"policy": "KEEP_LATEST_FILE_VERSIONS"},
     ("clean", "hours_retained"): {"policy": "KEEP_LATEST_BY_HOURS"},
     ("file_sizing", "max_file_size"): {"small_file_limit": 0},
-    ("file_sizing", "small_file_limit"): {"max_file_size": "999999999999999GiB"},
+    ("file_sizing", "small_file_limit"): {"max_file_size": 2**63 - 1},
 }
 SETTINGS = [(block, key) for block in ("clean", "file_sizing", "table")
             for key in load_schema("table.schema.json")["$defs"][block]["properties"]]

@@ -65,3 +65,46 @@ def test_format_size_uses_the_largest_exact_unit(size: int, text: str) -> None:
 @given(st.integers(min_value=0, max_value=10**14))
 def test_format_size_and_parse_size_are_inverses(size: int) -> None:
     assert parse_size(format_size(size)) == size
+
+
+
+LONG_MAX = 2**63 - 1
+LONG_LIMIT = (f"Hudi reads sizes as Java longs, at most {LONG_MAX} bytes, which a plain number of bytes "
+              "may go up to")
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "unit", "bytes_found"),
+    [
+        ("999999999999999 GiB", 9, "GiB", "1073741823999998926258176"),
+        ("8589934592GiB", 9, "GiB", "9223372036854775808"),
+        ("9999999999 GB", 9, "GB", "9999999999000000000"),
+        ("9999999999999MB", 12, "MB", "9999999999999000000"),
+        ("999999999999999MiB", 12, "MiB", "1048575999999998951424"),
+    ],
+)
+def test_a_size_string_that_may_exceed_a_java_long_is_refused_with_its_unit_limit_and_bytes(
+        value: str, digits: int, unit: str, bytes_found: str) -> None:
+    # Hudi reads hoodie.parquet.max.file.size and .small.file.limit as Java longs: numbers were
+    # already bounded by the schema's maximum, a string with a unit named up to 10**24 bytes.
+    with pytest.raises(ValueError) as caught:
+        parse_size(value)
+    assert str(caught.value) == (f"expected at most {digits} digits before {unit} (up to {'9' * digits}{unit}; "
+                                 f'{LONG_LIMIT}), got "{value}" ({bytes_found} bytes)')
+
+
+@pytest.mark.parametrize(("value", "size"), [
+    ("999999999GiB", 999999999 * 1024**3), ("999999999 GB", 999999999 * 10**9),
+    ("999999999999MiB", 999999999999 * 1024**2), ("999999999999MB", 999999999999 * 10**6),
+    ("999999999999999KiB", 999999999999999 * 1024), ("999999999999999KB", 999999999999999 * 1000),
+    ("999999999999999", 999999999999999), (LONG_MAX, LONG_MAX),
+])
+def test_the_largest_size_of_each_unit_fits_a_java_long_and_is_accepted(value: object, size: int) -> None:
+    assert parse_size(value) == size <= LONG_MAX
+
+
+def test_a_number_beyond_a_java_long_is_refused_by_parse_size_too() -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_size(LONG_MAX + 1)
+    assert str(caught.value) == (f"expected at most {LONG_MAX} bytes (a Java long, as Hudi reads sizes), "
+                                 f"got {LONG_MAX + 1}")

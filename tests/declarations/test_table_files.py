@@ -74,3 +74,37 @@ def test_a_key_in_another_case_gets_did_you_mean(key: str, meant: str, write_pro
         load_project(root)
     (problem,) = caught.value.problems
     assert f'{key}: unknown key (did you mean "{meant}"?)' in str(problem), str(problem)
+
+
+def test_declarations_in_a_symlinked_subfolder_are_read(write_project: WriteProject, tmp_path: Path) -> None:
+    # tables/ itself may be a link (it is followed); a linked folder below it was skipped in
+    # silence, so validate called the project valid and plan never saw its tables.
+    root = write_project({"tables/ok.yml": TABLE.format(name="ok")})
+    shared = tmp_path / "shared" / "finance"
+    shared.mkdir(parents=True)
+    (shared / "ledger.yml").write_text(TABLE.format(name="ledger"))
+    os.symlink(shared, root / "tables" / "finance")
+    project = load_project(root)
+    assert [(t.name, t.source_file) for t in project.tables] == [("ledger", "tables/finance/ledger.yml"),
+                                                                 ("ok", "tables/ok.yml")]
+
+
+def test_a_symlinked_folder_that_leads_back_up_is_read_once(write_project: WriteProject) -> None:
+    root = write_project({"tables/ok.yml": TABLE.format(name="ok"), "tables/sub/a.yml": TABLE.format(name="a")})
+    os.symlink("..", root / "tables" / "sub" / "up")       # a cycle: tables/sub/up is tables/
+    os.symlink("sub", root / "tables" / "again")           # tables/again is tables/sub, read already
+    assert sorted(t.name for t in load_project(root).tables) == ["a", "ok"]
+
+
+@pytest.mark.parametrize("target", ["nowhere", "tables"])
+def test_a_tables_dir_that_is_a_broken_symbolic_link_says_so(target: str, tmp_path: Path) -> None:
+    # `ls` shows tables/ there: "not found" sent the user looking for a folder that exists.
+    (tmp_path / "project.yml").write_text("name: p\n")
+    os.symlink(target, tmp_path / "tables")
+    with pytest.raises(DeclarationError) as caught:
+        load_project(tmp_path)
+    (problem,) = caught.value.problems
+    reason = "which does not exist" if target == "nowhere" else "which leads back to itself"
+    assert str(problem) == (f'project.yml:1:1: tables_dir: folder "tables" in {tmp_path} is a symbolic link to '
+                            f"{target}, {reason}; point the link at the folder holding the table declarations, "
+                            "or set tables_dir in project.yml")

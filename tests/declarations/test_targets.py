@@ -75,6 +75,43 @@ def test_an_unset_secret_is_a_problem_only_for_the_chosen_target(write_project: 
     assert "S3_SECRET, which is not set" in problem.message
 
 
+@pytest.mark.parametrize(("env", "line", "message"), [
+    # A CI secret that is not defined reaches the job as a variable set to "": the run would go on
+    # with an empty token or S3 key and fail (or authenticate as no one) far from the cause.
+    ({"CONNECT_TOKEN": "", "S3_SECRET": "s"}, 13,
+     'targets.prod.spark.remote: is "sc://connect.internal:15002/;token=" once ${env:CONNECT_TOKEN} is '
+     "resolved: environment variable CONNECT_TOKEN is set but empty (as an undefined CI secret gives); set it, or "
+     "choose another target"),
+    ({"CONNECT_TOKEN": "t", "S3_SECRET": "  "}, 15,
+     'targets.prod.spark.conf["spark.hadoop.fs.s3a.secret.key"]: is "  " once ${env:S3_SECRET} is '
+     "resolved: environment variable S3_SECRET is set but empty (as an undefined CI secret gives); set it, or "
+     "choose another target"),
+])
+def test_a_secret_set_but_empty_is_a_problem_naming_the_variable(
+        env: dict[str, str], line: int, message: str, write_project: WriteProject) -> None:
+    with pytest.raises(DeclarationError) as raised:
+        load_project(write_project(TABLE, PROJECT), target="prod", env=env)
+    [problem] = raised.value.problems
+    assert (problem.file, problem.line) == ("project.yml", line)
+    assert f"{problem.field}: {problem.message}" == message
+
+
+def test_a_master_that_resolves_to_nothing_is_a_problem(write_project: WriteProject) -> None:
+    root = write_project(TABLE, "name: p\nspark:\n  master: ${env:SPARK_MASTER}\n")
+    assert load_project(root, env={"SPARK_MASTER": "yarn"}).spark.master == "yarn"
+    with pytest.raises(DeclarationError) as raised:
+        load_project(root, env={"SPARK_MASTER": ""})
+    [problem] = raised.value.problems
+    assert str(problem) == ('project.yml:3:3: spark.master: is "" once ${env:SPARK_MASTER} is resolved: environment '
+                            "variable SPARK_MASTER is set but empty (as an undefined CI secret gives); set it, or "
+                            "choose another target")
+
+
+def test_an_empty_variable_in_an_ordinary_conf_value_is_kept(write_project: WriteProject) -> None:
+    root = write_project(TABLE, "name: p\nspark:\n  conf:\n    spark.driver.extraJavaOptions: -Xss4m ${env:EXTRA}\n")
+    assert dict(load_project(root, env={"EXTRA": ""}).spark.conf) == {"spark.driver.extraJavaOptions": "-Xss4m "}
+
+
 def test_every_target_problem_is_reported_at_once(write_project: WriteProject) -> None:
     bad = """\
 name: p

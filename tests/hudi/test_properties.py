@@ -311,3 +311,46 @@ def test_unescape_decodes_as_the_character_loop(raw: str) -> None:
     except UnicodeDecodeError:
         found = None
     assert found == expected
+
+
+# --- a hoodie.properties in another encoding is named by its encoding, not as a missing property ---
+
+HUDI_READS = "Hudi reads hoodie.properties as ISO-8859-1 key=value lines (java.util.Properties.load)"
+V6_TEXT = "#Properties saved on 2024-04-18T22:35:50.847Z\nhoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\n" \
+          "hoodie.table.version=6\n"
+
+
+@pytest.mark.parametrize(("raw", "found"), [
+    (V6_TEXT.encode("utf-16"), "a UTF-16 byte order mark (FF FE, little-endian)"),
+    (b"\xfe\xff" + V6_TEXT.encode("utf-16-be"), "a UTF-16 byte order mark (FE FF, big-endian)"),
+    (V6_TEXT.encode("utf-16-le"), "NUL bytes between its characters (the first at byte 1): UTF-16 without a byte "
+                                  "order mark"),
+    (V6_TEXT.encode("ascii").replace(b"=t\n", b"=t\x00\n"), f"a NUL byte at byte {V6_TEXT.index('=t') + 2}"),
+])
+def test_a_properties_file_in_another_encoding_is_named_by_what_was_found(raw: bytes, found: str) -> None:
+    with pytest.raises(TableError) as caught:
+        properties_module.read_properties(raw, path=".hoodie/hoodie.properties")
+    message = caught.value.message
+    assert message.startswith(f".hoodie/hoodie.properties: {HUDI_READS}, but this file has {found}"), message
+    assert "missing" not in message
+    assert caught.value.path == ".hoodie/hoodie.properties"
+    assert "ISO-8859-1" in (caught.value.hint or "") and "byte order mark" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize(("text", "first_key"), [
+    (V6_TEXT, "#Properties"),                       # the comment becomes a property: Hudi reads on
+    ("hoodie.table.name=t\nhoodie.table.version=6\n", "hoodie.table.name"),  # the key Hudi misses
+])
+def test_a_utf8_byte_order_mark_is_refused_naming_the_first_key_hudi_would_misread(text: str, first_key: str) -> None:
+    # Properties.load on an ISO-8859-1 stream reads EF BB BF as the characters "ï»¿", which are no
+    # blank and no comment marker: they become part of the first line's key. Reading past the mark
+    # would read what Hudi does not; reading as Hudi does would misread a table it reads.
+    with pytest.raises(TableError) as caught:
+        properties_module.read_properties(b"\xef\xbb\xbf" + text.encode("ascii"), path="t/.hoodie/hoodie.properties")
+    assert caught.value.message == (
+        f"t/.hoodie/hoodie.properties: {HUDI_READS}, but this file has a UTF-8 byte order mark (EF BB BF), "
+        f'which Hudi reads as part of the first key: "ï»¿{first_key}", not "{first_key}"')
+
+
+def test_latin1_bytes_and_escaped_nuls_are_still_read_as_hudi_reads_them() -> None:
+    assert properties_module.read_properties(b"k=caf\xe9\nn=\\u0000\n", path="p") == {"k": "café", "n": "\x00"}
