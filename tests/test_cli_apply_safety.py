@@ -148,12 +148,17 @@ def test_a_plan_naming_an_undeclared_table_or_without_provenance_is_refused(tmp_
     assert digest(root) == before
 
 
-def test_selecting_a_table_the_plan_does_not_cover_is_an_error(tmp_path: Path, capsys) -> None:
+def _plan_of_t_beside_u(tmp_path: Path, capsys) -> tuple[Path, Path, dict[str, str]]:
+    """A project of tables t and u, a plan file of t alone, and the project's digest."""
     root = make_project(tmp_path / "p")
     (root / "tables" / "u.yml").write_text("name: u\npath: elsewhere\n")
     plan_file = tmp_path / "plan.json"
     cli(capsys, "plan", "--project-dir", str(root), "-s", "t", "--out", str(plan_file))
-    before = digest(root)
+    return root, plan_file, digest(root)
+
+
+def test_selecting_a_table_the_plan_does_not_cover_is_an_error(tmp_path: Path, capsys) -> None:
+    root, plan_file, before = _plan_of_t_beside_u(tmp_path, capsys)
     code, _, err = cli(capsys, "apply", "--project-dir", str(root), str(plan_file), "--select", "u")
     assert code == 1 and 'error: --select picks table "u" that the plan file does not cover' in err
     code, _, err = cli(capsys, "apply", "--project-dir", str(root), str(plan_file), "--select", "uu")
@@ -163,11 +168,7 @@ def test_selecting_a_table_the_plan_does_not_cover_is_an_error(tmp_path: Path, c
 
 def test_excluding_every_table_of_the_plan_file_is_an_error(tmp_path: Path, capsys) -> None:
     # The project still has u, so the selection alone is not empty; what apply would apply is.
-    root = make_project(tmp_path / "p")
-    (root / "tables" / "u.yml").write_text("name: u\npath: elsewhere\n")
-    plan_file = tmp_path / "plan.json"
-    cli(capsys, "plan", "--project-dir", str(root), "-s", "t", "--out", str(plan_file))
-    before = digest(root)
+    root, plan_file, before = _plan_of_t_beside_u(tmp_path, capsys)
     code, out, err = cli(capsys, "apply", "--project-dir", str(root), str(plan_file), "--exclude", "t")
     assert code == 1, out
     assert err.startswith('error: no table is left: the plan file covers t, and --exclude "t" excludes it '

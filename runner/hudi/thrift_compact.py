@@ -251,6 +251,8 @@ def _struct_at(data: Buffer, pos: int, depth: int) -> tuple[Struct, int]:
 
 
 def _scanned_at(data: Buffer, pos: int) -> tuple[list[ScannedField], int]:
+    # The field header is read as in `_struct_at`, inline in both: a call per field would cost more
+    # than reading it.
     fields: list[ScannedField] = []
     last = 0
     while True:
