@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -220,6 +221,23 @@ def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFr
     )
 
 
+@dataclass(slots=True)
+class _Touched:
+    """What an upsert or insert on the driver reads of the partitions its records touch."""
+
+    state: TableState
+    latest: dict[str, list[BaseFile]]
+    blocked: set[tuple[str, str]]
+    index: pa.Table | None  # an upsert's (`index_table`); None for an insert
+    old_files: dict[str, OldFile]
+
+    def take_old_files(self) -> dict[str, OldFile]:
+        """The files the index read, handed over: held here no longer, the caller may let go of
+        those it does not merge while the others are written."""
+        taken, self.old_files = self.old_files, {}
+        return taken
+
+
 class _Job:
     """One commit's worth of work, run under the lock."""
 
@@ -275,10 +293,17 @@ class _Job:
         log.info("runner.write %s of %s at %s runs on the driver (an Arrow input).", self.op.value,
                  self.decl.name, self.instant)
         commit.begin(self.timeline, InstantTime(self.instant))
-        keys_distinct = False
-        if self.op is Operation.UPSERT:
+        workers = arrow_input.threads()
+        if self.op is not Operation.UPSERT:
+            return self._complete(*self._on_driver_arrow(records, workers))
+        # De-duplication drops only a key's extra records, so the partitions touched are those of the
+        # records as given: their state and old files are read (after the instant is requested, as
+        # always) while the records are de-duplicated. Leaving the block waits for the read.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="runner-index") as pool:
+            reading = pool.submit(self._read_touched, sorted(local.partition_counts(records)), workers)
             records, keys_distinct = dedup.deduplicated(records, precombine)
-        inflight, files = self._on_driver_arrow(records, arrow_input.threads(), keys_distinct=keys_distinct)
+            touched = reading.result()
+        inflight, files = self._on_driver_arrow(records, workers, keys_distinct=keys_distinct, touched=touched)
         return self._complete(inflight, files)
 
     def _complete(self, inflight: Instant, files: list[WrittenFile]) -> list[WrittenFile]:
@@ -308,24 +333,21 @@ class _Job:
                                 precombine_field=self.layout.precombine_field)
         return self._on_driver_arrow(records, workers)
 
-    def _on_driver_arrow(self, records: pa.Table, workers: int, *,
-                         keys_distinct: bool = False) -> tuple[Instant, list[WrittenFile]]:
+    def _on_driver_arrow(self, records: pa.Table, workers: int, *, keys_distinct: bool = False,
+                         touched: _Touched | None = None) -> tuple[Instant, list[WrittenFile]]:
         """The driver engine from the keyed (and, for an upsert, de-duplicated) records on;
-        `keys_distinct`: no record key is given twice, as de-duplication found."""
+        `keys_distinct`: no record key is given twice, as de-duplication found; `touched`: the
+        records' partitions as `_read_touched` read them already."""
         self.executors.add(DRIVER)
         if self.op is Operation.BULK_INSERT:
             inflight = self._bulk_inflight()
             failpoint("after_inflight")
             files = local.write_partitions(self._task({}), records, workers)
         else:
-            state, latest, blocked = self._touched(local.partition_counts(records))
-            index = None
-            old_files: dict[str, OldFile] = {}
-            if self.op is Operation.UPSERT:
-                index, old_files = index_table(self.storage, [(p, f) for p, fs in latest.items() for f in fs],
-                                               workers, keep_bytes=local.OLD_FILES_MAX_BYTES,
-                                               virtual_keys=self.virtual_keys)
-            tagged = local.tag(records, index, keys_distinct=keys_distinct)
+            if touched is None:
+                touched = self._read_touched(sorted(local.partition_counts(records)), workers)
+            state, latest, blocked, old_files = touched.state, touched.latest, touched.blocked, touched.take_old_files()
+            tagged = local.tag(records, touched.index, keys_distinct=keys_distinct)
             inflight, routing = self._plan(state, latest, blocked, *local.target_counts(tagged))
             routed = local.route_inserts(tagged, routing.ranges)
             merged = {relative_path(b.partition, b.base_file.name) for b in routing.buckets if b.base_file}
@@ -376,13 +398,25 @@ class _Job:
             return sizing.insert_split_size
         return sizing.max_file_size // max(1, self._avg_record_size(state))
 
-    def _touched(self, per_partition: Mapping[str, int]
+    def _read_touched(self, partitions: list[str], workers: int) -> _Touched:
+        """`_touched`, and for an upsert the index of those partitions' latest base files and the
+        files it read (`index_table`), on `workers` threads."""
+        state, latest, blocked = self._touched(partitions)
+        index = None
+        old_files: dict[str, OldFile] = {}
+        if self.op is Operation.UPSERT:
+            index, old_files = index_table(self.storage, [(p, f) for p, fs in latest.items() for f in fs],
+                                           workers, keep_bytes=local.OLD_FILES_MAX_BYTES,
+                                           virtual_keys=self.virtual_keys)
+        return _Touched(state, latest, blocked, index, old_files)
+
+    def _touched(self, partitions: Iterable[str]
                  ) -> tuple[TableState, dict[str, list[BaseFile]], set[tuple[str, str]]]:
         """The table state of the partitions the write touches, their latest base files, and the
         file groups a pending clustering or compaction rewrites. Read afresh, after this write's
         instant is requested and (on the DataFrame path) after the Spark action: a clustering a Hudi
         writer scheduled meanwhile is seen."""
-        state = read_table_state(self.storage, partitions=sorted(per_partition))
+        state = read_table_state(self.storage, partitions=sorted(partitions))
         _refuse_bucket_index(state.metadata, (g.file_id for g in state.active_groups))
         blocked = set(state.metadata.pending_clustering) | set(state.metadata.pending_compaction)
         return state, _latest_base_files(state), blocked

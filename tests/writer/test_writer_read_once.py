@@ -132,3 +132,47 @@ def test_index_holds_only_the_kept_files_and_one_being_read(
     kept_bytes = sum(old.size for old in kept.values())
     assert max(peaks) <= kept_bytes + max(sizes) < sum(sizes), (peaks, sizes)
     assert sum(live.values()) == kept_bytes  # the others are gone once the index is built
+
+
+def test_an_arrow_upsert_lets_go_of_old_files_it_does_not_merge_before_writing(
+        project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index reads every latest base file of a touched partition (while the records are
+    de-duplicated), but only the files the upsert merges are held through the file writes."""
+    import pyarrow as pa
+
+    root = project(orders=table_yaml("orders"))
+
+    def orders(ids: range, ts: int) -> pa.Table:
+        return pa.table({"id": pa.array(list(ids), pa.int64()), "region": ["r0"] * len(ids),
+                         "name": [f"customer-{i}-{ts}" for i in ids], "ts": pa.array([ts] * len(ids), pa.int64())})
+
+    # Two file groups in one partition: each bulk insert makes a new one.
+    runner.write(orders(range(0, 100), 1), "orders", project_dir=root, operation="bulk_insert")
+    runner.write(orders(range(100, 200), 1), "orders", project_dir=root, operation="bulk_insert")
+    live: dict[int, str] = {}
+    read = index.read_old_file
+
+    def tracked(storage: Any, partition: str, base: BaseFile, virtual_keys: Any = None) -> index.OldFile:
+        old = read(storage, partition, base, virtual_keys)
+        live[id(old)] = base.name
+        weakref.finalize(old, live.pop, id(old))
+        return old
+
+    at_writes: list[set[str]] = []
+    write_targets = local.write_targets
+
+    def writes(task: Any, routed: Any, order: Any, workers: int, old_files: Any = None) -> Any:
+        at_writes.append(set(live.values()))
+        return write_targets(task, routed, order, workers, old_files)
+
+    monkeypatch.setattr(index, "read_old_file", tracked)
+    monkeypatch.setattr(local, "write_targets", writes)
+    result = runner.write(orders(range(0, 10), 2), "orders", project_dir=root)  # updates of the first group only
+
+    assert result.num_updates == 10 and result.num_inserts == 0 and len(result.files) == 1
+    merged = {p.name for p in (root / "warehouse" / "orders").glob("*/*.parquet")
+              if p.name.split("_")[0] == result.files[0].split("/")[-1].split("_")[0]
+              and p.name != result.files[0].split("/")[-1]}
+    assert len(merged) == 1 and at_writes == [merged]
+    names = {r["id"]: r["name"] for r in oracle_rows(root / "warehouse" / "orders", columns=("id", "name"))}
+    assert len(names) == 200 and names[5] == "customer-5-2" and names[150] == "customer-150-1"
