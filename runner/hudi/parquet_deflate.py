@@ -11,8 +11,9 @@ Arrow has no hook for another compressor, so `DeflatingWriter` lets Arrow do eve
 each row group is encoded by `pyarrow.parquet.ParquetWriter` with no compression into memory, as
 a one-row-group Parquet file (or, for a row group of more than `BATCH_BYTES` of Arrow data, one
 such file per run of columns, since column chunks are encoded independently); its footer tells
-where every column chunk is; each chunk's pages are then deflated (page headers
-re-encoded with the new compressed size, and a page CRC recomputed when there is one), by a few
+where every column chunk is; each chunk's pages are then deflated (the new compressed size
+spliced into each page header's bytes, which are scanned, not decoded; a header with a page CRC is
+re-encoded with the CRC recomputed), by a few
 threads at once when there are enough bytes (libdeflate releases the GIL), and appended to the
 output in their order; the footer, written on `close`, is the one Arrow writes for the schema,
 with the row groups' chunks in GZIP and their sizes and offsets moved. Held at once, besides the
