@@ -43,7 +43,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclude", nargs="+", action="extend", default=[], metavar="SPEC",
                         help="tables to leave out (same grammar as --select)")
     parser.add_argument("--state", metavar="GITREF", help="git ref compared against by state:modified")
-    parser.add_argument("--target", metavar="NAME",
+    parser.add_argument("--target", metavar="NAME", type=_name,
                         help="the target (project.yml `targets:`) whose Spark settings and threads to use")
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -91,6 +91,13 @@ def _path(text: str) -> str:
     unset wrote no plan file, and `--project-dir "$DIR"` ran on the current folder's project."""
     if not text.strip():
         raise argparse.ArgumentTypeError("the value is empty; expected a path (is a shell variable unset?)")
+    return text
+
+
+def _name(text: str) -> str:
+    # `--target "$TARGET"` unset is a mistake in the job, not a target named "".
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the value is empty; expected a target name from project.yml's targets:")
     return text
 
 

@@ -84,6 +84,7 @@ def test_an_option_before_the_command_says_where_it_goes(argv: list[str], comman
     ["plan", "--project-dir", ""],          # planned the project in the current folder instead
     ["apply", "--auto-approve", "--project-dir="],
     ["import", "warehouse", "--project-dir", ""],
+    ["plan", "--target", ""],               # was `--target "" is not declared`, as if a name
 ])
 def test_an_empty_path_option_is_refused_not_read_as_the_default(argv: list[str], tmp_path: Path) -> None:
     (tmp_path / "project.yml").write_text("name: here\n")  # a project the empty value would fall back to
