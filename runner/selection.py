@@ -246,7 +246,18 @@ class _State:
     def modified(self, table: TableDeclaration) -> bool:
         if self.changed is None:
             self.changed = self._changed_files()
-        return PROJECT_FILE in self.changed or table.source_file in self.changed
+        if PROJECT_FILE in self.changed:
+            return True
+        # A declaration read through a linked folder (tables/finance -> ../shared/finance) is
+        # changed in git at its real path; and a changed link changes every declaration under it.
+        here = os.path.realpath(self.directory)
+        real = os.path.relpath(os.path.realpath(os.path.join(self.directory, table.source_file)), here)
+        return any(self._changed_at_or_above(path) for path in {table.source_file, real.replace(os.sep, "/")})
+
+    def _changed_at_or_above(self, path: str) -> bool:
+        assert self.changed is not None
+        parts = path.split("/")
+        return any("/".join(parts[:n]) in self.changed for n in range(1, len(parts) + 1))
 
     def _changed_files(self) -> frozenset[str]:
         if not self.ref:

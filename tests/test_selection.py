@@ -276,3 +276,23 @@ def test_state_without_a_state_selector_is_refused_not_ignored(command: list[str
     assert done.stderr.startswith('error: --state main is used only by a state:modified selector, and neither '
                                   '--select nor --exclude has one; nothing was done'), done.stderr
     assert done.stdout == ""
+
+
+def test_state_modified_sees_declarations_read_through_a_linked_folder(tmp_path: Path) -> None:
+    """git records an edit of a declaration under `tables/finance -> ../shared/finance` at its real
+    path, and a changed link as the link itself: both modify the tables read through the link."""
+    _write(tmp_path, {"project.yml": "name: p\n", "tables/a.yml": "name: a\npath: w/a\n",
+                      "shared/finance/ledger.yml": "name: ledger\npath: w/ledger\n",
+                      "shared/finance/vat.yml": "name: vat\npath: w/vat\n",
+                      "other/finance/ledger.yml": "name: ledger\npath: w/ledger\n"})
+    (tmp_path / "tables" / "finance").symlink_to("../shared/finance")
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    assert modified(tmp_path) == []
+    _write(tmp_path, {"shared/finance/vat.yml": "name: vat\npath: w/vat\nowner: tax\n"})
+    assert modified(tmp_path) == ["vat"]
+    git(tmp_path, "commit", "-q", "-am", "vat")
+    (tmp_path / "tables" / "finance").unlink()
+    (tmp_path / "tables" / "finance").symlink_to("../other/finance")
+    assert modified(tmp_path, "HEAD") == ["ledger"]
