@@ -17,16 +17,17 @@ values) and gives Arrow the columns that keep a dictionary.
 
 Decided once per file, on the first rows written to it (parquet-mr decides per row group; our files
 are one row group up to `ROW_GROUP_ROWS` rows). A merge that keeps its old file's first page of rows
-as they were takes the old file's choices instead (`old_file_choices`): the rule, applied by either
-writer to the same page, made them. Booleans never get a dictionary (neither writer
-has one for them); the leaves of nested columns keep Arrow's default (a dictionary), as before.
+as they were writes plain, without hashing the page, the columns the old file wrote plain there
+(`old_file_plain_columns`): the rule, applied by either writer to the same page, chose that.
+Booleans never get a dictionary (neither writer has one for them); the leaves of nested columns keep
+Arrow's default (a dictionary), as before.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ _LENGTH_PREFIX = 4  # PLAIN byte arrays carry a 4-byte length
 
 
 def dictionary_columns(rows: pa.Table, *, compliant_nested: bool = True,
-                       distinct: Collection[str] = (), known: Mapping[str, bool] | None = None) -> list[str]:
+                       distinct: Collection[str] = (), plain: Collection[str] = ()) -> list[str]:
     """The Parquet column paths of `rows`' schema to write with a dictionary (see the module doc);
     `compliant_nested`: as the writer's `use_compliant_nested_type`, which names nested leaves.
 
@@ -49,44 +50,40 @@ def dictionary_columns(rows: pa.Table, *, compliant_nested: bool = True,
     plain without hashing its page. Were the caller wrong, the column would be plain where
     parquet-mr might keep a dictionary: a file as valid, of another size.
 
-    `known`: flat top-level columns whose choice the caller already has (True: a dictionary),
-    taken as given (after `distinct`): the choice an old file made on the same first page of rows
-    (`old_file_choices`)."""
+    `plain`: flat top-level columns written plain, as `distinct` are, because an old file wrote
+    them plain on the same first page of rows (`old_file_plain_columns`)."""
     chosen: list[str] = []
-    known = known or {}
     for field in rows.schema:
         if _is_nested(field.type):
             chosen.extend(p for p in leaf_paths(rows.schema, compliant_nested) if p.split(".", 1)[0] == field.name)
-        elif field.name in distinct:
-            continue
-        elif field.name in known:
-            if known[field.name]:
-                chosen.append(field.name)
-        elif _dictionary_pays(rows.column(field.name)):
+        elif field.name not in distinct and field.name not in plain and _dictionary_pays(rows.column(field.name)):
             chosen.append(field.name)
     return chosen
 
 
-def old_file_choices(metadata: pq.FileMetaData) -> dict[str, bool]:
-    """Per flat top-level column of a base file with values in its first row group, whether that
-    chunk has a dictionary: the choice its writer made on the chunk's first page. When a new file
-    starts with the same `PAGE_ROWS` rows, the rule above makes that choice again from the same
-    page, whether parquet-mr (Hudi) or this writer made it, so a merge that keeps those rows as they
-    are passes it on instead of hashing the page again (`known`). Nothing when the first row group
-    is shorter than a page (the new file's first page then holds other rows too)."""
+def old_file_plain_columns(metadata: pq.FileMetaData) -> frozenset[str]:
+    """The flat top-level columns a base file wrote plain (no dictionary page) in its first row
+    group, holding values there: the rule's choice on that chunk's first page, whether parquet-mr
+    (Hudi) or this writer applied it. A new file that starts with the same `PAGE_ROWS` rows gets the
+    same choice from the rule, so a merge that keeps those rows as they are passes it on instead of
+    hashing the page again (`plain`); these are mostly the distinct columns, whose hashing costs
+    most. Only plain is passed on: a dictionary the old file kept may come from a writer that keeps
+    every dictionary (Arrow's default, the runner's files before the rule), so it is decided afresh.
+    Nothing when the first row group is shorter than a page (the new file's first page then holds
+    other rows too)."""
     if not metadata.num_row_groups or metadata.row_group(0).num_rows < PAGE_ROWS:
-        return {}
+        return frozenset()
     group = metadata.row_group(0)
-    found: dict[str, bool] = {}
+    found = set()
     for i in range(group.num_columns):
         chunk = group.column(i)
         statistics = chunk.statistics
-        if "." in chunk.path_in_schema or chunk.num_values == 0:
+        if "." in chunk.path_in_schema or chunk.num_values == 0 or chunk.has_dictionary_page:
             continue  # nested leaves keep Arrow's default
         if statistics is not None and statistics.null_count == chunk.num_values:
             continue  # no values: plain by the rule, decided afresh at no cost
-        found[chunk.path_in_schema] = chunk.has_dictionary_page
-    return found
+        found.add(chunk.path_in_schema)
+    return frozenset(found)
 
 
 def _is_nested(kind: pa.DataType) -> bool:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -47,7 +47,7 @@ from runner.hudi.footer import extended_record_key_footer, input_filter, record_
 from runner.hudi.page_prefix import OldPages
 from runner.hudi.parquet_copy import Source
 from runner.hudi.parquet_deflate import DeflatingWriter, TableWriter, parquet_writer
-from runner.hudi.parquet_dictionary import PAGE_ROWS, dictionary_columns, old_file_choices
+from runner.hudi.parquet_dictionary import PAGE_ROWS, dictionary_columns, old_file_plain_columns
 from runner.hudi.properties import format_properties
 from runner.storage import AlreadyExists, Storage
 from runner.writer.markers import marker_path
@@ -271,7 +271,7 @@ def merge(ctx: FileContext, partition: str, base: BaseFile, incoming: pa.Table,
         with _old_pages(ctx, partition, base, old_file, parquet.metadata) as old_pages:
             inserts, updates = _merge_into(ctx, out, old_batches, newest, match, replaced,
                                            _Unchanged(old_pages, parquet.metadata.num_rows) if old_pages else None,
-                                           _old_choices(ctx, parquet))
+                                           _old_plain_columns(ctx, parquet))
     except BaseException:
         out.abort()
         raise
@@ -303,12 +303,12 @@ def _old_pages(ctx: FileContext, partition: str, base: BaseFile, old_file: OldFi
 
 def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[tuple[pa.Table, _Keys]],
                 newest: pa.Table, match: _Matcher, replaced: np.ndarray[Any, Any],
-                unchanged: _Unchanged | None = None, old_choices: Mapping[str, bool] | None = None) -> tuple[int, int]:
+                unchanged: _Unchanged | None = None, old_plain: frozenset[str] = frozenset()) -> tuple[int, int]:
     """Write the old records with updates in place, then the inserts; (inserts, updates) written.
     The rows carry no file name until `_OpenFile.write` adds the new one (`_without_file_name`).
     `unchanged`: the old file's pages, told which old rows are replaced, for the copy of the rest.
-    `old_choices`: the old file's dictionary choices (`old_file_choices`), passed on to the new
-    file when no update replaces a row of its first page."""
+    `old_plain`: the columns the old file wrote plain (`old_file_plain_columns`), passed on to the
+    new file when no update replaces a row of its first page."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -318,8 +318,8 @@ def _merge_into(ctx: FileContext, out: _OpenFile, old_batches: Iterator[tuple[pa
     offset = 0
     for old, old_keys in old_batches:
         hit, taken = match(old_keys, offset)
-        if offset == 0 and old_choices and old.num_rows >= PAGE_ROWS and not hit[:PAGE_ROWS].any():
-            out.known_dictionary = old_choices
+        if offset == 0 and old_plain and old.num_rows >= PAGE_ROWS and not hit[:PAGE_ROWS].any():
+            out.plain_columns = old_plain
         offset += old.num_rows
         if not hit.any():
             rows.add(old)
@@ -407,13 +407,13 @@ def _known_rows(newest: pa.Table, new_keys: pa.Array,
     return (at, records) if same.null_count == 0 and pc.all(same).as_py() else None
 
 
-def _old_choices(ctx: FileContext, parquet: pq.ParquetFile) -> dict[str, bool]:
-    """The old file's dictionary choices (`old_file_choices`) for the columns it stores in the
-    written type (another width could tip the rule the other way)."""
+def _old_plain_columns(ctx: FileContext, parquet: pq.ParquetFile) -> frozenset[str]:
+    """The columns the old file wrote plain (`old_file_plain_columns`) that it stores in the written
+    type (another width could tip the rule the other way)."""
     stored = parquet.schema_arrow
-    return {name: chosen for name, chosen in old_file_choices(parquet.metadata).items()
-            if name in ctx.schema.names and name in stored.names
-            and stored.field(name).type == ctx.schema.field(name).type}
+    return frozenset(name for name in old_file_plain_columns(parquet.metadata)
+                     if name in ctx.schema.names and name in stored.names
+                     and stored.field(name).type == ctx.schema.field(name).type)
 
 
 def _newest_per_key(incoming: pa.Table) -> pa.Table:
@@ -601,8 +601,8 @@ class _OpenFile:
         self._all_keys: list[pa.ChunkedArray] = []
         # Set by a merge: the old file's bloom filter, which holds this file's first keys.
         self.prior_filter: InputFilter | None = None
-        # Set by a merge that keeps the old file's first page of rows: its dictionary choices.
-        self.known_dictionary: Mapping[str, bool] | None = None
+        # Set by a merge that keeps the old file's first page of rows: the columns it wrote plain.
+        self.plain_columns: frozenset[str] = frozenset()
         ensure_partition_metadata(ctx.storage, partition, ctx.instant)
         ctx.storage.write_new(marker_path(ctx.instant, partition, self.name, io_type), b"")
         self._stream = contextlib.ExitStack()
@@ -688,7 +688,7 @@ class _OpenFile:
                 self._sink, self.ctx.schema, compression=self.ctx.codec.name,
                 compression_level=self.ctx.codec.level,
                 use_dictionary=dictionary_columns(first_rows, distinct=self.ctx.distinct_columns(),
-                                                  known=self.known_dictionary),
+                                                  plain=self.plain_columns),
                 store_schema=False, deflate_pool=self.ctx.deflate_pool,
             )
         return self._writer

@@ -286,12 +286,13 @@ def _orders(start: int, count: int, ts: int, *, code: Callable[[int], str]) -> p
 
 
 @pytest.mark.parametrize("first_page_updated", [False, True])
-def test_a_merge_keeping_the_first_page_passes_the_old_files_choice_on(
+def test_a_merge_keeping_the_first_page_writes_the_old_files_plain_columns_plain(
         project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, first_page_updated: bool) -> None:
-    """A merge whose updates leave the old file's first `PAGE_ROWS` rows as they were makes the
-    old file's dictionary choices again without hashing that page (`old_file_choices`); an update
-    on the first page has it decided afresh. Either way the new file's choices are the rule's on
-    its own first page, and the `hudi` reader reads the upsert's rows."""
+    """A merge whose updates leave the old file's first `PAGE_ROWS` rows as they were writes the
+    columns the old file wrote plain plain again without hashing that page
+    (`old_file_plain_columns`); the others, and all of them after an update on the first page, are
+    decided afresh. Either way the new file's choices are the rule's on its own first page, and the
+    `hudi` reader reads the upsert's rows."""
     root = project(orders=table_yaml("orders"))
     n = PAGE_ROWS + 4000
     runner.write(_orders(0, n, 1, code=lambda i: f"c{i % 5}"), "orders", project_dir=root, operation="bulk_insert")
@@ -314,11 +315,29 @@ def test_a_merge_keeping_the_first_page_passes_the_old_files_choice_on(
     assert result.num_updates == 2 and result.num_inserts == 100 and len(result.files) == 1
     path = root / "warehouse" / "orders" / result.files[0]
     new_rows = pq.read_table(path)
-    rule = set(dictionary_columns(new_rows, distinct={"_hoodie_commit_seqno", "_hoodie_record_key"}))
+    distinct = {"_hoodie_commit_seqno", "_hoodie_record_key"}
+    rule = set(dictionary_columns(new_rows, distinct=distinct))
     assert {c for c, has in _dictionary_pages(path).items() if has} == rule
     assert {"code", "region", "_hoodie_file_name"} <= rule and "name" not in rule
-    # Hashed afresh: every column but the two known distinct; passed on: none of them.
-    assert len(decided) == (len(new_rows.schema) - 2 if first_page_updated else 0)
+    # Hashed afresh: the columns with a dictionary, or every column but the two known distinct.
+    assert len(decided) == len(new_rows.schema) - len(distinct) - (0 if first_page_updated else 2)  # id, name
     codes = {r["id"]: r["code"] for r in oracle_rows(root / "warehouse" / "orders", columns=("id", "code"))}
     assert len(codes) == n + 100 and all(codes[i] == "changed" for i in updated)
     assert codes[PAGE_ROWS + 12] == f"c{(PAGE_ROWS + 12) % 5}"
+
+
+def test_only_a_plain_choice_of_an_old_file_is_passed_on() -> None:
+    """A file with a dictionary on a distinct column (Arrow's default keeps one on every column)
+    passes on nothing for that column: the rule decides it again."""
+    n = PAGE_ROWS + 10
+    table = pa.table({"distinct": pa.array(np.arange(n, dtype=np.int64)).cast(pa.string()),
+                      "few": pa.array([f"v{i % 3}" for i in range(n)]),
+                      "empty": pa.nulls(n, pa.string())})
+    for use_dictionary, plain in ((True, set()), (["few"], {"distinct"})):
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, use_dictionary=use_dictionary, store_schema=False)
+        metadata = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata
+        assert encoding.old_file_plain_columns(metadata) == plain
+    short = pa.BufferOutputStream()
+    pq.write_table(table.slice(0, PAGE_ROWS - 1), short, use_dictionary=False)
+    assert encoding.old_file_plain_columns(pq.ParquetFile(pa.BufferReader(short.getvalue())).metadata) == set()
