@@ -81,3 +81,20 @@ def test_a_listed_file_storage_lacks_is_refused_before_anything_is_deleted(tmp_p
     with pytest.raises(RefusedError, match="disagrees with storage"):
         apply_table(_decl(base), None, now=NOW, spark_settings=SparkSettings(), deleter_factory=_no_deletes)
     assert _parquet(base) == files
+
+
+def test_a_saved_plan_made_before_the_stray_file_appeared_is_refused(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from tests.safety.conftest import apply_json, project_for, saved_plan
+
+    base = extract_fixture(F9, tmp_path / "fx")
+    root = project_for(base, tmp_path / "project")
+    code, plan = saved_plan(root, tmp_path / "plan.json", capsys)
+    assert code == 2
+    shutil.copyfile(base / LATEST, base / STRAY)  # after the review, before the apply
+    files = _parquet(base)
+
+    code, report = apply_json(capsys, str(plan), "--project-dir", str(root))
+
+    assert code == 1, report
+    assert "disagrees with storage" in report["tables"][0]["error"]["message"]
+    assert _parquet(base) == files
