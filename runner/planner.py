@@ -40,4 +40,8 @@ def _plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
         from runner.hudi.mdt.maintain import refusal_reasons  # heavy (numpy, pyarrow): MDT tables only
 
         refusals = tuple(refusal_reasons(storage, meta, resuming=resuming))
+        if not refusals:  # a readable MDT in step with the timeline: does it list what storage holds?
+            from runner.hudi.mdt.check import listing_problems
+
+            refusals = tuple(listing_problems(storage, state))
     return plan_table(decl, state, scope, refusals, explain=explain)

@@ -82,6 +82,10 @@ class AttemptStorage:
     def walk(self, path: str = "") -> Iterator[FileInfo]:
         return self.inner.walk(path)
 
+    def through_link(self, path: str) -> bool:
+        linked = getattr(self.inner, "through_link", None)
+        return bool(linked is not None and linked(path))
+
     def read(self, path: str) -> bytes:
         return self.inner.read(path)
 

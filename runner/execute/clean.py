@@ -176,6 +176,8 @@ class CleanRunner:
         self.history = history
         # Lets that record's work that depends only on the plan start beside the deletes (writes nothing).
         self.before_deletes = before_deletes
+        # The checked paths (`files_of`) of each clean `start` wrote, for its `finish`.
+        self._checked: dict[InstantTime, dict[str, list[str]]] = {}
 
     def start(self, time_: InstantTime, step: CleanStep) -> tuple[Instant, CleanPlan]:
         """Write `<t>.clean.requested` and `<t>.clean.inflight`.
@@ -190,6 +192,9 @@ class CleanRunner:
         with bulk_allocation():  # a few objects per file, none in a cycle (see runner.allocation)
             plan = to_plan(step, self.storage.uri)
             data = encode_clean_plan(plan)
+            # `finish` checks every path again; a path it would refuse must stop the clean before it
+            # is recorded, or the refused clean stays pending (and Hudi's cleaner would run it).
+            self._checked[time_] = files_of(plan, self.storage.uri)
         self.writer.requested(time_, Action.CLEAN, data)
         failpoint("after_clean_requested")
         inflight = self.writer.inflight(time_, Action.CLEAN, data)
@@ -207,7 +212,8 @@ class CleanRunner:
                 found on the timeline may have deleted files already and is left as it is.
         """
         with bulk_allocation():
-            files = files_of(plan, self.storage.uri)  # checked before anything is written
+            checked = self._checked.pop(pending.time, None)  # as `start` checked the plan it wrote
+            files = checked if checked is not None else files_of(plan, self.storage.uri)
             flat = [path for paths in files.values() for path in paths]
         written: list[str] = []
         if pending.state.value == "requested":

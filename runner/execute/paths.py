@@ -27,7 +27,8 @@ def table_relative(path: str, *, what: str = "path") -> str:
     """
     if not path or "\x00" in path or "\\" in path or "://" in path or path.startswith("/") or ":" in path.split("/")[0]:
         raise RefusedError(f"refusing {what} {path!r}: expected a path relative to the table, found "
-                           "an absolute path, a URI, a backslash or a NUL byte; nothing was changed", hint=_HINT)
+                           "an absolute path, a URI (a ':' before the first '/' names a scheme, as Hudi's own "
+                           "paths read it), a backslash or a NUL byte; nothing was changed", hint=_HINT)
     segments = [s for s in path.split("/") if s not in ("", ".")]
     if not segments or ".." in segments:
         raise RefusedError(f"refusing {what} {path!r}: it leaves the table folder (a '..' segment) or names "

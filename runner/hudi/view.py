@@ -90,14 +90,19 @@ def discover_partitions(storage: Storage) -> ListedFiles:
 
 def list_partitions(storage: Storage, partitions: Collection[str]) -> ListedFiles:
     """List only the given partitions (one directory listing each); missing ones are skipped,
-    and so is a folder that is, or lies inside, a nested table's base path."""
+    and so is a folder that is, or lies inside, a nested table's base path, and one reached through
+    a symbolic link (a store that has links says which: the whole-table walk never enters them, so
+    neither does this listing, and nothing is planned or recorded through a link)."""
     by_dir: dict[str, list[_Entry]] = {}
     with_folders: list[str] = []
     is_table: dict[str, bool] = {}
     wanted = sorted(set(partitions))
+    linked = getattr(storage, "through_link", None)
     progress.begin("listing partitions", "partitions", len(wanted))
     for partition in wanted:
-        if not _in_nested_table(storage, partition, is_table):
+        if linked is not None and linked(partition):
+            pass
+        elif not _in_nested_table(storage, partition, is_table):
             listed = storage.list_dir(partition)
             by_dir[partition] = [(_name(f.path), f.size) for f in listed if not f.is_dir]
             with_folders.extend(f.path for f in listed if f.is_dir)

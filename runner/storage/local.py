@@ -100,6 +100,14 @@ class LocalStorage:
         infos = (self.stat(child(rel, name)) for name in sorted(names))
         return [info for info in infos if info is not None]
 
+    def through_link(self, path: str) -> bool:
+        """Whether `path`, or a folder on the way to it below the root, is a symbolic link: what
+        `walk` never enters. Listing one such folder on its own (`list_dir` follows links) must
+        not show more of the table than the whole-table walk does."""
+        rel = normalize(path)
+        parts = rel.split("/") if rel else []
+        return any(os.path.islink(self._full("/".join(parts[:i]))) for i in range(1, len(parts) + 1))
+
     def walk(self, path: str = "") -> Iterator[FileInfo]:
         for folder, files in self._walk_folders_stats(path):
             prefix = f"{folder}/" if folder else ""

@@ -38,7 +38,9 @@ from runner.writer.create import KeyLayout
 from runner.writer.keys import (
     DEFAULT_PARTITION,
     EMPTY_PLACEHOLDER,
+    ERROR_PREFIX,
     NULL_PLACEHOLDER,
+    colon_message,
     require_key_field,
     require_precombine_field,
 )
@@ -209,12 +211,14 @@ def _partition_path(records: pa.Table, layout: KeyLayout, types: Mapping[str, Sp
     if not layout.partition_fields:
         return pa.chunked_array([pa.repeat(pa.scalar(""), records.num_rows)])
     segments = []
-    for field in layout.partition_fields:
+    for index, field in enumerate(layout.partition_fields):
         value = _as_string(records, field, types)
         missing = pc.or_kleene(pc.is_null(value), pc.equal(value, ""))
         nested = pc.and_not(pc.fill_null(pc.match_substring(value, "/"), False), missing)
         if pc.any(nested).as_py():
             _refuse_row(f"partition field {field!r} has a value containing '/', which would nest folders")
+        if index == 0 and pc.any(pc.fill_null(pc.match_substring(value, ":"), False)).as_py():
+            _refuse_row(colon_message(field).removeprefix(ERROR_PREFIX))
         text = pc.if_else(missing, DEFAULT_PARTITION, value)
         segments.append(pc.binary_join_element_wise(pa.scalar(f"{field}="), text, "") if layout.hive_style
                         else text)

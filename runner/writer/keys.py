@@ -72,13 +72,22 @@ def partition_path_column(layout: KeyLayout, types: Mapping[str, SparkType]) -> 
     if not layout.partition_fields:
         return F.lit("")
     segments = []
-    for field in layout.partition_fields:
+    for index, field in enumerate(layout.partition_fields):
         value = _as_string(field, types)
         message = f"{ERROR_PREFIX}partition field {field!r} has a value containing '/', which would nest folders"
         checked = F.when(F.instr(value, "/") > 0, F.raise_error(F.lit(message))).otherwise(value)
+        if index == 0:  # the partition path's first folder: a ':' there names a URI scheme
+            checked = F.when(F.instr(value, ":") > 0, F.raise_error(F.lit(colon_message(field)))).otherwise(checked)
         text = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(checked)
         segments.append(F.concat(F.lit(f"{field}="), text) if layout.hive_style else text)
     return F.concat_ws("/", *segments)
+
+
+def colon_message(field: str) -> str:
+    """Why a ':' in the first partition field's value is refused (both engines say it alike)."""
+    return (f"{ERROR_PREFIX}partition field {field!r} has a value containing ':', which Hudi reads as a URI scheme "
+            "in the first folder of a partition path (its paths take what comes before the ':' for one), so Hudi "
+            "could not read or write the partition")
 
 
 def require_key_field(field: str, types: Mapping[str, SparkType], *, source: str) -> SparkType:

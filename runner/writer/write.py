@@ -416,6 +416,7 @@ class _Job:
         file groups a pending clustering or compaction rewrites. Read afresh, after this write's
         instant is requested and (on the DataFrame path) after the Spark action: a clustering a Hudi
         writer scheduled meanwhile is seen."""
+        _refuse_linked_partitions(self.storage, partitions)
         state = read_table_state(self.storage, partitions=sorted(partitions))
         _refuse_bucket_index(state.metadata, (g.file_id for g in state.active_groups))
         blocked = set(state.metadata.pending_clustering) | set(state.metadata.pending_compaction)
@@ -612,3 +613,18 @@ def _translate(error: Exception, stage: str) -> RunnerError:
 def _lines(text: str) -> Iterable[str]:
     return (line.strip() for line in text.splitlines() if line.strip())
 
+
+
+def _refuse_linked_partitions(storage: Storage, partitions: Iterable[str]) -> None:
+    """Refuse a write into a partition folder reached through a symbolic link: the table's listings
+    never enter one (`runner.hudi.view.list_partitions`), so its records could not be looked up,
+    and an upsert would write a second copy of each."""
+    linked = getattr(storage, "through_link", None)
+    found = sorted(p for p in partitions if linked is not None and linked(p))
+    if found:
+        raise RefusedError(
+            f"{storage.uri}: partition {found[0]!r} is a symbolic link (or lies inside one); the runner never "
+            "reads or writes a table through a link, so its records cannot be looked up; nothing of this write "
+            "was committed",
+            hint="move the partition's folder back into the table (or write to the table at the link's target).",
+        )

@@ -133,6 +133,9 @@ def test_keys_and_partition_paths_of_every_key_type_match_the_dataframe_path(
 @pytest.mark.parametrize(("rows", "match"), [
     ([(None, "eu", "a", 1)], "record key field 'id' is null or empty in a row of table 't'; Hudi requires a value"),
     ([(1, "e/u", "a", 1)], "partition field 'region' has a value containing '/', which would nest folders"),
+    # A ':' in the partition path's first folder reads as a URI scheme to Hudi's paths (and to apply's
+    # checks of a clean plan): Hudi could not read or write the partition, nor the runner clean it.
+    ([(1, "10:00", "a", 1)], "partition field 'region' has a value containing ':', which Hudi reads as a URI scheme"),
 ])
 def test_bad_keys_are_refused_as_the_dataframe_path_refuses_them_and_nothing_is_written(
     spark: Any, project: Callable[..., Path], rows: list[tuple[Any, ...]], match: str

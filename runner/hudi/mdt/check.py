@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runner.errors import RunnerError
+from runner.hudi.files import relative_path
 from runner.hudi.instant import Action
 from runner.hudi.mdt.drift import Drift, compare
 from runner.hudi.mdt.reader import MetadataTable, read_files_listing, read_metadata_table
@@ -98,3 +99,60 @@ def check_metadata_table(storage: Storage, state: TableState) -> MetadataTableHe
     if drift is not None and not drift.in_sync:
         problems.append("the metadata table's file listing disagrees with storage")
     return MetadataTableHealth(tuple(problems), drift)
+
+
+def listing_problems(storage: Storage, state: TableState) -> list[str]:
+    """Where the MDT `files` listing disagrees with storage in the partitions `state` listed.
+
+    Hudi's readers and cleaner list a table with an MDT through its `files` partition, the runner's
+    planner through storage. Where the two disagree, a plan made from storage acts on a table its
+    readers do not see: a committed file storage holds but the MDT does not (a stray copy of a
+    retried task) looks like its group's latest version, so cleaning by storage deletes the version
+    every MDT reader takes as the latest, and the clean's tombstone then drops the group from the
+    MDT altogether. So the runner refuses to clean or resize while they disagree.
+
+    Files a pending clean deletes are left out: its deletes may have started (an interrupted clean
+    the runner is about to finish), and its MDT deltacommit counts only once it completes.
+    """
+    try:
+        listing = read_files_listing(storage, state.metadata)
+    except RunnerError as error:
+        return [f"the metadata table's files listing cannot be read: {error}"]
+    drift = compare(listing, state)
+    listed = set(state.partitions)
+    leaving = {
+        relative_path(partition, info.file_path.rsplit("/", 1)[-1])
+        for _, plan in state.metadata.pending_cleans if plan is not None
+        for partition, infos in plan.file_paths_to_delete.items()
+        for info in infos
+    }
+
+    def in_scope(path: str) -> bool:
+        partition = path.rpartition("/")[0]
+        return path not in leaving and (state.fully_listed or partition in listed)
+
+    absent = [p for p in drift.listed_but_absent if in_scope(p)]
+    unlisted = [p for p in drift.present_but_unlisted if in_scope(p)]
+    problems = []
+    if unlisted:
+        problems.append(
+            f"the metadata table's file listing disagrees with storage: {_some(unlisted)} committed in storage but "
+            "not listed by the metadata table (its readers and Hudi's cleaner do not see them; planning from "
+            "storage would take them for the latest versions of their file groups)"
+        )
+    if absent:
+        problems.append(
+            f"the metadata table's file listing disagrees with storage: {_some(absent)} listed by the metadata "
+            "table but absent from storage (its readers fail on them)"
+        )
+    if drift.partitions_unlisted:
+        problems.append(
+            "the metadata table's file listing disagrees with storage: partitions with committed files that it "
+            f"does not list: {_some(list(drift.partitions_unlisted))}"
+        )
+    return problems
+
+
+def _some(paths: list[str]) -> str:
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return ", ".join(paths[:3]) + more
