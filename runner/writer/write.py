@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, TypeVar
 
+from runner.arrow_allocator import library_hint
 from runner.declarations.loader import load_project
 from runner.declarations.model import Source, TableDeclaration
 from runner.errors import RefusedError, RunnerError, StepFailed
@@ -179,6 +180,8 @@ def write(df: DataFrame | pa.Table | pa.RecordBatchReader, table: str, *, operat
     """
     op = _operation(operation)
     write_options = parse_options(options)
+    if (hint := library_hint()) is not None:
+        log.info("%s.", hint)
     check_project_dir(project_dir)
     refuse_duplicate_columns(record_columns(df))  # before the project is read or the table created
     refuse_clashing_names(df)

@@ -102,3 +102,18 @@ def test_the_runner_command_names_no_allocator_where_the_wheels_lack_jemalloc() 
             "    runner.cli.main(['--version'])\n"
             "print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))")
     assert run(code) == "None"
+
+
+@pytest.mark.skipif(not HAS_JEMALLOC, reason="this pyarrow has no jemalloc")
+def test_a_pipeline_on_mimalloc_is_told_once_how_to_choose_jemalloc() -> None:
+    """`runner.write` changes no allocator, but its first call in a process on Arrow's default
+    mimalloc logs how the process's owner can choose jemalloc; never where the environment chose."""
+    code = ("import pyarrow as pa; from runner.arrow_allocator import library_hint; "
+            "print(pa.default_memory_pool().backend_name, repr(library_hint()), repr(library_hint()))")
+    backend, told = run(code).split(" ", 1)
+    first, second = told.rsplit(" ", 1)
+    if backend == "mimalloc":
+        assert "ARROW_DEFAULT_MEMORY_POOL=jemalloc" in first and second == "None"
+    else:
+        assert first == second == "None"
+    assert run(code, {"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}).endswith("None None")
