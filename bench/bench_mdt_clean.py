@@ -34,7 +34,8 @@ Each run, interleaved:
    - `thread`: encoded on a thread of this process instead (the mdt3 round's way), for an A/B;
    - `off`: the whole update after the deletes (`ahead` not called);
    - `none`: **no metadata-table work at all**, the baseline of the share: the bench replaces
-     `maintain.refusal_reasons` (planning's MDT checks) with one that finds nothing and
+     `maintain.refusal_reasons` and `check.listing_problems` (planning's MDT checks: the
+     metadata table's state, and its files listing against storage) with ones that find nothing and
      `maintain.prepare_clean_maintenance` with one that returns None, so `apply` builds the clean
      runner with no hook (as for a table without a metadata table). The table's MDT is then left
      behind the clean, which is fine for a copy removed after the run; nothing in runner/ offers
@@ -86,6 +87,7 @@ sys.path.insert(0, str(ROOT))
 
 import runner.execute.apply as apply_module  # noqa: E402
 import runner.execute.clean as clean_module  # noqa: E402
+import runner.hudi.mdt.check as check_module  # noqa: E402
 import runner.hudi.mdt.maintain as maintain_module  # noqa: E402
 from runner.declarations.model import (  # noqa: E402
     CleanPolicy,
@@ -240,9 +242,11 @@ def timing(phases: Phases, variant: str = "ahead") -> Iterator[None]:
     swap(apply_module, "plan_one", phases.span("plan", apply_module.plan_one))
     if variant == "none":  # no metadata-table work at all: no checks, no hook (see the module docstring)
         swap(maintain_module, "refusal_reasons", lambda *args, **kwargs: [])
+        swap(check_module, "listing_problems", lambda *args, **kwargs: [])
         swap(maintain_module, "prepare_clean_maintenance", lambda *args, **kwargs: None)
     else:
         swap(maintain_module, "refusal_reasons", phases.span("mdt_checks", maintain_module.refusal_reasons))
+        swap(check_module, "listing_problems", phases.span("mdt_listing", check_module.listing_problems))
         prepare = maintain_module.prepare_clean_maintenance
 
         def prepared(*args: Any, **kwargs: Any) -> Any:
@@ -294,8 +298,9 @@ def phase_times(phases: Phases, total: Stamp) -> dict[str, Stamp]:
     hook = phases.spans["mdt_hook"][0]
     out = {
         "plan": phases.total("plan"),
-        "plan_mdt": (phases.spans["mdt_checks"][0][1][0] - phases.spans["mdt_checks"][0][0][0],
-                     phases.spans["mdt_checks"][0][1][1] - phases.spans["mdt_checks"][0][0][1]),
+        # Planning's MDT checks: its state (`refusal_reasons`), then its files listing against storage.
+        "plan_mdt": tuple(sum(e[i] - b[i] for name in ("mdt_checks", "mdt_listing")
+                              for b, e in phases.spans.get(name, [])[:1]) for i in (0, 1)),
         "mdt_prepare": phases.total("mdt_prepare"),
         "start": phases.between(phases.spans["mdt_prepare"][0][1], p["after_clean_inflight"]),
         "deletes": phases.between(p["after_clean_inflight"], p["after_delete"]),
@@ -554,8 +559,8 @@ def report(args: argparse.Namespace, shape: Shape, columns: int, runs: list[dict
     for key, label in ROWS:
         rows.append(cells(label, [r[key][0] for r in runs], [r[key][1] for r in runs], apply_wall))
         if key == "plan":
-            rows.append(cells("… of which the MDT checks (`refusal_reasons`)", [r["plan_mdt"][0] for r in runs],
-                              [r["plan_mdt"][1] for r in runs], apply_wall))
+            rows.append(cells("… of which the MDT checks (`refusal_reasons`, `listing_problems`)",
+                              [r["plan_mdt"][0] for r in runs], [r["plan_mdt"][1] for r in runs], apply_wall))
     rows.append(cells("**the clean, whole (`apply_table`)**", [r["apply"][0] for r in runs],
                       [r["apply"][1] for r in runs], apply_wall))
     rows.append(cells("**MDT update: checks + records + deltacommit**", [r["mdt"][0] for r in runs],
