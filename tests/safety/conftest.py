@@ -5,9 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.cli import main
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from runner.hudi.instant import InstantTime
+    from runner.testing.tables import TableBuilder
 
 SIZED = "{max_file_size: 10MiB, small_file_limit: 5MiB}"  # files of a few KiB are all small
 
@@ -43,3 +49,17 @@ def saved_plan(root: Path, out: Path, capsys: Any) -> tuple[int, Path]:
 def apply_json(capsys: Any, *argv: str) -> tuple[int, dict[str, Any]]:
     code = main(["apply", *argv, "--format", "json"])
     return code, json.loads(capsys.readouterr().out)
+
+
+def new_row(builder: TableBuilder) -> pa.Table:
+    """One record the builder's table does not hold (id 1000), without meta columns, for a write."""
+    import pyarrow as pa
+
+    rows = builder.expected_rows()
+    rows = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+    return pa.Table.from_pylist([{**rows.to_pylist()[0], "id": 1000}], schema=rows.schema)
+
+
+def files_written_at(table: Path, time: InstantTime) -> list[str]:
+    """The base files instant `time` wrote, relative to the table."""
+    return sorted(str(p.relative_to(table)) for p in table.rglob(f"*_{time}.parquet"))

@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 
 import fastavro
-import pyarrow as pa
 import pytest
 
 import runner
@@ -22,18 +21,8 @@ from runner.errors import RefusedError
 from runner.hudi.instant import InstantTime
 from runner.testing.tables import TableBuilder
 from tests.execute.conftest import oracle_snapshot
-from tests.safety.conftest import digest, project_for
+from tests.safety.conftest import digest, files_written_at, new_row, project_for
 from tests.safety.test_pending_rollback import _rollback_requested
-
-
-def _new_row(builder: TableBuilder) -> pa.Table:
-    rows = builder.expected_rows()
-    rows = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
-    return pa.Table.from_pylist([{**rows.to_pylist()[0], "id": 1000}], schema=rows.schema)
-
-
-def _files_of(table: Path, time: InstantTime) -> list[str]:
-    return sorted(str(p.relative_to(table)) for p in table.rglob(f"*_{time}.parquet"))
 
 
 def _failed_overwrite(tmp_path: Path) -> tuple[TableBuilder, Path, InstantTime]:
@@ -51,12 +40,12 @@ def _ids(table: Path) -> list[int]:
 
 def test_a_failed_insert_overwrite_is_rolled_back_before_the_write(tmp_path):
     builder, table, target = _failed_overwrite(tmp_path)
-    failed = _files_of(table, target)
+    failed = files_written_at(table, target)
     assert failed
     before = _ids(table)
     root = project_for(table, tmp_path / "project")
 
-    runner.write(_new_row(builder), "t", operation="bulk_insert", project_dir=str(root))
+    runner.write(new_row(builder), "t", operation="bulk_insert", project_dir=str(root))
 
     names = os.listdir(table / ".hoodie")
     assert not [n for n in names if n.startswith(f"{target}.replacecommit")], names
@@ -71,11 +60,11 @@ def test_a_failed_insert_overwrite_is_rolled_back_before_the_write(tmp_path):
 
 def test_a_pending_rollback_of_a_failed_insert_overwrite_is_finished(tmp_path):
     builder, table, target = _failed_overwrite(tmp_path)
-    failed = _files_of(table, target)
+    failed = files_written_at(table, target)
     _rollback_requested(table, target, failed)
     root = project_for(table, tmp_path / "project")
 
-    runner.write(_new_row(builder), "t", operation="bulk_insert", project_dir=str(root))
+    runner.write(new_row(builder), "t", operation="bulk_insert", project_dir=str(root))
 
     names = os.listdir(table / ".hoodie")
     assert not [n for n in names if n.startswith(f"{target}.replacecommit")], names
@@ -89,7 +78,7 @@ def test_a_pending_clustering_is_not_rolled_back_by_the_writer(tmp_path):
     clustering = builder.clustering("p=a", pending=True)
     root = project_for(table, tmp_path / "project")
 
-    runner.write(_new_row(builder), "t", operation="bulk_insert", project_dir=str(root))
+    runner.write(new_row(builder), "t", operation="bulk_insert", project_dir=str(root))
 
     assert (table / ".hoodie" / f"{clustering}.replacecommit.requested").exists()
     assert not [n for n in os.listdir(table / ".hoodie") if n.endswith(".rollback")]
@@ -104,7 +93,7 @@ def test_a_live_insert_overwrite_is_refused_not_rolled_back(tmp_path):
     before = digest(table)
 
     with pytest.raises(RefusedError) as refused:
-        runner.write(_new_row(builder), "t", operation="bulk_insert", project_dir=str(root))
+        runner.write(new_row(builder), "t", operation="bulk_insert", project_dir=str(root))
 
     assert str(target) in refused.value.message
     assert digest(table) == before
