@@ -11,6 +11,7 @@ from runner.commands.result import CommandResult, ExitCode
 from runner.errors import RunnerError
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.state import read_table_state
+from runner.shortlist import shortlist
 from runner.storage import storage_for
 from runner.summary import summarize
 
@@ -133,6 +134,6 @@ def _metadata_table_lines(check: dict[str, Any] | None) -> list[str]:
     ):
         paths = drift.get(key) or []
         if paths:
-            shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+            shown = shortlist(paths, 5)
             lines.append(f"    metadata table {label}: {shown}")
     return lines

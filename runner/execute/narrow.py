@@ -30,6 +30,7 @@ from runner.plan.steps import (
     RewriteGroup,
     StepKind,
 )
+from runner.shortlist import shortlist
 
 _HINT = "re-create the plan with `runner plan` rather than editing it."
 
@@ -72,7 +73,7 @@ def _narrow_clean(name: str, saved: Clean | None, fresh: Clean | None,
     extra = [p for p in files if p not in fresh_files and exists(p)]
     extra += [p + "/" for p in parts if p not in fresh_parts and exists(p)]
     if extra or fresh is None:
-        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        shown = shortlist(extra, 5)
         raise RefusedError(
             f"table {name}: the plan asks to delete what the table still needs or the policy keeps: "
             f"{shown or 'a clean the declaration no longer asks for'}; nothing was deleted",
@@ -102,7 +103,7 @@ def _narrow_sizing(name: str, saved: Resize | None, fresh: Resize | None, notes:
     fresh_group = {f.path: (i, g) for i, g in enumerate(fresh.groups if fresh else ()) for f in g.files}
     missing = [p for p in paths if p not in fresh_group]
     if missing or fresh is None:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        shown = shortlist(missing, 5)
         blocked = "".join(f"; {n}" for n in notes if n.startswith(BLOCKED_NOTE_PREFIXES))
         raise RefusedError(
             f"table {name}: the plan asks to rewrite files a fresh plan would not rewrite (not small, not "

@@ -49,6 +49,7 @@ from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableMetadata, TableState, read_table_metadata, read_table_state
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.selection import closest, did_you_mean
+from runner.shortlist import shortlist
 from runner.sizing import CommitSize, average_record_size
 from runner.spark_jobs import DRIVER, map_in_arrow
 from runner.storage import Storage, storage_for
@@ -549,7 +550,7 @@ def _refuse_updates_to(groups: set[tuple[str, str]], table: str) -> None:
 def _refuse_skeleton_updates(paths: list[str], table: str) -> None:
     """Updates of records whose file group's latest base file is a bootstrap skeleton (`paths`)."""
     if paths:
-        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        shown = shortlist(paths, 3)
         raise RefusedError(
             f"Refusing to update records of {table} held by skeleton base files of Hudi's metadata-only "
             f"bootstrap ({shown}): {SKELETON_WHY}; nothing was merged.",

@@ -15,6 +15,7 @@ from runner.hudi.mdt.drift import Drift, compare
 from runner.hudi.mdt.reader import MetadataTable, read_files_listing, read_metadata_table
 from runner.hudi.mdt.view import SOLO_COMMIT_TIMESTAMP
 from runner.hudi.state import TableMetadata, TableState
+from runner.shortlist import shortlist
 from runner.storage import Storage
 
 # Data-table actions that Hudi mirrors in the MDT under the same instant time: as a deltacommit,
@@ -136,23 +137,18 @@ def listing_problems(storage: Storage, state: TableState) -> list[str]:
     problems = []
     if unlisted:
         problems.append(
-            f"the metadata table's file listing disagrees with storage: {_some(unlisted)} committed in storage but "
-            "not listed by the metadata table (its readers and Hudi's cleaner do not see them; planning from "
-            "storage would take them for the latest versions of their file groups)"
+            f"the metadata table's file listing disagrees with storage: {shortlist(unlisted, 3)} committed in "
+            "storage but not listed by the metadata table (its readers and Hudi's cleaner do not see them; "
+            "planning from storage would take them for the latest versions of their file groups)"
         )
     if absent:
         problems.append(
-            f"the metadata table's file listing disagrees with storage: {_some(absent)} listed by the metadata "
-            "table but absent from storage (its readers fail on them)"
+            f"the metadata table's file listing disagrees with storage: {shortlist(absent, 3)} listed by the "
+            "metadata table but absent from storage (its readers fail on them)"
         )
     if drift.partitions_unlisted:
         problems.append(
             "the metadata table's file listing disagrees with storage: partitions with committed files that it "
-            f"does not list: {_some(list(drift.partitions_unlisted))}"
+            f"does not list: {shortlist(list(drift.partitions_unlisted), 3)}"
         )
     return problems
-
-
-def _some(paths: list[str]) -> str:
-    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
-    return ", ".join(paths[:3]) + more
