@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -304,7 +304,7 @@ class _Job:
         # records as given: their state and old files are read (after the instant is requested, as
         # always) while the records are de-duplicated. Leaving the block waits for the read.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="runner-index") as pool:
-            reading = pool.submit(self._read_touched, sorted(local.partition_counts(records)), workers)
+            reading = pool.submit(self._read_touched, local.partition_counts(records), workers)
             records, keys_distinct = dedup.deduplicated(records, precombine)
             touched = reading.result()
         inflight, files = self._on_driver_arrow(records, workers, keys_distinct=keys_distinct, touched=touched)
@@ -349,7 +349,7 @@ class _Job:
             files = local.write_partitions(self._task({}), records, workers)
         else:
             if touched is None:
-                touched = self._read_touched(sorted(local.partition_counts(records)), workers)
+                touched = self._read_touched(local.partition_counts(records), workers)
             state, latest, blocked, old_files = touched.state, touched.latest, touched.blocked, touched.take_old_files()
             tagged = local.tag(records, touched.index, keys_distinct=keys_distinct)
             inflight, routing = self._plan(state, latest, blocked, *local.target_counts(tagged))
@@ -402,7 +402,7 @@ class _Job:
             return sizing.insert_split_size
         return sizing.max_file_size // max(1, self._avg_record_size(state))
 
-    def _read_touched(self, partitions: list[str], workers: int) -> _Touched:
+    def _read_touched(self, partitions: Iterable[str], workers: int) -> _Touched:
         """`_touched`, and for an upsert the index of those partitions' latest base files and the
         files it read (`index_table`), on `workers` threads."""
         state, latest, blocked = self._touched(partitions)
@@ -420,8 +420,9 @@ class _Job:
         file groups a pending clustering or compaction rewrites. Read afresh, after this write's
         instant is requested and (on the DataFrame path) after the Spark action: a clustering a Hudi
         writer scheduled meanwhile is seen."""
+        partitions = sorted(partitions)
         _refuse_linked_partitions(self.storage, partitions)
-        state = read_table_state(self.storage, partitions=sorted(partitions))
+        state = read_table_state(self.storage, partitions=partitions)
         _refuse_bucket_index(state.metadata, (g.file_id for g in state.active_groups))
         blocked = set(state.metadata.pending_clustering) | set(state.metadata.pending_compaction)
         return state, _latest_base_files(state), blocked
@@ -619,7 +620,7 @@ def _lines(text: str) -> Iterable[str]:
 
 
 
-def _refuse_linked_partitions(storage: Storage, partitions: Iterable[str]) -> None:
+def _refuse_linked_partitions(storage: Storage, partitions: Sequence[str]) -> None:
     """Refuse a write into a partition folder reached through a symbolic link: the table's listings
     never enter one (`runner.hudi.view.list_partitions`), so its records could not be looked up,
     and an upsert would write a second copy of each."""
