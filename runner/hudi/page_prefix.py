@@ -43,14 +43,14 @@ from runner.hudi.parquet_ids import (
     M_DICTIONARY_PAGE,
     M_NUM_VALUES,
     P_COMPRESSED_SIZE,
-    P_DATA_V1,
     P_TYPE,
     P_UNCOMPRESSED_SIZE,
     R_NUM_ROWS,
     S_CHILDREN,
     S_REPETITION,
 )
-from runner.hudi.thrift_compact import I16, I32, I64, STRUCT, Struct, scan_struct
+from runner.hudi.parquet_pages import scan_page_header
+from runner.hudi.thrift_compact import Struct
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
@@ -187,24 +187,6 @@ class OldPages:
         return self._chunks[key]
 
 
-# Where `_int_fields` puts the offset of a page header's DataPageHeader (v1) struct.
-_V1_AT = -P_DATA_V1
-
-
-def _int_fields(data: bytes, offset: int) -> tuple[dict[int, int], int]:
-    """The integer fields of the struct at `offset` by id (and, under `_V1_AT`, where a page
-    header's DataPageHeader struct starts), and the offset after it; read without decoding the
-    rest (`scan_struct`: page statistics are never built)."""
-    fields, end = scan_struct(data, what="a page header", offset=offset)
-    found: dict[int, int] = {}
-    for fid, kind, value, start, _ in fields:
-        if kind in (I16, I32, I64) and isinstance(value, int):
-            found[fid] = value
-        elif fid == P_DATA_V1 and kind == STRUCT:
-            found[_V1_AT] = start
-    return found, end
-
-
 def _flat(meta: Struct) -> bool:
     elements = meta.get_list(F_SCHEMA)
     return all(isinstance(e, Struct) and not e.get_int(S_CHILDREN) and e.get_int(S_REPETITION) != _REPEATED
@@ -222,9 +204,8 @@ def _data_pages(data: bytes, chunk: ParsedChunk) -> list[_Page] | None:
     rows = uncompressed = 0
     try:
         while pos < end:
-            header, body = _int_fields(data, pos)
-            v1_at = header.get(_V1_AT)
-            v1 = {} if v1_at is None else _int_fields(data, v1_at)[0]
+            scanned = scan_page_header(data, pos, what="a page header")
+            header, v1, body = scanned.fields, scanned.v1(), scanned.end
             values, encoding = v1.get(1), v1.get(2)
             stored, raw = header.get(P_COMPRESSED_SIZE), header.get(P_UNCOMPRESSED_SIZE)
             if (header.get(P_TYPE) != DATA_PAGE or not values or values < 0 or encoding is None

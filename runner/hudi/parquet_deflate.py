@@ -69,6 +69,7 @@ from runner.hudi.parquet_ids import (
     R_TOTAL_COMPRESSED,
     ST_NULL_COUNT,
 )
+from runner.hudi.parquet_pages import scan_page_header
 from runner.hudi.thrift_compact import (
     I32,
     I64,
@@ -79,7 +80,6 @@ from runner.hudi.thrift_compact import (
     Value,
     decode_struct,
     encode_struct,
-    scan_struct,
     zigzag_varint,
 )
 
@@ -506,16 +506,15 @@ def _chunk_pages(data: memoryview, chunk: Struct) -> _ChunkPages:
 def _page_header(data: memoryview, pos: int) -> _PageHeader:
     """The page header at `pos`: its type, body size (uncompressed, so both sizes are one) and where
     its compressed size is encoded."""
-    fields, end = scan_struct(data, what=_WHAT, offset=pos)
-    found = {fid: (value, start, stop) for fid, _, value, start, stop in fields}
-    values = [found.get(f, (None, 0, 0))[0] for f in (P_TYPE, P_UNCOMPRESSED_SIZE, P_COMPRESSED_SIZE)]
-    if any(not isinstance(v, int) or isinstance(v, bool) for v in values):
+    scanned = scan_page_header(data, pos, what=_WHAT)
+    values = [scanned.fields.get(f) for f in (P_TYPE, P_UNCOMPRESSED_SIZE, P_COMPRESSED_SIZE)]
+    if any(v is None for v in values):
         raise AssertionError("Arrow left out a required page header field")
     kind, raw_size, size = cast(list[int], values)
     if raw_size != size or size < 0:
         raise AssertionError(f"an uncompressed page of sizes {raw_size} and {size}")
-    _, start, stop = found[P_COMPRESSED_SIZE]
-    return _PageHeader(data[pos:end], kind, size, (start - pos, stop - pos), P_CRC in found)
+    start, stop = scanned.spans[P_COMPRESSED_SIZE]
+    return _PageHeader(data[pos:scanned.end], kind, size, (start - pos, stop - pos), P_CRC in scanned.fields)
 
 
 def _int(struct: Struct | None, field_id: int) -> int:
