@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +12,15 @@ import pytest
 
 from runner.errors import RunnerError
 from runner.hudi.mdt.drift import compare
-from runner.hudi.mdt.reader import read_files_listing, read_metadata_table, read_partition, read_partition_schema
+from runner.hudi.mdt.reader import (
+    FilesListing,
+    _combine,
+    read_files_listing,
+    read_metadata_table,
+    read_partition,
+    read_partition_schema,
+)
+from runner.hudi.mdt.records import FILE_LIST, file_entries
 from runner.hudi.mdt.view import valid_instants
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.hudi.timeline import Timeline
@@ -134,6 +144,44 @@ def test_a_committed_file_missing_from_the_mdt_shows_as_present_but_unlisted(
     drift = compare(read_files_listing(storage, read_table_metadata(storage)), read_table_state(storage))
     assert drift.present_but_unlisted
     assert not drift.listed_but_absent
+
+
+def test_compare_reports_each_kind_of_drift_by_partition(mdt_tables: dict[str, Path]) -> None:
+    """Drift found partition by partition: a partition the MDT does not name, one it lists no files
+    for, and a listed file storage lacks (reported unless a pending write owns it)."""
+    storage = storage_for(str(mdt_tables[F9]))
+    state = read_table_state(storage)
+    listing = read_files_listing(storage, state.metadata)
+    first, *_ = sorted(listing.files)
+    unnamed = FilesListing(listing.partitions - {first}, listing.files, listing.schema)
+    assert compare(unnamed, state).partitions_unlisted == (first,)
+    stored = sorted(f"{first}/{name}" for g in state.file_groups if g.partition == first
+                    for s in g.slices for name in s.file_names)
+    emptied = FilesListing(listing.partitions, {p: f for p, f in listing.files.items() if p != first}, listing.schema)
+    assert compare(emptied, state).present_but_unlisted == tuple(stored)
+    ghosts = {**listing.files, "nowhere": {"a.parquet": 1, "b.parquet": 2}}
+    drift = compare(FilesListing(listing.partitions, ghosts, listing.schema), state)
+    assert drift.listed_but_absent == ("nowhere/a.parquet", "nowhere/b.parquet")
+    pending = dataclasses.replace(state, uncommitted_files=("nowhere/b.parquet",))
+    assert compare(FilesListing(listing.partitions, ghosts, listing.schema), pending).listed_but_absent == (
+        "nowhere/a.parquet",)
+
+
+def test_merging_file_lists_keeps_the_larger_size_and_the_newest_tombstone() -> None:
+    """Log blocks merge in order: a name deleted then added again is live, a deletion wins over an
+    older size, the larger of two live sizes is kept (a retried append), and the older record is
+    left as it was (the merged one may share its entries)."""
+    def listing(**files: tuple[int, bool]) -> dict[str, object]:
+        return {"key": "p", "type": FILE_LIST,
+                "filesystemMetadata": {n: {"size": s, "isDeleted": d} for n, (s, d) in files.items()}}
+
+    older = listing(a=(10, False), b=(5, False), c=(7, False))
+    before = copy.deepcopy(older)
+    merged = _combine(older, listing(a=(8, False), b=(0, True), d=(3, False)))
+    merged = _combine(merged, listing(b=(6, False), c=(0, True)))
+    assert file_entries(merged) == {"a": (10, False), "b": (6, False), "c": (0, True), "d": (3, False)}
+    assert older == before
+    assert merged["type"] == FILE_LIST
 
 
 def test_blocks_of_a_pending_data_instant_are_ignored(mdt_tables: dict[str, Path], tmp_path: Path) -> None:

@@ -44,17 +44,23 @@ class Drift:
 
 def compare(listing: FilesListing, state: TableState) -> Drift:
     """Compare the MDT listing with a fully listed table state."""
-    in_storage = {
-        relative_path(group.partition, name)
-        for group in state.file_groups
-        for file_slice in group.slices
-        for name in file_slice.file_names
-    }
+    # Partition by partition, by file name: paths are built only for the files that differ (planning
+    # runs this on every plan of an MDT table, over every file of the partitions it plans).
+    in_storage: dict[str, set[str]] = {}
+    for group in state.file_groups:
+        names = in_storage.setdefault(group.partition, set())
+        for file_slice in group.slices:
+            names.update(file_slice.file_names)
     uncommitted = set(state.uncommitted_files)
-    in_mdt = {relative_path(partition, name) for partition, names in listing.files.items() for name in names}
-    storage_partitions = {group.partition for group in state.file_groups}
+    absent: list[str] = []
+    unlisted: list[str] = []
+    for partition in listing.files.keys() | in_storage.keys():
+        listed = listing.files.get(partition, {}).keys()
+        stored = in_storage.get(partition, set())
+        absent.extend(path for name in listed - stored if (path := relative_path(partition, name)) not in uncommitted)
+        unlisted.extend(relative_path(partition, name) for name in stored - listed)
     return Drift(
-        listed_but_absent=tuple(sorted(in_mdt - in_storage - uncommitted)),
-        present_but_unlisted=tuple(sorted(in_storage - in_mdt)),
-        partitions_unlisted=tuple(sorted(storage_partitions - listing.partitions)),
+        listed_but_absent=tuple(sorted(absent)),
+        present_but_unlisted=tuple(sorted(unlisted)),
+        partitions_unlisted=tuple(sorted(in_storage.keys() - listing.partitions)),
     )

@@ -222,13 +222,19 @@ def _apply_cells(
 def _combine(older: rec.MetadataRecord, newer: rec.MetadataRecord) -> rec.MetadataRecord:
     if newer["type"] not in (rec.PARTITION_LIST, rec.FILE_LIST):
         return newer
-    combined = rec.file_entries(older)
-    for name, (size, deleted) in rec.file_entries(newer).items():
-        if deleted:
+    # The older map is copied, not converted: a partition's listing is merged once per log block,
+    # so converting all of it each time made reading the listing quadratic in its blocks. Entries
+    # are replaced, never changed in place, so the copy may share the older record's.
+    combined = dict(older.get("filesystemMetadata") or {})
+    for name, info in (newer.get("filesystemMetadata") or {}).items():
+        if info["isDeleted"]:
             # Hudi drops the name, but keeps the tombstone when nothing older listed it, since the
             # older listing may still come from the base file; for one ordered pass both agree.
-            combined[name] = (0, True)
+            combined[name] = {"size": 0, "isDeleted": True}
         else:
+            size = int(info["size"])
             previous = combined.get(name)
-            combined[name] = (max(size, previous[0]) if previous and not previous[1] else size, False)
-    return {**newer, **rec.file_list_record(combined, record_type=newer["type"])}
+            if previous is not None and not previous["isDeleted"]:
+                size = max(size, int(previous["size"]))
+            combined[name] = {"size": size, "isDeleted": False}
+    return {**newer, "key": "", "type": newer["type"], "filesystemMetadata": combined}
