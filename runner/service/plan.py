@@ -14,6 +14,7 @@ from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
 from runner.declarations.schema import SCHEMA_DIR
 from runner.errors import PlanError, RunnerError
+from runner.execute.clean import check_recordable
 from runner.plan.model import FORMAT_VERSION, Plan, TablePlan, TableStatus
 from runner.planner import plan_one
 from runner.service.locations import guarded_location, instant_text, offset_text, plan_moment, plan_project
@@ -49,7 +50,11 @@ def _plan_or_error(project: Project, decl: TableDeclaration, now: datetime) -> T
     fingerprint = declaration_fingerprint(decl)
     try:
         real = guarded_location(project, decl)
-        planned = plan_one(replace(decl, path=real), storage_for(real), now=now)
+        storage = storage_for(real)
+        planned = plan_one(replace(decl, path=real), storage, now=now)
+        if planned.clean is not None and not planned.clean.is_empty:
+            # Apply checks these before recording the clean; the plan must not show it as work.
+            check_recordable(planned.clean, storage)
         return replace(planned, path=decl.path, declaration_fingerprint=fingerprint)
     except RunnerError as error:
         return TablePlan(decl.name, decl.path, TableStatus.ERROR, error=error.to_json(),

@@ -37,7 +37,7 @@ def _table(tmp_path: Path, *, link: int) -> tuple[Path, Path, Path]:
 
 
 def test_plan_refuses_a_table_whose_clean_would_delete_a_file_linked_out_of_it(tmp_path, capsys):
-    table, root, moved = _table(tmp_path, link=0)
+    _, root, moved = _table(tmp_path, link=0)
 
     code = main(["plan", "--project-dir", str(root), "--format", "json"])
 

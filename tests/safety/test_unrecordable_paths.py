@@ -51,7 +51,7 @@ def test_plan_refuses_a_clean_apply_could_not_record_naming_the_partition(tmp_pa
     assert "hh=10:00" in message and "URI" in message, message
 
 
-def test_a_colon_partition_with_nothing_to_clean_leaves_the_rest_of_the_table_maintained(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_colon_partition_with_nothing_to_clean_leaves_the_rest_maintained(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     table = tmp_path / "t"
     builder = TableBuilder(table, name="t", partitions=["hh=10:00", "hh=11"])
     builder.commit(writes=1)
