@@ -82,6 +82,8 @@ def _incremental_blocker(meta: TableMetadata) -> str | None:
         return f"the latest completed clean {newest_empty} is empty"
     if not clean.earliest_commit_to_retain.strip():
         return f"the last clean {clean_instant.time} recorded no earliest commit to retain"
+    if not clean.earliest_commit_to_retain.strip("0"):
+        return f"the last clean {clean_instant.time} deleted less than a fresh plan would (a narrowed saved plan)"
     start = meta.timeline.earliest_write
     if start is None or InstantTime(clean.earliest_commit_to_retain) < start:
         return "the last clean's earliest commit to retain has been archived"
