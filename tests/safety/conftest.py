@@ -63,3 +63,27 @@ def new_row(builder: TableBuilder) -> pa.Table:
 def files_written_at(table: Path, time: InstantTime) -> list[str]:
     """The base files instant `time` wrote, relative to the table."""
     return sorted(str(p.relative_to(table)) for p in table.rglob(f"*_{time}.parquet"))
+
+
+def archive_as_hudi_may(table: Path) -> list[str]:
+    """Remove every completed replacecommit Hudi's archiver may archive after the last clean: those
+    before the clean plan's earliest instant to retain, or before the clean itself when it records
+    none. Returns their times."""
+    from runner.hudi.metadata import decode_clean_plan
+    from runner.hudi.state import read_table_metadata
+    from runner.storage import storage_for
+
+    storage = storage_for(str(table))
+    meta = read_table_metadata(storage)
+    last = max((i for i in meta.timeline.instants if i.action.value == "clean" and i.is_completed),
+               key=lambda i: i.time)
+    requested = table / ".hoodie" / f"{last.time}.clean.requested"
+    plan = decode_clean_plan(requested.read_bytes(), path=str(requested), base_path=str(table))
+    bound = plan.earliest_instant_to_retain.timestamp if plan.earliest_instant_to_retain else str(last.time)
+    archived = []
+    for instant in meta.timeline.instants:
+        if instant.action.value == "replacecommit" and instant.is_completed and instant.time < bound:
+            archived.append(str(instant.time))
+            for f in (table / ".hoodie").glob(f"{instant.time}.replacecommit*"):
+                f.unlink()
+    return archived

@@ -14,12 +14,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner.hudi.metadata import decode_clean_plan
 from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from runner.testing.tables import TableBuilder
 from tests.execute.conftest import oracle_snapshot
-from tests.safety.conftest import apply_json, saved_plan
+from tests.safety.conftest import apply_json, archive_as_hudi_may, saved_plan
 
 
 def _project(table: Path, root: Path) -> Path:
@@ -29,26 +28,6 @@ def _project(table: Path, root: Path) -> Path:
         f"name: t\npath: {table}\nclean: {{policy: KEEP_LATEST_COMMITS, commits_retained: 1}}\n"
         "file_sizing: {small_file_limit: 0}\n")
     return root
-
-
-def _archive_as_hudi_may(table: Path) -> list[str]:
-    """Remove every completed replacecommit Hudi's archiver may archive after the last clean: those
-    before the clean plan's earliest instant to retain, or before the clean itself when it records
-    none. Returns their times."""
-    storage = storage_for(str(table))
-    meta = read_table_metadata(storage)
-    last = max((i for i in meta.timeline.instants if i.action.value == "clean" and i.is_completed),
-               key=lambda i: i.time)
-    requested = table / ".hoodie" / f"{last.time}.clean.requested"
-    plan = decode_clean_plan(requested.read_bytes(), path=str(requested), base_path=str(table))
-    bound = plan.earliest_instant_to_retain.timestamp if plan.earliest_instant_to_retain else str(last.time)
-    archived = []
-    for instant in meta.timeline.instants:
-        if instant.action.value == "replacecommit" and instant.is_completed and instant.time < bound:
-            archived.append(str(instant.time))
-            for f in (table / ".hoodie").glob(f"{instant.time}.replacecommit*"):
-                f.unlink()
-    return archived
 
 
 def _clustered_table(tmp_path: Path) -> tuple[Path, Path]:
@@ -79,7 +58,7 @@ def test_a_narrowed_clean_never_lets_hudi_archive_the_replacecommit_hiding_the_g
     assert code == 0, report
     assert report["tables"][0]["files_deleted"] == 1
     assert all((table / f["path"]).exists() for f in kept)
-    _archive_as_hudi_may(table)
+    archive_as_hudi_may(table)
     assert oracle_snapshot(table)[1] == rows  # no record read twice
 
 
@@ -100,5 +79,5 @@ def test_the_next_clean_after_a_narrowed_one_lists_every_partition_and_reclaims_
     assert report["tables"][0]["files_deleted"] == 2
     meta = read_table_metadata(storage_for(str(table)))
     assert meta.last_clean is not None and meta.last_clean[1].earliest_commit_to_retain  # a real bound again
-    assert _archive_as_hudi_may(table)  # every replaced file gone: now Hudi may, and readers see no change
+    assert archive_as_hudi_may(table)  # every replaced file gone: now Hudi may, and readers see no change
     assert oracle_snapshot(table)[1] == rows
