@@ -18,6 +18,7 @@ from runner.allocation import bulk_allocation
 from runner.errors import RefusedError
 from runner.execute.paths import partition_path, plain_paths_in, relativize
 from runner.failpoints import failpoint
+from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import (
     ActionInstant,
@@ -178,6 +179,58 @@ def refuse_scheme_partitions(step: CleanStep, base_uri: str) -> None:
                 hint="rewrite its records into partitions whose first value holds no ':' (Hudi cannot use this "
                 "one either; URL-encoded partition paths write it as %3A), then plan again.",
             )
+
+
+def refuse_replaced_behind_links(storage: Storage, replaced: Mapping[tuple[str, str], InstantTime],
+                                 step: CleanStep) -> None:
+    """Refuse a clean whose bound would let Hudi's archiver drop a replacecommit whose replaced
+    groups still hold files in a partition folder reached through a symbolic link.
+
+    Such a partition is never listed, so the clean leaves those groups' files; but Hudi's archiver
+    takes every group replaced before the last clean's earliest commit to retain (before the clean
+    itself when it records none) for cleaned, and may archive the replacecommit, after which readers
+    (which follow links) read the replaced groups beside the ones that replaced them. A linked
+    folder is only read here (its names), never entered for a plan.
+
+    Raises:
+        RefusedError: naming the partition and the replacecommit; nothing was written.
+    """
+    linked = getattr(storage, "through_link", None)
+    if linked is None or step.is_empty:
+        return
+    ectr = step.earliest_commit_to_retain
+    behind: dict[str, dict[str, InstantTime]] = {}
+    for (partition, file_id), replaced_at in replaced.items():
+        if ectr is None or replaced_at < ectr.time:
+            behind.setdefault(partition, {})[file_id] = replaced_at
+    for partition in sorted(behind):
+        if not linked(partition):
+            continue
+        ids = behind[partition]
+        left = sorted({ids[fid] for info in storage.list_dir(partition) if not info.is_dir
+                       if (fid := _file_id_of(info.path)) in ids})
+        if left:
+            bound = f"earliest commit to retain {ectr.time}" if ectr else "no earliest commit to retain"
+            raise RefusedError(
+                f"table {storage.uri}: the clean would record {bound}, past replacecommit {left[0]}, whose "
+                f"replaced file groups in partition {partition!r} still hold files; that partition's folder is "
+                "a symbolic link, which the runner never lists or cleans, and once the clean is recorded Hudi's "
+                "archiver may archive the replacecommit, after which readers read those groups' records again "
+                "beside the ones that replaced them; expected no replaced groups left behind a link; nothing was "
+                "deleted or recorded",
+                hint="move the partition's folder back into the table (the clean then deletes the replaced "
+                "groups), or let Hudi's own cleaner clean this table.",
+            )
+
+
+def _file_id_of(path: str) -> str | None:
+    """The file id a data file's name gives (base or log), or None for any other name."""
+    name = path.rsplit("/", 1)[-1]
+    base = BaseFile.parse(name, 0)
+    if base is not None:
+        return base.file_id
+    log = LogFile.parse(name, 0)
+    return log.file_id if log is not None else None
 
 
 def refuse_links_out(storage: Storage, paths: Sequence[str], what: str) -> None:
