@@ -55,7 +55,7 @@ def test_the_writer_refuses_a_table_kept_in_another_format(tmp_path):
         + "table: {type: COPY_ON_WRITE, record_key: [id], partition_by: [p], precombine_field: ts}\n")
     before = digest(table)
 
-    with pytest.raises(RunnerError, match="hoodie.table.format"):
+    with pytest.raises(RunnerError, match=r"hoodie\.table\.format"):
         runner.write(new_row(builder), "t", project_dir=root)
 
     assert digest(table) == before
