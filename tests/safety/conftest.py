@@ -70,7 +70,8 @@ def archive_as_hudi_may(table: Path) -> list[str]:
     replaced groups allows (`ClusteringUtils.getEarliestInstantToRetainForClustering`): every
     completed write requested before the first replacecommit or clustering at or after the last
     clean plan's earliest instant to retain (the clean's own time when it records none), bar the
-    last completed write. Their instant files go, so files they wrote count as archived, hence committed. Returns their times."""
+    last completed write. Their instant files go, so files they wrote count as archived, hence
+    committed. Returns their times."""
     from runner.hudi.instant import Action
     from runner.hudi.metadata import decode_clean_plan
     from runner.hudi.state import read_table_metadata
