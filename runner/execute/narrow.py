@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from runner.errors import RefusedError, RequirementFailed
 from runner.execute.paths import partition_path, table_relative
-from runner.hudi.instant import Action, Instant, InstantTime, State
+from runner.plan.clean import BEFORE_THE_TIMELINE
 from runner.plan.model import TablePlan
 from runner.plan.sizing import BLOCKED_NOTE_PREFIXES
 from runner.plan.steps import (
@@ -47,7 +47,7 @@ NARROWED_NOTE = (
 # their records twice (`ClusteringUtils.getEarliestInstantToRetainForClustering`). An instant before
 # every other keeps each replacecommit, and reads as an archived bound to Hudi's incremental
 # cleaning and to ours (`runner.plan.clean`), which then list every partition.
-NARROWED_ECTR = Instant(InstantTime("0" * 17), Action.COMMIT, State.COMPLETED)
+NARROWED_ECTR = BEFORE_THE_TIMELINE
 
 
 def narrow(saved: TablePlan, fresh: TablePlan, *, exists: Callable[[str], bool]) -> TablePlan:
