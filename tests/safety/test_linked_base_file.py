@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 from runner.cli import main
@@ -88,3 +89,37 @@ def test_a_file_linked_to_another_place_inside_the_table_is_cleaned_as_a_link(tm
 
     assert code == 0, report
     assert not oldest.is_symlink() and kept.exists()
+
+
+def test_plan_refuses_a_pending_clean_that_would_delete_a_file_linked_out_of_the_table(tmp_path, capsys):
+    """A pending clean (Hudi's, or an interrupted apply's) is finished by apply after it checked
+    the clean's paths; one naming a linked file was shown by plan as work, then refused by every
+    apply."""
+    from runner.declarations.loader import load_project
+    from runner.execute.clean import to_plan
+    from runner.hudi.metadata import encode_clean_plan
+    from runner.planner import plan_one
+    from runner.storage import storage_for
+
+    table = tmp_path / "t"
+    builder = TableBuilder(table, name="t", partitions=["p=a"])
+    builder.commit(writes=1)
+    builder.commit(updates=1)
+    root = project_for(table, tmp_path / "project")
+    (decl,) = load_project(root).tables
+    planned = plan_one(decl, storage_for(str(table)), now=datetime.now(UTC))
+    assert planned.clean is not None and len(planned.clean.files_to_delete) == 1
+    (table / ".hoodie" / "20260101000005000.clean.requested").write_bytes(
+        encode_clean_plan(to_plan(planned.clean, str(table))))
+    victim = table / planned.clean.files_to_delete[0].path
+    moved = tmp_path / "other_disk" / victim.name
+    moved.parent.mkdir()
+    shutil.move(str(victim), str(moved))
+    os.symlink(moved, victim)
+
+    code = main(["plan", "--project-dir", str(root), "--format", "json"])
+
+    (shown,) = json.loads(capsys.readouterr().out)["tables"]
+    assert code == 1, shown
+    message = shown["error"]["message"]
+    assert "20260101000005000" in message and victim.name in message and str(moved) in message, message
