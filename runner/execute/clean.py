@@ -30,7 +30,7 @@ from runner.hudi.metadata import (
     encode_clean_plan,
 )
 from runner.hudi.pending_writes import read_pending_writes
-from runner.hudi.state import read_timeline
+from runner.hudi.state import read_table_metadata, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter
 from runner.plan.clean import SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
@@ -149,6 +149,20 @@ def check_recordable(step: CleanStep, storage: Storage) -> None:
         listed.setdefault(f.partition, []).append(root + f.path)
     _checked_paths(listed, step.partitions_to_delete, storage.uri)
     refuse_links_out(storage, [f.path for f in step.files_to_delete], "the clean")
+
+
+def check_pending_recordable(storage: Storage, instants: Iterable[str]) -> None:
+    """`check_recordable` for the pending cleans apply would finish (`instants`): their plans'
+    paths pass `files_of`, and none of their files is a symbolic link out of the table.
+
+    Raises:
+        RefusedError: naming the pending clean and the path; nothing was written.
+    """
+    wanted = set(instants)
+    for instant, plan in read_table_metadata(storage).pending_cleans:
+        if plan is not None and str(instant.time) in wanted:
+            files = files_of(plan, storage.uri)
+            refuse_links_out(storage, [p for paths in files.values() for p in paths], f"pending clean {instant.time}")
 
 
 def refuse_scheme_partitions(step: CleanStep, base_uri: str) -> None:
