@@ -11,6 +11,7 @@ from datetime import datetime
 
 from runner.allocation import bulk_allocation
 from runner.declarations.model import MetadataTableMode, TableDeclaration
+from runner.execute.clean import refuse_replaced_behind_links
 from runner.hudi.pending_undo import refuse_pending_undo
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
 from runner.plan.build import metadata_table_mode, plan_table
@@ -44,4 +45,7 @@ def _plan_one(decl: TableDeclaration, storage: Storage, *, now: datetime,
             from runner.hudi.mdt.check import listing_problems
 
             refusals = tuple(listing_problems(storage, state))
-    return plan_table(decl, state, scope, refusals, explain=explain)
+    plan = plan_table(decl, state, scope, refusals, explain=explain)
+    if plan.clean is not None:
+        refuse_replaced_behind_links(storage, meta.replaced, plan.clean)
+    return plan

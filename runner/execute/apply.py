@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Any
 from runner.allocation import bulk_allocation, collecting
 from runner.declarations.model import SparkSettings, TableDeclaration
 from runner.errors import RefusedError, RequirementFailed, RunnerError
-from runner.execute.clean import CleanOutcome, CleanRunner, Deleter, HistoryCheck, files_of
+from runner.execute.clean import (
+    CleanOutcome,
+    CleanRunner,
+    Deleter,
+    HistoryCheck,
+    files_of,
+    refuse_links_out,
+    refuse_scheme_partitions,
+)
 from runner.execute.metadata_table import disable_metadata_table
 from runner.execute.narrow import PendingClean, narrow, refuse_unreviewed
 from runner.execute.paths import partition_path
@@ -314,6 +322,7 @@ def _clean(step: Clean, run: _Run) -> None:
         if narrowed is None:
             return
         step = narrowed
+    refuse_scheme_partitions(step, run.storage.uri)  # as `runner plan` refuses it, in the table's terms
     _, timeline, _ = read_timeline(run.storage)
     start = new_instant_time(timeline, clock=run.clock(), table_timezone=run.meta.config.timezone)
     inflight, clean_plan = run.cleaner.start(start, step)
@@ -372,6 +381,7 @@ def _refuse_needed_files(storage: Storage, meta: TableMetadata, instant: str, pl
     """
     files = files_of(plan, storage.uri)
     _refuse_nested_tables(storage, instant, [*files, *plan.partitions_to_delete])
+    refuse_links_out(storage, [p for paths in files.values() for p in paths], f"pending clean {instant}")
     listed = {path for paths in files.values() for path in paths}
     state = read_table_state(storage, partitions=[partition_path(p) for p in files], metadata=meta)
     protected = Protection(state)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -85,6 +85,10 @@ class AttemptStorage:
     def through_link(self, path: str) -> bool:
         linked = getattr(self.inner, "through_link", None)
         return bool(linked is not None and linked(path))
+
+    def links_out(self, paths: Iterable[str]) -> list[tuple[str, str]]:
+        linked = getattr(self.inner, "links_out", None)
+        return [] if linked is None else linked(paths)
 
     def read(self, path: str) -> bytes:
         return self.inner.read(path)

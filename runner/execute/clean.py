@@ -18,6 +18,7 @@ from runner.allocation import bulk_allocation
 from runner.errors import RefusedError
 from runner.execute.paths import partition_path, plain_paths_in, relativize
 from runner.failpoints import failpoint
+from runner.hudi.files import BaseFile, LogFile
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.metadata import (
     ActionInstant,
@@ -29,7 +30,7 @@ from runner.hudi.metadata import (
     encode_clean_plan,
 )
 from runner.hudi.pending_writes import read_pending_writes
-from runner.hudi.state import read_timeline
+from runner.hudi.state import read_table_metadata, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter
 from runner.plan.clean import SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
@@ -93,38 +94,179 @@ def files_of(plan: CleanPlan, base_uri: str) -> dict[str, list[str]]:
         RefusedError: a path outside the table, in `.hoodie`, not a Hudi data file, not in the
             partition it is listed under, or listed twice; nothing is deleted.
     """
+    listed = {partition: [info.file_path for info in infos if not info.is_bootstrap_base_file]
+              for partition, infos in plan.file_paths_to_delete.items()}
+    return _checked_paths(listed, plan.partitions_to_delete, base_uri)
+
+
+def _checked_paths(listed: Mapping[str, list[str]], partitions_to_delete: Iterable[str],
+                   base_uri: str) -> dict[str, list[str]]:
+    """`files_of` from each partition's fully qualified paths."""
     files: dict[str, list[str]] = {}
     seen: set[str] = set()
-    for partition, infos in plan.file_paths_to_delete.items():
+    for partition, full_paths in listed.items():
         folder = partition_path(partition, what="clean plan partition")
-        full_paths = [info.file_path for info in infos if not info.is_bootstrap_base_file]
         batch = plain_paths_in(base_uri, folder, full_paths)  # the common case, checked a partition at once
         if batch is not None and len(fresh := set(batch)) == len(batch) and seen.isdisjoint(fresh):
             seen |= fresh
             if batch:
                 files.setdefault(partition, []).extend(batch)
             continue
-        for info in infos:  # path by path, with the full checks and their messages
-            if info.is_bootstrap_base_file:
-                continue
+        for full_path in full_paths:  # path by path, with the full checks and their messages
             # The expected folder lets a plain `<folder>/<data file>` skip the full normalisation;
             # anything else still takes it, and is refused just below if it lies elsewhere.
-            path = relativize(base_uri, info.file_path, folder=folder)
+            path = relativize(base_uri, full_path, folder=folder)
             if path.rpartition("/")[0] != folder:
                 raise RefusedError(
-                    f"clean plan lists {info.file_path!r} under partition {partition!r}, but the file lies in "
+                    f"clean plan lists {full_path!r} under partition {partition!r}, but the file lies in "
                     f"{path.rpartition('/')[0]!r}; nothing was deleted",
                     hint="check who wrote this clean plan.",
                 )
             if path in seen:
-                raise RefusedError(f"clean plan lists {info.file_path!r} twice; nothing was deleted",
+                raise RefusedError(f"clean plan lists {full_path!r} twice; nothing was deleted",
                                    hint="check who wrote this clean plan.")
             seen.add(path)
             files.setdefault(partition, []).append(path)
-    for partition in plan.partitions_to_delete:
+    for partition in partitions_to_delete:
         if not partition_path(partition, what="clean plan partition to delete"):
             raise RefusedError("refusing to delete the table root as a partition; nothing was deleted")
     return files
+
+
+def check_recordable(step: CleanStep, storage: Storage) -> None:
+    """Refuse, when planning, a clean that apply would refuse to record or carry out: its paths
+    fail `files_of` (a partition whose first folder holds ':', which Hudi's paths read as a URI
+    scheme), or a file it deletes is a symbolic link out of the table (`refuse_links_out`). Plan
+    shows what apply will do; such a clean would otherwise be shown as work and fail every apply.
+
+    Raises:
+        RefusedError: naming the path and why; nothing was written.
+    """
+    refuse_scheme_partitions(step, storage.uri)
+    root = qualify(storage.uri, "")
+    listed: dict[str, list[str]] = {}
+    for f in step.files_to_delete:
+        listed.setdefault(f.partition, []).append(root + f.path)
+    _checked_paths(listed, step.partitions_to_delete, storage.uri)
+    refuse_links_out(storage, [f.path for f in step.files_to_delete], "the clean")
+
+
+def check_pending_recordable(storage: Storage, instants: Iterable[str]) -> None:
+    """`check_recordable` for the pending cleans apply would finish (`instants`): their plans'
+    paths pass `files_of`, and none of their files is a symbolic link out of the table.
+
+    Raises:
+        RefusedError: naming the pending clean and the path; nothing was written.
+    """
+    wanted = set(instants)
+    for instant, plan in read_table_metadata(storage).pending_cleans:
+        if plan is not None and str(instant.time) in wanted:
+            files = files_of(plan, storage.uri)
+            refuse_links_out(storage, [p for paths in files.values() for p in paths], f"pending clean {instant.time}")
+
+
+def refuse_scheme_partitions(step: CleanStep, base_uri: str) -> None:
+    """Refuse a clean of a partition whose first folder holds ':' (`hh=10:00`, written by another
+    writer or an older runner): Hudi's paths read the text before it as a URI scheme, so a clean
+    plan naming it could be neither read by Hudi nor checked by apply (`files_of`). Said here in
+    the table's terms, before `files_of` would refuse it as a forged plan path. One test per
+    partition, not per file.
+
+    Raises:
+        RefusedError: naming the partition and how many of its files the clean would delete.
+    """
+    counts: dict[str, int] = {}
+    for f in step.files_to_delete:
+        counts[f.partition] = counts.get(f.partition, 0) + 1
+    for partition in step.partitions_to_delete:
+        counts.setdefault(partition, 0)
+    for partition, count in sorted(counts.items()):
+        first = partition.split("/", 1)[0]
+        if ":" in first:
+            folder_too = " and the folder" if partition in step.partitions_to_delete else ""
+            raise RefusedError(
+                f"table {base_uri}: the clean would delete {count} file(s){folder_too} of partition "
+                f"{partition!r}, whose first folder holds ':'; "
+                f"Hudi's paths read {first.split(':', 1)[0]!r} before it as a URI scheme, so a clean plan naming "
+                "the partition could not be read by Hudi or checked by apply; expected no ':' in the first "
+                "partition folder; nothing was deleted or recorded",
+                hint="rewrite its records into partitions whose first value holds no ':' (Hudi cannot use this "
+                "one either; URL-encoded partition paths write it as %3A), then plan again.",
+            )
+
+
+def refuse_replaced_behind_links(storage: Storage, replaced: Mapping[tuple[str, str], InstantTime],
+                                 step: CleanStep) -> None:
+    """Refuse a clean whose bound would let Hudi's archiver drop a replacecommit whose replaced
+    groups still hold files in a partition folder reached through a symbolic link.
+
+    Such a partition is never listed, so the clean leaves those groups' files; but Hudi's archiver
+    takes every group replaced before the last clean's earliest commit to retain (before the clean
+    itself when it records none) for cleaned, and may archive the replacecommit, after which readers
+    (which follow links) read the replaced groups beside the ones that replaced them. A linked
+    folder is only read here (its names), never entered for a plan.
+
+    Raises:
+        RefusedError: naming the partition and the replacecommit; nothing was written.
+    """
+    linked = getattr(storage, "through_link", None)
+    if linked is None or step.is_empty:
+        return
+    ectr = step.earliest_commit_to_retain
+    behind: dict[str, dict[str, InstantTime]] = {}
+    for (partition, file_id), replaced_at in replaced.items():
+        if ectr is None or replaced_at < ectr.time:
+            behind.setdefault(partition, {})[file_id] = replaced_at
+    for partition in sorted(behind):
+        if not linked(partition):
+            continue
+        ids = behind[partition]
+        left = sorted({ids[fid] for info in storage.list_dir(partition) if not info.is_dir
+                       if (fid := _file_id_of(info.path)) in ids})
+        if left:
+            bound = f"earliest commit to retain {ectr.time}" if ectr else "no earliest commit to retain"
+            raise RefusedError(
+                f"table {storage.uri}: the clean would record {bound}, past replacecommit {left[0]}, whose "
+                f"replaced file groups in partition {partition!r} still hold files; that partition's folder is "
+                "a symbolic link, which the runner never lists or cleans, and once the clean is recorded Hudi's "
+                "archiver may archive the replacecommit, after which readers read those groups' records again "
+                "beside the ones that replaced them; expected no replaced groups left behind a link; nothing was "
+                "deleted or recorded",
+                hint="move the partition's folder back into the table (the clean then deletes the replaced "
+                "groups), or let Hudi's own cleaner clean this table.",
+            )
+
+
+def _file_id_of(path: str) -> str | None:
+    """The file id a data file's name gives (base or log), or None for any other name."""
+    name = path.rsplit("/", 1)[-1]
+    base = BaseFile.parse(name, 0)
+    if base is not None:
+        return base.file_id
+    log = LogFile.parse(name, 0)
+    return log.file_id if log is not None else None
+
+
+def refuse_links_out(storage: Storage, paths: Sequence[str], what: str) -> None:
+    """Refuse deleting files that are symbolic links out of the table: the store refuses each such
+    delete, so a clean naming one could never complete as recorded, and removing only the link
+    would not reclaim what the plan shows (the file lives elsewhere, perhaps another table's).
+
+    Raises:
+        RefusedError: naming the first such file and where it leads; nothing was deleted.
+    """
+    linked = getattr(storage, "links_out", None)
+    found = linked(paths) if linked is not None and paths else []
+    if found:
+        path, real = found[0]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise RefusedError(
+            f"table {storage.uri}: {what} would delete {path}{more}, which is a symbolic link to {real}, "
+            "outside the table; expected a data file inside the table, since the runner never deletes "
+            "through a link out of it; nothing was deleted or recorded",
+            hint="move the file back into the table in place of the link (or remove the link yourself, "
+            "if what it leads to is not this table's data), then plan again.",
+        )
 
 
 def _tally(outcomes: Iterable[DeleteResult]) -> tuple[list[str], int, list[str]]:
@@ -195,6 +337,8 @@ class CleanRunner:
             # `finish` checks every path again; a path it would refuse must stop the clean before it
             # is recorded, or the refused clean stays pending (and Hudi's cleaner would run it).
             self._checked[time_] = files_of(plan, self.storage.uri)
+            refuse_links_out(self.storage, [p for paths in self._checked[time_].values() for p in paths],
+                             f"clean {time_}")
         self.writer.requested(time_, Action.CLEAN, data)
         failpoint("after_clean_requested")
         inflight = self.writer.inflight(time_, Action.CLEAN, data)

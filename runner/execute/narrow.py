@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from runner.errors import RefusedError, RequirementFailed
 from runner.execute.paths import partition_path, table_relative
+from runner.plan.clean import BEFORE_THE_TIMELINE
 from runner.plan.model import TablePlan
 from runner.plan.sizing import BLOCKED_NOTE_PREFIXES
 from runner.plan.steps import (
@@ -35,9 +36,18 @@ from runner.shortlist import shortlist
 _HINT = "re-create the plan with `runner plan` rather than editing it."
 
 NARROWED_NOTE = (
-    "the saved plan deletes less than a fresh plan would, so the clean records no earliest commit to "
-    "retain; the next clean lists every partition (Hudi's fallback) and reclaims the rest"
+    "the saved plan deletes less than a fresh plan would, so the clean records as its earliest commit to "
+    "retain an instant before the whole timeline (00000000000000000): the next clean lists every partition "
+    "(Hudi's fallback) and reclaims the rest, and until then Hudi's archiver keeps every replacecommit"
 )
+
+# A narrowed clean vouches for no bound. Recording none would not do: Hudi's archiver reads a clean
+# plan without one as "every group replaced before this clean is gone" and archives those
+# replacecommits, so the replaced groups a reviewer kept would turn live again and readers would read
+# their records twice (`ClusteringUtils.getEarliestInstantToRetainForClustering`). An instant before
+# every other keeps each replacecommit, and reads as an archived bound to Hudi's incremental
+# cleaning and to ours (`runner.plan.clean`), which then list every partition.
+NARROWED_ECTR = BEFORE_THE_TIMELINE
 
 
 def narrow(saved: TablePlan, fresh: TablePlan, *, exists: Callable[[str], bool]) -> TablePlan:
@@ -88,7 +98,8 @@ def _narrow_clean(name: str, saved: Clean | None, fresh: Clean | None,
         return replace(fresh, files_to_delete=chosen, partitions_to_delete=chosen_parts), None
     # Recording the fresh ECTR after deleting less would tell incremental cleaning that everything
     # before it was reclaimed, and the files left behind would never be looked at again.
-    step = replace(fresh, files_to_delete=chosen, partitions_to_delete=chosen_parts, earliest_commit_to_retain=None)
+    step = replace(fresh, files_to_delete=chosen, partitions_to_delete=chosen_parts,
+                   earliest_commit_to_retain=NARROWED_ECTR)
     return step, NARROWED_NOTE
 
 

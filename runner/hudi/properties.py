@@ -8,7 +8,8 @@ from a byte stream, which decodes ISO-8859-1; decode the bytes that way before c
 
 The runner supports table versions 6 (Hudi 0.14/0.15, timeline layout 1: instants directly in
 `.hoodie/`, JSON commit metadata) and 8/9 (Hudi 1.0/1.1, layout 2: instants in `.hoodie/timeline/`,
-Avro commit metadata). Every other version is refused before anything else is read.
+Avro commit metadata). Every other version is refused before anything else is read, and so is a
+table kept in an external format (`hoodie.table.format` other than `native`).
 """
 
 from __future__ import annotations
@@ -329,6 +330,7 @@ class TableConfig:
         """
         version = _version(props, path)
         layout = _layout(props, version, path)
+        _refuse_external_format(props, path)
         ordering = props.get("hoodie.table.ordering.fields") or props.get("hoodie.table.precombine.field", "")
         return cls(
             name=_required(props, "hoodie.table.name", path),
@@ -386,6 +388,24 @@ def _version(props: Mapping[str, str], path: str) -> int:
             hint="upgrade the table with Hudi 0.14+ (version 6) or Hudi 1.x (versions 8 and 9) first.",
         )
     return version
+
+
+def _refuse_external_format(props: Mapping[str, str], path: str) -> None:
+    """Refuse a table kept in another format through Hudi's pluggable table formats (1.1,
+    `HoodieTableFormat`): Hudi hands each commit, clean, archive and savepoint to the format's
+    plugin, which keeps that format's own metadata (the file lists its readers read) in step and
+    supplies the timeline. The runner calls no plugin, so its cleans and writes would leave that
+    metadata behind."""
+    found = props.get("hoodie.table.format", "").strip()
+    if found and found.lower() != "native":
+        raise UnsupportedTableError(
+            f"{path}: hoodie.table.format is {found!r}; expected 'native' (Hudi's own format, the default): "
+            "Hudi keeps a table of another format in step through that format's plugin on every commit and "
+            "clean, which the runner cannot call, so its readers would list deleted files and miss new "
+            "records; nothing was read or written",
+            path=path,
+            hint="maintain this table with Hudi itself (its cleaner and writers call the format's plugin).",
+        )
 
 
 def _layout(props: Mapping[str, str], version: int, path: str) -> int:

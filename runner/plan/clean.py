@@ -25,7 +25,7 @@ from datetime import datetime
 
 from runner.declarations.model import CleanPolicy
 from runner.hudi.files import FileGroup, FileSlice, relative_path
-from runner.hudi.instant import Instant, InstantTime
+from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.model import CleanStep, FileToDelete
 from runner.plan.policies import Protection, planner_for
@@ -42,15 +42,45 @@ class CleanScope:
     reason: str
 
 
+# The earliest commit to retain of a clean that may vouch for nothing before the first instant on
+# the timeline: an instant before every other (see `_before_pending_replaces`).
+BEFORE_THE_TIMELINE = Instant(InstantTime("0" * 17), Action.COMMIT, State.COMPLETED)
+
+
 def earliest_commit_to_retain(policy: CleanPolicy, meta: TableMetadata, *, now: datetime) -> Instant | None:
-    """Hudi's `CleanerUtils.getEarliestCommitToRetain` for the declared policy (see `runner.plan.policies`)."""
-    return planner_for(policy).earliest_commit_to_retain(meta, now=now)
+    """Hudi's `CleanerUtils.getEarliestCommitToRetain` for the declared policy (see `runner.plan.policies`),
+    kept before any pending replacecommit or clustering (`_before_pending_replaces`)."""
+    return _before_pending_replaces(planner_for(policy).earliest_commit_to_retain(meta, now=now), meta)
+
+
+def _before_pending_replaces(ectr: Instant | None, meta: TableMetadata) -> Instant | None:
+    """`ectr`, moved back before the earliest pending replacecommit or clustering: to the latest
+    completed write requested before it, else `BEFORE_THE_TIMELINE`.
+
+    Hudi's archiver keeps only the replacecommits requested at or after the last clean's earliest
+    commit to retain, or at or after the clean itself when it records none
+    (`ClusteringUtils.getEarliestInstantToRetainForClustering`): it takes every group replaced
+    before that for cleaned. A replacecommit pending when the clean is planned replaces its groups
+    only once it completes, after the clean, which could not delete them; once archived, readers
+    read those groups beside the ones that replaced them (HUDI-6352 names the gap). So a clean
+    recorded beside one never vouches past it. KEEP_LATEST_COMMITS is bounded so already (by every
+    pending write); KEEP_LATEST_BY_HOURS ignores pending instants, and KEEP_LATEST_FILE_VERSIONS
+    records no bound, so both keep more, or record one, only while such a write is pending.
+    """
+    pending = meta.timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING)
+    if not pending:
+        return ectr
+    first = min(pending, key=lambda i: i.time.normalized).time
+    if ectr is not None and ectr.time < first:
+        return ectr
+    before = [i for i in meta.timeline.completed_writes if i.time < first]
+    return before[-1] if before else BEFORE_THE_TIMELINE
 
 
 def clean_scope(policy: CleanPolicy, meta: TableMetadata, *, now: datetime) -> CleanScope:
     """Hudi's `getPartitionPathsToClean`: incremental when safe, with every one of its fallbacks."""
     planner = planner_for(policy)
-    ectr = planner.earliest_commit_to_retain(meta, now=now)
+    ectr = _before_pending_replaces(planner.earliest_commit_to_retain(meta, now=now), meta)
     always_full = planner.full_listing_reason()
     if always_full is not None:
         return CleanScope(ectr, None, f"full listing: {always_full}")
@@ -82,6 +112,9 @@ def _incremental_blocker(meta: TableMetadata) -> str | None:
         return f"the latest completed clean {newest_empty} is empty"
     if not clean.earliest_commit_to_retain.strip():
         return f"the last clean {clean_instant.time} recorded no earliest commit to retain"
+    if not clean.earliest_commit_to_retain.strip("0"):
+        return (f"the last clean {clean_instant.time} vouched for no commit on the timeline (it deleted less than "
+                "a fresh plan would, or a replacecommit was pending before every completed write)")
     start = meta.timeline.earliest_write
     if start is None or InstantTime(clean.earliest_commit_to_retain) < start:
         return "the last clean's earliest commit to retain has been archived"

@@ -14,7 +14,9 @@ from runner.declarations.fingerprint import declaration_fingerprint
 from runner.declarations.model import Project, TableDeclaration
 from runner.declarations.schema import SCHEMA_DIR
 from runner.errors import PlanError, RunnerError
+from runner.execute.clean import check_pending_recordable, check_recordable
 from runner.plan.model import FORMAT_VERSION, Plan, TablePlan, TableStatus
+from runner.plan.steps import FinishPendingClean, StepKind
 from runner.planner import plan_one
 from runner.service.locations import guarded_location, instant_text, offset_text, plan_moment, plan_project
 from runner.storage import storage_for
@@ -49,7 +51,15 @@ def _plan_or_error(project: Project, decl: TableDeclaration, now: datetime) -> T
     fingerprint = declaration_fingerprint(decl)
     try:
         real = guarded_location(project, decl)
-        planned = plan_one(replace(decl, path=real), storage_for(real), now=now)
+        storage = storage_for(real)
+        planned = plan_one(replace(decl, path=real), storage, now=now)
+        # Apply checks these before it finishes a pending clean or records a new one; the plan must
+        # not show as work what every apply would refuse.
+        finishing = planned.step(StepKind.FINISH_PENDING_CLEAN)
+        if isinstance(finishing, FinishPendingClean) and finishing.instants:
+            check_pending_recordable(storage, finishing.instants)
+        if planned.clean is not None and not planned.clean.is_empty:
+            check_recordable(planned.clean, storage)
         return replace(planned, path=decl.path, declaration_fingerprint=fingerprint)
     except RunnerError as error:
         return TablePlan(decl.name, decl.path, TableStatus.ERROR, error=error.to_json(),

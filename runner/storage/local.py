@@ -108,6 +108,28 @@ class LocalStorage:
         parts = rel.split("/") if rel else []
         return any(os.path.islink(self._full("/".join(parts[:i]))) for i in range(1, len(parts) + 1))
 
+    def links_out(self, paths: Iterable[str]) -> list[tuple[str, str]]:
+        """Those of `paths` (files) that are symbolic links leading out of the table, each with
+        where it leads, in the order given: what every mutation here refuses. One listing per
+        folder tells which names are links (from the entry types alone); only those are resolved."""
+        real_root = os.path.realpath(self.root)
+        links: dict[str, frozenset[str]] = {}
+        found = []
+        for path in paths:
+            folder, _, name = normalize(path).rpartition("/")
+            named = links.get(folder)
+            if named is None:
+                try:
+                    with os.scandir(self._full(folder)) as entries:
+                        named = links[folder] = frozenset(e.name for e in entries if e.is_symlink())
+                except (FileNotFoundError, NotADirectoryError):
+                    named = links[folder] = frozenset()
+            if name in named:
+                real = os.path.realpath(os.path.join(self._full(folder), name))
+                if os.path.commonpath([real, real_root]) != real_root:
+                    found.append((path, real))
+        return found
+
     def walk(self, path: str = "") -> Iterator[FileInfo]:
         for folder, files in self._walk_folders_stats(path):
             prefix = f"{folder}/" if folder else ""

@@ -318,6 +318,8 @@ class _Job:
     def _on_spark(self, keyed: DataFrame) -> tuple[Instant, list[WrittenFile]]:
         keyed = self._cache(keyed)
         if self.op is Operation.BULK_INSERT:
+            if getattr(self.storage, "through_link", None) is not None:  # a store with links: one count job
+                _refuse_linked_partitions(self.storage, sorted(p for (p,) in counts(keyed, PARTITION_PATH)))
             inflight = self._bulk_inflight()
             routed, targets = keyed.sortWithinPartitions(PARTITION_PATH, SEQ), dict[str, Target]()
         else:
@@ -344,6 +346,7 @@ class _Job:
         records' partitions as `_read_touched` read them already."""
         self.executors.add(DRIVER)
         if self.op is Operation.BULK_INSERT:
+            _refuse_linked_partitions(self.storage, sorted(records.column(PARTITION_PATH).unique().to_pylist()))
             inflight = self._bulk_inflight()
             failpoint("after_inflight")
             files = local.write_partitions(self._task({}), records, workers)
@@ -623,7 +626,9 @@ def _lines(text: str) -> Iterable[str]:
 def _refuse_linked_partitions(storage: Storage, partitions: Sequence[str]) -> None:
     """Refuse a write into a partition folder reached through a symbolic link: the table's listings
     never enter one (`runner.hudi.view.list_partitions`), so its records could not be looked up,
-    and an upsert would write a second copy of each."""
+    and an upsert would write a second copy of each. A bulk insert looks nothing up, but its files
+    would land where the link leads: outside the table, or in another partition's folder, whose
+    listing would then hold records of a partition it is not."""
     linked = getattr(storage, "through_link", None)
     found = sorted(p for p in partitions if linked is not None and linked(p))
     if found:

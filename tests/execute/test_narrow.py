@@ -12,7 +12,7 @@ import pytest
 
 from runner.declarations.model import CleanPolicyName
 from runner.errors import RefusedError
-from runner.execute.narrow import NARROWED_NOTE, narrow
+from runner.execute.narrow import NARROWED_ECTR, NARROWED_NOTE, narrow
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.plan.model import (
     CleanStep,
@@ -177,7 +177,7 @@ def test_a_narrower_selection_records_no_earliest_commit_to_retain():
     result = narrow(saved, fresh, exists=_exists)
     assert result.clean is not None and result.sizing is not None
     assert result.clean.files_to_delete == fresh.clean.files_to_delete[:1]
-    assert result.clean.earliest_commit_to_retain is None  # the next clean lists every partition
+    assert result.clean.earliest_commit_to_retain == NARROWED_ECTR  # the next clean lists every partition
     assert result.clean.policy is fresh.clean.policy
     assert result.clean.savepointed_timestamps == fresh.clean.savepointed_timestamps
     assert result.sizing.groups == fresh.sizing.groups[:1]

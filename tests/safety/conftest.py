@@ -63,3 +63,33 @@ def new_row(builder: TableBuilder) -> pa.Table:
 def files_written_at(table: Path, time: InstantTime) -> list[str]:
     """The base files instant `time` wrote, relative to the table."""
     return sorted(str(p.relative_to(table)) for p in table.rglob(f"*_{time}.parquet"))
+
+
+def archive_as_hudi_may(table: Path) -> list[str]:
+    """Archive what Hudi's archiver may once the last clean is recorded, as far as its guard for
+    replaced groups allows (`ClusteringUtils.getEarliestInstantToRetainForClustering`): every
+    completed write requested before the first replacecommit or clustering at or after the last
+    clean plan's earliest instant to retain (the clean's own time when it records none), bar the
+    last completed write. Their instant files go, so files they wrote count as archived, hence
+    committed. Returns their times."""
+    from runner.hudi.instant import Action
+    from runner.hudi.metadata import decode_clean_plan
+    from runner.hudi.state import read_table_metadata
+    from runner.storage import storage_for
+
+    meta = read_table_metadata(storage_for(str(table)))
+    folder = table / meta.timeline_folder
+    last = max(meta.timeline.completed(Action.CLEAN), key=lambda i: i.time)
+    requested = folder / f"{last.time}.clean.requested"
+    plan = decode_clean_plan(requested.read_bytes(), path=str(requested), base_path=str(table))
+    lower = plan.earliest_instant_to_retain.timestamp if plan.earliest_instant_to_retain else str(last.time)
+    replaces = [i.time for i in meta.timeline.instants if i.family is Action.REPLACE_COMMIT and i.time >= lower]
+    pending = [i.time for i in meta.timeline.writes_and_compactions if not i.is_completed]
+    bound = min([*replaces, *pending], default=None)
+    # Hudi keeps some commits active however far its guards allow (`hoodie.keep.min.commits`): one here.
+    archived = [i for i in meta.timeline.completed_writes[:-1] if bound is None or i.time < bound]
+    for instant in archived:
+        for f in folder.glob(f"{instant.time}*"):
+            if not f.name.split(".", 1)[1].startswith("clean"):
+                f.unlink()
+    return [str(i.time) for i in archived]

@@ -20,7 +20,8 @@ import pytest
 from runner.cli import main
 from runner.hudi.metadata import decode_clean_plan
 from runner.testing.tables import TableBuilder
-from tests.safety.conftest import apply_json
+from tests.execute.conftest import oracle_snapshot
+from tests.safety.conftest import apply_json, archive_as_hudi_may
 
 
 def _project(table: Path, root: Path, *, incremental: bool) -> Path:
@@ -77,3 +78,31 @@ def test_apply_records_and_deletes_nothing_through_the_link(tmp_path, capsys):
     for requested in set((table / ".hoodie").glob("*.clean.requested")) - earlier:
         plan = decode_clean_plan(requested.read_bytes(), path=str(requested), base_path=str(table))
         assert "p=b" not in plan.file_paths_to_delete, requested.name
+
+
+def test_a_clean_is_refused_while_groups_replaced_before_its_bound_lie_in_a_linked_partition(tmp_path, capsys):
+    """The clean skips the linked partition, so a clustering's replaced groups there stay; a clean
+    recorded with a bound past that clustering lets Hudi's archiver drop its replacecommit, and
+    readers (which follow the link) read the replaced groups' records beside the clustered ones."""
+    table = tmp_path / "t"
+    builder = TableBuilder(table, name="t", partitions=["p=a", "p=b"])
+    builder.commit(writes=2)
+    clustered = builder.clustering("p=b")
+    builder.commit(updates={"p=a": 2})
+    builder.commit(updates={"p=a": 2})  # old versions in p=a to clean, past the clustering
+    moved = tmp_path / "other_disk" / "p=b"
+    moved.parent.mkdir()
+    shutil.move(str(table / "p=b"), str(moved))
+    os.symlink(moved, table / "p=b", target_is_directory=True)
+    root = _project(table, tmp_path / "project", incremental=False)
+    _, rows = oracle_snapshot(table)
+
+    code, report = apply_json(capsys, "--project-dir", str(root), "--auto-approve")
+
+    if code == 0:  # what the recorded clean lets Hudi's archiver do
+        archive_as_hudi_may(table)
+        assert oracle_snapshot(table)[1] == rows
+    assert code == 1, report
+    message = report["tables"][0]["error"]["message"]
+    assert "p=b" in message and str(clustered) in message and "symbolic link" in message, message
+    assert not list((table / ".hoodie").glob("*.clean*"))
