@@ -159,6 +159,15 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
             'tables/t.yml:6:3: table.partition_by: must not repeat items, got "a" more than once',
         ],
     ),
+    "a key list with an item of the wrong kind": (
+        # The list branch of `record_key: a | [a, b]` rejected the item, which was then reported as
+        # "expected a string or a list, got a list": the list, not its item, seemed to be wrong.
+        {"tables/t.yml": T + "table:\n  record_key: [id, 3]\n  partition_by: [day, [hour]]\n"},
+        [
+            "tables/t.yml:4:20: table.record_key[1]: expected a string, got 3",
+            "tables/t.yml:5:23: table.partition_by[1]: expected a string, got a list",
+        ],
+    ),
     "retention field of another policy": (
         {"tables/t.yml": T + "clean:\n  hours_retained: 5\n"},
         [
