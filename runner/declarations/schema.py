@@ -336,7 +336,9 @@ def _describe(error: ValidationError) -> Iterator[tuple[FieldPath, str]]:
 def _one_of(error: ValidationError, path: FieldPath, value: object,
             schema: Mapping[str, Any]) -> Iterator[tuple[FieldPath, str]]:
     """No branch matched: explain the branch of the value's own type, else name the types."""
-    specific = [e for e in error.context or () if e.validator != "type"]
+    # A type error at the value itself only says that a branch is for another kind of value; one
+    # deeper down (an item of the list branch) is what is wrong with the value.
+    specific = [e for e in error.context or () if e.validator != "type" or e.relative_path]
     if specific:
         for inner in specific:
             yield from _describe(inner)
