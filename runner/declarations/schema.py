@@ -17,6 +17,7 @@ fastjsonschema reads a schema differently.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 import re
@@ -303,7 +304,7 @@ def _pruned(doc: Loaded, rejected: Sequence[FieldPath]) -> Loaded:
             parent = parent.get(part) if isinstance(parent, dict) else None
         if isinstance(parent, dict):
             parent.pop(path[cut - 1], None)
-    return Loaded(doc.file, data, doc.marks, doc.problems, doc.refused)
+    return dataclasses.replace(doc, data=data)
 
 
 def _describe(error: ValidationError) -> Iterator[tuple[FieldPath, str]]:
