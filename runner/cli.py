@@ -108,8 +108,14 @@ def _host(text: str) -> str:
     return text
 
 
+def _whole(text: str) -> bool:
+    # str.isdigit() accepts '²', which int() refuses, and '٣', which a shell script never means;
+    # int() refuses more than 4,300 digits, and no option here takes more than 5.
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
 def _threads(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 64:
+    if not _whole(text) or not 1 <= int(text) <= 64:
         raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 64, got {text!r}")
     return int(text)
 
@@ -215,7 +221,7 @@ def _import_parser(sub: Any, help_text: str) -> None:
 
 
 def _depth(text: str) -> int:
-    if not text.isdigit() or int(text) > 100:
+    if not _whole(text) or int(text) > 100:
         raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 100, got {text!r}")
     return int(text)
 
@@ -234,7 +240,7 @@ def _docs_arguments(cmd: argparse.ArgumentParser) -> None:
 
 def _port(text: str) -> int:
     # Checked here, before the report is written: the socket's own check is an OverflowError at bind.
-    if not text.isdigit() or int(text) > 65535:
+    if not _whole(text) or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535 (0 picks a free one), got {text!r}")
     return int(text)
 

@@ -4,6 +4,7 @@ refused before any work when something else stands where they go, and replaced i
 from __future__ import annotations
 
 import os
+import stat
 import uuid
 from pathlib import Path
 
@@ -49,7 +50,21 @@ def replace_text(path: Path, text: str) -> None:
     generate`). Each writes a temporary file of its own beside `path` and renames it into place,
     so a reader finds the previous content or a new one, never a truncated or interleaved file,
     and what stays is whatever was renamed last, complete.
+
+    A pipe or device (`--out /dev/stdout`, `--out >(jq .)`) is written into as it stands: renamed
+    over, it became a plain file (as root, `--out /dev/full` replaced the device). A symbolic link
+    names the file to replace, which the rename would otherwise put in the link's place.
     """
+    try:
+        mode: int | None = path.stat().st_mode
+    except OSError:  # absent (or a link to nothing): created below
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     # A name no other run picks; created as any file is (the umask's mode, not mkstemp's 0600).
     temp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")

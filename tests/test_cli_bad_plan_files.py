@@ -28,12 +28,31 @@ def _bad_file(kind: str, root: Path, tmp_path: Path) -> str:
         path = tmp_path / "plan.json"
         path.write_text('{"format_version": 2, "tables": [\n')
         return str(path)
+    if kind in _TEXTS:
+        path = tmp_path / "plan.json"
+        path.write_text(_TEXTS[kind])
+        return str(path)
     path = tmp_path / "plan.bin"
     path.write_bytes(b"PK\x03\x04\xff\xfe")  # a zip, say
     return str(path)
 
 
+# JSON that Python's decoder rejects other than with a JSONDecodeError: a number longer than it
+# converts (4,300 digits) and nesting deeper than its recursion limit were internal errors. A key
+# twice in one object is valid JSON, of which the decoder keeps the last value: a second "tables"
+# made the plan apply nothing, and exit 0, whatever the reviewer read in the first.
+_TEXTS = {
+    "long number": '{"format_version": ' + "9" * 5000 + "}",
+    "nested": "[" * 100_000 + "]" * 100_000,
+    "key twice": '{"format_version": 2, "tables": [{"name": "t"}], "tables": []}',
+}
+
+
 @pytest.mark.parametrize(("kind", "message", "fix"), [
+    ("long number", "not a plan: it holds a number 5000 digits long; nothing was applied", FIX),
+    ("nested", "not a plan: its JSON is nested too deeply to read; nothing was applied", FIX),
+    ("key twice", 'not a plan: the key "tables" appears twice in one object, and a reader may take either '
+                  "value; nothing was applied", FIX),
     ("missing", "not found; nothing was applied", "To fix this, check the path, or pass a file written by"),
     ("folder", "is a folder, expected a JSON file; nothing was applied",
      "To fix this, name the plan file itself (such as target/plan.json)."),

@@ -183,3 +183,20 @@ def test_an_address_of_another_machine_names_the_host_and_a_taken_port_the_port(
         port = taken.getsockname()[1]
         code, _, err = cli(capsys, "docs", "serve", "--port", str(port), "--project-dir", str(root))
     assert code == 1 and "To fix this, choose another port with --port (0 picks a free one)." in err, err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    # str.isdigit() says yes to '²' and int() no: argparse then said "invalid _threads value: '²'",
+    # naming a function of ours. '٣' (an Arabic-Indic 3) is a digit to both, and no number to a shell.
+    (["apply", "--threads", "²"], "runner apply: argument --threads: expected a whole number from 1 to 64, got '²'"),
+    (["apply", "--threads", "٣"], "runner apply: argument --threads: expected a whole number from 1 to 64, got '٣'"),
+    (["import", "w", "--max-depth", "²"],
+     "runner import: argument --max-depth: expected a whole number from 0 to 100, got '²'"),
+    (["docs", "serve", "--port", "²"],
+     "runner docs: argument --port: expected a port number from 0 to 65535 (0 picks a free one), got '²'"),
+])
+def test_a_number_in_digits_other_than_0_to_9_is_a_usage_error_naming_the_option(
+        argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, *argv, "--project-dir", str(tmp_path))
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == f"error: {message}"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -92,3 +94,40 @@ def test_plan_out_where_a_folder_or_file_is_in_the_way_is_refused_before_plannin
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr.startswith(f"error: --out: cannot write {out}: {expected}"), done.stderr
     assert done.stdout == ""  # refused before any table was read
+
+
+def test_plan_out_into_a_pipe_writes_into_it_and_leaves_it_a_pipe(tmp_path, capsys):
+    # `--out /dev/stdout` or `--out >(jq .)`: the plan went to a temporary file renamed over the
+    # path, which as root replaced a device or pipe with a plain file (`--out /dev/full` did).
+    root = project(tmp_path / "p")
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    # Held open for reading, so that the plan's open does not wait; this plan (2 KiB) fits the pipe's buffer.
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        assert main(["plan", "--project-dir", str(root), "--out", str(fifo)]) == 2
+        try:
+            received = os.read(reader, 1 << 20)
+        except BlockingIOError:  # nothing was written into the pipe
+            received = b""
+    finally:
+        os.close(reader)
+    capsys.readouterr()
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert json.loads(received)["format_version"] == 2
+    assert sorted(os.listdir(tmp_path)) == ["p", "plan.fifo"]  # no temporary file left beside it
+
+
+def test_plan_out_through_a_symbolic_link_writes_the_linked_file(tmp_path, capsys):
+    # The rename replaced the link itself: the file it named kept the old plan.
+    root = project(tmp_path / "p")
+    (tmp_path / "plans").mkdir()
+    real = tmp_path / "plans" / "latest.json"
+    real.write_text("old\n")
+    link = tmp_path / "plan.json"
+    link.symlink_to(real)
+    assert main(["plan", "--project-dir", str(root), "--out", str(link)]) == 2
+    capsys.readouterr()
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert json.loads(real.read_text())["format_version"] == 2
+    assert sorted(os.listdir(tmp_path / "plans")) == ["latest.json"]

@@ -8,8 +8,10 @@ one pass. File names in problems are relative to the project directory.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -107,9 +109,15 @@ def _why(root: str, relative: str, error: OSError) -> str:
 
 
 def read_yaml(root: str, relative: str) -> Loaded:
-    """Read and parse one file of the project; unreadable or non-UTF-8 files become problems."""
+    """Read and parse one file of the project; unreadable, odd or non-UTF-8 files become problems."""
+    path = os.path.join(root, relative)
     try:
-        with open(os.path.join(root, relative), "rb") as handle:
+        # O_NONBLOCK: opening a named pipe for reading would otherwise wait for a writer.
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            info = os.fstat(handle.fileno())
+            odd = _odd_file(path, info)
+            if odd is not None:
+                return Loaded(relative, None, {}, (Problem(relative, 0, 0, "", f"not read: {odd}"),))
             raw = handle.read()
     except OSError as error:
         why = f"cannot read the file: {_why(root, relative, error)}"
@@ -117,11 +125,43 @@ def read_yaml(root: str, relative: str) -> Loaded:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
+        other = _other_encoding(raw)
+        if other is not None:
+            message = (f"not UTF-8 text: it is {other} (it starts with a {other} byte order mark), as Windows "
+                       "PowerShell 5 writes with `>` and Out-File; save it as UTF-8")
+            return Loaded(relative, None, {}, (Problem(relative, 0, 0, "", message),))
         line = raw.count(b"\n", 0, error.start) + 1
         column = error.start - raw.rfind(b"\n", 0, error.start)
         message = f"not UTF-8 text (byte 0x{raw[error.start]:02x}); save the file as UTF-8"
         return Loaded(relative, None, {}, (Problem(relative, line, column, "", message),))
     return load_yaml(text, relative)
+
+
+_MAX_BYTES = 16 * 1024 * 1024  # a declaration is a few hundred bytes; the YAML node limit is reached far sooner
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _odd_file(path: str, info: os.stat_result) -> str | None:
+    """Why a file is no declaration to read (a pipe waits, a device may never end, a huge file is
+    no declaration), or None for a plain file of a declaration's size."""
+    if stat.S_ISREG(info.st_mode):
+        if info.st_size <= _MAX_BYTES:
+            return None
+        return (f"it is {info.st_size / 1024 / 1024:.1f} MiB, and a declaration is at most "
+                f"{_MAX_BYTES // 1024 // 1024} MiB; is this the right file?")
+    kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a plain file")
+    link = f"a symbolic link to {os.readlink(path)}, " if os.path.islink(path) else ""
+    return f"it is {link}{kind}, not a file; a declaration is a plain file"
+
+
+def _other_encoding(raw: bytes) -> str | None:
+    """UTF-16 or UTF-32, told by the byte order mark a Windows editor or shell put first."""
+    for bom, name in ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+                      (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")):
+        if raw.startswith(bom):
+            return name
+    return None
 
 
 def _no_project_file(root: str) -> str:

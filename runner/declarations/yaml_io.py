@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import ClassVar, NamedTuple
 
@@ -102,6 +102,14 @@ class Mark(NamedTuple):
     column: int
 
 
+class Alias(NamedTuple):
+    """Where a value is repeated through an alias (`*k`), and where its anchor (`&k`) is."""
+
+    name: str
+    mark: Mark
+    anchor: Mark
+
+
 @dataclass(frozen=True, slots=True)
 class Loaded:
     """One YAML file after loading.
@@ -114,6 +122,8 @@ class Loaded:
         problems: what went wrong while loading (syntax, duplicate keys, unsupported tags).
         refused: the fields whose value a load problem refused (an unsupported tag, a recursive
             alias, a number too long); `data` holds None there, which no later check should judge.
+        aliases: the fields whose value is an alias (`clean: *c`), with where the alias and its
+            anchor are. Marks inside such a value are where it is written, under the anchor.
     """
 
     file: str
@@ -121,9 +131,20 @@ class Loaded:
     marks: Mapping[FieldPath, Mark]
     problems: tuple[Problem, ...] = ()
     refused: frozenset[FieldPath] = frozenset()
+    aliases: Mapping[FieldPath, Alias] = field(default_factory=dict)
 
     def where(self, path: FieldPath) -> Mark:
-        """The mark of `path`, or of its nearest ancestor that has one."""
+        """Where `path` is used: its own mark (or its nearest ancestor's), or, inside a value
+        repeated through an alias, the alias, since the field is there and not at the anchor."""
+        through = self._through(path)
+        if through is not None:
+            alias, at = through
+            if at != path or not isinstance(path[-1], str):  # a key's own line is already the alias's
+                return alias.mark
+        return self.written(path)
+
+    def written(self, path: FieldPath) -> Mark:
+        """Where the value of `path` is written: its mark, or its nearest ancestor's."""
         for end in range(len(path), -1, -1):
             mark = self.marks.get(path[:end])
             if mark is not None:
@@ -131,9 +152,33 @@ class Loaded:
         return Mark(1, 1)
 
     def problem(self, path: FieldPath, message: str) -> Problem:
-        """A problem located at `path` in this file."""
+        """A problem located at `path` in this file; through an alias, it also names where the value is written."""
         mark = self.where(path)
+        through = self._through(path)
+        if through is not None:
+            message += _alias_note(through[0], self.written(path), deeper=through[1] != path)
         return Problem(self.file, mark.line, mark.column, field_name(path), message)
+
+    def aliased(self, path: FieldPath) -> bool:
+        """Whether `path` is, or lies in, a value repeated through an alias."""
+        return self._through(path) is not None
+
+    def _through(self, path: FieldPath) -> tuple[Alias, FieldPath] | None:
+        """The outermost alias `path` lies in (and the field it is the value of): where the user wrote the field."""
+        if not self.aliases:
+            return None
+        for end in range(1, len(path) + 1):
+            found = self.aliases.get(path[:end])
+            if found is not None:
+                return found, path[:end]
+        return None
+
+
+def _alias_note(alias: Alias, written: Mark, *, deeper: bool) -> str:
+    if not deeper:
+        return f" (through the alias *{alias.name}, anchored at line {alias.anchor.line})"
+    return (f" (through the alias *{alias.name}: written at line {written.line}, column {written.column}, "
+            f"in the value anchored &{alias.name} at line {alias.anchor.line})")
 
 
 def field_name(path: FieldPath) -> str:
@@ -206,7 +251,8 @@ def load_yaml(text: str, file: str) -> Loaded:
     try:
         node = yaml.compose(text, Loader=_Resolver)
     except yaml.MarkedYAMLError as error:
-        return Loaded(file, None, {}, (_tab_problem(file, text, error) or _syntax_problem(file, error),))
+        problem = _tab_problem(file, text, error) or _anchor_problem(file, text, error) or _syntax_problem(file, error)
+        return Loaded(file, None, {}, (problem,))
     except yaml.reader.ReaderError as error:
         line = text.count("\n", 0, error.position) + 1
         column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
@@ -220,8 +266,49 @@ def load_yaml(text: str, file: str) -> Loaded:
         return Loaded(file, None, {})
     builder = _Builder(file)
     data = builder.build(node, (), 0)
-    builder.marks.setdefault((), _mark(node))
-    return Loaded(file, data, builder.marks, tuple(builder.problems), frozenset(builder.refused))
+    if builder.saw_alias:  # rare: find where each alias is, which libyaml's composer does not keep
+        tracked = _compose_tracking_aliases(text)
+        if tracked is not None:
+            node, uses = tracked
+            builder = _Builder(file, uses)
+            data = builder.build(node, (), 0)
+    return builder.loaded(data, node)
+
+
+class _AliasTracker(yaml.SafeLoader):
+    """PyYAML's pure-Python composer, which (unlike libyaml's) can be told where each alias is."""
+
+    yaml_implicit_resolvers = _Resolver.yaml_implicit_resolvers
+    resolve = _Resolver.resolve
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.uses: dict[tuple[int, int], Alias] = {}
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if not self.check_event(yaml.AliasEvent):
+            return super().compose_node(parent, index)
+        event: yaml.AliasEvent = self.peek_event()  # type: ignore[no-untyped-call]
+        node = super().compose_node(parent, index)
+        # A mapping's value is composed with its key node as `index` (the stubs say int), a list's
+        # item with its position.
+        slot: object = index
+        if node is not None and event.start_mark is not None:
+            at = Mark(event.start_mark.line + 1, event.start_mark.column + 1)
+            self.uses[(id(parent), slot if isinstance(slot, int) else id(slot))] = Alias(
+                str(event.anchor), at, _mark(node))
+        return node
+
+
+def _compose_tracking_aliases(text: str) -> tuple[yaml.Node, dict[tuple[int, int], Alias]] | None:
+    loader = _AliasTracker(text)
+    try:
+        node = loader.get_single_node()
+    except (yaml.YAMLError, RecursionError):  # libyaml read the text; without the aliases' places, the marks stand
+        return None
+    finally:
+        loader.dispose()
+    return (node, loader.uses) if node is not None else None
 
 
 def _tab_problem(file: str, text: str, error: yaml.MarkedYAMLError) -> Problem | None:
@@ -236,6 +323,27 @@ def _tab_problem(file: str, text: str, error: yaml.MarkedYAMLError) -> Problem |
     column = line.index("\t") + 1
     return Problem(file, mark.line + 1, column, "", "invalid YAML: a tab character; YAML does not allow tabs "
                    "for indentation, so indent with spaces (and set your editor to insert spaces)")
+
+
+def _anchor_problem(file: str, text: str, error: yaml.MarkedYAMLError) -> Problem | None:
+    """libyaml's words for an alias to nothing, or an anchor defined twice, name neither the anchor nor the fix."""
+    mark = error.problem_mark
+    if mark is None:
+        return None
+    lines = text.splitlines()
+    rest = lines[mark.line][mark.column:] if mark.line < len(lines) else ""
+    name = re.match(r"[*&]([0-9A-Za-z_-]+)", rest)  # the characters PyYAML allows in an anchor's name
+    if name is None:
+        return None
+    if str(error.problem).startswith("found undefined alias"):
+        message = (f"the alias *{name[1]} names no anchor; write &{name[1]} before the value to repeat, above this "
+                   "line in the same file (anchors do not reach across files)")
+    elif str(error.context).startswith("found duplicate anchor") and error.context_mark is not None:
+        message = (f"the anchor &{name[1]} is also defined at line {error.context_mark.line + 1}; give each anchor "
+                   "a name of its own")
+    else:
+        return None
+    return Problem(file, mark.line + 1, mark.column + 1, "", f"invalid YAML: {message}")
 
 
 def _syntax_problem(file: str, error: yaml.MarkedYAMLError) -> Problem:
@@ -277,27 +385,48 @@ def _mark(node: yaml.Node) -> Mark:
 class _Builder:
     """Walks a composed node tree once, building values and recording marks and problems."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, uses: Mapping[tuple[int, int], Alias] | None = None) -> None:
         self.file = file
         self.marks: dict[FieldPath, Mark] = {}
-        self.problems: list[Problem] = []
+        self.problems: list[tuple[FieldPath, Mark, str, bool]] = []  # path, mark, message, whether to add an alias note
         self.refused: set[FieldPath] = set()
         self.visited = 0
         self.too_big = False
         self.active: set[int] = set()
+        self.uses = uses
+        self.aliases: dict[FieldPath, Alias] = {}
+        self.seen: set[int] = set()
+        self.saw_alias = False  # a node met twice: the file repeats a value through an alias
+
+    def loaded(self, data: object, root: yaml.Node) -> Loaded:
+        self.marks.setdefault((), _mark(root))
+        loaded = Loaded(self.file, data, self.marks, refused=frozenset(self.refused), aliases=self.aliases)
+        # Inside an aliased value the node's own mark is the anchor's copy: say where the field is.
+        problems = []
+        for path, mark, message, note in self.problems:
+            if self.aliases and loaded.aliased(path):
+                mark = loaded.where(path)
+                if note:
+                    message = loaded.problem(path, message).message
+            problems.append(Problem(self.file, mark.line, mark.column, field_name(path), message))
+        return replace(loaded, problems=tuple(problems))
 
     def build(self, node: yaml.Node, path: FieldPath, depth: int) -> object:
         self.visited += 1
+        if self.uses is None:
+            if id(node) in self.seen:
+                self.saw_alias = True
+            self.seen.add(id(node))
         if self.visited > _MAX_NODES or depth > _MAX_DEPTH:
             if not self.too_big:
-                self._add(node, path[:4], "too large or too deeply nested to be a declaration")
+                self._add(node, path[:4], "too large or too deeply nested to be a declaration", alias_note=False)
             self.too_big = True
             self.refused.add(path)
             return None
         if isinstance(node, yaml.ScalarNode):  # most nodes; a scalar cannot contain itself
             return self._scalar(node, path)
         if id(node) in self.active:
-            self._add(node, path, "an alias refers to its own anchor (a recursive structure)")
+            self._add(node, path, "an alias refers to its own anchor (a recursive structure)", alias_note=False)
             self.refused.add(path)
             return None
         self.active.add(id(node))
@@ -325,6 +454,8 @@ class _Builder:
                           "YAML readers silently keep one of the two values, so remove one")
                 continue
             self.marks[where] = _mark(key_node)
+            if self.uses:
+                self._note_alias(where, (id(node), id(key_node)))
             out[key] = self.build(value_node, where, depth + 1)
             if self.too_big:  # reported once; walking on would only add None after None
                 break
@@ -347,6 +478,8 @@ class _Builder:
         out: list[object] = []
         for index, item in enumerate(node.value):
             self.marks[(*path, index)] = _mark(item)
+            if self.uses:
+                self._note_alias((*path, index), (id(node), index))
             value = self.build(item, (*path, index), depth + 1)
             if self.too_big:  # reported once: the items read so far stand, none after them
                 break
@@ -380,6 +513,11 @@ class _Builder:
                   "numbers, true/false, lists and mappings")
         self.refused.add(path)
 
-    def _add(self, node: yaml.Node, path: FieldPath, message: str) -> None:
-        mark = _mark(node)
-        self.problems.append(Problem(self.file, mark.line, mark.column, field_name(path), message))
+    def _note_alias(self, path: FieldPath, slot: tuple[int, int]) -> None:
+        assert self.uses is not None
+        alias = self.uses.get(slot)
+        if alias is not None:
+            self.aliases[path] = alias
+
+    def _add(self, node: yaml.Node, path: FieldPath, message: str, *, alias_note: bool = True) -> None:
+        self.problems.append((path, _mark(node), message, alias_note))

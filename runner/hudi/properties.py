@@ -379,10 +379,12 @@ def _version(props: Mapping[str, str], path: str) -> int:
     raw = _required(props, "hoodie.table.version", path)
     if not (raw.isascii() and raw.isdigit()):
         raise TableError(f"{path}: hoodie.table.version must be a whole number, found {raw!r}", path=path)
-    version = int(raw)
+    # Python converts at most 4,300 digits; no version has more than a few.
+    version = int(raw) if len(raw) <= 20 else -1
     if version not in SUPPORTED_TABLE_VERSIONS:
+        shown = raw if len(raw) <= 20 else f"{raw[:20]}... ({len(raw)} digits)"
         raise UnsupportedTableError(
-            f"{path}: hoodie.table.version is {version}; the runner supports table versions "
+            f"{path}: hoodie.table.version is {shown}; the runner supports table versions "
             f"{', '.join(map(str, SUPPORTED_TABLE_VERSIONS[:-1]))} and {SUPPORTED_TABLE_VERSIONS[-1]}",
             path=path,
             hint="upgrade the table with Hudi 0.14+ (version 6) or Hudi 1.x (versions 8 and 9) first.",

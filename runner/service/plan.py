@@ -148,10 +148,37 @@ def _plan_json(path: Path) -> Any:
         raise PlanError(f"plan file {path}: cannot be read: {error.strerror or error}; nothing was applied",
                         hint="make it readable, or " + _NEW_PLAN) from None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_plan_int, object_pairs_hook=_plan_object)
     except json.JSONDecodeError as error:
         raise PlanError(f"plan file {path}: not valid JSON (line {error.lineno}, column {error.colno}: "
                         f"{error.msg}); nothing was applied", hint=_NEW_PLAN) from None
+    except _NotAPlan as error:
+        raise PlanError(f"plan file {path}: not a plan: {error}; nothing was applied", hint=_NEW_PLAN) from None
+    except RecursionError:
+        raise PlanError(f"plan file {path}: not a plan: its JSON is nested too deeply to read; nothing was applied",
+                        hint=_NEW_PLAN) from None
+
+
+class _NotAPlan(ValueError):
+    """Valid JSON that no plan holds, found while decoding."""
+
+
+def _plan_int(text: str) -> int:
+    # Python converts at most 4,300 digits (a ValueError); a plan's numbers are sizes and counts.
+    if len(text.lstrip("-")) > 100:
+        raise _NotAPlan(f"it holds a number {len(text.lstrip('-'))} digits long")
+    return int(text)
+
+
+def _plan_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON decoders keep one of a repeated key's values, the last in Python's: what apply would do
+    # need not be what the reviewer read.
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        keys = [key for key, _ in pairs]
+        twice = next(key for index, key in enumerate(keys) if key in keys[:index])
+        raise _NotAPlan(f'the key "{twice}" appears twice in one object, and a reader may take either value')
+    return found
 
 
 @functools.cache

@@ -10,10 +10,15 @@ what was found and the conversion that fixes it.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from typing import NoReturn
 
+from runner.declarations.loader import PROJECT_FILE
+from runner.declarations.model import Project
 from runner.errors import RefusedError
+from runner.selection import closest, did_you_mean
 from runner.writer.schema import META_COLUMNS
 
 _BUILD = "build a pyarrow.Table (pyarrow.table(...)) or a Spark DataFrame from the records."
@@ -35,6 +40,56 @@ def check_project_dir(project_dir: object) -> None:
     if not isinstance(project_dir, str | os.PathLike):
         raise RefusedError(f"runner.write(project_dir=...): expected the project folder as a str or os.PathLike, "
                            f"got {kind_of(project_dir)}; nothing was written")
+    # Said here, in runner.write's terms: the loader's own words name the CLI's --project-dir.
+    folder = os.fspath(project_dir)
+    if not os.path.exists(folder):
+        found = "does not exist"
+    elif not os.path.isdir(folder):
+        found = "is a file"
+    elif not os.path.isfile(os.path.join(folder, PROJECT_FILE)):
+        found = f"has no {PROJECT_FILE}"
+    else:
+        return
+    raise RefusedError(f"runner.write(project_dir=...): {project_dir} {found}; expected the folder holding the "
+                       f"project's {PROJECT_FILE}; nothing was written",
+                       hint=f"pass project_dir= the project's folder (relative paths are read from the current "
+                            f"folder, {os.getcwd()}).")
+
+
+def check_table_and_target(table: object, target: object) -> None:
+    if not isinstance(table, str):
+        raise RefusedError(f"runner.write(table=...): expected the declared table's name as a str, got "
+                           f"{kind_of(table)}; nothing was written")
+    if target is not None and (not isinstance(target, str) or not target.strip()):
+        found = "an empty str" if isinstance(target, str) else kind_of(target)
+        raise RefusedError("runner.write(target=...): expected a target name from project.yml's targets: as a str, "
+                           f"or None for the project's own settings, got {found}; nothing was written")
+
+
+def unknown_table(project: Project, table: str) -> NoReturn:
+    """The refusal of a table name the project does not declare, with the name the user most likely meant."""
+    for decl in project.tables:
+        # A path or a file name where the name goes: what else a user has at hand for the table.
+        given = os.path.normpath(os.path.join(project.directory, table))
+        what = ("path" if given == decl.path or table.rstrip("/") == decl.path else
+                "declaration" if given == os.path.join(project.directory, decl.source_file) else None)
+        if what is not None:
+            raise RefusedError(f"runner.write(table=...): {table!r} is the {what} of the table named {decl.name!r}; "
+                               "runner.write takes the table's name; nothing was written",
+                               hint=f'write to "{decl.name}".')
+    names = [t.name for t in project.tables]
+    close = closest(table, names)
+    # A new declaration is offered only under a name a declaration can have.
+    new = (f"add tables/{table}.yml with `name: {table}`, a `path:` and a `table:` block."
+           if re.fullmatch(r"[a-z][a-z0-9_]*", table) else None)
+    if close is not None:
+        hint = f'write to "{close}"' + (f", or {new}" if new else ".")
+    else:
+        hint = new or ("write to a declared table: a name is a lowercase letter followed by lowercase letters, "
+                       "digits or underscores.")
+    raise RefusedError(  # a typo is likelier than a missing declaration: name the near miss first
+        f"No table named {table!r} is declared in {project.directory}; declared: {', '.join(names) or 'none'}"
+        f"{did_you_mean(table, names)}.", hint=hint)
 
 
 def record_columns(df: object) -> list[str]:

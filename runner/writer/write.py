@@ -48,7 +48,7 @@ from runner.hudi.pending_undo import refuse_pending_restore
 from runner.hudi.properties import TableConfig
 from runner.hudi.state import TableMetadata, TableState, read_table_metadata, read_table_state
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
-from runner.selection import closest, did_you_mean
+from runner.selection import did_you_mean
 from runner.shortlist import shortlist
 from runner.sizing import CommitSize, average_record_size
 from runner.spark_jobs import DRIVER, map_in_arrow
@@ -57,9 +57,11 @@ from runner.storage.lock import TableLock
 from runner.writer import arrow_input, commit, dedup, local
 from runner.writer.arguments import (
     check_project_dir,
+    check_table_and_target,
     record_columns,
     refuse_clashing_names,
     refuse_duplicate_columns,
+    unknown_table,
 )
 from runner.writer.create import (
     COMPLEX,
@@ -184,6 +186,7 @@ def write(df: DataFrame | pa.Table | pa.RecordBatchReader, table: str, *, operat
     if (hint := library_hint()) is not None:
         log.info("%s.", hint)
     check_project_dir(project_dir)
+    check_table_and_target(table, target)
     refuse_duplicate_columns(record_columns(df))  # before the project is read or the table created
     refuse_clashing_names(df)
     decl = _declaration(project_dir, table, target)
@@ -586,14 +589,7 @@ def _declaration(project_dir: str | os.PathLike[str], table: str, target: str | 
     for decl in project.tables:
         if decl.name == table:
             return decl
-    names = [t.name for t in project.tables]
-    close = closest(str(table), names)
-    new = f"add tables/{table}.yml with `name: {table}`, a `path:` and a `table:` block."
-    raise RefusedError(  # a typo is likelier than a missing declaration: name the near miss first
-        f"No table named {table!r} is declared in {project.directory}; declared: {', '.join(names) or 'none'}"
-        f"{did_you_mean(str(table), names)}.",
-        hint=f'write to "{close}", or {new}' if close is not None else new,
-    )
+    unknown_table(project, table)
 
 
 def _guard(action: Callable[[], T], stage: str) -> T:

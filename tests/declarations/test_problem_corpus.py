@@ -159,6 +159,15 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
             'tables/t.yml:6:3: table.partition_by: must not repeat items, got "a" more than once',
         ],
     ),
+    "a key list with an item of the wrong kind": (
+        # The list branch of `record_key: a | [a, b]` rejected the item, which was then reported as
+        # "expected a string or a list, got a list": the list, not its item, seemed to be wrong.
+        {"tables/t.yml": T + "table:\n  record_key: [id, 3]\n  partition_by: [day, [hour]]\n"},
+        [
+            "tables/t.yml:4:20: table.record_key[1]: expected a string, got 3",
+            "tables/t.yml:5:23: table.partition_by[1]: expected a string, got a list",
+        ],
+    ),
     "retention field of another policy": (
         {"tables/t.yml": T + "clean:\n  hours_retained: 5\n"},
         [
@@ -431,7 +440,55 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
     ),
     "a list that contains itself": (
         {"tables/t.yml": T + "tags: &x [gold, *x]\n"},
-        ["tables/t.yml:3:7: tags[1]: an alias refers to its own anchor (a recursive structure)"],
+        ["tables/t.yml:3:17: tags[1]: an alias refers to its own anchor (a recursive structure)"],
+    ),
+    # A problem in a value repeated through an alias (*k) is at the alias, where the field is, and
+    # names the line the value is written on: it was reported at the anchor's line alone, where
+    # another field, which may well be right, holds it.
+    "a problem repeated through an alias": (
+        {"tables/t.yml": T + "table:\n  record_key: &k [id, 3]\n  partition_by: *k\n"},
+        [
+            "tables/t.yml:4:23: table.record_key[1]: expected a string, got 3",
+            "tables/t.yml:5:17: table.partition_by[1]: expected a string, got 3 (through the alias *k: "
+            "written at line 4, column 23, in the value anchored &k at line 4)",
+        ],
+    ),
+    "a mapping repeated through an alias": (
+        {"tables/t.yml": T + "description: &c\n  policy: KEEP_LATEST_COMMITS\n  commits_retained: 0\nclean: *c\n"},
+        [
+            "tables/t.yml:3:1: description: expected a string, got a mapping",
+            "tables/t.yml:6:8: clean.commits_retained: must be >= 1, got 0 (through the alias *c: written at "
+            "line 5, column 3, in the value anchored &c at line 3)",
+        ],
+    ),
+    "a list item that is an alias": (
+        {"tables/t.yml": T + "owner: &o 5\ntags: [gold, *o]\n"},
+        [
+            "tables/t.yml:3:1: owner: expected a string, got 5",
+            "tables/t.yml:4:14: tags[1]: expected a string, got 5 (through the alias *o, anchored at line 3)",
+        ],
+    ),
+    "an alias of a target in project.yml": (
+        {"project.yml": "name: test\ntargets:\n  dev: &dev\n    threads: 0\n  prod: *dev\n", "tables/t.yml": T},
+        [
+            "project.yml:4:5: targets.dev.threads: must be >= 1, got 0",
+            "project.yml:5:9: targets.prod.threads: must be >= 1, got 0 (through the alias *dev: written at "
+            "line 4, column 5, in the value anchored &dev at line 3)",
+        ],
+    ),
+    "an alias to no anchor": (
+        {"tables/t.yml": T + "tags: *gold\n"},
+        [
+            "tables/t.yml:3:7: invalid YAML: the alias *gold names no anchor; write &gold before the value to "
+            "repeat, above this line in the same file (anchors do not reach across files)",
+        ],
+    ),
+    "an anchor defined twice": (
+        {"tables/t.yml": T + "owner: &o team\ndescription: &o text\n"},
+        [
+            "tables/t.yml:4:14: invalid YAML: the anchor &o is also defined at line 3; give each anchor a name "
+            "of its own",
+        ],
     ),
     "a number too long": (
         {"tables/t.yml": T + "clean:\n  commits_retained: " + "9" * 101 + "\n"},

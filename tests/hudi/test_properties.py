@@ -220,6 +220,13 @@ def test_unsupported_versions_are_refused_naming_found_and_supported(version: st
     assert "t/.hoodie/hoodie.properties" in message
 
 
+def test_a_version_too_long_for_python_to_read_is_refused_like_any_other() -> None:
+    # Python refuses to convert more than 4,300 digits: a ValueError reported as an internal error.
+    with pytest.raises(UnsupportedTableError) as error:
+        _from(hoodie_table_version="9" * 5000)
+    assert "hoodie.table.version is 99999999999999999999... (5000 digits)" in str(error.value)
+
+
 @pytest.mark.parametrize(("version", "layout"), [("6", "2"), ("8", "1"), ("9", "0")])
 def test_layout_that_does_not_belong_to_the_version_is_refused(version: str, layout: str) -> None:
     with pytest.raises(UnsupportedTableError, match="layout"):

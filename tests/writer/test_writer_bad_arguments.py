@@ -153,6 +153,66 @@ def test_a_project_dir_of_another_type_is_refused_naming_it(project: Callable[..
     assert _nothing_written(root)
 
 
+@pytest.mark.parametrize(("where", "found"), [
+    ("nowhere", "does not exist"),
+    ("file", "is a file"),
+    ("empty", "has no project.yml"),
+])
+def test_a_project_dir_that_holds_no_project_says_so_in_runner_writes_terms(
+        project: Callable[..., Path], tmp_path: Path, where: str, found: str) -> None:
+    # The loader's words were the CLI's: "pass the project's folder ... with --project-dir".
+    root = project(t=table_yaml("t"))
+    given = {"nowhere": tmp_path / "nowhere", "file": root / "project.yml", "empty": root / "tables"}[where]
+    with pytest.raises(RefusedError) as refused:
+        runner.write(pa.table(ROWS), "t", project_dir=given)
+    assert str(refused.value) == (
+        f"runner.write(project_dir=...): {given} {found}; expected the folder holding the project's project.yml; "
+        "nothing was written\nTo fix this, pass project_dir= the project's folder (relative paths are read from "
+        f"the current folder, {Path.cwd()}).")
+    assert _nothing_written(root)
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    (None, "runner.write(table=...): expected the declared table's name as a str, got None; nothing was written"),
+    (5, "runner.write(table=...): expected the declared table's name as a str, got an int (5); nothing was written"),
+    ("warehouse/t", "runner.write(table=...): 'warehouse/t' is the path of the table named 't'; runner.write takes "
+                    "the table's name; nothing was written\nTo fix this, write to \"t\"."),
+    ("tables/t.yml", "runner.write(table=...): 'tables/t.yml' is the declaration of the table named 't'; runner.write "
+                     "takes the table's name; nothing was written\nTo fix this, write to \"t\"."),
+])
+def test_a_table_given_as_another_kind_or_as_its_path_names_the_table(
+        project: Callable[..., Path], table: Any, message: str) -> None:
+    # Before: "add tables/None.yml with `name: None`", or a declaration named like a path.
+    root = project(t=table_yaml("t"))
+    with pytest.raises(RefusedError) as refused:
+        runner.write(pa.table(ROWS), table, project_dir=root)
+    assert str(refused.value) == message
+    assert _nothing_written(root)
+
+
+def test_a_table_name_no_declaration_could_have_is_not_suggested_as_a_new_file(project: Callable[..., Path]) -> None:
+    root = project(t=table_yaml("t"))
+    with pytest.raises(RefusedError) as refused:
+        runner.write(pa.table(ROWS), "Orders Table", project_dir=root)
+    assert str(refused.value) == (
+        f"No table named 'Orders Table' is declared in {root}; declared: t.\n"
+        "To fix this, write to a declared table: a name is a lowercase letter followed by lowercase letters, digits "
+        "or underscores.")
+
+
+@pytest.mark.parametrize(("target", "found"), [(5, "an int (5)"), ("", "an empty str"), ("  ", "an empty str")])
+def test_a_target_of_another_kind_or_empty_is_refused_naming_it(
+        project: Callable[..., Path], target: Any, found: str) -> None:
+    # An int was a TypeError from inside the loader; "" (an unset variable) read as `--target ""`.
+    root = project(t=table_yaml("t"))
+    with pytest.raises(RefusedError) as refused:
+        runner.write(pa.table(ROWS), "t", project_dir=root, target=target)
+    assert str(refused.value) == (
+        f"runner.write(target=...): expected a target name from project.yml's targets: as a str, or None for the "
+        f"project's own settings, got {found}; nothing was written")
+    assert _nothing_written(root)
+
+
 @pytest.mark.parametrize(("created", "declared", "message", "fix"), [
     ("ts", None, "table.precombine_field is not set but the table at {base} has hoodie.table.precombine.field = "
                  "'ts'; refusing to write with a different precombine_field.",
