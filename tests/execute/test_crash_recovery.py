@@ -14,7 +14,7 @@ from runner.failpoints import EXIT_CODE
 from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from tests.conftest import FIXTURES
-from tests.crash import apply_process, crash_project
+from tests.crash import apply_in_process, apply_process, crash_project
 
 # Every test here runs `runner apply` as a process that exits at a failpoint, with Spark in that
 # process (so no fixture marks it `spark`).
@@ -42,7 +42,7 @@ def _end_state(table: Path) -> tuple[list[str], list[str]]:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list[str]]:
     project = crash_project(tmp_path_factory.mktemp("ref") / "p", FIXTURE)
-    done = apply_process(project)
+    done = apply_in_process(project)
     assert done.returncode == 0, done.stderr + done.stdout
     return _end_state(project / "table")
 
@@ -53,7 +53,7 @@ def test_killed_apply_is_finished_by_the_next_one(point, tmp_path, reference):
     crashed = apply_process(project, point)
     assert crashed.returncode == EXIT_CODE, crashed.stderr + crashed.stdout
 
-    recovered = apply_process(project)
+    recovered = apply_in_process(project)
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert _end_state(project / "table") == reference
@@ -69,7 +69,7 @@ def test_crash_in_the_middle_of_deleting_is_finished_by_the_next_apply(tmp_path,
     for path in first_half:  # as if the Spark job died after deleting these
         Path(path.removeprefix("file:")).unlink()
 
-    recovered = apply_process(project)
+    recovered = apply_in_process(project)
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert _end_state(project / "table") == reference

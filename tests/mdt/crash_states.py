@@ -11,7 +11,7 @@ from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.storage import storage_for
-from tests.crash import apply_process
+from tests.crash import apply_in_process
 
 
 def clean_end_state(table: Path) -> dict[str, object]:
@@ -56,7 +56,7 @@ def uninterrupted(project: Path, rows: Callable[[Path], object]) -> object:
     Returns those rows."""
     table = project / "table"
     before = rows(table)
-    done = apply_process(project)
+    done = apply_in_process(project)
     assert done.returncode == 0, done.stderr + done.stdout
     assert rows(table) == before
     return before

@@ -16,7 +16,7 @@ from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from tests.conftest import FIXTURES
-from tests.crash import apply_process, crash_project
+from tests.crash import apply_in_process, apply_process, crash_project
 from tests.execute.conftest import oracle_snapshot
 from tests.mdt.crash_states import assert_metadata_table_healthy, clean_end_state, uninterrupted
 
@@ -51,7 +51,7 @@ def test_killed_apply_is_finished_by_the_next_one(point: str, tmp_path: Path, re
     assert crashed.returncode == EXIT_CODE, crashed.stderr + crashed.stdout
     assert oracle_snapshot(table) == rows  # readers are fine in the crashed state
 
-    recovered = apply_process(project)
+    recovered = apply_in_process(project)
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert clean_end_state(table) == end_state

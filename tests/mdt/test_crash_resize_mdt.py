@@ -24,7 +24,7 @@ from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from tests.conftest import FIXTURES
-from tests.crash import RESIZE_POINTS, RESIZE_YAML, apply_process, crash_project
+from tests.crash import RESIZE_POINTS, RESIZE_YAML, apply_in_process, apply_process, crash_project
 from tests.mdt.crash_states import assert_metadata_table_healthy, resize_end_state, uninterrupted
 from tests.mdt.test_resize_mdt import rows
 
@@ -62,7 +62,7 @@ def test_killed_resize_is_finished_by_the_next_apply(point: str, tmp_path: Path,
     assert crashed.returncode == EXIT_CODE, crashed.stderr + crashed.stdout
     assert rows(table) == before  # readers are fine in the crashed state
 
-    recovered = apply_process(project)
+    recovered = apply_in_process(project)
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert end_state(table) == state
@@ -101,7 +101,7 @@ def test_killed_resize_on_spark_tasks_is_finished_by_the_next_apply(tmp_path: Pa
     assert (project / "target" / "spark.log").exists()  # the killed run started Spark for its rewrite
     assert rows(table) == before
 
-    recovered = apply_process(project)
+    recovered = apply_in_process(project)
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert end_state(table) == state

@@ -11,8 +11,6 @@ is never rolled back by this path.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ from runner.hudi.mdt.reader import read_files_listing, read_metadata_table
 from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from tests.conftest import FIXTURES
-from tests.crash import RESIZE_POINTS, RESIZE_YAML, apply_process, crash_project
+from tests.crash import RESIZE_POINTS, RESIZE_YAML, apply_in_process, apply_process, crash_project
 from tests.mdt.crash_states import assert_metadata_table_healthy
 from tests.mdt.test_resize_mdt import rows
 
@@ -67,7 +65,7 @@ def test_an_interrupted_resize_is_rolled_back_once_resizes_are_off(point: str, t
     project, before, seen = _crashed_resize(tmp_path, point)
     table = project / "table"
 
-    done = apply_process(project)
+    done = apply_in_process(project)
 
     assert done.returncode == 0, done.stderr + done.stdout
     assert "rolled back the interrupted resize" in done.stdout, done.stdout
@@ -83,7 +81,7 @@ def test_a_rollback_killed_part_way_is_finished_by_the_next_apply(point: str, du
     killed = apply_process(project, during)
     assert killed.returncode == EXIT_CODE, killed.stderr + killed.stdout
     assert rows(table) == seen  # readers are fine part way through the rollback
-    again = apply_process(project)
+    again = apply_in_process(project)
 
     assert again.returncode == 0, again.stderr + again.stdout
     _assert_as_before(table, before, seen)
@@ -105,7 +103,7 @@ def test_a_pending_clustering_hudi_scheduled_is_never_rolled_back(tmp_path: Path
     assert not read_table_metadata(storage_for(str(table))).runner_pending_clustering
     crashed = _state(table)
 
-    done = apply_process(project)
+    done = apply_in_process(project)
 
     assert done.returncode == 0, done.stderr + done.stdout
     assert "rolled back" not in done.stdout, done.stdout
@@ -137,9 +135,8 @@ def test_an_interrupted_resize_the_metadata_table_no_longer_allows_is_rolled_bac
     _refuse_resizes(table)
     before = _state(table)
 
-    plan = subprocess.run([sys.executable, "-m", "runner", "plan", "--project-dir", str(project)],
-                          capture_output=True, text=True, timeout=300)
-    done = apply_process(project)
+    plan = apply_in_process(project, "plan")
+    done = apply_in_process(project)
 
     why = ("the runner will not resize this table while keeping its metadata table, because the record_index "
            "needs each row's record key" if declaration == "resizes on" else "the declaration no longer asks")
@@ -169,7 +166,7 @@ def test_a_table_refused_after_its_clean_reports_the_clean_it_did(tmp_path: Path
     table = project / "table"
     _refuse_resizes(table)
 
-    done = apply_process(project)
+    done = apply_in_process(project)
 
     assert done.returncode == 1, done.stdout + done.stderr
     (entry,) = json.loads((project / "target" / "run_results.json").read_text())["tables"]

@@ -17,7 +17,7 @@ from runner.hudi.mdt.reader import read_files_listing
 from runner.hudi.state import read_table_metadata
 from runner.storage import storage_for
 from runner.testing import COPY_ON_WRITE
-from tests.crash import RESIZE_POINTS, RESIZE_YAML, TABLE_YAML, apply_process
+from tests.crash import RESIZE_POINTS, RESIZE_YAML, TABLE_YAML, apply_in_process, apply_process
 from tests.execute.conftest import oracle_snapshot
 from tests.mdt.crash_states import assert_metadata_table_healthy, clean_end_state, resize_end_state, uninterrupted
 from tests.mdt.synthetic import build_with_mdt
@@ -70,7 +70,7 @@ def test_killed_v6_apply_is_finished_by_the_next_one(point: str, tmp_path: Path,
     # Until the clean completes, its MDT block is not valid on 0.14/0.15: the listing is as before.
     assert read_files_listing(storage, read_table_metadata(storage)).files == listed_before
 
-    recovered = apply_process(project)
+    recovered = apply_in_process(project)
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert _end_state(table) == end_state
@@ -94,7 +94,7 @@ def _resize_end_state(table: Path) -> dict[str, object]:
 @pytest.fixture(scope="module")
 def resize_reference(tmp_path_factory: pytest.TempPathFactory):
     project = _resize_project(tmp_path_factory.mktemp("ref") / "p")
-    done = apply_process(project)
+    done = apply_in_process(project)
     assert done.returncode == 0, done.stderr + done.stdout
     return _resize_end_state(project / "table")
 
@@ -107,7 +107,7 @@ def test_killed_v6_resize_is_finished_by_the_next_apply(point: str, tmp_path: Pa
     crashed = apply_process(project, point)
     assert crashed.returncode == EXIT_CODE, crashed.stderr + crashed.stdout
 
-    recovered = apply_process(project)
+    recovered = apply_in_process(project)
 
     assert recovered.returncode == 0, recovered.stderr + recovered.stdout
     assert _resize_end_state(table) == state
