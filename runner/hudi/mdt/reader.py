@@ -237,4 +237,4 @@ def _combine(older: rec.MetadataRecord, newer: rec.MetadataRecord) -> rec.Metada
             if previous is not None and not previous["isDeleted"]:
                 size = max(size, int(previous["size"]))
             combined[name] = {"size": size, "isDeleted": False}
-    return {**newer, "key": "", "type": newer["type"], "filesystemMetadata": combined}
+    return {**newer, "key": "", "filesystemMetadata": combined}
