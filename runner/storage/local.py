@@ -185,16 +185,22 @@ class LocalStorage:
         final name. `link` fails if the name exists, so of two concurrent creators exactly one wins,
         and a crash leaves at most a `.<name>.<hex>.tmp` file, never a truncated instant that Hudi
         would later read as complete. (Opening the final name with `O_EXCL` would be just as
-        exclusive but could leave such a truncated file behind.)
+        exclusive but could leave such a truncated file behind.) Empty bytes cannot be cut short,
+        so an empty file is created under its final name with `O_EXCL`.
         """
         check_fence(self.root)
         full = self._checked(path, "create")
         parent = self._make_parents(full)
-        temp = _write_temp(parent, os.path.basename(full), data)
-        try:
-            _link_new(temp, full)
-        finally:
-            _remove_quietly(temp)
+        if not data:
+            # An empty file (a marker, a requested instant) is whole the moment it exists, so the
+            # final name is created exclusively in place: no temp file, no link, no file fsync.
+            _create_empty(full)
+        else:
+            temp = _write_temp(parent, os.path.basename(full), data)
+            try:
+                _link_new(temp, full)
+            finally:
+                _remove_quietly(temp)
         _fsync_dir(parent)
 
     @contextlib.contextmanager
@@ -650,6 +656,17 @@ def _write_temp(directory: str, name: str, data: bytes) -> str:
         _remove_quietly(temp)
         raise _os_error("write", temp, e) from e
     return temp
+
+
+def _create_empty(full: str) -> None:
+    """Create `full` as an empty file; refuse an existing name (a link, dangling or not, included)."""
+    try:
+        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except FileExistsError as e:
+        raise AlreadyExists(full) from e
+    except OSError as e:
+        raise _os_error("create", full, e) from e
+    os.close(fd)
 
 
 def _temp_path(directory: str, name: str) -> str:

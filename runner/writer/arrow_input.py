@@ -48,6 +48,7 @@ from runner.writer.prepare import SEQ
 from runner.writer.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, SparkType, arrow_schema
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 # Spark types whose text as a key is the same from Arrow's cast as from Spark's (see the docstring).
@@ -171,6 +172,31 @@ def keyed(records: pa.Table, layout: KeyLayout, types: Mapping[str, SparkType]) 
     return (records.append_column(RECORD_KEY, record_keys(records, layout, types))
             .append_column(PARTITION_PATH, _partition_path(records, layout, types))
             .append_column(SEQ, pa.array(np.arange(records.num_rows, dtype=np.int64))))
+
+
+def key_numbers(records: pa.Table, layout: KeyLayout, types: Mapping[str, SparkType]) -> np.ndarray | None:
+    """Per record, the number its key is the text of, when the key is one field of a type whose
+    text `_as_string` renders from a number, one to one: integers (decimal digits) and timestamps
+    (epoch microseconds). Equal numbers give equal keys
+    and unequal numbers unequal keys, so `dedup.deduplicated` can tell the keys distinct by these
+    (a `field:` prefix, as complex keys carry, changes neither). None for any other key."""
+    import pyarrow as pa
+
+    if len(layout.record_key_fields) != 1:
+        return None
+    field = layout.record_key_fields[0]
+    kind = types.get(field)
+    column = records.column(field)
+    if kind in _INTEGERS.values():
+        numbers = column.cast(pa.int64())
+    elif kind == "timestamp":
+        numbers = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    else:
+        return None
+    if numbers.null_count:
+        return None  # refused by `keyed` before this is asked; no number to stand for a null
+    found: np.ndarray = numbers.to_numpy()
+    return found
 
 
 def threads() -> int:

@@ -308,7 +308,8 @@ class _Job:
         # always) while the records are de-duplicated. Leaving the block waits for the read.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="runner-index") as pool:
             reading = pool.submit(self._read_touched, local.partition_counts(records), workers)
-            records, keys_distinct = dedup.deduplicated(records, precombine)
+            records, keys_distinct = dedup.deduplicated(records, precombine,
+                                                        arrow_input.key_numbers(records, self.layout, types))
             touched = reading.result()
         inflight, files = self._on_driver_arrow(records, workers, keys_distinct=keys_distinct, touched=touched)
         return self._complete(inflight, files)

@@ -87,3 +87,27 @@ def test_a_rival_that_creates_the_target_during_the_stream_wins(tmp_path: Path) 
 
     assert (tmp_path / "p/a.parquet").read_bytes() == b"rival"
     assert [p.name for p in (tmp_path / "p").iterdir()] == ["a.parquet"]  # the temp file is gone
+
+
+def test_an_empty_file_is_created_in_place_and_never_over_an_existing_name(storage: Storage) -> None:
+    """Empty bytes (markers, requested instants) skip the temp file, yet stay exclusive: of two
+    creators one wins, and an existing file keeps its bytes."""
+    storage.write_new("p/a.parquet.marker.CREATE", b"")
+    assert storage.read("p/a.parquet.marker.CREATE") == b""
+    with pytest.raises(AlreadyExists, match=r"a\.parquet\.marker\.CREATE: it already exists"):
+        storage.write_new("p/a.parquet.marker.CREATE", b"")
+    storage.write_new("p/b", b"bytes")
+    with pytest.raises(AlreadyExists):
+        storage.write_new("p/b", b"")
+    assert storage.read("p/b") == b"bytes"
+
+
+def test_an_empty_file_is_not_created_through_a_dangling_link(tmp_path: Path) -> None:
+    storage = LocalStorage(str(tmp_path / "t"))
+    (tmp_path / "t" / "p").mkdir(parents=True)
+    (tmp_path / "t" / "p" / "m").symlink_to(tmp_path / "t" / "p" / "elsewhere")  # inside the root
+
+    with pytest.raises(AlreadyExists):
+        storage.write_new("p/m", b"")
+    assert not (tmp_path / "t" / "p" / "elsewhere").exists()
+    assert [p.name for p in (tmp_path / "t" / "p").iterdir()] == ["m"]

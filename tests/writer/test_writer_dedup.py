@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from runner.writer import dedup
 from runner.writer.create import SIMPLE, KeyLayout
 from runner.writer.prepare import SEQ, deduplicate, with_keys
-from runner.writer.schema import PARTITION_PATH, RECORD_KEY
+from runner.writer.schema import PARTITION_PATH, RECORD_KEY, field_types
 
 LAYOUT = KeyLayout("t", ("id",), ("region",), "ts", SIMPLE, hive_style=False)
 PRECOMBINE_VALUES: dict[str, st.SearchStrategy[Any]] = {
@@ -117,3 +117,38 @@ def test_rows_are_distinct_exactly_when_no_row_repeats(values: list[str | None],
     column = pa.chunked_array([pa.array(values[:cut], pa.string()), pa.array(values[cut:], pa.string())])
     table = pa.table({f"c{i}": column for i in range(columns)})
     assert dedup.rows_distinct(table) == (len(set(values)) == len(values))
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(["int8", "int32", "int64", "timestamp"]),
+       rows=st.lists(st.tuples(st.sampled_from("ab"), st.integers(-3, 3), st.integers(0, 3)), max_size=8))
+def test_keys_told_distinct_by_their_numbers_as_by_their_text(kind: str, rows: list[tuple[str, int, int]]) -> None:
+    """A key field whose text is a number's (`arrow_input.key_numbers`) lets `deduplicated` sort the
+    numbers instead of hashing the keys: the records it keeps and what it says of them are the
+    same, and it says distinct exactly when the keys are."""
+    from runner.writer import arrow_input
+
+    arrow_type = pa.timestamp("us", tz="UTC") if kind == "timestamp" else getattr(pa, kind)()
+    data = pa.table({"id": pa.array([r[1] for r in rows], pa.int64()).cast(arrow_type),
+                     "region": pa.array([r[0] for r in rows], pa.string()),
+                     "ts": pa.array([r[2] for r in rows], pa.int64())})
+    spark_types = field_types(arrow_input.spark_schema(data.schema))
+    records = arrow_input.keyed(data, LAYOUT, spark_types)
+    numbers = arrow_input.key_numbers(records, LAYOUT, spark_types)
+    assert numbers is not None
+    by_numbers = dedup.deduplicated(records, "ts", numbers)
+    by_text = dedup.deduplicated(records, "ts")
+    assert by_numbers[0].equals(by_text[0]) and by_numbers[1] == by_text[1]
+    keys = records.column(RECORD_KEY).to_pylist()
+    assert by_numbers[1] is (len(set(keys)) == len(keys))
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.date32(), pa.bool_()])
+def test_keys_of_other_types_have_no_numbers(kind: pa.DataType) -> None:
+    """Only integers and timestamps are rendered from a number one to one; other keys are hashed."""
+    from runner.writer import arrow_input
+
+    values = {pa.string(): ["1"], pa.date32(): [date(2024, 1, 1)], pa.bool_(): [True]}[kind]
+    data = pa.table({"id": pa.array(values, kind), "region": ["a"], "ts": [1]})
+    spark_types = field_types(arrow_input.spark_schema(data.schema))
+    assert arrow_input.key_numbers(data, LAYOUT, spark_types) is None
