@@ -21,7 +21,7 @@ import io
 import json
 from collections.abc import Mapping
 from importlib import resources
-from typing import cast
+from typing import IO, Any, cast
 
 import fastavro
 from fastavro.types import Schema
@@ -139,6 +139,95 @@ def read_container(data: bytes, *, path: str) -> dict[str, object]:
     if not isinstance(record, dict):
         raise _corrupt(path, "a container without any record")
     return record
+
+
+def read_container_skipping(data: bytes, skip: frozenset[str]) -> dict[str, object] | None:
+    """The one record's top-level fields but those in `skip`, read without walking the skipped ones,
+    or None where that cannot be done and the caller must let fastavro step over them.
+
+    Done when the file is a null-codec container of exactly one block that ends with the header's
+    sync marker (so a truncated or extended file is still noticed) and every skipped field is a map
+    or array (or a union of one with null) written in blocks that state their byte size, as
+    `metadata.clean` writes a clean's lists: each such block is jumped over. Kept fields are
+    decoded by fastavro with their own writer schema, so they read as a full decode reads them.
+    """
+    stream = io.BytesIO(data)
+    try:
+        reader = fastavro.reader(stream)
+    except Exception:
+        return None  # let the caller's decode report it
+    schema = reader.writer_schema
+    start = stream.tell()
+    if reader.codec != "null" or not isinstance(schema, dict) or not isinstance(schema.get("fields"), list):
+        return None
+    view = _Cursor(data, start)
+    try:
+        if view.long() != 1:
+            return None
+        size = view.long()
+        if size < 0 or view.pos + size + 16 != len(data) or data[-16:] != data[start - 16:start]:
+            return None
+        record: dict[str, object] = {}
+        named: dict[str, dict[Any, Any]] = {}
+        for field in schema["fields"]:
+            name, kind = field.get("name"), field.get("type")
+            if name in skip:
+                if not _jump_sized(view, kind):
+                    return None
+                continue
+            sub = fastavro.parse_schema({"type": "record", "name": f"_{name}", "fields": [field]},
+                                        named_schemas=named)
+            value = fastavro.schemaless_reader(cast(IO[bytes], view), sub, None)
+            if not isinstance(value, dict):
+                return None
+            record.update(value)
+        return record if view.pos == len(data) - 16 else None
+    except Exception:
+        return None
+
+
+class _Cursor:
+    """A read position in bytes, readable as a file by fastavro's schemaless reader."""
+
+    def __init__(self, data: bytes, pos: int) -> None:
+        self._data, self.pos = data, pos
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self._data) if n < 0 else self.pos + n
+        chunk = self._data[self.pos:end]
+        self.pos += len(chunk)
+        return chunk
+
+    def long(self) -> int:
+        shift = value = 0
+        while True:
+            byte = self._data[self.pos]
+            self.pos += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return (value >> 1) ^ -(value & 1)
+            shift += 7
+
+
+def _jump_sized(view: _Cursor, kind: object) -> bool:
+    """Step over a map or array (or a union of one with null) whose blocks all state their size."""
+    if isinstance(kind, list):  # a union: the branch's index, then its value
+        branch = view.long()
+        if not 0 <= branch < len(kind):
+            return False
+        kind = kind[branch]
+        if kind == "null":
+            return True
+    if not (isinstance(kind, dict) and kind.get("type") in ("map", "array")):
+        return False
+    while True:
+        count = view.long()
+        if count == 0:
+            return True
+        if count > 0:
+            return False  # an unsized block: only walking it finds its end
+        size = view.long()  # read before the position is taken: reading it moves the position
+        view.pos += size
 
 
 def write_container(schema_name: str, record: Mapping[str, object]) -> bytes:

@@ -1,9 +1,10 @@
 """The clean's own Avro encoders (per-file lists encoded as bytes) against fastavro's generic encoding.
 
 `encode_clean_plan` and `encode_clean_metadata` hand the per-partition file lists to
-`avro.write_container_with` already encoded; every file they write must stay byte for byte what
-fastavro writes from the same record with Hudi's schema (`avro.write_container`), which the other
-clean tests read back and compare with Hudi's own files.
+`avro.write_container_with` already encoded. A clean plan stays byte for byte what fastavro writes
+from the same record with Hudi's schema (`avro.write_container`); a completed clean differs only in
+writing its lists as one map block that states its byte size (Avro's skippable form), and decodes to
+the same record. The other clean tests read both back and compare them with Hudi's own files.
 """
 
 from __future__ import annotations
@@ -110,11 +111,36 @@ _partition_metadata = st.builds(
     st.integers(min_value=0, max_value=2**31 - 1),
     st.dictionaries(_text, _text, max_size=2),
 )
-def test_clean_metadata_bytes_equal_fastavros_encoding(
+def test_clean_metadata_reads_as_fastavros_encoding_and_its_lists_are_skipped_whole(
     partitions: dict[str, CleanPartitionMetadata], taken: int, total: int, extra: dict[str, str],
 ) -> None:
+    """A completed clean's per-partition lists are one map block that states its size (see
+    `_encoded_partition_metadata`): the file decodes to the record fastavro's own encoding holds,
+    and the top-level fields read past the lists without walking them, where fastavro's encoding
+    (no sizes) has to be walked."""
     meta = CleanMetadata("20240104000000000", taken, total, "", "20240103000000000", partitions, extra)
-    assert encode_clean_metadata(meta) == _generic_metadata(meta)
+    ours, generic = encode_clean_metadata(meta), _generic_metadata(meta)
+    assert avro.read_container(ours, path="x") == avro.read_container(generic, path="x")
+    lists = frozenset({"partitionMetadata", "bootstrapPartitionMetadata"})
+    top = {k: v for k, v in avro.read_container(generic, path="x").items() if k not in lists}
+    assert avro.read_container_skipping(ours, lists) == top
+    if partitions:
+        assert avro.read_container_skipping(generic, lists) is None
+    else:
+        assert ours == generic  # an empty map has no block to size
+
+
+def test_a_clean_cut_short_or_lengthened_is_not_read_past_its_lists() -> None:
+    """Skipping trusts the block's stated size only when the file ends exactly where the block and
+    its sync marker do; otherwise the full decode (which walks the lists) decides."""
+    files = tuple(f"f{i}.parquet" for i in range(50))
+    meta = CleanMetadata("20240104000000000", 1, 50, "20240102000000000", "20240103000000000",
+                         {"p": CleanPartitionMetadata("p", "KEEP_LATEST_COMMITS", files, files, (), False)}, {})
+    data = encode_clean_metadata(meta)
+    lists = frozenset({"partitionMetadata", "bootstrapPartitionMetadata"})
+    assert avro.read_container_skipping(data, lists) is not None
+    for changed in (data[:-1], data[: len(data) // 2], data + b"\0", data[:-16] + b"\1" * 16):
+        assert avro.read_container_skipping(changed, lists) is None
 
 
 def test_a_large_clean_plan_is_byte_identical_and_reads_back_with_hudis_schema() -> None:

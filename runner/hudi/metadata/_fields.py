@@ -10,7 +10,7 @@ from typing import NoReturn, TypeVar
 import fastavro
 
 from runner.errors import CorruptMetadataError
-from runner.hudi.avro import AVRO_MAGIC, read_container
+from runner.hudi.avro import AVRO_MAGIC, read_container, read_container_skipping
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -200,8 +200,10 @@ def avro_fields_without(data: bytes, *, path: str, what: str, skip: frozenset[st
     """`avro_fields` without the top-level fields named in `skip`, which are stepped over, not built.
 
     The reader schema is the file's own writer schema minus those fields, so the kept fields decode
-    to exactly what a full decode gives them, whichever Hudi release wrote the file. Stepping over
-    still walks the skipped bytes, so a truncated file fails here as it would in a full decode; what
+    to exactly what a full decode gives them, whichever Hudi release wrote the file. Skipped fields
+    written in blocks that state their size (the runner's own cleans) are jumped over, in a file
+    whose one block ends exactly at its sync marker (`avro.read_container_skipping`); others are
+    walked by fastavro. Either way a truncated file fails here as it would in a full decode; what
     goes unchecked is only what decoding alone catches (invalid UTF-8 inside a skipped string).
     Files whose schema cannot be cut this way (a kept field using a type a skipped one defines) are
     decoded in full, minus the skipped fields.
@@ -210,6 +212,9 @@ def avro_fields_without(data: bytes, *, path: str, what: str, skip: frozenset[st
         CorruptMetadataError: as `avro_fields`.
     """
     if data.startswith(AVRO_MAGIC):
+        found = read_container_skipping(data, skip)
+        if found is not None:
+            return Fields(found, path=path, where=what)
         try:
             writer = fastavro.reader(io.BytesIO(data)).writer_schema
             if isinstance(writer, dict) and isinstance(writer.get("fields"), list):
