@@ -477,6 +477,15 @@ def _record(result: TableResult, outcome: CleanOutcome, *, started: str | None =
     result.bytes_deleted += outcome.bytes_deleted
     result.files_already_gone += outcome.files_already_gone
     result.partitions_deleted.extend(outcome.partitions_deleted)
+    if outcome.left_pending:
+        raise RunnerError(
+            f"clean {outcome.instant}: {len(outcome.left_pending)} file(s) of replaced file groups could not be "
+            f"deleted, e.g. {outcome.left_pending[0]}; expected each deleted, since Hudi's archiver takes the groups "
+            "a completed clean was planned to delete for cleaned and may then archive the replacecommit hiding "
+            f"them (readers would read their records twice); clean {outcome.instant} is left pending "
+            "(requested and inflight), not completed; the other files it lists were deleted",
+            hint="fix what refused the delete (permissions, a retention lock), then apply again: it finishes "
+            "the pending clean.")
     if outcome.failed:
         raise RunnerError(f"clean {outcome.instant}: {len(outcome.failed)} file(s) could not be deleted, "
                           f"e.g. {outcome.failed[0]}; the clean is recorded with them as failed")

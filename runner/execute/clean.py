@@ -58,6 +58,8 @@ class CleanOutcome:
     failed: tuple[str, ...] = ()
     partitions_deleted: tuple[str, ...] = ()
     instants_written: tuple[str, ...] = field(default=())
+    # Left pending, not completed: a file of a replaced group could not be deleted (`_left_replaced`).
+    left_pending: tuple[str, ...] = ()
 
 
 def to_plan(step: CleanStep, base_uri: str) -> CleanPlan:
@@ -380,13 +382,25 @@ class CleanRunner:
             # to its end beside whatever the failure leads to, and the process waits for it to exit.
             stop_early_work()
             raise
+        deleted, gone, failed = _tally(outcomes.values())
+        left = self._left_replaced(failed) if failed else []
+        if left:
+            stop_early_work()
+            return CleanOutcome(
+                instant=str(pending.time),
+                files_deleted=len(deleted),
+                bytes_deleted=sum(map(sizes.get, deleted, repeat(0))),
+                files_already_gone=gone,
+                failed=tuple(sorted(failed)),
+                instants_written=tuple(written),
+                left_pending=tuple(f"{path} ({outcomes[path].error})" for path in left),
+            )
         if self.before_complete is not None:
             written.extend(self.before_complete(pending.time, meta, self.completion_time))
             failpoint("after_metadata_table_commit")
         done = self.writer.complete(pending, data, completion=self.completion_time())
         written.append(done.file_name)
         failpoint("after_clean_completed")
-        deleted, gone, failed = _tally(outcomes.values())
         return CleanOutcome(
             instant=str(pending.time),
             files_deleted=len(deleted),
@@ -396,6 +410,21 @@ class CleanRunner:
             partitions_deleted=deleted_partitions,
             instants_written=tuple(written),
         )
+
+    def _left_replaced(self, failed: Sequence[str]) -> list[str]:
+        """The files of `failed` that belong to a replaced file group, by the timeline as it is now.
+
+        Hudi's cleaner completes a clean whatever its failed deletes. But Hudi's archiver takes
+        every group replaced before the last completed clean's earliest commit to retain (before
+        the clean itself when it records none) for cleaned, and may archive the replacecommit that
+        hides it (`ClusteringUtils.getEarliestInstantToRetainForClustering`): a file left in such a
+        group is then read beside the group that replaced it, every record twice. So the clean is
+        left pending (the last completed clean's bound stands) and the next apply finishes it. A
+        failed delete of an active group's old slice is harmless (no reader picks an older slice)
+        and is recorded as failed, as Hudi does.
+        """
+        replaced = read_table_metadata(self.storage).replaced
+        return sorted(p for p in failed if (p.rpartition("/")[0], _file_id_of(p)) in replaced)
 
     def _delete(self, plan: CleanPlan, flat: list[str], sizes: dict[str, int] | None
                 ) -> tuple[dict[str, int], dict[str, DeleteResult], tuple[str, ...]]:
