@@ -43,7 +43,7 @@ from runner.execute.narrow import PendingClean, narrow, refuse_unreviewed
 from runner.execute.paths import partition_path
 from runner.failpoints import failpoint
 from runner.hudi.files import FileGroup, FileSlice, relative_path
-from runner.hudi.instant import InstantTime
+from runner.hudi.instant import Action, InstantTime
 from runner.hudi.metadata import CleanPlan
 from runner.hudi.pending_undo import history_moved
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
@@ -465,8 +465,10 @@ def _runner(storage: Storage, meta: TableMetadata, deleter: Any, clock: Callable
         last.append(value)
         return value
 
+    known = frozenset(i.time.normalized for i in meta.timeline.instants if i.family is Action.REPLACE_COMMIT)
     return CleanRunner(storage, writer, deleter, completion_time=completion, before_complete=maintenance,
-                       history=history, before_deletes=maintenance.ahead if maintenance is not None else None)
+                       history=history, before_deletes=maintenance.ahead if maintenance is not None else None,
+                       known_replaces=known)
 
 
 def _record(result: TableResult, outcome: CleanOutcome, *, started: str | None = None) -> None:

@@ -8,6 +8,7 @@ deleted, so the end result is the same as an uninterrupted run.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from runner.hudi.metadata import (
 from runner.hudi.pending_writes import read_pending_writes
 from runner.hudi.state import read_table_metadata, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter
-from runner.plan.clean import SAVEPOINTED_TIMESTAMPS
+from runner.plan.clean import BEFORE_THE_TIMELINE, SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
 from runner.storage import DeleteResult, Storage
 
@@ -307,7 +308,8 @@ class CleanRunner:
                  completion_time: Callable[[], InstantTime],
                  before_complete: BeforeComplete | None = None,
                  history: HistoryCheck | None = None,
-                 before_deletes: BeforeDeletes | None = None) -> None:
+                 before_deletes: BeforeDeletes | None = None,
+                 known_replaces: frozenset[str] | None = None) -> None:
         self.storage = storage
         self.writer = writer
         self.deleter = deleter
@@ -320,6 +322,9 @@ class CleanRunner:
         self.history = history
         # Lets that record's work that depends only on the plan start beside the deletes (writes nothing).
         self.before_deletes = before_deletes
+        # The times (normalized) of the replacecommits and clusterings, in any state, on the timeline
+        # the plans were made from: one not among them landed since (`_bounded_before_late_replaces`).
+        self.known_replaces = known_replaces
         # The checked paths (`files_of`) of each clean `start` wrote, for its `finish`.
         self._checked: dict[InstantTime, dict[str, list[str]]] = {}
 
@@ -374,6 +379,7 @@ class CleanRunner:
         ) if self.before_deletes is not None else _nothing
         try:
             sizes, outcomes, deleted_partitions = self._delete(plan, flat, sizes)
+            plan = self._bounded_before_late_replaces(pending.time, plan)
             with bulk_allocation():  # not around the deleter, which may run a Spark job for minutes
                 meta = self._metadata(pending, plan, files, outcomes, deleted_partitions, started)
                 data = encode_clean_metadata(meta)
@@ -410,6 +416,46 @@ class CleanRunner:
             partitions_deleted=deleted_partitions,
             instants_written=tuple(written),
         )
+
+    def _bounded_before_late_replaces(self, time_: InstantTime, plan: CleanPlan) -> CleanPlan:
+        """`plan`, its earliest commit to retain moved before any replacecommit or clustering that
+        landed since the plan (a Hudi writer does not take the runner's lock) or is pending now,
+        requested before the bound the clean would record (its earliest commit to retain, else its
+        own time); its requested and inflight files rewritten so, before it completes.
+
+        Hudi's archiver takes every group replaced before the last completed clean's bound for
+        cleaned (`ClusteringUtils.getEarliestInstantToRetainForClustering`). A writer that asked for
+        its instant time before the clean's, and completed its replace after the clean was planned,
+        replaced groups this clean never saw; vouched for, that replacecommit could be archived and
+        its groups read beside the ones replacing them. The new bound is the latest completed write
+        before the first such instant, else `BEFORE_THE_TIMELINE` (as `_before_pending_replaces`
+        plans it): the archiver keeps more, the next clean lists every partition it must.
+        """
+        if self.known_replaces is None:
+            return plan
+        recorded = plan.earliest_instant_to_retain
+        bound = InstantTime(recorded.timestamp) if recorded is not None and recorded.timestamp.strip() else time_
+        _, timeline, _ = read_timeline(self.storage)
+        late = [i.time for i in timeline.instants
+                if i.family is Action.REPLACE_COMMIT and i.time < bound
+                and (not i.is_completed or i.time.normalized not in self.known_replaces)]
+        if not late:
+            return plan
+        first = min(late, key=lambda t: t.normalized)
+        before = [i for i in timeline.completed_writes if i.time < first]
+        ectr = before[-1] if before else BEFORE_THE_TIMELINE
+        bounded = dataclasses.replace(plan, earliest_instant_to_retain=ActionInstant(
+            str(ectr.time), ectr.action.value, "COMPLETED"))
+        old, new = encode_clean_plan(plan), encode_clean_plan(bounded)
+        for state in (State.REQUESTED, State.INFLIGHT):
+            path = self.writer.path(Instant(time_, Action.CLEAN, state))
+            if not self.storage.replace_if(path, old, new):
+                raise RefusedError(
+                    f"table {self.storage.uri}: replacecommit {first} landed while clean {time_} ran, so the clean "
+                    f"must record an earliest commit to retain before it ({ectr.time}), but {path} no longer holds "
+                    "the plan this run wrote; expected it unchanged; the clean is left pending, not completed",
+                    hint="check who else writes this table's timeline, then apply again.")
+        return bounded
 
     def _left_replaced(self, failed: Sequence[str]) -> list[str]:
         """The files of `failed` that belong to a replaced file group, by the timeline as it is now.
