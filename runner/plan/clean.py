@@ -136,12 +136,13 @@ def plan_clean(policy: CleanPolicy, state: TableState, scope: CleanScope) -> Cle
     pending = _partitions_with_pending_files(state.uncommitted_files) | _reached_by_pending_writes(meta, partitions)
     files: list[FileToDelete] = []
     to_delete_partitions: list[str] = []
+    listed = frozenset(state.partitions)
     for partition in partitions:
         groups = by_partition.get(partition, ())
         slices, drop_partition = planner.partition_deletions(
             state, groups, ectr, protected, has_pending_files=partition in pending)
         files.extend(_to_files(slices))
-        if drop_partition and partition and _emptied(partition, groups, slices, state):
+        if drop_partition and partition and partition in listed and _emptied(partition, groups, slices, state):
             to_delete_partitions.append(partition)
     return CleanStep(
         policy=policy.policy,
