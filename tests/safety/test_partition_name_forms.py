@@ -47,7 +47,8 @@ def _plan(root: Path, capsys) -> dict:
     return data["tables"][0]
 
 
-@pytest.mark.parametrize(("written", "listed"), [(NFC, NFD), ("city=Basel", "city=basel")], ids=["nfc-listed-nfd", "case"])
+@pytest.mark.parametrize(("written", "listed"), [(NFC, NFD), ("city=Basel", "city=basel")],
+                         ids=["nfc-listed-nfd", "case"])
 def test_a_partition_listed_under_another_spelling_is_never_planned_for_deletion(written, listed, tmp_path, capsys):
     table = tmp_path / "t"
     builder = TableBuilder(table, name="t", partitions=[written, "city=Bern"])
