@@ -89,3 +89,28 @@ def test_partitions_differing_only_in_case_or_form_are_cleaned_each_by_its_rules
     assert by_partition == {NFC: 1, NFD: 1, "city=Basel": 1, "city=basel": 1}, by_partition
     assert main(["apply", "--project-dir", str(root), "--auto-approve"]) == 0, capsys.readouterr().out
     assert oracle_snapshot(table)[1] == rows
+
+
+@pytest.mark.parametrize(("written", "listed"), [(NFC, NFD), ("city=Basel", "city=basel")],
+                         ids=["nfc-listed-nfd", "case"])
+def test_replaced_groups_listed_under_another_spelling_refuse_the_clean(written, listed, tmp_path, capsys):
+    # The replacecommit names the groups it replaced under the partition as its writer spelled it;
+    # listed under another spelling they look active, so the clean keeps their latest slices while
+    # recording a bound past the replacecommit, which Hudi's archiver then takes for cleaned.
+    table = tmp_path / "t"
+    builder = TableBuilder(table, name="t", partitions=[written, "city=Bern"])
+    builder.commit(writes={written: 2, "city=Bern": 1})
+    builder.clustering(written)
+    builder.commit(updates=1)
+    builder.commit(updates=1)
+    (table / written).rename(table / listed)
+    root = _project(table, tmp_path / "project", incremental=False)
+    before = digest(table)
+
+    code = main(["plan", "--project-dir", str(root), "--format", "json"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    error = json.dumps(json.loads(out)["tables"][0]["error"], ensure_ascii=False)
+    assert written in error and listed in error and "nothing" in error, error
+    assert main(["apply", "--project-dir", str(root), "--auto-approve"]) == 1
+    assert digest(table) == before
