@@ -43,7 +43,7 @@ from runner.execute.narrow import PendingClean, narrow, refuse_unreviewed
 from runner.execute.paths import partition_path
 from runner.failpoints import failpoint
 from runner.hudi.files import FileGroup, FileSlice, relative_path
-from runner.hudi.instant import InstantTime
+from runner.hudi.instant import Action, InstantTime
 from runner.hudi.metadata import CleanPlan
 from runner.hudi.pending_undo import history_moved
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
@@ -465,8 +465,10 @@ def _runner(storage: Storage, meta: TableMetadata, deleter: Any, clock: Callable
         last.append(value)
         return value
 
+    known = frozenset(i.time.normalized for i in meta.timeline.instants if i.family is Action.REPLACE_COMMIT)
     return CleanRunner(storage, writer, deleter, completion_time=completion, before_complete=maintenance,
-                       history=history, before_deletes=maintenance.ahead if maintenance is not None else None)
+                       history=history, before_deletes=maintenance.ahead if maintenance is not None else None,
+                       known_replaces=known)
 
 
 def _record(result: TableResult, outcome: CleanOutcome, *, started: str | None = None) -> None:
@@ -477,6 +479,15 @@ def _record(result: TableResult, outcome: CleanOutcome, *, started: str | None =
     result.bytes_deleted += outcome.bytes_deleted
     result.files_already_gone += outcome.files_already_gone
     result.partitions_deleted.extend(outcome.partitions_deleted)
+    if outcome.left_pending:
+        raise RunnerError(
+            f"clean {outcome.instant}: {len(outcome.left_pending)} file(s) of replaced file groups could not be "
+            f"deleted, e.g. {outcome.left_pending[0]}; expected each deleted, since Hudi's archiver takes the groups "
+            "a completed clean was planned to delete for cleaned and may then archive the replacecommit hiding "
+            f"them (readers would read their records twice); clean {outcome.instant} is left pending "
+            "(requested and inflight), not completed; the other files it lists were deleted",
+            hint="fix what refused the delete (permissions, a retention lock), then apply again: it finishes "
+            "the pending clean.")
     if outcome.failed:
         raise RunnerError(f"clean {outcome.instant}: {len(outcome.failed)} file(s) could not be deleted, "
                           f"e.g. {outcome.failed[0]}; the clean is recorded with them as failed")

@@ -8,6 +8,7 @@ deleted, so the end result is the same as an uninterrupted run.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from runner.hudi.metadata import (
 from runner.hudi.pending_writes import read_pending_writes
 from runner.hudi.state import read_table_metadata, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter
-from runner.plan.clean import SAVEPOINTED_TIMESTAMPS
+from runner.plan.clean import BEFORE_THE_TIMELINE, SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
 from runner.storage import DeleteResult, Storage
 
@@ -58,6 +59,8 @@ class CleanOutcome:
     failed: tuple[str, ...] = ()
     partitions_deleted: tuple[str, ...] = ()
     instants_written: tuple[str, ...] = field(default=())
+    # Left pending, not completed: a file of a replaced group could not be deleted (`_left_replaced`).
+    left_pending: tuple[str, ...] = ()
 
 
 def to_plan(step: CleanStep, base_uri: str) -> CleanPlan:
@@ -305,7 +308,8 @@ class CleanRunner:
                  completion_time: Callable[[], InstantTime],
                  before_complete: BeforeComplete | None = None,
                  history: HistoryCheck | None = None,
-                 before_deletes: BeforeDeletes | None = None) -> None:
+                 before_deletes: BeforeDeletes | None = None,
+                 known_replaces: frozenset[str] | None = None) -> None:
         self.storage = storage
         self.writer = writer
         self.deleter = deleter
@@ -318,6 +322,9 @@ class CleanRunner:
         self.history = history
         # Lets that record's work that depends only on the plan start beside the deletes (writes nothing).
         self.before_deletes = before_deletes
+        # The times (normalized) of the replacecommits and clusterings, in any state, on the timeline
+        # the plans were made from: one not among them landed since (`_bounded_before_late_replaces`).
+        self.known_replaces = known_replaces
         # The checked paths (`files_of`) of each clean `start` wrote, for its `finish`.
         self._checked: dict[InstantTime, dict[str, list[str]]] = {}
 
@@ -372,6 +379,7 @@ class CleanRunner:
         ) if self.before_deletes is not None else _nothing
         try:
             sizes, outcomes, deleted_partitions = self._delete(plan, flat, sizes)
+            plan = self._bounded_before_late_replaces(pending.time, plan)
             with bulk_allocation():  # not around the deleter, which may run a Spark job for minutes
                 meta = self._metadata(pending, plan, files, outcomes, deleted_partitions, started)
                 data = encode_clean_metadata(meta)
@@ -380,13 +388,25 @@ class CleanRunner:
             # to its end beside whatever the failure leads to, and the process waits for it to exit.
             stop_early_work()
             raise
+        deleted, gone, failed = _tally(outcomes.values())
+        left = self._left_replaced(failed) if failed else []
+        if left:
+            stop_early_work()
+            return CleanOutcome(
+                instant=str(pending.time),
+                files_deleted=len(deleted),
+                bytes_deleted=sum(map(sizes.get, deleted, repeat(0))),
+                files_already_gone=gone,
+                failed=tuple(sorted(failed)),
+                instants_written=tuple(written),
+                left_pending=tuple(f"{path} ({outcomes[path].error})" for path in left),
+            )
         if self.before_complete is not None:
             written.extend(self.before_complete(pending.time, meta, self.completion_time))
             failpoint("after_metadata_table_commit")
         done = self.writer.complete(pending, data, completion=self.completion_time())
         written.append(done.file_name)
         failpoint("after_clean_completed")
-        deleted, gone, failed = _tally(outcomes.values())
         return CleanOutcome(
             instant=str(pending.time),
             files_deleted=len(deleted),
@@ -396,6 +416,61 @@ class CleanRunner:
             partitions_deleted=deleted_partitions,
             instants_written=tuple(written),
         )
+
+    def _bounded_before_late_replaces(self, time_: InstantTime, plan: CleanPlan) -> CleanPlan:
+        """`plan`, its earliest commit to retain moved before any replacecommit or clustering that
+        landed since the plan (a Hudi writer does not take the runner's lock) or is pending now,
+        requested before the bound the clean would record (its earliest commit to retain, else its
+        own time); its requested and inflight files rewritten so, before it completes.
+
+        Hudi's archiver takes every group replaced before the last completed clean's bound for
+        cleaned (`ClusteringUtils.getEarliestInstantToRetainForClustering`). A writer that asked for
+        its instant time before the clean's, and completed its replace after the clean was planned,
+        replaced groups this clean never saw; vouched for, that replacecommit could be archived and
+        its groups read beside the ones replacing them. The new bound is the latest completed write
+        before the first such instant, else `BEFORE_THE_TIMELINE` (as `_before_pending_replaces`
+        plans it): the archiver keeps more, the next clean lists every partition it must.
+        """
+        if self.known_replaces is None:
+            return plan
+        recorded = plan.earliest_instant_to_retain
+        bound = InstantTime(recorded.timestamp) if recorded is not None and recorded.timestamp.strip() else time_
+        _, timeline, _ = read_timeline(self.storage)
+        late = [i.time for i in timeline.instants
+                if i.family is Action.REPLACE_COMMIT and i.time < bound
+                and (not i.is_completed or i.time.normalized not in self.known_replaces)]
+        if not late:
+            return plan
+        first = min(late, key=lambda t: t.normalized)
+        before = [i for i in timeline.completed_writes if i.time < first]
+        ectr = before[-1] if before else BEFORE_THE_TIMELINE
+        bounded = dataclasses.replace(plan, earliest_instant_to_retain=ActionInstant(
+            str(ectr.time), ectr.action.value, "COMPLETED"))
+        old, new = encode_clean_plan(plan), encode_clean_plan(bounded)
+        for state in (State.REQUESTED, State.INFLIGHT):
+            path = self.writer.path(Instant(time_, Action.CLEAN, state))
+            if not self.storage.replace_if(path, old, new):
+                raise RefusedError(
+                    f"table {self.storage.uri}: replacecommit {first} landed while clean {time_} ran, so the clean "
+                    f"must record an earliest commit to retain before it ({ectr.time}), but {path} no longer holds "
+                    "the plan this run wrote; expected it unchanged; the clean is left pending, not completed",
+                    hint="check who else writes this table's timeline, then apply again.")
+        return bounded
+
+    def _left_replaced(self, failed: Sequence[str]) -> list[str]:
+        """The files of `failed` that belong to a replaced file group, by the timeline as it is now.
+
+        Hudi's cleaner completes a clean whatever its failed deletes. But Hudi's archiver takes
+        every group replaced before the last completed clean's earliest commit to retain (before
+        the clean itself when it records none) for cleaned, and may archive the replacecommit that
+        hides it (`ClusteringUtils.getEarliestInstantToRetainForClustering`): a file left in such a
+        group is then read beside the group that replaced it, every record twice. So the clean is
+        left pending (the last completed clean's bound stands) and the next apply finishes it. A
+        failed delete of an active group's old slice is harmless (no reader picks an older slice)
+        and is recorded as failed, as Hudi does.
+        """
+        replaced = read_table_metadata(self.storage).replaced
+        return sorted(p for p in failed if (p.rpartition("/")[0], _file_id_of(p)) in replaced)
 
     def _delete(self, plan: CleanPlan, flat: list[str], sizes: dict[str, int] | None
                 ) -> tuple[dict[str, int], dict[str, DeleteResult], tuple[str, ...]]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from runner.declarations.model import CleanPolicy
+from runner.errors import RefusedError
 from runner.hudi.files import FileGroup, FileSlice, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.state import TableMetadata, TableState
@@ -128,6 +129,7 @@ def _incremental_blocker(meta: TableMetadata) -> str | None:
 def plan_clean(policy: CleanPolicy, state: TableState, scope: CleanScope) -> CleanStep:
     """Files and partitions to delete in the listed partitions, by the declared policy."""
     meta = state.metadata
+    refuse_respelled_partitions(state)
     ectr = scope.earliest_commit_to_retain
     partitions = state.partitions if scope.partitions is None else scope.partitions
     planner = planner_for(policy)
@@ -136,12 +138,13 @@ def plan_clean(policy: CleanPolicy, state: TableState, scope: CleanScope) -> Cle
     pending = _partitions_with_pending_files(state.uncommitted_files) | _reached_by_pending_writes(meta, partitions)
     files: list[FileToDelete] = []
     to_delete_partitions: list[str] = []
+    listed = frozenset(state.partitions)
     for partition in partitions:
         groups = by_partition.get(partition, ())
         slices, drop_partition = planner.partition_deletions(
             state, groups, ectr, protected, has_pending_files=partition in pending)
         files.extend(_to_files(slices))
-        if drop_partition and partition and _emptied(partition, groups, slices, state):
+        if drop_partition and partition and partition in listed and _emptied(partition, groups, slices, state):
             to_delete_partitions.append(partition)
     return CleanStep(
         policy=policy.policy,
@@ -152,6 +155,41 @@ def plan_clean(policy: CleanPolicy, state: TableState, scope: CleanScope) -> Cle
         savepointed_timestamps=tuple(sorted(str(t) for t in meta.savepoints)),
         scope=scope.reason,
     )
+
+
+def refuse_respelled_partitions(state: TableState) -> None:
+    """Refuse a clean of a table whose timeline names a file group under another partition than the
+    one storage lists it in: a replacecommit or a pending (log) compaction spelling its partition
+    otherwise (NFC `city=Zürich` for a folder listed NFD, `city=Basel` for `city=basel`), as a file
+    system that folds names (macOS) leaves it. The replaced groups would look active, so the clean
+    would keep their latest slices while recording a bound Hudi's archiver takes for "cleaned";
+    Hudi's file ids are unique across a table, so the file id finds the group whatever the spelling.
+
+    Raises:
+        RefusedError: naming the file group and both spellings; nothing is planned.
+    """
+    meta = state.metadata
+    named = [*(("replacecommit", k) for k in meta.replaced),
+             *(("pending compaction", k) for k in meta.pending_compaction),
+             *(("pending log compaction", k) for k in meta.pending_log_compaction)]
+    if not named:
+        return
+    listed: dict[str, set[str]] = {}
+    for group in state.file_groups:
+        listed.setdefault(group.file_id, set()).add(group.partition)
+    for what, (partition, file_id) in named:
+        spellings = listed.get(file_id, {partition})
+        if partition not in spellings:
+            found = min(spellings)
+            raise RefusedError(
+                f"table {meta.base_path}: a {what} names file group {file_id} in partition {partition!r} "
+                f"({partition.encode('unicode_escape').decode()}), but storage lists it in {found!r} "
+                f"({found.encode('unicode_escape').decode()}); expected the partition as the timeline "
+                "spells it, since the clean decides by it which groups are replaced or needed (a file system "
+                "that folds case or Unicode normalisation, as macOS's do, lists a folder under another "
+                "spelling); nothing was planned or deleted",
+                hint="keep the table on storage that compares names byte for byte (S3, HDFS, a case-sensitive "
+                "disk), with its folders named as its timeline names them.")
 
 
 def _emptied(partition: str, groups: Iterable[FileGroup], deleted: list[FileSlice], state: TableState) -> bool:

@@ -31,8 +31,12 @@ class Protection:
 
     def __init__(self, state: TableState) -> None:
         self.savepointed = state.metadata.savepointed_files | _being_savepointed(state)
-        self.compaction = state.metadata.pending_compaction
-        self.log_compaction = state.metadata.pending_log_compaction
+        # By file id, not (partition, file id): a compaction plan spells the partition as its writer
+        # did (NFC `city=Zürich`, `p=A`), and a file system that folds names (macOS) lists the same
+        # folder otherwise (NFD, `p=a`); the group it names must stay protected. Hudi's file ids are
+        # unique across a table; should one recur, the earliest base instant protects the most.
+        self.compaction = _by_file_id(state.metadata.pending_compaction)
+        self.log_compaction = _by_file_id(state.metadata.pending_log_compaction)
         # Most tables have neither savepoints nor pending compactions: then no slice is protected,
         # and the per-slice questions below answer at once instead of once per file.
         self._any_compaction = bool(self.compaction) or bool(self.log_compaction)
@@ -42,13 +46,22 @@ class Protection:
         return bool(savepointed) and any(name in savepointed for name in file_slice.file_names)
 
     def in_pending_compaction(self, group: FileGroup) -> bool:
-        return self._any_compaction and (group.key in self.compaction or group.key in self.log_compaction)
+        return self._any_compaction and (group.file_id in self.compaction or group.file_id in self.log_compaction)
 
     def needed_for_compaction(self, group: FileGroup, file_slice: FileSlice) -> bool:
         return self._any_compaction and any(
-            ops.get(group.key) is not None and file_slice.base_instant >= ops[group.key]
+            ops.get(group.file_id) is not None and file_slice.base_instant >= ops[group.file_id]
             for ops in (self.compaction, self.log_compaction)
         )
+
+
+def _by_file_id(operations: Mapping[tuple[str, str], InstantTime]) -> dict[str, InstantTime]:
+    """A pending (log) compaction's base instants by file id; the earliest where one recurs."""
+    result: dict[str, InstantTime] = {}
+    for (_, file_id), base in operations.items():
+        if file_id not in result or base < result[file_id]:
+            result[file_id] = base
+    return result
 
 
 def _being_savepointed(state: TableState) -> frozenset[str]:

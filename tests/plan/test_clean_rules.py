@@ -308,3 +308,18 @@ def test_planner_never_deletes_a_latest_slice_or_a_savepoint(n_commits, groups, 
     assert not doomed & latest
     assert not doomed & {f"p/{n}" for n in state.metadata.savepointed_files}
     assert step == plan_clean(policy, state, clean_scope(policy, state.metadata, now=NOW))
+
+
+@pytest.mark.parametrize("policy", [commits(1), versions(1)], ids=["commits", "versions"])
+def test_a_pending_compaction_naming_the_partition_in_another_form_still_protects_its_slices(policy):
+    # A compaction plan records the partition as its writer spelled it (NFC `city=Zürich`); a file
+    # system that folds names (macOS: HFS+ lists NFD, APFS and case-insensitive volumes find either)
+    # lists the folder otherwise. Hudi's file ids are unique across the table, so the protection
+    # follows the file id, whatever the partition's spelling.
+    import unicodedata
+
+    nfc = unicodedata.normalize("NFC", "city=Zürich")
+    nfd = unicodedata.normalize("NFD", nfc)
+    b = history(5, partition=nfd)
+    b.pending_compaction(6, {(nfc, "a"): 2})  # op based on slice t(2): t(2) and newer are needed
+    assert not {f"{nfd}/{b.name(i, 'a')}" for i in (2, 3, 4, 5)} & set(deleted(policy, b))

@@ -69,7 +69,8 @@ def archive_as_hudi_may(table: Path) -> list[str]:
     """Archive what Hudi's archiver may once the last clean is recorded, as far as its guard for
     replaced groups allows (`ClusteringUtils.getEarliestInstantToRetainForClustering`): every
     completed write requested before the first replacecommit or clustering at or after the last
-    clean plan's earliest instant to retain (the clean's own time when it records none), bar the
+    clean plan's earliest instant to retain (the clean's own time when it records none; every
+    replacecommit when no clean has completed), bar the
     last completed write. Their instant files go, so files they wrote count as archived, hence
     committed. Returns their times."""
     from runner.hudi.instant import Action
@@ -79,10 +80,14 @@ def archive_as_hudi_may(table: Path) -> list[str]:
 
     meta = read_table_metadata(storage_for(str(table)))
     folder = table / meta.timeline_folder
-    last = max(meta.timeline.completed(Action.CLEAN), key=lambda i: i.time)
-    requested = folder / f"{last.time}.clean.requested"
-    plan = decode_clean_plan(requested.read_bytes(), path=str(requested), base_path=str(table))
-    lower = plan.earliest_instant_to_retain.timestamp if plan.earliest_instant_to_retain else str(last.time)
+    cleans = meta.timeline.completed(Action.CLEAN)
+    if cleans:
+        last = max(cleans, key=lambda i: i.time)
+        requested = folder / f"{last.time}.clean.requested"
+        plan = decode_clean_plan(requested.read_bytes(), path=str(requested), base_path=str(table))
+        lower = plan.earliest_instant_to_retain.timestamp if plan.earliest_instant_to_retain else str(last.time)
+    else:  # no completed clean vouches for any replaced group: every replacecommit stays
+        lower = "0" * 17
     replaces = [i.time for i in meta.timeline.instants if i.family is Action.REPLACE_COMMIT and i.time >= lower]
     pending = [i.time for i in meta.timeline.writes_and_compactions if not i.is_completed]
     bound = min([*replaces, *pending], default=None)
