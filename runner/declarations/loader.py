@@ -115,7 +115,7 @@ def read_yaml(root: str, relative: str) -> Loaded:
         # O_NONBLOCK: opening a named pipe for reading would otherwise wait for a writer.
         with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
             info = os.fstat(handle.fileno())
-            odd = _odd_file(path, info)
+            odd = _odd_file(path, info, "project.yml" if relative == PROJECT_FILE else "a declaration")
             if odd is not None:
                 return Loaded(relative, None, {}, (Problem(relative, 0, 0, "", f"not read: {odd}"),))
             raw = handle.read()
@@ -142,7 +142,7 @@ _KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character de
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def _odd_file(path: str, info: os.stat_result) -> str | None:
+def _odd_file(path: str, info: os.stat_result, what: str) -> str | None:
     """Why a file is no declaration to read (a pipe waits, a device may never end, a huge file is
     no declaration), or None for a plain file of a declaration's size."""
     if stat.S_ISREG(info.st_mode):
@@ -152,7 +152,7 @@ def _odd_file(path: str, info: os.stat_result) -> str | None:
                 f"{_MAX_BYTES // 1024 // 1024} MiB; is this the right file?")
     kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a plain file")
     link = f"a symbolic link to {os.readlink(path)}, " if os.path.islink(path) else ""
-    return f"it is {link}{kind}, not a file; a declaration is a plain file"
+    return f"it is {link}{kind}, not a file; {what} is a plain file"
 
 
 def _other_encoding(raw: bytes) -> str | None:
@@ -180,12 +180,16 @@ def _no_project_file(root: str) -> str:
 
 def _load_project_file(root: str) -> tuple[_ProjectFile, list[Problem]]:
     """Read and check project.yml; the defaults the schema accepted are merged into the tables."""
-    if not os.path.isfile(os.path.join(root, PROJECT_FILE)):
+    path = os.path.join(root, PROJECT_FILE)
+    # A pipe, a device or a link to nothing is there to see: `read_yaml` names what it is.
+    if not os.path.lexists(path) or os.path.isdir(path):
         message = _no_project_file(root)
         doc = Loaded(PROJECT_FILE, None, {})
         project = _ProjectFile(doc, None, DEFAULT_TABLES_DIR, (), found=False)
         return project, [Problem(PROJECT_FILE, 0, 0, "", message)]
     doc = read_yaml(root, PROJECT_FILE)
+    if doc.data is None and doc.problems and not doc.problems[0].line:  # not read at all
+        return _ProjectFile(doc, None, DEFAULT_TABLES_DIR, (), found=False), list(doc.problems)
     problems = list(doc.problems) + _top_level(doc, "a project (at least `name:`)")
     tables_dir = lookup(doc.data, ("tables_dir",))
     if not isinstance(tables_dir, str) or not tables_dir.strip():
