@@ -20,6 +20,7 @@ from runner.declarations.merge import SIZE_FIELDS, Setting, build_table, effecti
 from runner.declarations.model import Project, Source, SparkSettings, TableDeclaration
 from runner.declarations.paths import PathError, RealLocations, resolve_path
 from runner.declarations.schema import show
+from runner.declarations.text import text_problems
 from runner.declarations.yaml_io import Loaded, load_yaml
 from runner.errors import DeclarationError, Problem
 
@@ -197,7 +198,7 @@ def _load_project_file(root: str) -> tuple[_ProjectFile, list[Problem]]:
     if not isinstance(doc.data, Mapping):
         return _ProjectFile(doc, None, tables_dir, ()), problems
     shape, defaults = schema.check_and_prune(doc, schema.PROJECT_SCHEMA)
-    problems += shape
+    problems += shape + text_problems(defaults)
     roots = _roots(defaults, root, problems)
     # The defaults the schema accepted are checked and merged even when others were rejected,
     # so one bad line in project.yml neither hides nor fakes problems in the tables.
@@ -314,7 +315,7 @@ def _load_table(
         return None, rules.Located(doc, None, None), problems
     shape, checked = schema.check_and_prune(doc, schema.TABLE_SCHEMA)
     location, path_problems = _location(checked, root)
-    problems += shape + path_problems
+    problems += shape + path_problems + text_problems(checked)
     name = _valid_name(doc, shape)
     entry = rules.Located(doc, name, location, None if location is None else real_of(location))
     # The rules run on what the schema accepted, so a schema error never hides a broken rule.

@@ -23,14 +23,14 @@ def test_a_bidi_override_in_the_owner_is_named_and_located(write_project: WriteP
     # "sales\u202egnp.exe" shows as "salesexe.png": the owner read is not the owner --select matches.
     text = 'name: orders\npath: w/orders\nowner: "sales\\u202egnp.exe"\n'
     assert _problems({"tables/orders.yml": text}, write_project) == [
-        'tables/orders.yml:3:8: owner: expected text without invisible or control characters, found U+202E '
+        'tables/orders.yml:3:1: owner: expected text without invisible or control characters, found U+202E '
         'RIGHT-TO-LEFT OVERRIDE (a bidirectional control) at character 6 of "sales\\u202egnp.exe"; remove it']
 
 
 def test_a_bidi_isolate_in_the_path_is_named(write_project: WriteProject) -> None:
     text = 'name: orders\npath: "w/\\u2066orders"\n'
     assert _problems({"tables/orders.yml": text}, write_project) == [
-        'tables/orders.yml:2:7: path: expected text without invisible or control characters, found U+2066 '
+        'tables/orders.yml:2:1: path: expected text without invisible or control characters, found U+2066 '
         'LEFT-TO-RIGHT ISOLATE (a bidirectional control) at character 3 of "w/\\u2066orders"; remove it']
 
 
@@ -67,5 +67,5 @@ def test_project_defaults_are_checked_too(write_project: WriteProject) -> None:
     project = 'name: "lake\\u202eteam"\n'
     problems = _problems({"tables/orders.yml": "name: orders\npath: w/orders\n"}, write_project, project)
     assert problems == [
-        'project.yml:1:7: name: expected text without invisible or control characters, found U+202E '
+        'project.yml:1:1: name: expected text without invisible or control characters, found U+202E '
         'RIGHT-TO-LEFT OVERRIDE (a bidirectional control) at character 5 of "lake\\u202eteam"; remove it']
