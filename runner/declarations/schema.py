@@ -326,8 +326,8 @@ def _describe(error: ValidationError) -> Iterator[tuple[FieldPath, str]]:
             if key not in value:
                 yield (*path, key), "is required but missing"
     elif kind == "pattern" and str(expected) in (TEXT_PATTERN, LINES_PATTERN) and isinstance(value, str):
-        allowed = "\n\t" if str(expected) == LINES_PATTERN else ""
-        yield path, unseen_message(value, allowed) or f"expected text matching {expected}, got {show(value)}"
+        lines = "\n\t" if str(expected) == LINES_PATTERN else ""
+        yield path, unseen_message(value, lines) or f"expected text matching {expected}, got {show(value)}"
     elif kind == "pattern" and schema.get("format") not in _SIZE_FORMATS:
         pattern = str(expected)
         yield path, f"expected {_PATTERN_NOUNS.get(pattern, f'text matching {pattern}')}, got {show(value)}"

@@ -171,7 +171,7 @@ def _kernel_devices() -> dict[int, str]:
             mounts = [line.split()[1:3] for line in handle if len(line.split()) >= 3]
     except OSError:
         return {}
-    devices = {}
+    devices: dict[int, str] = {}
     for point, kind in mounts:
         if kind in _KERNEL_FILE_SYSTEMS:
             point = point.replace("\\040", " ")
