@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+import re
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 
@@ -35,6 +36,10 @@ from runner.errors import SelectionError
 PROJECT_FILE = "project.yml"
 _PREFIXES = ("tag", "owner", "path", "state")
 _GRAMMAR = "a table name or glob, tag:NAME, owner:NAME, path:GLOB or state:modified"
+_SYNTAX = (f"give one spec per argument, each {_GRAMMAR}; a comma joins parts that must all match "
+           "(tag:gold,owner:crm), and a repeated --select adds tables (--select a --select b).")
+# dbt's graph operators around a spec: `+orders`, `2+orders`, `orders+`, `orders+1`, `@orders`.
+_GRAPH = re.compile(r"^(?P<op>@|\d*\+)?(?P<spec>.*?)(?P<after>\+\d*)?$", re.DOTALL)
 
 Matcher = Callable[[TableDeclaration], bool]
 
@@ -132,15 +137,33 @@ def _refuse_unused_state(state_ref: str | None, specs: Sequence[str]) -> None:
 
 
 def _refuse_unmatched(project: Project, specs: list[tuple[str, str, Matcher]]) -> None:
-    problems = [
-        f'{option} "{spec}" matches no table{_suggestion(project, spec)}'
-        for option, spec, match in specs
-        if "state:" not in spec and not any(match(table) for table in project.tables)
-    ]
+    unmatched = [(option, spec) for option, spec, match in specs
+                 if "state:" not in spec and not any(match(table) for table in project.tables)]
+    for option, spec in unmatched:
+        habit = _dbt_habit(option, spec)
+        if habit is not None:
+            raise SelectionError(f'{option} "{spec}" matches no table: {habit}', hint=_SYNTAX)
+    problems = [f'{option} "{spec}" matches no table{_suggestion(project, spec)}' for option, spec in unmatched]
     if problems:
         names = ", ".join(table.name for table in project.tables) or "none"
         raise SelectionError("; ".join(problems) + f"; nothing was done (tables in the project: {names})",
                              hint="fix the selector; `runner ls` lists every table with its tags and owner.")
+
+
+def _dbt_habit(option: str, spec: str) -> str | None:
+    """What a dbt user meant by `spec` and how the runner says it, or None: graph operators (tables
+    have no lineage) and several specs in one argument (dbt splits on spaces; the runner takes each
+    argument whole, so that a tag or owner may hold a space)."""
+    words = spec.split()
+    if len(words) > 1:
+        return (f"it holds {len(words)} specs separated by spaces, and each spec is its own argument: "
+                + " ".join(f"{option} {word}" for word in words))
+    graph = _GRAPH.match(spec.strip())
+    if graph is None or not (graph["op"] or graph["after"]) or not graph["spec"]:
+        return None
+    sign = "@" if graph["op"] == "@" else "+"
+    return (f'"{sign}" is dbt\'s graph operator, and tables have no parents or children; '
+            f'select "{graph["spec"]}" itself')
 
 
 def _suggestion(project: Project, spec: str) -> str:
@@ -212,6 +235,9 @@ def _parse_one(part: str, spec: str, state: _State) -> Matcher:
     if not colon:
         return lambda table: fnmatch.fnmatchcase(table.name, part)
     if prefix not in _PREFIXES:
+        habit = _dbt_habit("--select", spec)
+        if habit is not None:
+            raise SelectionError(f'"{spec}" cannot be read: {habit}', hint=_SYNTAX)
         raise SelectionError(f'unknown selector "{prefix}:" in "{spec}"; expected {_GRAMMAR}')
     if not value:
         raise SelectionError(f'"{prefix}:" needs a value in "{spec}"; expected {_GRAMMAR}')

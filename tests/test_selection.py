@@ -296,3 +296,27 @@ def test_state_modified_sees_declarations_read_through_a_linked_folder(tmp_path:
     (tmp_path / "tables" / "finance").unlink()
     (tmp_path / "tables" / "finance").symlink_to("../other/finance")
     assert modified(tmp_path, "HEAD") == ["ledger"]
+
+
+# --- dbt habits: graph operators and several specs in one argument get the runner's syntax --------
+
+@pytest.mark.parametrize(("spec", "said"), [
+    ("+orders", '--select "+orders" matches no table: "+" is dbt\'s graph operator, and tables have no parents '
+                'or children; select "orders" itself'),
+    ("orders+", '--select "orders+" matches no table: "+" is dbt\'s graph operator, and tables have no parents '
+                'or children; select "orders" itself'),
+    ("2+orders+1", '--select "2+orders+1" matches no table: "+" is dbt\'s graph operator, and tables have no '
+                   'parents or children; select "orders" itself'),
+    ("@tag:gold", '"@tag:gold" cannot be read: "@" is dbt\'s graph operator, and tables have no '
+                  'parents or children; select "tag:gold" itself'),
+    ("orders ledger", '--select "orders ledger" matches no table: it holds 2 specs separated by spaces, and '
+                      'each spec is its own argument: --select orders --select ledger'),
+    ("tag:gold tag:cold", '--select "tag:gold tag:cold" matches no table: it holds 2 specs separated by '
+                          'spaces, and each spec is its own argument: --select tag:gold --select tag:cold'),
+])
+def test_dbt_selectors_are_told_the_runners_syntax(project: Project, spec: str, said: str) -> None:
+    with pytest.raises(SelectionError) as caught:
+        select_tables(project, [spec], [], None)
+    assert caught.value.message.startswith(said)
+    assert caught.value.hint is not None
+    assert "one spec per argument" in caught.value.hint and "tag:NAME" in caught.value.hint

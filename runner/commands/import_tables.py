@@ -13,6 +13,7 @@ import argparse
 import os
 import shlex
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -23,7 +24,7 @@ from runner.declarations.model import Project
 from runner.declarations.paths import PathError, is_local, is_under, location_key, real_location, resolve_path
 from runner.errors import DeclarationError, RunnerError, StorageError
 from runner.onboard.declaration import Draft, Names, base_name, draft
-from runner.onboard.discover import read_facts, search
+from runner.onboard.discover import Search, read_facts, search
 
 _EXTENSIONS = (".yml", ".yaml")
 
@@ -62,7 +63,8 @@ class Row:
 
 def run(args: argparse.Namespace) -> CommandResult:
     project = load(args, new_files={})  # a project without its tables folder yet is fine: import creates it
-    rows = _found(project, args.paths, args.max_depth)
+    not_searched: list[tuple[str, str]] = []
+    rows = _found(project, args.paths, args.max_depth, not_searched)
     drafts = _drafted(project, rows)
     _check(project, args, rows, drafts)
     for row in rows:
@@ -74,10 +76,14 @@ def run(args: argparse.Namespace) -> CommandResult:
                 where = f"{error.filename}: " if error.filename else ""
                 row.error = StorageError(f"{row.location}: cannot write its declaration: {where}"
                                          f"{error.strerror or error}")
-    return _result(project, args, rows)
+    return _result(project, args, rows, not_searched)
 
 
-def _found(project: Project, paths: list[str], max_depth: int) -> list[Row]:
+# More folders than this that cannot be listed are one line: `runner import /` met thousands.
+_UNREADABLE_NAMED = 3
+
+
+def _found(project: Project, paths: list[str], max_depth: int, not_searched: list[tuple[str, str]]) -> list[Row]:
     """Every table below `paths`, each once; tables the project declares are marked as such."""
     declared = {location_key(real_location(t.path)): t for t in project.tables}
     rows: list[Row] = []
@@ -92,7 +98,8 @@ def _found(project: Project, paths: list[str], max_depth: int) -> list[Row]:
         except RunnerError as error:
             rows.append(Row(given, Outcome.FAILED, error=error))
             continue
-        rows += [Row(given, Outcome.FAILED, error=error) for error in found.unreadable]
+        rows += _unreadable_rows(found)
+        not_searched += found.not_searched
         if not found.tables and not found.unreadable:
             deeper = (f"; {found.too_deep:,} folders deeper than --max-depth {max_depth} were not searched"
                       if found.too_deep else "")
@@ -111,6 +118,18 @@ def _found(project: Project, paths: list[str], max_depth: int) -> list[Row]:
             else:
                 rows.append(Row(table, Outcome.WOULD_WRITE))
     return rows
+
+
+def _unreadable_rows(found: Search) -> list[Row]:
+    """A row per folder that could not be listed, or one for them all when there are many."""
+    if len(found.unreadable) <= _UNREADABLE_NAMED:
+        return [Row(found.given, Outcome.FAILED, error=error) for error in found.unreadable]
+    reasons = Counter(error.message.rstrip(".").rpartition(": ")[2] for error in found.unreadable)
+    why = ", ".join(f"{count:,}: {reason}" for reason, count in reasons.most_common())
+    examples = ", ".join(found.unreadable_folders[:_UNREADABLE_NAMED])
+    return [Row(found.given, Outcome.FAILED, error=StorageError(
+        f"{found.given}: {len(found.unreadable):,} folders could not be listed and were not searched ({why}), "
+        f"such as {examples}", hint="give the folders that hold your tables rather than one above them."))]
 
 
 def _drafted(project: Project, rows: list[Row]) -> dict[str, Row]:
@@ -204,19 +223,24 @@ def _write(project: Project, row: Row) -> None:
     row.outcome = Outcome.WRITTEN
 
 
-def _result(project: Project, args: argparse.Namespace, rows: list[Row]) -> CommandResult:
+def _result(project: Project, args: argparse.Namespace, rows: list[Row],
+            not_searched: list[tuple[str, str]]) -> CommandResult:
     counts = {outcome: sum(r.outcome is outcome for r in rows) for outcome in Outcome}
     shown = (lambda file: os.path.join(project.directory, file)) if outside_project(args) else (lambda f: f)
     lines = [f"runner import: project {project.name}" + (" (dry run: nothing is written)" if args.dry_run else "")]
     for row in rows:
         lines += _row_lines(row, shown, args.dry_run)
     summary = _summary(counts, args.dry_run)
+    if not_searched:
+        lines += ["Not searched: " + ", ".join(f"{path} ({point}, a kernel file system: no table is kept there)"
+                                              for path, point in not_searched)]
     lines += ["", summary, _next(counts, args)]
     # Each table's "file" is relative to the project folder, which is named here so that a caller
     # running from elsewhere (`--project-dir`) can resolve it without knowing where it ran.
     data = {"project": project.name, "project_directory": os.path.abspath(project.directory),
             "dry_run": args.dry_run,
             "tables": [r.to_json() for r in rows],
+            "not_searched": [{"path": path, "file_system": point} for path, point in not_searched],
             "summary": {o.value: n for o, n in counts.items()}}
     failed = counts[Outcome.FAILED] > 0
     return CommandResult(ExitCode.FAILURE if failed else ExitCode.OK, "\n".join(lines), data)

@@ -20,6 +20,7 @@ from runner.declarations.merge import SIZE_FIELDS, Setting, build_table, effecti
 from runner.declarations.model import Project, Source, SparkSettings, TableDeclaration
 from runner.declarations.paths import PathError, RealLocations, resolve_path
 from runner.declarations.schema import show
+from runner.declarations.text import text_problems
 from runner.declarations.yaml_io import Loaded, load_yaml
 from runner.errors import DeclarationError, Problem
 
@@ -115,7 +116,7 @@ def read_yaml(root: str, relative: str) -> Loaded:
         # O_NONBLOCK: opening a named pipe for reading would otherwise wait for a writer.
         with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
             info = os.fstat(handle.fileno())
-            odd = _odd_file(path, info)
+            odd = _odd_file(path, info, "project.yml" if relative == PROJECT_FILE else "a declaration")
             if odd is not None:
                 return Loaded(relative, None, {}, (Problem(relative, 0, 0, "", f"not read: {odd}"),))
             raw = handle.read()
@@ -142,7 +143,7 @@ _KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character de
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def _odd_file(path: str, info: os.stat_result) -> str | None:
+def _odd_file(path: str, info: os.stat_result, what: str) -> str | None:
     """Why a file is no declaration to read (a pipe waits, a device may never end, a huge file is
     no declaration), or None for a plain file of a declaration's size."""
     if stat.S_ISREG(info.st_mode):
@@ -152,7 +153,7 @@ def _odd_file(path: str, info: os.stat_result) -> str | None:
                 f"{_MAX_BYTES // 1024 // 1024} MiB; is this the right file?")
     kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a plain file")
     link = f"a symbolic link to {os.readlink(path)}, " if os.path.islink(path) else ""
-    return f"it is {link}{kind}, not a file; a declaration is a plain file"
+    return f"it is {link}{kind}, not a file; {what} is a plain file"
 
 
 def _other_encoding(raw: bytes) -> str | None:
@@ -180,12 +181,16 @@ def _no_project_file(root: str) -> str:
 
 def _load_project_file(root: str) -> tuple[_ProjectFile, list[Problem]]:
     """Read and check project.yml; the defaults the schema accepted are merged into the tables."""
-    if not os.path.isfile(os.path.join(root, PROJECT_FILE)):
+    path = os.path.join(root, PROJECT_FILE)
+    # A pipe, a device or a link to nothing is there to see: `read_yaml` names what it is.
+    if not os.path.lexists(path) or os.path.isdir(path):
         message = _no_project_file(root)
         doc = Loaded(PROJECT_FILE, None, {})
         project = _ProjectFile(doc, None, DEFAULT_TABLES_DIR, (), found=False)
         return project, [Problem(PROJECT_FILE, 0, 0, "", message)]
     doc = read_yaml(root, PROJECT_FILE)
+    if doc.data is None and doc.problems and not doc.problems[0].line:  # not read at all
+        return _ProjectFile(doc, None, DEFAULT_TABLES_DIR, (), found=False), list(doc.problems)
     problems = list(doc.problems) + _top_level(doc, "a project (at least `name:`)")
     tables_dir = lookup(doc.data, ("tables_dir",))
     if not isinstance(tables_dir, str) or not tables_dir.strip():
@@ -193,7 +198,7 @@ def _load_project_file(root: str) -> tuple[_ProjectFile, list[Problem]]:
     if not isinstance(doc.data, Mapping):
         return _ProjectFile(doc, None, tables_dir, ()), problems
     shape, defaults = schema.check_and_prune(doc, schema.PROJECT_SCHEMA)
-    problems += shape
+    problems += shape + text_problems(defaults)
     roots = _roots(defaults, root, problems)
     # The defaults the schema accepted are checked and merged even when others were rejected,
     # so one bad line in project.yml neither hides nor fakes problems in the tables.
@@ -310,7 +315,7 @@ def _load_table(
         return None, rules.Located(doc, None, None), problems
     shape, checked = schema.check_and_prune(doc, schema.TABLE_SCHEMA)
     location, path_problems = _location(checked, root)
-    problems += shape + path_problems
+    problems += shape + path_problems + text_problems(checked)
     name = _valid_name(doc, shape)
     entry = rules.Located(doc, name, location, None if location is None else real_of(location))
     # The rules run on what the schema accepted, so a schema error never hides a broken rule.

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 import fastjsonschema
 
 from runner.declarations.sizes import parse_size
+from runner.declarations.text import LINES_PATTERN, TEXT_PATTERN, escaped, unseen_message
 from runner.declarations.yaml_io import FieldPath, Loaded, Trap
 from runner.errors import Problem
 from runner.selection import did_you_mean
@@ -53,7 +54,6 @@ _NOUNS = {
 }
 _PATTERN_NOUNS = {
     "^[a-z][a-z0-9_]*$": "a lowercase letter followed by lowercase letters, digits or underscores",
-    "^[^\\u0000-\\u001f\\u007f-\\u009f]*$": "text without control characters (such as NUL, a tab or a newline)",
     "^[^,]+$": "one field name without commas (Hudi would read it as several fields; write a list such as "
                "[a, b] instead)",
     "^[0-9]{1,9}([kKmMgGtT][bB]?)$": "a size as Spark writes it: a whole number and a unit k, m, g or t, "
@@ -325,6 +325,9 @@ def _describe(error: ValidationError) -> Iterator[tuple[FieldPath, str]]:
         for key in expected:
             if key not in value:
                 yield (*path, key), "is required but missing"
+    elif kind == "pattern" and str(expected) in (TEXT_PATTERN, LINES_PATTERN) and isinstance(value, str):
+        lines = "\n\t" if str(expected) == LINES_PATTERN else ""
+        yield path, unseen_message(value, lines) or f"expected text matching {expected}, got {show(value)}"
     elif kind == "pattern" and schema.get("format") not in _SIZE_FORMATS:
         pattern = str(expected)
         yield path, f"expected {_PATTERN_NOUNS.get(pattern, f'text matching {pattern}')}, got {show(value)}"
@@ -415,7 +418,7 @@ def show(value: object) -> str:
     if isinstance(value, Trap):
         return value.text
     if isinstance(value, str):
-        return json.dumps(value if len(value) <= 60 else value[:57] + "...", ensure_ascii=False)
+        return escaped(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:

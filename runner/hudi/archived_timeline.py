@@ -15,18 +15,19 @@ view takes that same cautious answer (`runner.hudi.view`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
-from runner.errors import StorageError
+from runner.errors import CorruptMetadataError, StorageError
 from runner.hudi.instant import InstantTime
+from runner.hudi.json_text import load_json, too_large
 
 if TYPE_CHECKING:
     from runner.storage import Storage
 
 _VERSION_FILE = "_version_"
+_MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # one entry per history file: a few KiB in practice
 _MANIFEST_RE = re.compile(r"manifest_(\d+)", re.ASCII)
 _DATA_RE = re.compile(r"(\d+)_(\d+)_(\d+)\.parquet", re.ASCII)
 
@@ -41,6 +42,11 @@ def archived_completion_times(storage: Storage, folder: str,
     """The completion time of each of `wanted` that the LSM timeline in `folder` records.
 
     Never raises for a missing, partial or unreadable history: what cannot be read is not found.
+
+    Raises:
+        CorruptMetadataError: the latest manifest is larger than any manifest, or its JSON nested
+            too deeply to read: no writer's crash leaves such a file, so it is named, not taken as
+            an empty history.
     """
     if not wanted:
         return {}
@@ -77,7 +83,19 @@ def _snapshot_files(storage: Storage, folder: str) -> list[str]:
         version = max(versions, default=None)
     if version is None:
         return []
-    manifest = json.loads(storage.read(f"{folder}/manifest_{version}").decode("utf-8") or "{}")
+    path = f"{folder}/manifest_{version}"
+    info = storage.stat(path)
+    shown = f"{storage.uri.rstrip('/')}/{path}"
+    refused = too_large(shown, info.size if info is not None else None, _MAX_MANIFEST_BYTES)
+    if refused is not None:
+        raise refused
+    data = storage.read(path)
+    try:
+        manifest = load_json(data or b"{}", path=shown, expected="an LSM timeline manifest (JSON)")
+    except CorruptMetadataError as error:
+        if "nested too deeply" in error.message:
+            raise
+        raise ValueError(error.message) from None  # partial or not JSON: an unreadable history, not found
     files = manifest.get("files") or [] if isinstance(manifest, dict) else []
     return [str(f["fileName"]) for f in files if isinstance(f, dict) and isinstance(f.get("fileName"), str)]
 

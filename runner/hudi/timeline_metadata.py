@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 from runner.errors import CorruptMetadataError
 from runner.hudi.avro import read_container
 from runner.hudi.instant import Action, Instant, InstantTime, State
+from runner.hudi.json_text import too_large
 from runner.hudi.metadata import (
     CleanMetadata,
     CleanPlan,
@@ -110,6 +111,15 @@ class InstantReader:
         self._cache = cache
 
     def read(self, instant: Instant) -> bytes:
+        """The instant file's bytes; one the listing showed too large is not read.
+
+        Raises:
+            CorruptMetadataError: the listing gave the file a size no instant file has.
+        """
+        stamp = self._stamps.get(instant.file_name)
+        refused = too_large(self.path(instant), stamp[0] if stamp is not None else None)
+        if refused is not None:
+            raise refused
         return self._storage.read(self.path(instant))
 
     def path(self, instant: Instant) -> str:

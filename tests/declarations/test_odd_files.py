@@ -60,3 +60,28 @@ def test_a_file_saved_as_utf16_or_utf32_is_named_so(write_project: WriteProject,
     assert _problems(root) == [
         f"tables/orders.yml: not UTF-8 text: it is {name} (it starts with a {name} byte order mark), as Windows "
         "PowerShell 5 writes with `>` and Out-File; save it as UTF-8"]
+
+
+# --- project.yml itself: what it is, never "not found" beside a name `ls` shows -------------------
+
+def test_a_project_yml_that_is_a_named_pipe_is_named_not_waited_on(write_project: WriteProject) -> None:
+    # It was "not found in ...; create it", beside the pipe `ls` shows; reading it would wait for a writer.
+    root = write_project({"tables/ok.yml": TABLE.format(name="ok")}, project=None)
+    os.mkfifo(root / "project.yml")
+    assert _problems(root) == [
+        "project.yml: not read: it is a named pipe (FIFO), not a file; project.yml is a plain file"]
+
+
+def test_a_project_yml_linked_to_a_device_is_named_not_read(write_project: WriteProject) -> None:
+    root = write_project({"tables/ok.yml": TABLE.format(name="ok")}, project=None)
+    (root / "project.yml").symlink_to("/dev/null")
+    assert _problems(root) == [
+        "project.yml: not read: it is a symbolic link to /dev/null, a character device, not a file; project.yml "
+        "is a plain file"]
+
+
+def test_a_project_yml_linked_to_nothing_says_where_it_points(write_project: WriteProject) -> None:
+    root = write_project({"tables/ok.yml": TABLE.format(name="ok")}, project=None)
+    (root / "project.yml").symlink_to("shared/project.yml")
+    assert _problems(root) == [
+        "project.yml: cannot read the file: it is a symbolic link to shared/project.yml, which does not exist"]

@@ -279,14 +279,14 @@ CASES: dict[str, tuple[Mapping[str, str | None], list[str]]] = {
             "tables/b.yml": 'name: b\npath: "s3://lake/b\\nc"\n',
         },
         [
-            "project.yml:2:17: allowed_roots[0]: expected text without control characters (such as NUL, a tab or "
-            'a newline), got "ware\\thouse"',
-            "project.yml:3:1: tables_dir: expected text without control characters (such as NUL, a tab or "
-            'a newline), got "tab\\u0000les"',
-            "tables/a.yml:2:1: path: expected text without control characters (such as NUL, a tab or a newline), "
-            'got "warehouse/a\\u0000b"',
-            "tables/b.yml:2:1: path: expected text without control characters (such as NUL, a tab or a newline), "
-            'got "s3://lake/b\\nc"',
+            "project.yml:2:17: allowed_roots[0]: expected text without invisible or control characters, found "
+            'U+0009 a tab (a control character) at character 5 of "ware\\thouse"; remove it',
+            "project.yml:3:1: tables_dir: expected text without invisible or control characters, found "
+            'U+0000 NUL (a control character) at character 4 of "tab\\u0000les"; remove it',
+            "tables/a.yml:2:1: path: expected text without invisible or control characters, found "
+            'U+0000 NUL (a control character) at character 12 of "warehouse/a\\u0000b"; remove it',
+            "tables/b.yml:2:1: path: expected text without invisible or control characters, found "
+            'U+000A a newline (a control character) at character 12 of "s3://lake/b\\nc"; remove it',
         ],
     ),
     "bad path URIs": (

@@ -195,3 +195,19 @@ def test_an_expression_index_of_another_type_or_without_definition_is_refused_wi
     defs.write_text(json.dumps(text))
     (reason,) = refusal_reasons(storage, read_table_metadata(storage))
     assert "expr_index_ts (no definition)" in reason
+
+
+def test_index_definitions_nested_too_deeply_are_a_reason_naming_the_file(tmp_path: Path) -> None:
+    # json.loads raised RecursionError, which the reader did not catch: an internal error for the table.
+    from runner.hudi.mdt.maintain import refusal_reasons
+    from runner.testing.metadata_indexes import ExpressionIndex
+
+    b = TableBuilder(tmp_path / "t", name="orders", version=8, metadata_table=True,
+                     expression_indexes=(ExpressionIndex("expr_index_ts", "bloom_filters", "ts"),))
+    b.commit(writes=1)
+    storage = storage_for(b.path)
+    defs = Path(b.path, ".hoodie/.index_defs/index.json")
+    defs.write_text('{"indexDefinitions": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    (reason,) = refusal_reasons(storage, read_table_metadata(storage))
+    assert "cannot read the expression indexes' definitions in .hoodie/.index_defs/index.json" in reason
+    assert "nested too deeply to read" in reason

@@ -9,10 +9,10 @@ resize: its hook runs after the new base files are written and before the replac
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from runner.errors import CorruptMetadataError, RefusedError, StorageError
 from runner.hudi.footer import BLOOM_FILTER, BLOOM_FILTER_TYPE_CODE
 from runner.hudi.instant import Action, InstantTime, State
+from runner.hudi.json_text import load_json
 from runner.hudi.mdt import ahead as ahead_encoding
 from runner.hudi.mdt import records as rec
 from runner.hudi.mdt.actions import MdtCommit, clean_commit, held_by_file, unsupported_partitions
@@ -412,9 +413,9 @@ def _expression_index_problems(storage: Storage, data: TableMetadata) -> list[st
         return []
     path = data.config.raw.get(INDEX_DEFS_KEY) or DEFAULT_INDEX_DEFS
     try:
-        definitions = json.loads(storage.read(path))["indexDefinitions"]
+        definitions = _index_definitions(storage, path)
         types = {p: str(definitions[p]["indexType"]).lower() if p in definitions else None for p in expressions}
-    except (StorageError, ValueError, KeyError, TypeError) as error:
+    except (StorageError, CorruptMetadataError, ValueError, KeyError, TypeError) as error:
         return [f"cannot read the expression indexes' definitions in {path} (expected "
                 f"indexDefinitions.<name>.indexType): {error}"]
     unknown = sorted(f"{p} ({t or 'no definition'})" for p, t in types.items() if t not in EXPRESSION_INDEX_TYPES)
@@ -424,13 +425,23 @@ def _expression_index_problems(storage: Storage, data: TableMetadata) -> list[st
             f"not in {', '.join(unknown)}"]
 
 
+def _index_definitions(storage: Storage, path: str) -> Any:
+    """`indexDefinitions` of Hudi's index definitions file, read within bounds (`json_text`).
+
+    Raises:
+        CorruptMetadataError: not JSON, or nested too deeply to read.
+        StorageError, KeyError, TypeError: unreadable, or without `indexDefinitions`.
+    """
+    return load_json(storage.read(path), path=path, expected="Hudi's index definitions (JSON)")["indexDefinitions"]  # type: ignore[index]
+
+
 def _stats_columns(storage: Storage, data: TableMetadata) -> tuple[str, ...]:
     """Columns of the column_stats index, from the table's index definitions (Hudi 1.x)."""
     path = data.config.raw.get(INDEX_DEFS_KEY) or DEFAULT_INDEX_DEFS
     try:
-        definitions = json.loads(storage.read(path))["indexDefinitions"]
+        definitions = _index_definitions(storage, path)
         fields = definitions[COLUMN_STATS]["sourceFields"]
-    except (StorageError, ValueError, KeyError, TypeError) as error:
+    except (StorageError, CorruptMetadataError, ValueError, KeyError, TypeError) as error:
         raise RefusedError(
             f"{storage.uri}/{path}: cannot tell which columns the column_stats index covers "
             f"(expected indexDefinitions.column_stats.sourceFields): {error}",

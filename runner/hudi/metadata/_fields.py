@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import NoReturn, TypeVar
 
@@ -11,6 +10,7 @@ import fastavro
 
 from runner.errors import CorruptMetadataError
 from runner.hudi.avro import AVRO_MAGIC, read_container, read_container_skipping
+from runner.hudi.json_text import LongNumber, load_json
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -187,6 +187,8 @@ class Fields:
 
 
 def _kind(value: object) -> str:
+    if isinstance(value, LongNumber):
+        return repr(value)
     text = repr(value)
     return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
@@ -233,16 +235,10 @@ def json_fields(data: bytes, *, path: str, expected: str, what: str) -> Fields:
     """A JSON instant file (table version 6 commit metadata), for typed access.
 
     Raises:
-        CorruptMetadataError: empty, not UTF-8, not JSON, or not a JSON object.
+        CorruptMetadataError: empty, not UTF-8, not JSON, nested too deeply, or not a JSON object.
     """
     if not data.strip():
         raise CorruptMetadataError(
             f"Cannot decode {path}: expected {expected}, found an empty file", path=path
         )
-    try:
-        document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CorruptMetadataError(
-            f"Cannot decode {path}: expected {expected}, found invalid JSON ({error})", path=path
-        ) from error
-    return Fields(document, path=path, where=what)
+    return Fields(load_json(data, path=path, expected=expected), path=path, where=what)
