@@ -19,6 +19,7 @@ authority, so a plan is computed on every run; once a table is clean the plan is
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -178,9 +179,11 @@ def refuse_respelled_partitions(state: TableState) -> None:
     for group in state.file_groups:
         listed.setdefault(group.file_id, set()).add(group.partition)
     for what, (partition, file_id) in named:
-        spellings = listed.get(file_id, {partition})
-        if partition not in spellings:
-            found = min(spellings)
+        # Only another spelling of the same name counts: a file id may recur in other partitions
+        # (Hudi's bucket index can give every partition's bucket n the same fixed-suffix id).
+        spellings = sorted(p for p in listed.get(file_id, ()) if _folded(p) == _folded(partition))
+        if spellings and partition not in spellings:
+            found = spellings[0]
             raise RefusedError(
                 f"table {meta.base_path}: a {what} names file group {file_id} in partition {partition!r} "
                 f"({partition.encode('unicode_escape').decode()}), but storage lists it in {found!r} "
@@ -190,6 +193,11 @@ def refuse_respelled_partitions(state: TableState) -> None:
                 "spelling); nothing was planned or deleted",
                 hint="keep the table on storage that compares names byte for byte (S3, HDFS, a case-sensitive "
                 "disk), with its folders named as its timeline names them.")
+
+
+def _folded(name: str) -> str:
+    """A name as a file system that folds case and Unicode normalisation compares it."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
 
 
 def _emptied(partition: str, groups: Iterable[FileGroup], deleted: list[FileSlice], state: TableState) -> bool:

@@ -323,3 +323,16 @@ def test_a_pending_compaction_naming_the_partition_in_another_form_still_protect
     b = history(5, partition=nfd)
     b.pending_compaction(6, {(nfc, "a"): 2})  # op based on slice t(2): t(2) and newer are needed
     assert not {f"{nfd}/{b.name(i, 'a')}" for i in (2, 3, 4, 5)} & set(deleted(policy, b))
+
+
+def test_a_replaced_file_id_recurring_in_another_partition_is_not_taken_for_a_respelling():
+    # Hudi's bucket index may give bucket n of every partition the same fixed-suffix file id. A
+    # replacecommit naming that id in one partition, whose files are gone, while another partition
+    # still lists a group of that id, is no respelled partition: the clean plans as usual.
+    b = StateBuilder()
+    b.commit(1, {"p=B": ["a"], "p=A": ["b"]})
+    b.commit(2, {"p=B": ["a"], "p=A": ["b"]})
+    b.replace(3, {"p=A": ["a"]}, {"p=A": ["c"]})
+    b.commit(4, {"p=B": ["a"], "p=A": ["c"]})
+    policy = versions(1)
+    assert set(deleted(policy, b)) >= {f"p=B/{b.name(1, 'a')}", f"p=B/{b.name(2, 'a')}"}
