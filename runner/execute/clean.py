@@ -9,6 +9,7 @@ deleted, so the end result is the same as an uninterrupted run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -389,33 +390,27 @@ class CleanRunner:
             stop_early_work()
             raise
         deleted, gone, failed = _tally(outcomes.values())
-        left = self._left_replaced(failed) if failed else []
-        if left:
-            stop_early_work()
-            return CleanOutcome(
-                instant=str(pending.time),
-                files_deleted=len(deleted),
-                bytes_deleted=sum(map(sizes.get, deleted, repeat(0))),
-                files_already_gone=gone,
-                failed=tuple(sorted(failed)),
-                instants_written=tuple(written),
-                left_pending=tuple(f"{path} ({outcomes[path].error})" for path in left),
-            )
-        if self.before_complete is not None:
-            written.extend(self.before_complete(pending.time, meta, self.completion_time))
-            failpoint("after_metadata_table_commit")
-        done = self.writer.complete(pending, data, completion=self.completion_time())
-        written.append(done.file_name)
-        failpoint("after_clean_completed")
-        return CleanOutcome(
+        outcome = functools.partial(
+            CleanOutcome,
             instant=str(pending.time),
             files_deleted=len(deleted),
             bytes_deleted=sum(map(sizes.get, deleted, repeat(0))),
             files_already_gone=gone,
             failed=tuple(sorted(failed)),
             partitions_deleted=deleted_partitions,
-            instants_written=tuple(written),
         )
+        left = self._left_replaced(failed) if failed else []
+        if left:
+            stop_early_work()
+            return outcome(instants_written=tuple(written),
+                           left_pending=tuple(f"{path} ({outcomes[path].error})" for path in left))
+        if self.before_complete is not None:
+            written.extend(self.before_complete(pending.time, meta, self.completion_time))
+            failpoint("after_metadata_table_commit")
+        done = self.writer.complete(pending, data, completion=self.completion_time())
+        written.append(done.file_name)
+        failpoint("after_clean_completed")
+        return outcome(instants_written=tuple(written))
 
     def _bounded_before_late_replaces(self, time_: InstantTime, plan: CleanPlan) -> CleanPlan:
         """`plan`, its earliest commit to retain moved before any replacecommit or clustering that
