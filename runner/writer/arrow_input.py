@@ -177,9 +177,9 @@ def keyed(records: pa.Table, layout: KeyLayout, types: Mapping[str, SparkType]) 
 def key_numbers(records: pa.Table, layout: KeyLayout, types: Mapping[str, SparkType]) -> np.ndarray | None:
     """Per record, the number its key is the text of, when the key is one field of a type whose
     text `_as_string` renders from a number, one to one: integers (decimal digits) and timestamps
-    (epoch microseconds). Equal numbers give equal keys
-    and unequal numbers unequal keys, so `dedup.deduplicated` can tell the keys distinct by these
-    (a `field:` prefix, as complex keys carry, changes neither). None for any other key."""
+    (epoch microseconds). Equal numbers give equal keys and unequal numbers unequal keys, so
+    `dedup.deduplicated` can tell the keys distinct by these (a `field:` prefix, as complex keys
+    carry, changes neither). None for any other key (dates too: their text is a calendar's)."""
     import pyarrow as pa
 
     if len(layout.record_key_fields) != 1:

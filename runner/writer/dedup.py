@@ -53,7 +53,7 @@ def deduplicated(records: pa.Table, precombine_field: str | None,
     hashing the keys a second time (`local.tag`).
 
     `key_numbers`: per record, a number its key is the text of, one to one (`arrow_input.key_numbers`:
-    a single integer, date or timestamp key field). Two keys are then equal exactly when their
+    a single integer or timestamp key field). Two keys are then equal exactly when their
     numbers are, and numbers are told distinct by sorting them, about a thirtieth of the CPU of
     hashing the strings (`bench/README.md`, "the keys told distinct by their numbers")."""
     import numpy as np
