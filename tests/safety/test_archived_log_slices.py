@@ -18,9 +18,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runner.cli import main
 from runner.hudi.instant import Instant, InstantTime
 from runner.testing.tables import TableBuilder
+from tests.plan_json import planned_table
 
 KEEP_ONE = "{policy: KEEP_LATEST_COMMITS, commits_retained: 1}"
 SIZED = "{max_file_size: 10MiB, small_file_limit: 5MiB}"
@@ -87,13 +87,6 @@ def _project(tmp_path: Path, table: Path, *, sizing: str = "{small_file_limit: 0
     return root
 
 
-def _plan(root: Path, capsys) -> dict:
-    code = main(["plan", "--project-dir", str(root), "--format", "json"])
-    data = json.loads(capsys.readouterr().out)
-    assert code in (0, 2), data
-    return data["tables"][0]
-
-
 def _step(plan: dict, kind: str) -> dict | None:
     return next((s for s in plan["steps"] if s["kind"] == kind), None)
 
@@ -120,7 +113,7 @@ def test_a_log_whose_archived_delta_commit_completed_after_a_compaction_stays_wi
     # Hudi's reader merges its log into the compaction's slice, the latest one.
     _archive(table, t0, t1, completions={t1: t2.plus_millis(500)})
 
-    plan = _plan(_project(tmp_path, table), capsys)
+    plan = planned_table(_project(tmp_path, table), capsys)
 
     deleted = _deleted(plan)
     assert _log(table, g) not in deleted, plan
@@ -132,7 +125,7 @@ def test_a_log_whose_archived_delta_commit_is_in_no_history_is_taken_for_the_lat
     g, t0, t1, _ = _late_log_table(table)
     _archive(table, t0, t1, history=False)
 
-    plan = _plan(_project(tmp_path, table), capsys)
+    plan = planned_table(_project(tmp_path, table), capsys)
 
     assert _log(table, g) not in _deleted(plan), plan
 
@@ -142,7 +135,7 @@ def test_a_log_whose_archived_delta_commit_completed_before_the_compaction_goes_
     g, t0, t1, _ = _late_log_table(table)
     _archive(table, t0, t1)  # completion times as written: before t2
 
-    plan = _plan(_project(tmp_path, table), capsys)
+    plan = planned_table(_project(tmp_path, table), capsys)
 
     assert _log(table, g) in _deleted(plan), plan
 
@@ -152,7 +145,7 @@ def test_a_group_whose_latest_slice_may_hold_an_archived_log_is_not_resized(tmp_
     g, t0, t1, t2 = _late_log_table(table)
     _archive(table, t0, t1, completions={t1: t2.plus_millis(500)})
 
-    plan = _plan(_project(tmp_path, table, sizing=SIZED), capsys)
+    plan = planned_table(_project(tmp_path, table, sizing=SIZED), capsys)
 
     resize = _step(plan, "resize")
     rewritten = {f["path"] for group in (resize or {}).get("groups", ()) for f in group["files"]}
@@ -166,6 +159,6 @@ def test_a_history_that_cannot_be_read_finds_nothing_and_the_log_stays(tmp_path,
     _archive(table, t0, t1)  # completed before the compaction, but the manifest is torn:
     (_timeline(table) / "history" / "manifest_1").write_text('{"files": [{"fileName": ')
 
-    plan = _plan(_project(tmp_path, table), capsys)
+    plan = planned_table(_project(tmp_path, table), capsys)
 
     assert _log(table, g) not in _deleted(plan), plan

@@ -25,6 +25,7 @@ import pytest
 from runner.cli import main
 from runner.testing.tables import TableBuilder
 from tests.execute.conftest import oracle_snapshot
+from tests.plan_json import planned_table
 from tests.safety.conftest import digest
 
 NFC = unicodedata.normalize("NFC", "city=Zürich")
@@ -38,13 +39,6 @@ def _project(table: Path, root: Path, incremental: bool = True) -> Path:
         f"name: t\npath: {table}\nclean: {{policy: KEEP_LATEST_COMMITS, commits_retained: 1, "
         f"incremental: {str(incremental).lower()}}}\nfile_sizing: {{small_file_limit: 0}}\n")
     return root
-
-
-def _plan(root: Path, capsys) -> dict:
-    code = main(["plan", "--project-dir", str(root), "--format", "json"])
-    data = json.loads(capsys.readouterr().out)
-    assert code in (0, 2), data
-    return data["tables"][0]
 
 
 @pytest.mark.parametrize(("written", "listed"), [(NFC, NFD), ("city=Basel", "city=basel")],
@@ -62,7 +56,7 @@ def test_a_partition_listed_under_another_spelling_is_never_planned_for_deletion
     (table / written).rename(table / listed)  # the folder as a folding file system lists it
     capsys.readouterr()
 
-    plan = _plan(root, capsys)
+    plan = planned_table(root, capsys)
 
     (clean,) = [s for s in plan["steps"] if s["kind"] == "clean"]
     assert clean["partitions_to_delete"] == [], clean
@@ -80,7 +74,7 @@ def test_partitions_differing_only_in_case_or_form_are_cleaned_each_by_its_rules
     _, rows = oracle_snapshot(table)
     root = _project(table, tmp_path / "project", incremental=False)
 
-    plan = _plan(root, capsys)
+    plan = planned_table(root, capsys)
 
     (clean,) = [s for s in plan["steps"] if s["kind"] == "clean"]
     by_partition: dict[str, int] = {}
