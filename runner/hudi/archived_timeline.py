@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from runner.errors import CorruptMetadataError, StorageError
 from runner.hudi.instant import InstantTime
-from runner.hudi.json_text import load_json, too_large
+from runner.hudi.json_text import NestedTooDeeply, load_json, too_large
 
 if TYPE_CHECKING:
     from runner.storage import Storage
@@ -92,9 +92,9 @@ def _snapshot_files(storage: Storage, folder: str) -> list[str]:
     data = storage.read(path)
     try:
         manifest = load_json(data or b"{}", path=shown, expected="an LSM timeline manifest (JSON)")
+    except NestedTooDeeply:
+        raise
     except CorruptMetadataError as error:
-        if "nested too deeply" in error.message:
-            raise
         raise ValueError(error.message) from None  # partial or not JSON: an unreadable history, not found
     files = manifest.get("files") or [] if isinstance(manifest, dict) else []
     return [str(f["fileName"]) for f in files if isinstance(f, dict) and isinstance(f.get("fileName"), str)]

@@ -33,6 +33,10 @@ class LongNumber:
         return f"a number {self.digits:,} digits long"
 
 
+class NestedTooDeeply(CorruptMetadataError):
+    """JSON nested deeper than Python's decoder can follow: no writer's crash leaves such a file."""
+
+
 def _number(text: str) -> int | LongNumber:
     digits = len(text.lstrip("-"))
     return LongNumber(digits) if digits > _MAX_DIGITS else int(text)
@@ -54,7 +58,8 @@ def load_json(data: bytes, *, path: str, expected: str) -> object:
     """The JSON document in `data`; long numbers become `LongNumber`.
 
     Raises:
-        CorruptMetadataError: not UTF-8, not JSON, or nested too deeply to read; naming `path`.
+        CorruptMetadataError: not UTF-8 or not JSON; `NestedTooDeeply`, one of them, when nested too
+            deeply to read; naming `path`.
     """
     try:
         return json.loads(data.decode("utf-8"), parse_int=_number)
@@ -62,5 +67,5 @@ def load_json(data: bytes, *, path: str, expected: str) -> object:
         raise CorruptMetadataError(f"Cannot decode {path}: expected {expected}, found invalid JSON ({error})",
                                    path=path) from None
     except RecursionError:
-        raise CorruptMetadataError(f"Cannot decode {path}: expected {expected}, found JSON nested too deeply to "
+        raise NestedTooDeeply(f"Cannot decode {path}: expected {expected}, found JSON nested too deeply to "
                                    "read", path=path) from None
