@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
+from runner.errors import RefusedError
 from runner.execute.apply import apply_table, plan_one
 from runner.hudi.instant import Action
 from runner.hudi.mdt.check import check_metadata_table
 from runner.hudi.mdt.keys import bloom_filter_key
-from runner.hudi.mdt.logfile import read_log_blocks
+from runner.hudi.mdt.logfile import HeaderKey, LogBlock, encode_log_block, read_log_blocks
 from runner.hudi.mdt.reader import read_files_listing, read_metadata_table, read_partition
 from runner.hudi.state import read_table_metadata, read_table_state
 from runner.plan.model import TableStatus
@@ -211,3 +212,36 @@ def test_index_definitions_nested_too_deeply_are_a_reason_naming_the_file(tmp_pa
     (reason,) = refusal_reasons(storage, read_table_metadata(storage))
     assert "cannot read the expression indexes' definitions in .hoodie/.index_defs/index.json" in reason
     assert "nested too deeply to read" in reason
+
+
+@pytest.mark.parametrize(
+    ("schema", "found"),
+    [
+        ("{not json", "is not JSON"),
+        ('{"type": "record", "name": "r", "fields": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        ('["null", "string"]', "found list"),
+        ('{"type": "record", "name": "r", "fields": [{"name": "a", "type": "no_such_type"}]}', "not a valid Avro"),
+    ],
+    ids=["not-json", "deep", "a-union", "unknown-type"],
+)
+def test_a_damaged_record_schema_in_the_files_partition_refuses_the_clean_by_name(
+    tmp_path: Path, schema: str, found: str
+) -> None:
+    # The schema is bytes from storage (a log block's header): whatever is wrong with it, the
+    # clean is refused naming the file before anything is deleted, never with a decoder's error.
+    b = build_with_mdt(tmp_path / "t", 8, COPY_ON_WRITE, True)
+    folder = Path(b.path, ".hoodie/metadata/files")
+    newest = max((p for p in folder.iterdir() if ".log." in p.name), key=lambda p: p.stat().st_mtime_ns)
+    blocks = list(read_log_blocks(newest.read_bytes(), where=str(newest)))
+    damaged = [LogBlock(block.block_type, {**block.header, HeaderKey.SCHEMA: schema}, block.content, block.footer)
+               if HeaderKey.SCHEMA in block.header else block for block in blocks]
+    newest.write_bytes(b"".join(encode_log_block(block) for block in damaged))
+    before = sorted(str(p.relative_to(b.path)) for p in Path(b.path).rglob("*") if p.is_file())
+
+    with pytest.raises(RefusedError) as refused:
+        apply_table(_decl(b.path), None, now=NOW, spark_settings=SparkSettings(),
+                    deleter_factory=lambda: lambda store, paths: store.delete_many(paths))
+
+    message = refused.value.message
+    assert found in message and ".hoodie/metadata/files/" in message, message
+    assert sorted(str(p.relative_to(b.path)) for p in Path(b.path).rglob("*") if p.is_file()) == before

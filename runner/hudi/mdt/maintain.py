@@ -42,6 +42,7 @@ from runner.hudi.mdt.reader import (
     read_partition,
     read_partition_schema,
 )
+from runner.hudi.mdt.records import check_record_schema
 from runner.hudi.mdt.tombstones import LaterTombstones
 from runner.hudi.mdt.writer import (
     SUPPORTED_VERSIONS,
@@ -51,7 +52,7 @@ from runner.hudi.mdt.writer import (
     write_mdt_commit,
 )
 from runner.hudi.metadata import CleanMetadata
-from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state
+from runner.hudi.state import METADATA_TABLE, TableMetadata, read_table_metadata, read_table_state
 from runner.storage import Storage
 
 INDEX_DEFS_KEY = "hoodie.table.index.defs.path"
@@ -402,6 +403,8 @@ def _record_schema(storage: Storage, data: TableMetadata, mdt: MetadataTable) ->
     schema = read_partition_schema(storage, data, mdt, FILES_PARTITION)
     if not schema:
         raise RefusedError(f"{storage.uri}: the metadata table's files partition has no record schema to write with")
+    # Before anything is written: the records and the deltacommit's `schema` are made with it.
+    check_record_schema(schema, where=f"{storage.uri}/{METADATA_TABLE}/{FILES_PARTITION}")
     return schema
 
 

@@ -39,9 +39,47 @@ NON_PARTITIONED_NAME = "."
 MetadataRecord = dict[str, Any]
 
 
+class BadRecordSchema(ValueError):
+    """A block's HoodieMetadataRecord schema that is not an Avro record schema (the caller names the file)."""
+
+
+def record_schema_fields(schema_json: str) -> dict[str, Any]:
+    """The schema JSON as an Avro record schema object, checked: JSON of a record with a list of
+    fields, nested within Python's limits. A log block's header, or an HFile's file info, is bytes
+    from storage: a damaged one must fail by name, not with a decoder's traceback.
+
+    Raises:
+        BadRecordSchema: what was found instead.
+    """
+    try:
+        parsed = json.loads(schema_json)
+    except json.JSONDecodeError as error:
+        raise BadRecordSchema(f"the HoodieMetadataRecord schema is not JSON ({error})") from None
+    except RecursionError:
+        raise BadRecordSchema("the HoodieMetadataRecord schema is JSON nested too deeply to read") from None
+    if not isinstance(parsed, dict) or parsed.get("type") != "record" or not isinstance(parsed.get("fields"), list):
+        found = type(parsed).__name__ if not isinstance(parsed, dict) else f"type {parsed.get('type')!r}"
+        raise BadRecordSchema(f"expected the HoodieMetadataRecord schema as an Avro record with fields, found {found}")
+    return parsed
+
+
 @functools.lru_cache(maxsize=16)
 def _schema(schema_json: str) -> Schema:
-    return fastavro.parse_schema(json.loads(schema_json))
+    parsed = record_schema_fields(schema_json)
+    try:
+        return fastavro.parse_schema(parsed)
+    except RecursionError:
+        raise BadRecordSchema("the HoodieMetadataRecord schema nests too deeply to parse") from None
+    except Exception as error:  # fastavro's SchemaParseException, UnknownType, and KeyError/TypeError of odd shapes
+        raise BadRecordSchema(f"the HoodieMetadataRecord schema is not a valid Avro schema ({error})") from None
+
+
+def check_record_schema(schema_json: str, *, where: str) -> None:
+    """Refuse, naming `where`, a HoodieMetadataRecord schema the records cannot be written with."""
+    try:
+        _schema(schema_json)
+    except BadRecordSchema as error:
+        raise CorruptMetadataError(f"{where}: {error}", path=where) from None
 
 
 def decode_record(schema_json: str, value: bytes, *, where: str, with_names: bool = False) -> MetadataRecord:
@@ -54,7 +92,7 @@ def decode_record(schema_json: str, value: bytes, *, where: str, with_names: boo
     try:
         record = fastavro.schemaless_reader(io.BytesIO(value), _schema(schema_json), None,
                                             return_record_name=with_names, return_record_name_override=with_names)
-    except (ValueError, EOFError, IndexError, TypeError, json.JSONDecodeError) as error:
+    except (ValueError, EOFError, IndexError, TypeError) as error:  # BadRecordSchema is a ValueError
         raise CorruptMetadataError(
             f"{where}: a metadata-table record does not decode with the block's HoodieMetadataRecord schema: {error}",
             path=where,

@@ -41,6 +41,7 @@ from runner.hudi.mdt.hfile import (
 )
 from runner.hudi.mdt.logfile import BlockType, HeaderKey, LogBlock, encode_log_block, read_log_blocks
 from runner.hudi.mdt.reader import MetadataTable, read_metadata_table
+from runner.hudi.mdt.records import record_schema_fields
 from runner.hudi.mdt.tombstones import IndexTombstones, LaterTombstones
 from runner.hudi.mdt.view import MdtSlice, latest_slices
 from runner.hudi.metadata import CommitMetadata, WriteStat, encode_commit_metadata
@@ -313,6 +314,7 @@ def _commit_metadata(stats: Mapping[str, tuple[WriteStat, ...]], *, layout: int,
 
 def _without_meta_fields(schema: str) -> str:
     """Hudi records the MDT schema in the deltacommit without the five `_hoodie_*` fields."""
-    parsed = json.loads(schema)
-    parsed["fields"] = [f for f in parsed.get("fields", []) if not str(f.get("name", "")).startswith("_hoodie_")]
+    parsed = record_schema_fields(schema)  # checked when the maintainer read it (`check_record_schema`)
+    parsed["fields"] = [f for f in parsed["fields"]
+                        if not (isinstance(f, dict) and str(f.get("name", "")).startswith("_hoodie_"))]
     return json.dumps(parsed, separators=(",", ":"))
