@@ -22,6 +22,12 @@ Hudi's `hoodie.populate.meta.fields=false`): null meta columns, no record-key fo
 `--zlib-level 1` writes every file at gzip level 1 (the `zlib.compress.level` write option), the
 table loaded before the timed upserts included.
 
+Every upsert also reports its fsyncs: how many, and their wall time summed over the threads that
+waited in them. `--fsync-ab` is a diagnostic of what durability costs: each rep runs the upsert
+twice (the order flipped every rep), once as written and once with `os.fsync` a no-op, and prints
+the medians of both. A real write never skips an fsync; this only says how much of the wall time
+they hold (delta-rs's local object store writes without them).
+
 Usage (from the repository root):
     .venv/bin/python bench/bench_writer_phases.py --rows 100000 --reps 3 --threads 1
 """
@@ -37,6 +43,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -163,6 +170,41 @@ def inline_writes() -> None:
     local._in_threads = one_by_one  # type: ignore[assignment]
 
 
+def _value(name: str, value: float) -> str:
+    if name == "cores busy":
+        return f"{value:.2f}"
+    if name == "fsyncs":
+        return f"{value:.0f}"
+    return f"{value * 1000:.1f} ms"
+
+
+class FsyncClock:
+    """Counts `os.fsync` calls and their wall time while `counting`; with `skip`, makes them no-ops."""
+
+    def __init__(self) -> None:
+        self.calls, self.seconds = 0, 0.0
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def counting(self, *, skip: bool) -> Iterator[None]:
+        real = os.fsync
+        self.calls, self.seconds = 0, 0.0
+
+        def fsync(fd: Any) -> None:
+            start = time.perf_counter()
+            if not skip:
+                real(fd)
+            with self._lock:
+                self.calls += 1
+                self.seconds += time.perf_counter() - start
+
+        os.fsync = fsync
+        try:
+            yield
+        finally:
+            os.fsync = real
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000, help="records per upsert (default 100000)")
@@ -172,6 +214,8 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="a label printed at the start of every line (A, B)")
     parser.add_argument("--virtual-keys", action="store_true",
                         help="a table without meta fields (meta_fields: false): null meta columns, no bloom filter")
+    parser.add_argument("--fsync-ab", action="store_true",
+                        help="each rep also runs the upsert with os.fsync a no-op (a diagnostic; see above)")
     parser.add_argument("--zlib-level", default=None,
                         help="the write option zlib.compress.level (gzip's level) for every write; unset: 6")
     args = parser.parse_args()
@@ -187,27 +231,33 @@ def main() -> None:
         if args.threads == 1:
             inline_writes()
         data = rows(args.rows, args.rows, 2)
-        runs: dict[str, list[float]] = defaultdict(list)
+        fsyncs = FsyncClock()
+        variants = ["as written", "os.fsync a no-op"] if args.fsync_ab else ["as written"]
+        runs: dict[str, dict[str, list[float]]] = {v: defaultdict(list) for v in variants}
         for rep in range(args.reps + 1):
-            copy = work / "copy"
-            shutil.rmtree(copy, ignore_errors=True)
-            shutil.copytree(base, copy)
-            seconds.clear()
-            wall, cpu = time.perf_counter(), time.process_time()
-            result = runner.write(data, "t", project_dir=copy, options=options)
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            if not rep:
-                continue
-            measured = {"CPU": cpu, "wall": wall, "cores busy": cpu / wall} | dict(seconds)
-            for name, value in measured.items():
-                runs[name].append(value)
-            print(f"{args.tag} upsert {rep}: {result.num_writes} records, {result.bytes_written} bytes; "
-                  + "; ".join(f"{k.strip()} {v * 1000:.1f} ms" if k not in ("cores busy",) else f"{k} {v:.2f}"
-                              for k, v in measured.items()))
-        print(f"{args.tag} medians of {args.reps} upserts, load {' '.join(f'{x:.1f}' for x in os.getloadavg())}:")
-        for name, values in runs.items():
-            median = statistics.median(values)
-            print(f"{args.tag}   {name}: " + (f"{median:.2f}" if name == "cores busy" else f"{median * 1000:.1f} ms"))
+            for variant in variants if rep % 2 else variants[::-1]:
+                copy = work / "copy"
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(base, copy)
+                seconds.clear()
+                with fsyncs.counting(skip=variant != "as written"):
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    result = runner.write(data, "t", project_dir=copy, options=options)
+                    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                if not rep:
+                    continue
+                measured = ({"CPU": cpu, "wall": wall, "cores busy": cpu / wall, "fsyncs": fsyncs.calls,
+                             "fsync waits (summed over threads)": fsyncs.seconds} | dict(seconds))
+                for name, value in measured.items():
+                    runs[variant][name].append(value)
+                label = f"{args.tag} upsert {rep}" + (f" ({variant})" if args.fsync_ab else "")
+                print(f"{label}: {result.num_writes} records, {result.bytes_written} bytes; "
+                      + "; ".join(f"{k.strip()} {_value(k, v)}" for k, v in measured.items()), flush=True)
+        for variant, measured_runs in runs.items():
+            print(f"{args.tag} medians of {args.reps} upserts{f' ({variant})' if args.fsync_ab else ''}, "
+                  f"load {' '.join(f'{x:.1f}' for x in os.getloadavg())}:")
+            for name, values in measured_runs.items():
+                print(f"{args.tag}   {name}: {_value(name, statistics.median(values))}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
