@@ -371,6 +371,9 @@ class CleanRunner:
         if pending.state.value == "requested":
             self.writer.inflight(pending.time, Action.CLEAN, encode_clean_plan(plan))
             written.append(f"{pending.time}.clean.inflight")
+        # What the clean's requested and inflight files hold now, for rewriting its bound: the plan
+        # this run wrote, or, for a pending clean found on the timeline, the bytes its writer wrote.
+        recorded = None if checked is not None else self._recorded(pending.time)
         self._refuse_if_history_moved(pending.time, "nothing was deleted" if withdraw else
                                       f"nothing was deleted; clean {pending.time} stays pending for the next "
                                       "apply to check again", withdraw=withdraw)
@@ -380,7 +383,7 @@ class CleanRunner:
         ) if self.before_deletes is not None else _nothing
         try:
             sizes, outcomes, deleted_partitions = self._delete(plan, flat, sizes)
-            plan = self._bounded_before_late_replaces(pending.time, plan)
+            plan = self._bounded_before_late_replaces(pending.time, plan, recorded)
             with bulk_allocation():  # not around the deleter, which may run a Spark job for minutes
                 meta = self._metadata(pending, plan, files, outcomes, deleted_partitions, started)
                 data = encode_clean_metadata(meta)
@@ -412,7 +415,8 @@ class CleanRunner:
         failpoint("after_clean_completed")
         return outcome(instants_written=tuple(written))
 
-    def _bounded_before_late_replaces(self, time_: InstantTime, plan: CleanPlan) -> CleanPlan:
+    def _bounded_before_late_replaces(self, time_: InstantTime, plan: CleanPlan,
+                                      recorded: dict[State, bytes] | None = None) -> CleanPlan:
         """`plan`, its earliest commit to retain moved before any replacecommit or clustering that
         landed since the plan (a Hudi writer does not take the runner's lock) or is pending now,
         requested before the bound the clean would record (its earliest commit to retain, else its
@@ -425,15 +429,24 @@ class CleanRunner:
         its groups read beside the ones replacing them. The new bound is the latest completed write
         before the first such instant, else `BEFORE_THE_TIMELINE` (as `_before_pending_replaces`
         plans it): the archiver keeps more, the next clean lists every partition it must.
+
+        `recorded`: None for a clean this run planned and wrote (`start`): the replacecommits it
+        did not see are those not in `known_replaces`. Else a pending clean found on the timeline,
+        planned by an earlier run or by Hudi, with the bytes its requested and inflight files held
+        when this run took it up: which replacecommits its planner saw is unknown, so a completed
+        one is taken as unseen while its replaced groups still hold files (`_replaces_left_behind`).
         """
         if self.known_replaces is None:
             return plan
-        recorded = plan.earliest_instant_to_retain
-        bound = InstantTime(recorded.timestamp) if recorded is not None and recorded.timestamp.strip() else time_
+        recorded_ectr = plan.earliest_instant_to_retain
+        bound = (InstantTime(recorded_ectr.timestamp) if recorded_ectr is not None and recorded_ectr.timestamp.strip()
+                 else time_)
         _, timeline, _ = read_timeline(self.storage)
         late = [i.time for i in timeline.instants
                 if i.family is Action.REPLACE_COMMIT and i.time < bound
                 and (not i.is_completed or i.time.normalized not in self.known_replaces)]
+        if recorded is not None:
+            late.extend(self._replaces_left_behind(bound))
         if not late:
             return plan
         first = min(late, key=lambda t: t.normalized)
@@ -444,13 +457,45 @@ class CleanRunner:
         old, new = encode_clean_plan(plan), encode_clean_plan(bounded)
         for state in (State.REQUESTED, State.INFLIGHT):
             path = self.writer.path(Instant(time_, Action.CLEAN, state))
-            if not self.storage.replace_if(path, old, new):
+            held = old if recorded is None else recorded.get(state)
+            if recorded is not None and state is State.INFLIGHT and held not in (old, recorded.get(State.REQUESTED)):
+                continue  # an inflight file that is no copy of the plan (Hudi may leave it empty) stays as it is
+            if held is None or not self.storage.replace_if(path, held, new):
                 raise RefusedError(
-                    f"table {self.storage.uri}: replacecommit {first} landed while clean {time_} ran, so the clean "
-                    f"must record an earliest commit to retain before it ({ectr.time}), but {path} no longer holds "
-                    "the plan this run wrote; expected it unchanged; the clean is left pending, not completed",
+                    f"table {self.storage.uri}: replacecommit {first} is not accounted for by clean {time_} (it landed "
+                    f"after the clean was planned, or its replaced file groups still hold files), so the clean must "
+                    f"record an earliest commit to retain before it ({ectr.time}), but {path} no longer holds "
+                    "the plan this run read or wrote; expected it unchanged; the clean is left pending, not completed",
                     hint="check who else writes this table's timeline, then apply again.")
         return bounded
+
+    def _recorded(self, time_: InstantTime) -> dict[State, bytes]:
+        """The bytes of a pending clean's requested and inflight files, as they are now."""
+        found: dict[State, bytes] = {}
+        for state in (State.REQUESTED, State.INFLIGHT):
+            path = self.writer.path(Instant(time_, Action.CLEAN, state))
+            if self.storage.stat(path) is not None:
+                found[state] = self.storage.read(path)
+        return found
+
+    def _replaces_left_behind(self, bound: InstantTime) -> list[InstantTime]:
+        """Completed replacecommits requested before `bound` whose replaced file groups still hold a
+        file that no savepoint lists: a clean vouching past them would let Hudi's archiver drop the
+        replacecommit hiding those groups (`_bounded_before_late_replaces`). Read after the deletes,
+        so the files a clean deleted are gone; each partition naming such a group is listed once
+        (its folder read through a link too: readers follow it)."""
+        meta = read_table_metadata(self.storage)
+        behind: dict[str, dict[str, InstantTime]] = {}
+        for (partition, file_id), replaced_at in meta.replaced.items():
+            if replaced_at < bound:
+                behind.setdefault(partition, {})[file_id] = replaced_at
+        savepointed = meta.savepointed_files
+        left: set[InstantTime] = set()
+        for partition in sorted(behind):
+            ids = behind[partition]
+            left.update(ids[fid] for info in self.storage.list_dir(partition) if not info.is_dir
+                        if (fid := _file_id_of(info.path)) in ids and info.path.rsplit("/", 1)[-1] not in savepointed)
+        return sorted(left, key=lambda t: t.normalized)
 
     def _left_replaced(self, failed: Sequence[str]) -> list[str]:
         """The files of `failed` that belong to a replaced file group, by the timeline as it is now.
