@@ -8,6 +8,7 @@ deleted, so the end result is the same as an uninterrupted run.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
@@ -36,7 +37,7 @@ from runner.hudi.state import read_table_metadata, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter
 from runner.plan.clean import BEFORE_THE_TIMELINE, SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
-from runner.storage import DeleteResult, Storage
+from runner.storage import AlreadyExists, DeleteResult, Storage
 
 # Storage's own per-path result is what every deleter returns (threads, Spark, tests).
 Deleter = Callable[[Storage, Sequence[str]], list[DeleteResult]]
@@ -545,13 +546,25 @@ class CleanRunner:
         )
 
     def _delete_partition(self, partition: str) -> bool:
-        """Remove an emptied partition folder, but only if nothing but Hudi's marker is left in it."""
-        leftovers = [f.path for f in self.storage.walk(partition)
-                     if not f.path.rsplit("/", 1)[-1].startswith(".hoodie_partition_metadata")]
-        if leftovers:
+        """Remove an emptied partition folder, but only if nothing but Hudi's marker is left in it.
+
+        Only what was looked at goes: the marker, then the folder while it is empty, never with a
+        recursive delete. A Hudi writer does not take the runner's lock, and one that found the
+        partition after the look may write its new file group there meanwhile: that file stays, and
+        the marker is written back so that file-listing readers still find the partition.
+        """
+        found = list(self.storage.walk(partition))
+        if any(not f.path.rsplit("/", 1)[-1].startswith(".hoodie_partition_metadata") for f in found):
             return False
-        self.storage.delete_tree(partition)
-        return True
+        markers = {f.path: self.storage.read(f.path) for f in found}
+        for path in markers:
+            self.storage.delete(path)
+        if self.storage.remove_empty_folder(partition):
+            return True
+        for path, data in markers.items():
+            with contextlib.suppress(AlreadyExists):  # the writer wrote it again itself
+                self.storage.write_new(path, data)
+        return False
 
     def _metadata(self, pending: Instant, plan: CleanPlan, files: dict[str, list[str]],
                   outcomes: dict[str, DeleteResult], deleted: tuple[str, ...], started: float) -> CleanMetadata:
