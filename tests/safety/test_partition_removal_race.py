@@ -90,3 +90,39 @@ def test_an_emptied_partition_with_nothing_landing_still_goes(tmp_path):
     assert result.status.value == "success", result.error
     assert result.partitions_deleted == ["p=b"]
     assert not (table / "p=b").exists()
+
+
+def test_a_write_starting_after_the_look_at_pending_writes_keeps_the_partition_found(tmp_path, monkeypatch):
+    """A Hudi writer writes its requested and inflight instants, then reads the table, finds the
+    partition by its marker, and writes its file group there later. Started after the clean's look
+    at pending writes, it found the marker still there, so it never writes one again: its files
+    land in a folder file-listing readers do not know as a partition. The look must come again once
+    the markers are gone; a write that started before then keeps the partition."""
+    import runner.execute.clean as clean_module
+
+    table = tmp_path / "t"
+    builder = TableBuilder(table, name="t", partitions=["p=a", "p=b"])
+    builder.commit(writes=1)
+    builder.delete_partition("p=b")
+    real = clean_module.read_pending_writes
+    later: list[tuple[Path, bytes]] = []
+
+    def read_pending_writes(*args: Any, **kwargs: Any) -> Any:
+        found = real(*args, **kwargs)
+        if not later:  # just after the look: a writer starts, found the partition, writes later
+            builder.inflight_commit(writes={"p=b": 1})
+            (written,) = [f for f in builder.failed_files if f.path.startswith("p=b/")]
+            later.append((table / written.path, (table / written.path).read_bytes()))
+            (table / written.path).unlink()
+        return found
+
+    monkeypatch.setattr(clean_module, "read_pending_writes", read_pending_writes)
+
+    result = _apply(table)
+    for path, data in later:  # the writer writes its file now (its file system makes the folder)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    assert result.status.value == "success", result.error
+    assert later and result.partitions_deleted == []
+    assert (table / "p=b" / ".hoodie_partition_metadata").exists()
