@@ -520,11 +520,7 @@ class CleanRunner:
             sizes = {path: info.size for path in flat if (info := self.storage.stat(path)) is not None}
         with progress.known_sizes(sizes):  # so the deleter's progress shows bytes as well as files
             outcomes = {o.path: o for o in self.deleter(self.storage, flat)}
-        # Read now, not when planned: a write into an emptied partition may have started since.
-        writing = _reached_by_pending_writes(self.storage) if plan.partitions_to_delete else None
-        deleted_partitions = tuple(p for p in dict.fromkeys(plan.partitions_to_delete)
-                                   if writing is not None and not writing(partition_path(p))
-                                   and self._delete_partition(partition_path(p)))
+        deleted_partitions = self._delete_partitions(plan.partitions_to_delete)
         failpoint("after_delete")
         return sizes, outcomes, deleted_partitions
 
@@ -545,26 +541,48 @@ class CleanRunner:
             "has completed.",
         )
 
-    def _delete_partition(self, partition: str) -> bool:
-        """Remove an emptied partition folder, but only if nothing but Hudi's marker is left in it.
+    def _delete_partitions(self, partitions: Sequence[str]) -> tuple[str, ...]:
+        """Remove the emptied partition folders no pending write may still write into; the ones removed.
 
-        Only what was looked at goes: the marker, then the folder while it is empty, never with a
-        recursive delete. A Hudi writer does not take the runner's lock, and one that found the
-        partition after the look may write its new file group there meanwhile: that file stays, and
-        the marker is written back so that file-listing readers still find the partition.
+        Pending writes are read now, not when planned (a write into an emptied partition may have
+        started since), and once more after the markers went: a Hudi writer writes its requested
+        instant, then reads the table, and one that started meanwhile found the partition by its
+        marker, so it will not write one again; its partition keeps its marker and folder. One that
+        starts after the second look finds no marker, and writes one itself.
+        """
+        if not partitions:
+            return ()
+        writing = _reached_by_pending_writes(self.storage)
+        taken = {p: markers for p in dict.fromkeys(partitions)
+                 if not writing(partition_path(p)) and (markers := self._take_markers(partition_path(p))) is not None}
+        writing = _reached_by_pending_writes(self.storage) if taken else writing
+        deleted = []
+        for partition, markers in taken.items():
+            folder = partition_path(partition)
+            if not writing(folder) and self.storage.remove_empty_folder(folder):
+                deleted.append(partition)
+                continue
+            for path, data in markers.items():  # file-listing readers must still find the partition
+                with contextlib.suppress(AlreadyExists):  # the writer wrote it again itself
+                    self.storage.write_new(path, data)
+        return tuple(deleted)
+
+    def _take_markers(self, partition: str) -> dict[str, bytes] | None:
+        """Delete an emptied partition's markers (`.hoodie_partition_metadata`) and return what they
+        held; None, with nothing deleted, if anything else is left in its folder.
+
+        Only what was looked at goes, the markers here and the folder later while it is empty, never
+        with a recursive delete: a Hudi writer does not take the runner's lock, and one that found the
+        partition may write its new file group there meanwhile. That file stays, and the markers are
+        written back, so that file-listing readers still find the partition.
         """
         found = list(self.storage.walk(partition))
         if any(not f.path.rsplit("/", 1)[-1].startswith(".hoodie_partition_metadata") for f in found):
-            return False
+            return None
         markers = {f.path: self.storage.read(f.path) for f in found}
         for path in markers:
             self.storage.delete(path)
-        if self.storage.remove_empty_folder(partition):
-            return True
-        for path, data in markers.items():
-            with contextlib.suppress(AlreadyExists):  # the writer wrote it again itself
-                self.storage.write_new(path, data)
-        return False
+        return markers
 
     def _metadata(self, pending: Instant, plan: CleanPlan, files: dict[str, list[str]],
                   outcomes: dict[str, DeleteResult], deleted: tuple[str, ...], started: float) -> CleanMetadata:
