@@ -35,7 +35,7 @@ from runner.hudi.metadata import (
 from runner.hudi.pending_writes import read_pending_writes
 from runner.hudi.state import read_table_metadata, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter
-from runner.plan.clean import BEFORE_THE_TIMELINE, SAVEPOINTED_TIMESTAMPS
+from runner.plan.clean import BEFORE_THE_TIMELINE, NARROWED, SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
 from runner.storage import AlreadyExists, DeleteResult, Storage
 
@@ -73,6 +73,8 @@ def to_plan(step: CleanStep, base_uri: str) -> CleanPlan:
     for f in step.files_to_delete:
         by_partition.setdefault(f.partition, []).append(CleanFileInfo(root + f.path, False))
     extra = {SAVEPOINTED_TIMESTAMPS: ",".join(step.savepointed_timestamps)} if step.savepointed_timestamps else {}
+    if step.narrowed:
+        extra[NARROWED] = "true"
     return CleanPlan(
         earliest_instant_to_retain=(
             ActionInstant(str(ectr.time), ectr.action.value, "COMPLETED") if ectr is not None else None
@@ -227,7 +229,7 @@ def refuse_replaced_behind_links(storage: Storage, replaced: Mapping[tuple[str, 
             continue
         ids = behind[partition]
         left = sorted({ids[fid] for info in storage.list_dir(partition) if not info.is_dir
-                       if (fid := _file_id_of(info.path)) in ids})
+                       if (fid := file_id_of(info.path)) in ids})
         if left:
             bound = f"earliest commit to retain {ectr.time}" if ectr else "no earliest commit to retain"
             raise RefusedError(
@@ -242,7 +244,7 @@ def refuse_replaced_behind_links(storage: Storage, replaced: Mapping[tuple[str, 
             )
 
 
-def _file_id_of(path: str) -> str | None:
+def file_id_of(path: str) -> str | None:
     """The file id a data file's name gives (base or log), or None for any other name."""
     name = path.rsplit("/", 1)[-1]
     base = BaseFile.parse(name, 0)
@@ -495,7 +497,7 @@ class CleanRunner:
         for partition in sorted(behind):
             ids = behind[partition]
             left.update(ids[fid] for info in self.storage.list_dir(partition) if not info.is_dir
-                        if (fid := _file_id_of(info.path)) in ids and info.path.rsplit("/", 1)[-1] not in savepointed)
+                        if (fid := file_id_of(info.path)) in ids and info.path.rsplit("/", 1)[-1] not in savepointed)
         return sorted(left, key=lambda t: t.normalized)
 
     def _left_replaced(self, failed: Sequence[str]) -> list[str]:
@@ -511,7 +513,7 @@ class CleanRunner:
         and is recorded as failed, as Hudi does.
         """
         replaced = read_table_metadata(self.storage).replaced
-        return sorted(p for p in failed if (p.rpartition("/")[0], _file_id_of(p)) in replaced)
+        return sorted(p for p in failed if (p.rpartition("/")[0], file_id_of(p)) in replaced)
 
     def _delete(self, plan: CleanPlan, flat: list[str], sizes: dict[str, int] | None
                 ) -> tuple[dict[str, int], dict[str, DeleteResult], tuple[str, ...]]:
