@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from runner.declarations.model import CleanPolicy, CleanPolicyName, FileSizing, SparkSettings, TableDeclaration
+from runner.errors import RefusedError
 from runner.execute.apply import apply_table
 from runner.hudi.instant import Action, InstantTime
 from runner.hudi.metadata import CleanFileInfo, CleanPlan, decode_clean_plan, encode_clean_plan
@@ -187,3 +188,27 @@ def test_a_pending_clean_never_vouches_for_replaced_groups_behind_a_linked_parti
     _, rows = oracle_snapshot(table)
     archive_as_hudi_may(table)
     assert oracle_snapshot(table)[1] == rows  # readers follow the link
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_a_pending_clean_of_a_slice_a_completed_rollback_made_latest_again_is_refused(version, tmp_path):
+    """Safe already (kept for coverage): between the runs a rollback of the latest write completes
+    (its files and instant gone), so the version a pending clean was planned to delete is the latest
+    again. Finishing the clean is checked against the table as it is now, and refused."""
+    table = tmp_path / "t"
+    builder = TableBuilder(table, name="t", partitions=["p=a"], version=version)
+    builder.commit(writes=1)
+    update = str(builder.commit(updates=1))
+    pending = _hudi_pending_clean(table, _old_slices(table, "p=a"), "p=a")
+    meta = read_table_metadata(storage_for(str(table)))
+    for path in (table / "p=a").glob(f"*_{update}.parquet"):  # the rollback: the update's files, then its instant
+        path.unlink()
+    for path in (table / meta.timeline_folder).glob(f"{update}*"):
+        path.unlink()
+    before = sorted(p.name for p in (table / "p=a").iterdir())
+
+    with pytest.raises(RefusedError, match="readers still need"):
+        _apply(table, lambda storage, paths: storage.delete_many(list(paths)))
+
+    assert sorted(p.name for p in (table / "p=a").iterdir()) == before
+    assert pending not in _completed_cleans(table)
