@@ -220,28 +220,42 @@ def refuse_replaced_behind_links(storage: Storage, replaced: Mapping[tuple[str, 
     if linked is None or step.is_empty:
         return
     ectr = step.earliest_commit_to_retain
+    left = replaces_left(storage, replaced, ectr.time if ectr is not None else None, where=linked)
+    for partition in sorted(left):
+        bound = f"earliest commit to retain {ectr.time}" if ectr else "no earliest commit to retain"
+        raise RefusedError(
+            f"table {storage.uri}: the clean would record {bound}, past replacecommit {left[partition][0]}, whose "
+            f"replaced file groups in partition {partition!r} still hold files; that partition's folder is "
+            "a symbolic link, which the runner never lists or cleans, and once the clean is recorded Hudi's "
+            "archiver may archive the replacecommit, after which readers read those groups' records again "
+            "beside the ones that replaced them; expected no replaced groups left behind a link; nothing was "
+            "deleted or recorded",
+            hint="move the partition's folder back into the table (the clean then deletes the replaced "
+            "groups), or let Hudi's own cleaner clean this table.",
+        )
+
+
+def replaces_left(storage: Storage, replaced: Mapping[tuple[str, str], InstantTime], before: InstantTime | None,
+                  *, where: Callable[[str], bool] = lambda _: True,
+                  unless: frozenset[str] = frozenset()) -> dict[str, list[InstantTime]]:
+    """Per partition `where` accepts, the replacecommits requested before `before` (every one when
+    None) whose replaced file groups there still hold a file, by its name (one of `unless` aside:
+    a savepoint's). Each such partition folder is listed once, through a link too (readers follow it).
+    """
     behind: dict[str, dict[str, InstantTime]] = {}
     for (partition, file_id), replaced_at in replaced.items():
-        if ectr is None or replaced_at < ectr.time:
+        if before is None or replaced_at < before:
             behind.setdefault(partition, {})[file_id] = replaced_at
+    found: dict[str, list[InstantTime]] = {}
     for partition in sorted(behind):
-        if not linked(partition):
+        if not where(partition):
             continue
         ids = behind[partition]
-        left = sorted({ids[fid] for info in storage.list_dir(partition) if not info.is_dir
-                       if (fid := file_id_of(info.path)) in ids})
-        if left:
-            bound = f"earliest commit to retain {ectr.time}" if ectr else "no earliest commit to retain"
-            raise RefusedError(
-                f"table {storage.uri}: the clean would record {bound}, past replacecommit {left[0]}, whose "
-                f"replaced file groups in partition {partition!r} still hold files; that partition's folder is "
-                "a symbolic link, which the runner never lists or cleans, and once the clean is recorded Hudi's "
-                "archiver may archive the replacecommit, after which readers read those groups' records again "
-                "beside the ones that replaced them; expected no replaced groups left behind a link; nothing was "
-                "deleted or recorded",
-                hint="move the partition's folder back into the table (the clean then deletes the replaced "
-                "groups), or let Hudi's own cleaner clean this table.",
-            )
+        times = {ids[fid] for info in storage.list_dir(partition) if not info.is_dir
+                 if (fid := file_id_of(info.path)) in ids and info.path.rsplit("/", 1)[-1] not in unless}
+        if times:
+            found[partition] = sorted(times, key=lambda t: t.normalized)
+    return found
 
 
 def file_id_of(path: str) -> str | None:
@@ -485,20 +499,10 @@ class CleanRunner:
         """Completed replacecommits requested before `bound` whose replaced file groups still hold a
         file that no savepoint lists: a clean vouching past them would let Hudi's archiver drop the
         replacecommit hiding those groups (`_bounded_before_late_replaces`). Read after the deletes,
-        so the files a clean deleted are gone; each partition naming such a group is listed once
-        (its folder read through a link too: readers follow it)."""
+        so the files a clean deleted are gone (`replaces_left`)."""
         meta = read_table_metadata(self.storage)
-        behind: dict[str, dict[str, InstantTime]] = {}
-        for (partition, file_id), replaced_at in meta.replaced.items():
-            if replaced_at < bound:
-                behind.setdefault(partition, {})[file_id] = replaced_at
-        savepointed = meta.savepointed_files
-        left: set[InstantTime] = set()
-        for partition in sorted(behind):
-            ids = behind[partition]
-            left.update(ids[fid] for info in self.storage.list_dir(partition) if not info.is_dir
-                        if (fid := file_id_of(info.path)) in ids and info.path.rsplit("/", 1)[-1] not in savepointed)
-        return sorted(left, key=lambda t: t.normalized)
+        left = replaces_left(self.storage, meta.replaced, bound, unless=meta.savepointed_files)
+        return sorted({t for times in left.values() for t in times}, key=lambda t: t.normalized)
 
     def _left_replaced(self, failed: Sequence[str]) -> list[str]:
         """The files of `failed` that belong to a replaced file group, by the timeline as it is now.

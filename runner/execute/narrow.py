@@ -132,7 +132,8 @@ def _narrow_clean(name: str, saved: Clean | None, fresh: Clean | None, exists: C
         step = replace(step, files_to_delete=chosen, earliest_commit_to_retain=bound)
         note = f"{note}; {NARROWED_KEEPS_REPLACED.format(replace=first, bound=bound.time, held=len(held))}"
     # A partition goes only when the clean empties it: not while it keeps one of the plan's files there.
-    left = {f.partition for f in fresh.files_to_delete if f.path not in {c.path for c in chosen}}
+    deleting = {c.path for c in chosen}
+    left = {f.partition for f in fresh.files_to_delete if f.path not in deleting}
     step = replace(step, partitions_to_delete=tuple(p for p in step.partitions_to_delete if p not in left))
     if step.is_empty:
         return None, None
