@@ -7,6 +7,7 @@ from typing import Any
 
 from runner.commands._common import human_bytes
 from runner.declarations.model import ResizeStrategy
+from runner.declarations.text import shown
 from runner.plan.model import Plan, TablePlan, TableStatus
 from runner.plan.steps import (
     RESIZES_NOT_ASKED,
@@ -153,9 +154,9 @@ def _clean_lines(c: Clean, verbose: bool) -> list[str]:
     lines: list[str] = []
     if not c.is_empty:
         lines.append(f"    clean ({c.policy}): {c.why or 'earliest commit to retain ' + _ectr(c)}; {c.scope}")
-        lines += _listed([f"      - {f.path}  ({human_bytes(f.size)})" + (f"  {f.reason}" if f.reason else "")
+        lines += _listed([f"      - {shown(f.path)}  ({human_bytes(f.size)})" + (f"  {f.reason}" if f.reason else "")
                           for f in c.files_to_delete], "      - ", "file", verbose)
-        lines.extend(f"      - partition {p}/  (no file group left)" for p in c.partitions_to_delete)
+        lines.extend(f"      - partition {shown(p)}/  (no file group left)" for p in c.partitions_to_delete)
         lines.append(f"      = {count(len(c.files_to_delete), 'file')}, {human_bytes(c.bytes_to_reclaim)} reclaimed")
     return lines + _kept_lines(c, verbose)
 
@@ -176,8 +177,8 @@ def _resize_lines(s: Resize, verbose: bool) -> list[str]:
     if s.strategy is ResizeStrategy.BINARY_COPY:
         lines.append("      strategy: binary copy (row groups copied as they are; groups that do not "
                      "qualify are rewritten)")
-    return lines + _listed([f"      ~ {g.partition or '(table)'}: {count(len(g.files), 'file')} rewritten into 1 "
-                            f"({human_bytes(g.total_bytes)})" for g in s.groups], "      ~ ", "group", verbose)
+    return lines + _listed([f"      ~ {shown(g.partition) or '(table)'}: {count(len(g.files), 'file')} rewritten "
+                            f"into 1 ({human_bytes(g.total_bytes)})" for g in s.groups], "      ~ ", "group", verbose)
 
 
 # One text renderer per step kind (the JSON form is `runner.plan.steps.step_to_json`).
@@ -193,7 +194,7 @@ STEP_RENDERERS: dict[StepKind, Callable[[Any, bool], list[str]]] = {
 
 def _kept_lines(clean: Clean | None, verbose: bool) -> list[str]:
     kept = clean.kept if clean else ()
-    return _listed([f"      keep {f.path}  ({human_bytes(f.size)})  {f.reason}" for f in kept],
+    return _listed([f"      keep {shown(f.path)}  ({human_bytes(f.size)})  {f.reason}" for f in kept],
                    "      keep ", "file", verbose)
 
 

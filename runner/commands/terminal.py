@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any, Self
 
+from runner.declarations.text import shown
+
 __all__ = ["Activity", "emit", "summary_table"]  # and `jvm_output_to`, on first use (below)
 
 
@@ -84,6 +86,9 @@ def emit(text: str, *, stream: IO[str] | None = None, pretty: Callable[[], Any] 
     `pretty`, when given, builds a rich renderable (a table) shown after the text on a TTY only.
     """
     out = stream or sys.stdout
+    # Names from storage reach every command's text (paths, messages, notes): a control or bidi
+    # character in one is shown escaped, never sent to the terminal (the text's own lines stay).
+    text = shown(text, lines=True)
     if not styled(out):
         print(text, file=out)
         return

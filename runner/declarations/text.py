@@ -10,6 +10,7 @@ a place in a path, an owner, a tag or a name; a `description` may hold lines and
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Iterator
 
@@ -74,6 +75,24 @@ def escaped(text: str, most: int = 60) -> str:
     reader cannot see written as an escape, so that the message itself shows what is there."""
     short = text if len(text) <= most else text[:most - 3] + "..."
     return "".join(f"\\u{ord(c):04x}" if _unseen(c) else c for c in json.dumps(short, ensure_ascii=False))
+
+
+# The same characters as one regular expression (the Basic Multilingual Plane's, as `TEXT_PATTERN`), to
+# escape them in long texts fast: a plan lists hundreds of thousands of paths.
+_UNSEEN_CHARS = re.compile(f"[{_RANGES}]")
+_UNSEEN_BUT_LINES = re.compile("[" + _RANGES.replace("\\u0000-\\u001f", "\\u0000-\\u0008\\u000b-\\u001f") + "]")
+
+
+def shown(text: str, *, lines: bool = False) -> str:
+    """`text` with every character a reader cannot see written as a `\\uXXXX` escape (newlines and
+    tabs too, unless `lines`): for names that come from storage, not from a declaration (a partition
+    folder is named by its partition value, often taken from the data), before they are printed. An
+    ESC or a carriage return in one would rewrite the terminal that shows it, a newline forge a line.
+    """
+    pattern = _UNSEEN_BUT_LINES if lines else _UNSEEN_CHARS
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _unseen(char: str) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import getpass
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,7 @@ from runner.hudi.pending_undo import history_moved
 from runner.hudi.state import TableMetadata, read_table_metadata, read_table_state, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.plan.build import timeline_fingerprint
+from runner.plan.clean import savepoint_reads
 from runner.plan.model import TablePlan, TableStatus
 from runner.plan.policies import Protection
 from runner.plan.sizing import plan_sizing
@@ -268,7 +269,8 @@ def _checked(planned: TablePlan, fresh: TablePlan, meta: TableMetadata, storage:
             f"found {timeline_fingerprint(meta)}); nothing was written",
             hint="run `runner plan` again and apply the new plan.",
         )
-    plan = narrow(planned, fresh, exists=lambda path: storage.stat(path) is not None)
+    plan = narrow(planned, fresh, exists=lambda path: storage.stat(path) is not None, replaced=meta.replaced,
+                  savepoint_reads=_savepoint_reads(storage, meta))
     refuse_unreviewed(planned, plan, _pending_clean_paths(meta, storage))
     return replace(plan, status=TableStatus.CHANGES if plan.has_work else TableStatus.IN_SYNC)
 
@@ -318,7 +320,7 @@ def _finish_pending_cleans(step: FinishPendingClean, run: _Run) -> None:
 
 def _clean(step: Clean, run: _Run) -> None:
     if run.finished_cleans:  # what the pending cleans removed is no longer ours to delete
-        narrowed = _narrowed(step, plan_one(run.decl, run.storage, now=run.plan_now, explain=False))
+        narrowed = _narrowed(step, plan_one(run.decl, run.storage, now=run.plan_now, explain=False), run.storage)
         if narrowed is None:
             return
         step = narrowed
@@ -430,11 +432,20 @@ def _why_needed(group: FileGroup, file_slice: FileSlice, protected: Protection, 
     return None
 
 
-def _narrowed(step: Clean, fresh: TablePlan) -> Clean | None:
+def _narrowed(step: Clean, fresh: TablePlan, storage: Storage) -> Clean | None:
     """The clean minus what is already done, after pending cleans ran (values from `fresh`)."""
+    meta = read_table_metadata(storage)
     narrowed = narrow(TablePlan(fresh.name, fresh.path, TableStatus.CHANGES, steps=(step,)),
-                      fresh.with_steps(without=(StepKind.RESIZE,)), exists=lambda _: False)
+                      fresh.with_steps(without=(StepKind.RESIZE,)), exists=lambda _: False,
+                      replaced=meta.replaced, savepoint_reads=_savepoint_reads(storage, meta))
     return narrowed.clean
+
+
+def _savepoint_reads(storage: Storage, meta: TableMetadata) -> Callable[[InstantTime, Collection[str]], frozenset[str]]:
+    """What a savepoint from an instant on reads in some partitions, listed only when asked (a
+    narrowed clean that keeps replaced groups)."""
+    return lambda bound, partitions: savepoint_reads(
+        read_table_state(storage, partitions=partitions, metadata=meta), bound)
 
 
 def _still_rewritable(step: Resize, fresh: Resize | None) -> Resize:

@@ -119,3 +119,6 @@ class AttemptStorage:
 
     def delete_tree(self, path: str) -> int:
         return self.inner.delete_tree(path)
+
+    def remove_empty_folder(self, path: str) -> bool:
+        return self.inner.remove_empty_folder(path)

@@ -8,6 +8,7 @@ deleted, so the end result is the same as an uninterrupted run.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
@@ -34,9 +35,9 @@ from runner.hudi.metadata import (
 from runner.hudi.pending_writes import read_pending_writes
 from runner.hudi.state import read_table_metadata, read_timeline
 from runner.hudi.timeline_writer import TimelineWriter
-from runner.plan.clean import BEFORE_THE_TIMELINE, SAVEPOINTED_TIMESTAMPS
+from runner.plan.clean import BEFORE_THE_TIMELINE, NARROWED, SAVEPOINTED_TIMESTAMPS
 from runner.plan.model import CleanStep
-from runner.storage import DeleteResult, Storage
+from runner.storage import AlreadyExists, DeleteResult, Storage
 
 # Storage's own per-path result is what every deleter returns (threads, Spark, tests).
 Deleter = Callable[[Storage, Sequence[str]], list[DeleteResult]]
@@ -72,6 +73,8 @@ def to_plan(step: CleanStep, base_uri: str) -> CleanPlan:
     for f in step.files_to_delete:
         by_partition.setdefault(f.partition, []).append(CleanFileInfo(root + f.path, False))
     extra = {SAVEPOINTED_TIMESTAMPS: ",".join(step.savepointed_timestamps)} if step.savepointed_timestamps else {}
+    if step.narrowed:
+        extra[NARROWED] = "true"
     return CleanPlan(
         earliest_instant_to_retain=(
             ActionInstant(str(ectr.time), ectr.action.value, "COMPLETED") if ectr is not None else None
@@ -217,31 +220,45 @@ def refuse_replaced_behind_links(storage: Storage, replaced: Mapping[tuple[str, 
     if linked is None or step.is_empty:
         return
     ectr = step.earliest_commit_to_retain
+    left = replaces_left(storage, replaced, ectr.time if ectr is not None else None, where=linked)
+    for partition in sorted(left):
+        bound = f"earliest commit to retain {ectr.time}" if ectr else "no earliest commit to retain"
+        raise RefusedError(
+            f"table {storage.uri}: the clean would record {bound}, past replacecommit {left[partition][0]}, whose "
+            f"replaced file groups in partition {partition!r} still hold files; that partition's folder is "
+            "a symbolic link, which the runner never lists or cleans, and once the clean is recorded Hudi's "
+            "archiver may archive the replacecommit, after which readers read those groups' records again "
+            "beside the ones that replaced them; expected no replaced groups left behind a link; nothing was "
+            "deleted or recorded",
+            hint="move the partition's folder back into the table (the clean then deletes the replaced "
+            "groups), or let Hudi's own cleaner clean this table.",
+        )
+
+
+def replaces_left(storage: Storage, replaced: Mapping[tuple[str, str], InstantTime], before: InstantTime | None,
+                  *, where: Callable[[str], bool] = lambda _: True,
+                  unless: frozenset[str] = frozenset()) -> dict[str, list[InstantTime]]:
+    """Per partition `where` accepts, the replacecommits requested before `before` (every one when
+    None) whose replaced file groups there still hold a file, by its name (one of `unless` aside:
+    a savepoint's). Each such partition folder is listed once, through a link too (readers follow it).
+    """
     behind: dict[str, dict[str, InstantTime]] = {}
     for (partition, file_id), replaced_at in replaced.items():
-        if ectr is None or replaced_at < ectr.time:
+        if before is None or replaced_at < before:
             behind.setdefault(partition, {})[file_id] = replaced_at
+    found: dict[str, list[InstantTime]] = {}
     for partition in sorted(behind):
-        if not linked(partition):
+        if not where(partition):
             continue
         ids = behind[partition]
-        left = sorted({ids[fid] for info in storage.list_dir(partition) if not info.is_dir
-                       if (fid := _file_id_of(info.path)) in ids})
-        if left:
-            bound = f"earliest commit to retain {ectr.time}" if ectr else "no earliest commit to retain"
-            raise RefusedError(
-                f"table {storage.uri}: the clean would record {bound}, past replacecommit {left[0]}, whose "
-                f"replaced file groups in partition {partition!r} still hold files; that partition's folder is "
-                "a symbolic link, which the runner never lists or cleans, and once the clean is recorded Hudi's "
-                "archiver may archive the replacecommit, after which readers read those groups' records again "
-                "beside the ones that replaced them; expected no replaced groups left behind a link; nothing was "
-                "deleted or recorded",
-                hint="move the partition's folder back into the table (the clean then deletes the replaced "
-                "groups), or let Hudi's own cleaner clean this table.",
-            )
+        times = {ids[fid] for info in storage.list_dir(partition) if not info.is_dir
+                 if (fid := file_id_of(info.path)) in ids and info.path.rsplit("/", 1)[-1] not in unless}
+        if times:
+            found[partition] = sorted(times, key=lambda t: t.normalized)
+    return found
 
 
-def _file_id_of(path: str) -> str | None:
+def file_id_of(path: str) -> str | None:
     """The file id a data file's name gives (base or log), or None for any other name."""
     name = path.rsplit("/", 1)[-1]
     base = BaseFile.parse(name, 0)
@@ -371,6 +388,9 @@ class CleanRunner:
         if pending.state.value == "requested":
             self.writer.inflight(pending.time, Action.CLEAN, encode_clean_plan(plan))
             written.append(f"{pending.time}.clean.inflight")
+        # What the clean's requested and inflight files hold now, for rewriting its bound: the plan
+        # this run wrote, or, for a pending clean found on the timeline, the bytes its writer wrote.
+        recorded = None if checked is not None else self._recorded(pending.time)
         self._refuse_if_history_moved(pending.time, "nothing was deleted" if withdraw else
                                       f"nothing was deleted; clean {pending.time} stays pending for the next "
                                       "apply to check again", withdraw=withdraw)
@@ -380,7 +400,7 @@ class CleanRunner:
         ) if self.before_deletes is not None else _nothing
         try:
             sizes, outcomes, deleted_partitions = self._delete(plan, flat, sizes)
-            plan = self._bounded_before_late_replaces(pending.time, plan)
+            plan = self._bounded_before_late_replaces(pending.time, plan, recorded)
             with bulk_allocation():  # not around the deleter, which may run a Spark job for minutes
                 meta = self._metadata(pending, plan, files, outcomes, deleted_partitions, started)
                 data = encode_clean_metadata(meta)
@@ -412,7 +432,8 @@ class CleanRunner:
         failpoint("after_clean_completed")
         return outcome(instants_written=tuple(written))
 
-    def _bounded_before_late_replaces(self, time_: InstantTime, plan: CleanPlan) -> CleanPlan:
+    def _bounded_before_late_replaces(self, time_: InstantTime, plan: CleanPlan,
+                                      recorded: dict[State, bytes] | None = None) -> CleanPlan:
         """`plan`, its earliest commit to retain moved before any replacecommit or clustering that
         landed since the plan (a Hudi writer does not take the runner's lock) or is pending now,
         requested before the bound the clean would record (its earliest commit to retain, else its
@@ -425,15 +446,24 @@ class CleanRunner:
         its groups read beside the ones replacing them. The new bound is the latest completed write
         before the first such instant, else `BEFORE_THE_TIMELINE` (as `_before_pending_replaces`
         plans it): the archiver keeps more, the next clean lists every partition it must.
+
+        `recorded`: None for a clean this run planned and wrote (`start`): the replacecommits it
+        did not see are those not in `known_replaces`. Else a pending clean found on the timeline,
+        planned by an earlier run or by Hudi, with the bytes its requested and inflight files held
+        when this run took it up: which replacecommits its planner saw is unknown, so a completed
+        one is taken as unseen while its replaced groups still hold files (`_replaces_left_behind`).
         """
         if self.known_replaces is None:
             return plan
-        recorded = plan.earliest_instant_to_retain
-        bound = InstantTime(recorded.timestamp) if recorded is not None and recorded.timestamp.strip() else time_
+        recorded_ectr = plan.earliest_instant_to_retain
+        bound = (InstantTime(recorded_ectr.timestamp) if recorded_ectr is not None and recorded_ectr.timestamp.strip()
+                 else time_)
         _, timeline, _ = read_timeline(self.storage)
         late = [i.time for i in timeline.instants
                 if i.family is Action.REPLACE_COMMIT and i.time < bound
                 and (not i.is_completed or i.time.normalized not in self.known_replaces)]
+        if recorded is not None:
+            late.extend(self._replaces_left_behind(bound))
         if not late:
             return plan
         first = min(late, key=lambda t: t.normalized)
@@ -444,13 +474,35 @@ class CleanRunner:
         old, new = encode_clean_plan(plan), encode_clean_plan(bounded)
         for state in (State.REQUESTED, State.INFLIGHT):
             path = self.writer.path(Instant(time_, Action.CLEAN, state))
-            if not self.storage.replace_if(path, old, new):
+            held = old if recorded is None else recorded.get(state)
+            if recorded is not None and state is State.INFLIGHT and held not in (old, recorded.get(State.REQUESTED)):
+                continue  # an inflight file that is no copy of the plan (Hudi may leave it empty) stays as it is
+            if held is None or not self.storage.replace_if(path, held, new):
                 raise RefusedError(
-                    f"table {self.storage.uri}: replacecommit {first} landed while clean {time_} ran, so the clean "
-                    f"must record an earliest commit to retain before it ({ectr.time}), but {path} no longer holds "
-                    "the plan this run wrote; expected it unchanged; the clean is left pending, not completed",
+                    f"table {self.storage.uri}: replacecommit {first} is not accounted for by clean {time_} (it landed "
+                    f"after the clean was planned, or its replaced file groups still hold files), so the clean must "
+                    f"record an earliest commit to retain before it ({ectr.time}), but {path} no longer holds "
+                    "the plan this run read or wrote; expected it unchanged; the clean is left pending, not completed",
                     hint="check who else writes this table's timeline, then apply again.")
         return bounded
+
+    def _recorded(self, time_: InstantTime) -> dict[State, bytes]:
+        """The bytes of a pending clean's requested and inflight files, as they are now."""
+        found: dict[State, bytes] = {}
+        for state in (State.REQUESTED, State.INFLIGHT):
+            path = self.writer.path(Instant(time_, Action.CLEAN, state))
+            if self.storage.stat(path) is not None:
+                found[state] = self.storage.read(path)
+        return found
+
+    def _replaces_left_behind(self, bound: InstantTime) -> list[InstantTime]:
+        """Completed replacecommits requested before `bound` whose replaced file groups still hold a
+        file that no savepoint lists: a clean vouching past them would let Hudi's archiver drop the
+        replacecommit hiding those groups (`_bounded_before_late_replaces`). Read after the deletes,
+        so the files a clean deleted are gone (`replaces_left`)."""
+        meta = read_table_metadata(self.storage)
+        left = replaces_left(self.storage, meta.replaced, bound, unless=meta.savepointed_files)
+        return sorted({t for times in left.values() for t in times}, key=lambda t: t.normalized)
 
     def _left_replaced(self, failed: Sequence[str]) -> list[str]:
         """The files of `failed` that belong to a replaced file group, by the timeline as it is now.
@@ -465,7 +517,7 @@ class CleanRunner:
         and is recorded as failed, as Hudi does.
         """
         replaced = read_table_metadata(self.storage).replaced
-        return sorted(p for p in failed if (p.rpartition("/")[0], _file_id_of(p)) in replaced)
+        return sorted(p for p in failed if (p.rpartition("/")[0], file_id_of(p)) in replaced)
 
     def _delete(self, plan: CleanPlan, flat: list[str], sizes: dict[str, int] | None
                 ) -> tuple[dict[str, int], dict[str, DeleteResult], tuple[str, ...]]:
@@ -474,11 +526,7 @@ class CleanRunner:
             sizes = {path: info.size for path in flat if (info := self.storage.stat(path)) is not None}
         with progress.known_sizes(sizes):  # so the deleter's progress shows bytes as well as files
             outcomes = {o.path: o for o in self.deleter(self.storage, flat)}
-        # Read now, not when planned: a write into an emptied partition may have started since.
-        writing = _reached_by_pending_writes(self.storage) if plan.partitions_to_delete else None
-        deleted_partitions = tuple(p for p in dict.fromkeys(plan.partitions_to_delete)
-                                   if writing is not None and not writing(partition_path(p))
-                                   and self._delete_partition(partition_path(p)))
+        deleted_partitions = self._delete_partitions(plan.partitions_to_delete)
         failpoint("after_delete")
         return sizes, outcomes, deleted_partitions
 
@@ -499,14 +547,48 @@ class CleanRunner:
             "has completed.",
         )
 
-    def _delete_partition(self, partition: str) -> bool:
-        """Remove an emptied partition folder, but only if nothing but Hudi's marker is left in it."""
-        leftovers = [f.path for f in self.storage.walk(partition)
-                     if not f.path.rsplit("/", 1)[-1].startswith(".hoodie_partition_metadata")]
-        if leftovers:
-            return False
-        self.storage.delete_tree(partition)
-        return True
+    def _delete_partitions(self, partitions: Sequence[str]) -> tuple[str, ...]:
+        """Remove the emptied partition folders no pending write may still write into; the ones removed.
+
+        Pending writes are read now, not when planned (a write into an emptied partition may have
+        started since), and once more after the markers went: a Hudi writer writes its requested
+        instant, then reads the table, and one that started meanwhile found the partition by its
+        marker, so it will not write one again; its partition keeps its marker and folder. One that
+        starts after the second look finds no marker, and writes one itself.
+        """
+        if not partitions:
+            return ()
+        writing = _reached_by_pending_writes(self.storage)
+        taken = {p: markers for p in dict.fromkeys(partitions)
+                 if not writing(partition_path(p)) and (markers := self._take_markers(partition_path(p))) is not None}
+        writing = _reached_by_pending_writes(self.storage) if taken else writing
+        deleted = []
+        for partition, markers in taken.items():
+            folder = partition_path(partition)
+            if not writing(folder) and self.storage.remove_empty_folder(folder):
+                deleted.append(partition)
+                continue
+            for path, data in markers.items():  # file-listing readers must still find the partition
+                with contextlib.suppress(AlreadyExists):  # the writer wrote it again itself
+                    self.storage.write_new(path, data)
+        return tuple(deleted)
+
+    def _take_markers(self, partition: str) -> dict[str, bytes] | None:
+        """Delete an emptied partition's markers (`.hoodie_partition_metadata`) and return what they
+        held; None, with nothing deleted, if anything else is left in its folder.
+
+        Only what was looked at goes, the markers here and the folder later while it is empty, never
+        with a recursive delete: a Hudi writer does not take the runner's lock, and one that found the
+        partition may write its new file group there meanwhile. That file stays, and the markers are
+        written back, so that file-listing readers still find the partition.
+        """
+        found = list(self.storage.walk(partition))
+        if any(not f.path.rsplit("/", 1)[-1].startswith(".hoodie_partition_metadata") for f in found):
+            return None
+        markers = {f.path: self.storage.read(f.path) for f in found}
+        for path in markers:
+            self.storage.delete(path)
+        return markers
 
     def _metadata(self, pending: Instant, plan: CleanPlan, files: dict[str, list[str]],
                   outcomes: dict[str, DeleteResult], deleted: tuple[str, ...], started: float) -> CleanMetadata:

@@ -14,12 +14,14 @@ twice, or holds an empty group is refused as a whole.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
+from types import MappingProxyType
 
 from runner.errors import RefusedError, RequirementFailed
+from runner.execute.clean import file_id_of
 from runner.execute.paths import partition_path, table_relative
-from runner.plan.clean import BEFORE_THE_TIMELINE
+from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.plan.model import TablePlan
 from runner.plan.sizing import BLOCKED_NOTE_PREFIXES
 from runner.plan.steps import (
@@ -36,21 +38,32 @@ from runner.shortlist import shortlist
 _HINT = "re-create the plan with `runner plan` rather than editing it."
 
 NARROWED_NOTE = (
-    "the saved plan deletes less than a fresh plan would, so the clean records as its earliest commit to "
-    "retain an instant before the whole timeline (00000000000000000): the next clean lists every partition "
-    "(Hudi's fallback) and reclaims the rest, and until then Hudi's archiver keeps every replacecommit"
+    "the saved plan deletes less than a fresh plan would, so the clean is recorded as narrowed: the next "
+    "clean lists every partition and reclaims the rest"
 )
 
-# A narrowed clean vouches for no bound. Recording none would not do: Hudi's archiver reads a clean
-# plan without one as "every group replaced before this clean is gone" and archives those
-# replacecommits, so the replaced groups a reviewer kept would turn live again and readers would read
-# their records twice (`ClusteringUtils.getEarliestInstantToRetainForClustering`). An instant before
-# every other keeps each replacecommit, and reads as an archived bound to Hudi's incremental
-# cleaning and to ours (`runner.plan.clean`), which then list every partition.
-NARROWED_ECTR = BEFORE_THE_TIMELINE
+# Keeping a replaced file group, a narrowed clean may vouch for no bound past the replacecommit that
+# replaced it: Hudi's archiver reads the last clean plan's earliest commit to retain as "every group
+# replaced before this is cleaned" and would archive that replacecommit, so the groups the reviewer
+# kept would turn live again and readers would read their records twice
+# (`ClusteringUtils.getEarliestInstantToRetainForClustering`). Nor may it record a bound below what it
+# deletes: Hudi lets a user savepoint any commit at or after the last clean's earliest commit to
+# retain (`SavepointActionExecutor`), and a savepoint of a commit whose files this clean deleted
+# would restore older records, or none. So it records that replacecommit as its bound and deletes
+# nothing a savepoint from there on reads (`runner.plan.policies.needed_from`).
+NARROWED_KEEPS_REPLACED = (
+    "the saved plan keeps file groups replacecommit {replace} replaced, so the clean records {bound} as its "
+    "earliest commit to retain (Hudi's archiver keeps the replacecommit hiding them) and deletes nothing a "
+    "savepoint from {bound} on reads: {held} more of the plan's file(s) stay"
+)
+
+# The files (table-relative) a savepoint of a commit at or after the instant may list, in the partitions given.
+SavepointReads = Callable[[InstantTime, Collection[str]], Collection[str]]
 
 
-def narrow(saved: TablePlan, fresh: TablePlan, *, exists: Callable[[str], bool]) -> TablePlan:
+def narrow(saved: TablePlan, fresh: TablePlan, *, exists: Callable[[str], bool],
+           replaced: Mapping[tuple[str, str], InstantTime] = MappingProxyType({}),
+           savepoint_reads: SavepointReads | None = None) -> TablePlan:
     """The fresh plan restricted to what `saved` selects.
 
     Args:
@@ -58,12 +71,15 @@ def narrow(saved: TablePlan, fresh: TablePlan, *, exists: Callable[[str], bool])
         fresh: the plan computed under the lock from storage and the real clock.
         exists: whether a table-relative path exists; a selected file the fresh plan lacks is
             accepted only when it is gone (its delete already happened in an earlier run).
+        replaced: file group -> the completed replacecommit that replaced it (`TableMetadata.replaced`),
+            to tell when a narrowed clean keeps a replaced group (`NARROWED_KEEPS_REPLACED`).
+        savepoint_reads: what a savepoint from an instant on reads, read from storage only then.
 
     Raises:
         RefusedError: the saved plan names a file or partition the fresh plan would not delete or
             rewrite, names one twice (within or across groups), or has an empty rewrite group.
     """
-    clean, clean_note = _narrow_clean(saved.name, saved.clean, fresh.clean, exists)
+    clean, clean_note = _narrow_clean(saved.name, saved.clean, fresh.clean, exists, replaced, savepoint_reads)
     sizing = _narrow_sizing(saved.name, saved.sizing, fresh.sizing, fresh.notes)
     notes = fresh.notes + ((clean_note,) if clean_note else ())
     # Every other step (pending work, the metadata-table decision) is the fresh plan's own.
@@ -72,8 +88,9 @@ def narrow(saved: TablePlan, fresh: TablePlan, *, exists: Callable[[str], bool])
     return replace(fresh.with_steps(*kept, without=dropped), notes=notes)
 
 
-def _narrow_clean(name: str, saved: Clean | None, fresh: Clean | None,
-                  exists: Callable[[str], bool]) -> tuple[Clean | None, str | None]:
+def _narrow_clean(name: str, saved: Clean | None, fresh: Clean | None, exists: Callable[[str], bool],
+                  replaced: Mapping[tuple[str, str], InstantTime],
+                  savepoint_reads: SavepointReads | None) -> tuple[Clean | None, str | None]:
     if saved is None or (not saved.files_to_delete and not saved.partitions_to_delete):
         return None, None
     files = _unique(name, (f.path for f in saved.files_to_delete), "file", table_relative)
@@ -96,11 +113,31 @@ def _narrow_clean(name: str, saved: Clean | None, fresh: Clean | None,
     whole = len(chosen) == len(fresh_files) and len(chosen_parts) == len(fresh_parts)
     if whole:
         return replace(fresh, files_to_delete=chosen, partitions_to_delete=chosen_parts), None
-    # Recording the fresh ECTR after deleting less would tell incremental cleaning that everything
-    # before it was reclaimed, and the files left behind would never be looked at again.
-    step = replace(fresh, files_to_delete=chosen, partitions_to_delete=chosen_parts,
-                   earliest_commit_to_retain=NARROWED_ECTR)
-    return step, NARROWED_NOTE
+    # Recording the fresh bound after deleting less tells incremental cleaning that everything before
+    # it was reclaimed, so the clean is marked narrowed and the next one lists every partition.
+    step = replace(fresh, files_to_delete=chosen, partitions_to_delete=chosen_parts, narrowed=True)
+    note = NARROWED_NOTE
+    selected = {f.path for f in chosen}
+    kept_replaced = [replaced[key] for f in fresh.files_to_delete if f.path not in selected
+                     if (key := (f.partition, file_id_of(f.path) or "")) in replaced]
+    if kept_replaced:
+        first = min(kept_replaced, key=lambda t: t.normalized)
+        ectr = fresh.earliest_commit_to_retain
+        bound = (ectr if ectr is not None and ectr.time < first
+                 else Instant(first, Action.REPLACE_COMMIT, State.COMPLETED))
+        assert savepoint_reads is not None, "a narrowed clean keeping replaced groups needs what savepoints read"
+        read = set(savepoint_reads(bound.time, {f.partition for f in chosen}))
+        held = [f for f in chosen if f.path in read]
+        chosen = tuple(f for f in chosen if f.path not in read)
+        step = replace(step, files_to_delete=chosen, earliest_commit_to_retain=bound)
+        note = f"{note}; {NARROWED_KEEPS_REPLACED.format(replace=first, bound=bound.time, held=len(held))}"
+    # A partition goes only when the clean empties it: not while it keeps one of the plan's files there.
+    deleting = {c.path for c in chosen}
+    left = {f.partition for f in fresh.files_to_delete if f.path not in deleting}
+    step = replace(step, partitions_to_delete=tuple(p for p in step.partitions_to_delete if p not in left))
+    if step.is_empty:
+        return None, None
+    return step, note
 
 
 def _narrow_sizing(name: str, saved: Resize | None, fresh: Resize | None, notes: Iterable[str]) -> Resize | None:

@@ -30,9 +30,12 @@ from runner.hudi.files import FileGroup, FileSlice, relative_path
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.hudi.state import TableMetadata, TableState
 from runner.plan.model import CleanStep, FileToDelete
-from runner.plan.policies import Protection, planner_for
+from runner.plan.policies import Protection, needed_from, planner_for
 
 SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
+# Extra metadata of a clean that deleted less than its policy allowed (a narrowed saved plan): the
+# files it left lie before its earliest commit to retain, where incremental cleaning never looks.
+NARROWED = "narrowed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +123,8 @@ def _incremental_blocker(meta: TableMetadata) -> str | None:
     start = meta.timeline.earliest_write
     if start is None or InstantTime(clean.earliest_commit_to_retain) < start:
         return "the last clean's earliest commit to retain has been archived"
+    if clean.extra_metadata.get(NARROWED) == "true":
+        return f"the last clean {clean_instant.time} deleted less than its policy allowed (a narrowed saved plan)"
     recorded = [t for t in clean.extra_metadata.get(SAVEPOINTED_TIMESTAMPS, "").split(",") if t]
     removed = sorted(set(recorded) - set(meta.savepoints))
     if removed:
@@ -193,6 +198,14 @@ def refuse_respelled_partitions(state: TableState) -> None:
                 "spelling); nothing was planned or deleted",
                 hint="keep the table on storage that compares names byte for byte (S3, HDFS, a case-sensitive "
                 "disk), with its folders named as its timeline names them.")
+
+
+def savepoint_reads(state: TableState, bound: InstantTime) -> frozenset[str]:
+    """The files (table-relative) of the listed partitions that a savepoint of a commit at or after
+    `bound` may list (`runner.plan.policies.needed_from`): what a clean recording `bound` keeps."""
+    replaced = state.metadata.replaced
+    return frozenset(relative_path(g.partition, name) for g in state.file_groups
+                     for s in needed_from(g, bound, replaced.get(g.key)) for name in s.file_names)
 
 
 def _folded(name: str) -> str:

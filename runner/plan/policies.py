@@ -260,12 +260,18 @@ class KeepLatestFileVersions(PolicyPlanner):
         self, state: TableState, groups: Sequence[FileGroup], ectr: Instant | None, protected: Protection,
         *, has_pending_files: bool,
     ) -> tuple[list[FileSlice], bool]:
+        """Hudi's versions rule; but with a bound to record (`ectr`: a clustering is pending, see
+        `runner.plan.clean._before_pending_replaces`) only the versions no savepoint from that bound
+        on reads (`needed_from`), since Hudi lets a user savepoint any commit at or after it."""
         replaced = state.metadata.replaced
         active = [g for g in groups if g.key not in replaced and g.slices]
         replaced_groups = [g for g in groups if g.key in replaced]
         deleted = _replaced_slices(replaced_groups, protected, before=None, replaced=replaced)
         for group in active:
             deleted.extend(_old_versions(group, self.retained, protected))
+        if ectr is not None:
+            needed = {id(s) for g in groups for s in needed_from(g, ectr.time, replaced.get(g.key))}
+            deleted = [s for s in deleted if id(s) not in needed]
         return deleted, not active and not has_pending_files
 
     def bare_deletions(
@@ -273,12 +279,13 @@ class KeepLatestFileVersions(PolicyPlanner):
     ) -> Iterator[tuple[FileSlice, str]]:
         for group in groups:
             replaced_at = state.metadata.replaced.get(group.key)
+            needed = {id(s) for s in needed_from(group, ectr.time, replaced_at)} if ectr is not None else set()
             if replaced_at is not None:
                 reason = f"replaced by {_replacer(state, replaced_at)} {replaced_at}"
-                yield from ((s, reason) for s in group.slices)
+                yield from ((s, reason) for s in group.slices if id(s) not in needed)
                 continue
             for number, s in enumerate(group.slices, start=1):
-                if number > self.retained:
+                if number > self.retained and id(s) not in needed:
                     yield s, f"version {number} of {self.retained} retained"
 
     def summary(self) -> str:
@@ -329,6 +336,21 @@ def _completed_since(completed: Sequence[Instant], since: InstantTime, ectr: Ins
         return None
     late = next((i for i in completed if i.completion_time is not None and i.completion_time >= since), None)
     return late if late is not None and late.time < ectr.time else ectr
+
+
+def needed_from(group: FileGroup, bound: InstantTime, replaced_at: InstantTime | None) -> list[FileSlice]:
+    """The slices of `group` a savepoint of a commit at or after `bound` may list: the one it read
+    as of `bound` and every later one, none if a replacecommit at or before `bound` replaced it.
+
+    Hudi refuses a savepoint older than the last clean's earliest commit to retain
+    (`SavepointActionExecutor`: "beyond the lookup window"), so a clean recording `bound` vouches
+    that these are all still there. A savepoint lists the latest slice left as of its commit; one
+    the clean deleted leaves it an older version, or none, to restore.
+    """
+    if replaced_at is not None and replaced_at <= bound:
+        return []
+    floor = next((s.base_instant for s in group.slices if s.base_instant <= bound), None)
+    return [s for s in group.slices if floor is None or s.base_instant >= floor]
 
 
 def _replaced_slices(

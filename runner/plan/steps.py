@@ -149,6 +149,9 @@ class Clean:
     scope: str = ""
     kept: tuple[FileKept, ...] = ()
     why: str = ""
+    # Set only by apply, on a clean a saved plan narrowed (`runner.execute.narrow`): it deletes less
+    # than its policy allows, and the next clean must list every partition. Never read from a plan file.
+    narrowed: bool = False
     kind: ClassVar[StepKind] = StepKind.CLEAN
 
     @property

@@ -160,6 +160,16 @@ class Storage(Protocol):
         """Delete `path` and everything below it; returns the number of files removed."""
         ...
 
+    def remove_empty_folder(self, path: str) -> bool:
+        """Remove the folder `path` and the empty folders below it, never a file: True if it is gone
+        (or was never there), False if a file (or a link) is below it, which then stays with its folders.
+
+        Unlike `delete_tree`, nothing written below `path` since the caller last listed it is lost:
+        locally each folder goes with a non-recursive `rmdir`, which fails on a folder holding
+        anything; on S3, where folders are only key prefixes, only the `dir/` marker objects go.
+        """
+        ...
+
 
 def normalize(path: str) -> str:
     """Check a root-relative path and return it in canonical form (no `.` or empty segments).

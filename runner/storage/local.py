@@ -393,6 +393,28 @@ class LocalStorage:
         _rmdir(full)
         return removed
 
+    def remove_empty_folder(self, path: str) -> bool:
+        """Bottom-up, each folder with a non-recursive `rmdir`: one that holds a file, a link or
+        anything created meanwhile is left (and so are the folders above it)."""
+        check_fence(self.root)
+        full = self._checked(path, "delete the folder")
+        if not os.path.lexists(full):
+            return True
+        if os.path.islink(full) or not os.path.isdir(full):
+            return False
+        for dirpath, dirnames, filenames in os.walk(full, topdown=False, onerror=_walk_error(full)):
+            if filenames or any(os.path.islink(os.path.join(dirpath, name)) for name in dirnames):
+                return False
+            try:
+                os.rmdir(dirpath)
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                    return False  # something landed since the walk listed it
+                raise _os_error("delete the folder", dirpath, e) from e
+        return True
+
     def _full(self, rel: str) -> str:
         return os.path.join(self.root, rel) if rel else self.root
 

@@ -288,6 +288,25 @@ class ObjectStorage:
             raise self._error("delete", rel, e) from e
         return count
 
+    def remove_empty_folder(self, path: str) -> bool:
+        """A prefix holding no object but `dir/` markers: those markers are deleted, each by its exact
+        key (never the prefix: an object written under it meanwhile stays)."""
+        check_fence(self.uri)
+        rel = normalize(path)
+        refuse_root(rel, "delete", self.uri)
+        selector = pafs.FileSelector(self._key(rel), recursive=True, allow_not_found=True)
+        found = self._list(selector, rel)
+        if any(i.type != pafs.FileType.Directory for i in found):
+            return False
+        markers = [f"{self._object_key(r)}/" for r in [rel, *(self._relative(i.path) for i in found)]]
+        client = self._client()
+        for start in range(0, len(markers), MAX_KEYS_PER_DELETE):
+            batch = list(enumerate(markers[start:start + MAX_KEYS_PER_DELETE]))
+            failed = [reason for _, reason in self._delete_batch(client, batch) if reason]
+            if failed:
+                raise StorageError(failed[0])
+        return True
+
     def delete_many(self, paths: Sequence[str], *, threads: int = DEFAULT_DELETE_THREADS) -> list[DeleteResult]:
         """Delete objects with batched DeleteObjects requests; one result per path, in order."""
         check_fence(self.uri)

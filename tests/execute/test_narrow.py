@@ -12,7 +12,7 @@ import pytest
 
 from runner.declarations.model import CleanPolicyName
 from runner.errors import RefusedError
-from runner.execute.narrow import NARROWED_ECTR, NARROWED_NOTE, narrow
+from runner.execute.narrow import NARROWED_NOTE, narrow
 from runner.hudi.instant import Action, Instant, InstantTime, State
 from runner.plan.model import (
     CleanStep,
@@ -169,7 +169,10 @@ def test_files_already_gone_are_dropped_not_refused():
     assert narrow(saved, fresh, exists=_gone).clean == fresh.clean
 
 
-def test_a_narrower_selection_records_no_earliest_commit_to_retain():
+def test_a_narrower_selection_is_recorded_as_narrowed_with_the_fresh_bound():
+    """The fresh bound, not one before the timeline: Hudi lets a user savepoint any commit at or after
+    it, and a lower one would let through savepoints of commits whose files the clean deleted
+    (tests/safety/test_savepoint_window.py). The next clean lists every partition (`narrowed`)."""
     fresh = _fresh()
     assert fresh.clean is not None and fresh.sizing is not None
     saved = fresh.with_steps(replace(fresh.clean, files_to_delete=fresh.clean.files_to_delete[:1]),
@@ -177,11 +180,37 @@ def test_a_narrower_selection_records_no_earliest_commit_to_retain():
     result = narrow(saved, fresh, exists=_exists)
     assert result.clean is not None and result.sizing is not None
     assert result.clean.files_to_delete == fresh.clean.files_to_delete[:1]
-    assert result.clean.earliest_commit_to_retain == NARROWED_ECTR  # the next clean lists every partition
+    assert result.clean.earliest_commit_to_retain == ECTR and result.clean.narrowed
+    assert not fresh.clean.narrowed and narrow(fresh, fresh, exists=_exists).clean == fresh.clean
     assert result.clean.policy is fresh.clean.policy
     assert result.clean.savepointed_timestamps == fresh.clean.savepointed_timestamps
     assert result.sizing.groups == fresh.sizing.groups[:1]
     assert NARROWED_NOTE in result.notes
+
+
+def test_a_narrower_selection_keeping_a_replaced_group_is_bounded_by_its_replacecommit():
+    """Hudi's archiver would drop a replacecommit before the recorded bound, so the bound goes back to
+    the first one whose group the reviewer kept, and what a savepoint from there on reads stays."""
+    fresh = _fresh()
+    assert fresh.clean is not None
+    replacecommit = InstantTime("20240101000003000")
+    kept, deleted = fresh.clean.files_to_delete
+    assert kept.path.startswith("p/a_")  # of group a, which the replacecommit replaced: the reviewer keeps it
+    saved = fresh.with_steps(replace(fresh.clean, files_to_delete=(deleted,), partitions_to_delete=()))
+    asked: list[tuple[InstantTime, frozenset[str]]] = []
+
+    def reads(bound: InstantTime, partitions: object) -> frozenset[str]:
+        asked.append((bound, frozenset(partitions)))  # type: ignore[arg-type]
+        return frozenset()
+
+    result = narrow(saved, fresh, exists=_exists, replaced={("p", "a"): replacecommit}, savepoint_reads=reads)
+
+    assert result.clean is not None and result.clean.files_to_delete == (deleted,) and result.clean.narrowed
+    assert result.clean.earliest_commit_to_retain == Instant(replacecommit, Action.REPLACE_COMMIT, State.COMPLETED)
+    assert asked == [(replacecommit, frozenset({"p"}))]
+    held = narrow(saved, fresh, exists=_exists, replaced={("p", "a"): replacecommit},
+                  savepoint_reads=lambda bound, partitions: {deleted.path})
+    assert held.clean is None  # a savepoint from the bound on reads the one file left: nothing is deleted
 
 
 @pytest.mark.parametrize("path", [

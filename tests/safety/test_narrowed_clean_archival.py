@@ -56,7 +56,9 @@ def test_a_narrowed_clean_never_lets_hudi_archive_the_replacecommit_hiding_the_g
     code, report = apply_json(capsys, "--project-dir", str(root), str(plan_file))
 
     assert code == 0, report
-    assert report["tables"][0]["files_deleted"] == 1
+    # The third file, the clustered group's first version, is what a savepoint of the clustering reads,
+    # and the bound may not pass the clustering: it stays too (test_savepoint_window.py).
+    assert report["tables"][0]["files_deleted"] == 0
     assert all((table / f["path"]).exists() for f in kept)
     archive_as_hudi_may(table)
     assert oracle_snapshot(table)[1] == rows  # no record read twice

@@ -119,6 +119,39 @@ def test_delete_tree_counts_files_and_removes_everything(storage: Storage) -> No
     assert storage.delete_tree("p") == 0
 
 
+def test_remove_empty_folder_removes_only_folders_with_nothing_in_them(storage: Storage) -> None:
+    for path in ["p/q/r/.keep", "other/d"]:
+        storage.write_new(path, b"x")
+    storage.delete("p/q/r/.keep")  # p/q/r is empty now (locally a folder, on S3 nothing)
+
+    assert storage.remove_empty_folder("p") is True
+    assert storage.stat("p") is None and paths(storage.walk()) == ["other/d"]
+    assert storage.remove_empty_folder("p") is True  # gone already
+
+
+def test_remove_empty_folder_never_deletes_a_file(storage: Storage) -> None:
+    storage.write_new("p/q/landed.parquet", b"x")
+
+    assert storage.remove_empty_folder("p") is False
+    assert storage.read("p/q/landed.parquet") == b"x"
+
+
+@pytest.mark.s3
+def test_remove_empty_folder_on_s3_deletes_the_folder_markers_only(s3: tuple[S3Server, str]) -> None:
+    server, bucket = s3
+    for key in ["t/p/", "t/p/q/"]:  # `dir/` objects, as consoles and some tools create folders
+        server.client().put_object(Bucket=bucket, Key=key, Body=b"")
+    storage = storage_for(f"s3://{bucket}/t", options=server.options())
+    storage.write_new("other/d", b"x")
+
+    assert storage.remove_empty_folder("p") is True
+    assert storage.stat("p") is None and paths(storage.walk()) == ["other/d"]
+    server.client().put_object(Bucket=bucket, Key="t/p/q/", Body=b"")
+    storage.write_new("p/q/landed.parquet", b"x")
+    assert storage.remove_empty_folder("p") is False
+    assert storage.read("p/q/landed.parquet") == b"x"
+
+
 def test_equivalent_spellings_name_the_same_file(storage: Storage) -> None:
     storage.write_new("./a//b.commit", b"x")
 
@@ -137,7 +170,7 @@ def offline_storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
 
 
 @pytest.mark.parametrize("bad", ["../outside", "a/../../outside", "/etc/passwd", "a/.."])
-@pytest.mark.parametrize("action", ["write_new", "overwrite", "delete", "delete_tree", "read"])
+@pytest.mark.parametrize("action", ["write_new", "overwrite", "delete", "delete_tree", "remove_empty_folder", "read"])
 def test_paths_escaping_the_root_are_refused(offline_storage: Storage, bad: str, action: str) -> None:
     storage = offline_storage
     calls: dict[str, Callable[[], object]] = {
@@ -145,18 +178,19 @@ def test_paths_escaping_the_root_are_refused(offline_storage: Storage, bad: str,
         "overwrite": lambda: storage.overwrite(bad, b"x"),
         "delete": lambda: storage.delete(bad),
         "delete_tree": lambda: storage.delete_tree(bad),
+        "remove_empty_folder": lambda: storage.remove_empty_folder(bad),
         "read": lambda: storage.read(bad),
     }
     with pytest.raises(RefusedError, match="relative to the table root"):
         calls[action]()
 
 
-@pytest.mark.parametrize("action", ["delete", "delete_tree", "write_new", "overwrite"])
+@pytest.mark.parametrize("action", ["delete", "delete_tree", "remove_empty_folder", "write_new", "overwrite"])
 def test_the_root_itself_cannot_be_mutated(offline_storage: Storage, action: str) -> None:
     call = getattr(offline_storage, action)
 
     with pytest.raises(RefusedError, match="table root"):
-        call("") if action.startswith("delete") else call("", b"x")
+        call("") if action.startswith(("delete", "remove")) else call("", b"x")
 
 
 def test_storage_survives_a_pickle_round_trip(storage: Storage) -> None:
