@@ -44,5 +44,6 @@ def test_a_write_after_instants_ahead_of_the_clock_comes_after_them(tmp_path: Pa
     assert InstantTime(str(failed)) < rollback < InstantTime(first.instant) < InstantTime(second.instant)
     assert InstantTime(str(completed)) < InstantTime(str(failed))
     found = oracle_rows(table, columns=("id", "ts", "_hoodie_commit_time"))
-    assert found == sorted([{"id": stored[0]["id"], "ts": stored[0]["ts"] + 1, "_hoodie_commit_time": second.instant}] + [
-        {"id": r["id"], "ts": r["ts"], "_hoodie_commit_time": str(completed)} for r in stored[1:]], key=repr)
+    newest = {"id": stored[0]["id"], "ts": stored[0]["ts"] + 1, "_hoodie_commit_time": second.instant}
+    kept = [{"id": r["id"], "ts": r["ts"], "_hoodie_commit_time": str(completed)} for r in stored[1:]]
+    assert found == sorted([newest, *kept], key=repr)
