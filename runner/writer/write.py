@@ -61,6 +61,7 @@ from runner.writer.arguments import (
     record_columns,
     refuse_clashing_names,
     refuse_duplicate_columns,
+    refuse_non_avro_names,
     unknown_table,
 )
 from runner.writer.create import (
@@ -190,6 +191,7 @@ def write(df: DataFrame | pa.Table | pa.RecordBatchReader, table: str, *, operat
     check_table_and_target(table, target)
     refuse_duplicate_columns(record_columns(df))  # before the project is read or the table created
     refuse_clashing_names(df)
+    refuse_non_avro_names(df)
     decl = _declaration(project_dir, table, target)
     storage = storage_for(decl.path)
     if arrow_input.is_arrow(df):
