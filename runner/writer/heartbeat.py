@@ -70,7 +70,10 @@ class CommitHeartbeat:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.storage.delete(heartbeat_path(self.instant))
+        try:
+            self.storage.delete(heartbeat_path(self.instant))
+        except Exception as failure:  # a completed commit stays completed: Hudi reads heartbeats of pending ones only
+            log.warning("Could not delete the heartbeat of commit %s: %s", self.instant, failure)
 
     def check(self) -> None:
         """Raise if the heartbeat lapsed (a Hudi writer may have rolled this commit back meanwhile)

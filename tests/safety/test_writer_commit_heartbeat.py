@@ -154,3 +154,23 @@ def test_a_heartbeat_deleted_under_the_write_fails_the_commit(root: Path, monkey
         runner.write(_rows(2), "t", project_dir=root)
     assert oracle_rows(table) == before
     assert not list((table / ".hoodie").glob("*.commit"))[1:]  # only the first write completed
+
+
+def test_a_heartbeat_that_cannot_be_deleted_leaves_the_completed_commit_completed(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hudi reads the heartbeats of pending commits only, so a leftover one of a completed commit is
+    harmless; failing the write after its commit completed would say it failed when it did not."""
+    from runner.storage.local import LocalStorage
+
+    delete = LocalStorage.delete
+
+    def failing(self: LocalStorage, path: str) -> bool:
+        if path.startswith(".hoodie/.heartbeat/"):
+            raise OSError("permission denied")
+        return delete(self, path)
+
+    monkeypatch.setattr(LocalStorage, "delete", failing)
+    result = runner.write(_rows(5), "t", project_dir=root)
+    assert (root / "warehouse" / "t" / ".hoodie" / f"{result.instant}.commit").exists()
+    assert sorted(r["id"] for r in oracle_rows(root / "warehouse" / "t")) == [1, 5]
