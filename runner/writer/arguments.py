@@ -150,6 +150,25 @@ def refuse_clashing_names(df: object) -> None:
             seen[folded] = path
 
 
+_AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def refuse_non_avro_names(df: object) -> None:
+    """A column (or nested field) whose name is not an Avro name: Hudi keeps the table's schema as
+    Avro (commit `extraMetadata.schema`, file footers), Hudi's writer fails building it (Spark's
+    Avro conversion validates names) and its readers parsing it; the Avro specification's names are
+    ASCII, which the hudi reader holds to (a `Größe` column fails its read of the whole table)."""
+    for level in _struct_levels(df):
+        for path, name in level:
+            if not _AVRO_NAME.fullmatch(name):
+                raise RefusedError(
+                    f"runner.write: column {path!r} is not an Avro name (a letter or '_' first, then letters, digits "
+                    "or '_', ASCII only), so Hudi and the hudi reader could not parse the table's schema; nothing was "
+                    "written",
+                    hint="rename the column before writing (Spark: withColumnRenamed, or a struct's fields by cast).",
+                )
+
+
 def _struct_levels(df: object) -> Iterator[list[tuple[str, str]]]:
     """Each struct level of the records' schema as (dotted path, name) pairs; the top level starts
     with Hudi's meta columns, which the writer puts in every file (records' own are dropped by name)."""

@@ -36,11 +36,14 @@ from typing import TYPE_CHECKING, TypeGuard
 from runner.errors import RefusedError
 from runner.writer.create import KeyLayout
 from runner.writer.keys import (
+    CONTROL_PATTERN,
     DEFAULT_PARTITION,
     EMPTY_PLACEHOLDER,
     ERROR_PREFIX,
     NULL_PLACEHOLDER,
+    RESERVED_PATTERN,
     colon_message,
+    folder_message,
     require_key_field,
     require_precombine_field,
 )
@@ -245,6 +248,9 @@ def _partition_path(records: pa.Table, layout: KeyLayout, types: Mapping[str, Sp
             _refuse_row(f"partition field {field!r} has a value containing '/', which would nest folders")
         if index == 0 and pc.any(pc.fill_null(pc.match_substring(value, ":"), False)).as_py():
             _refuse_row(colon_message(field).removeprefix(ERROR_PREFIX))
+        for control, pattern in ((True, CONTROL_PATTERN), (False, RESERVED_PATTERN)):  # keys.folder_message
+            if (control or not layout.hive_style) and pc.any(pc.match_substring_regex(value, pattern)).as_py():
+                _refuse_row(folder_message(field, control=control).removeprefix(ERROR_PREFIX))
         text = pc.if_else(missing, DEFAULT_PARTITION, value)
         segments.append(pc.binary_join_element_wise(pa.scalar(f"{field}="), text, "") if layout.hive_style
                         else text)

@@ -190,6 +190,7 @@ def check_writable(storage: Storage, config: TableConfig) -> None:
     raw = config.raw
     problems = [
         (config.version != 6, f"hoodie.table.version is {config.version}; the writer writes table version 6 only"),
+        *_damage_problems(raw),
         (config.table_type is not TableType.COPY_ON_WRITE,
          f"hoodie.table.type is {config.table_type.value}; the writer writes COPY_ON_WRITE tables only"),
         (config.base_file_format != "PARQUET", f"hoodie.table.base.file.format is {config.base_file_format}"),
@@ -209,6 +210,31 @@ def check_writable(storage: Storage, config: TableConfig) -> None:
             raise RefusedError(f"Refusing to write {storage.uri}: {why} ({where}).",
                                hint="write this table with Hudi itself; the runner's writer supports "
                                     "version 6 copy-on-write tables with Simple, Complex or Nonpartitioned keys.")
+
+
+# Flags the writer's layout and refusals read: Hudi parses them with `Boolean.parseBoolean`, which
+# takes any text but `true` for false, so another value is a damaged or hand-edited file.
+_FLAGS = ("hoodie.datasource.write.hive_style_partitioning", "hoodie.datasource.write.partitionpath.urlencode",
+          "hoodie.datasource.write.drop.partition.columns", "hoodie.populate.meta.fields", "hoodie.table.cdc.enabled")
+
+
+def _damage_problems(raw: Mapping[str, str]) -> list[tuple[bool, str]]:
+    """A file Hudi would not load, or whose values the writer cannot trust. Hudi checks
+    `hoodie.table.checksum` (CRC32 of `<hoodie.database.name>.<hoodie.table.name>`) on load and
+    falls back to `hoodie.properties.backup` when it does not match (`HoodieTableConfig.fetchConfigs`);
+    every table of version 4 on has one, so a version 6 file without it was cut short (its last
+    lines, the partition fields among them, lost) and is refused too."""
+    name, database = raw.get("hoodie.table.name", ""), raw.get("hoodie.database.name", "")
+    expected = str(zlib.crc32(f"{database}.{name}".encode()))
+    found = raw.get("hoodie.table.checksum", "").strip()
+    problems = [(found != expected, (
+        f"hoodie.table.checksum is {found or 'missing'}, expected {expected} (CRC32 of '{database}.{name}'): "
+        "the file is damaged or cut short, and Hudi would not load it (it falls back to hoodie.properties.backup)"))]
+    problems += [
+        (True, f"{key} is {value!r}, neither true nor false")
+        for key in _FLAGS if (value := raw.get(key, "").strip()) and value.lower() not in ("true", "false")
+    ]
+    return problems
 
 
 def _merge_problems(raw: Mapping[str, str]) -> list[tuple[bool, str]]:

@@ -11,7 +11,12 @@ Values become strings as Hudi renders Avro values (`HoodieAvroUtils.getNestedFie
   and an empty one `__empty__`; only all-null-or-empty fails.
 - Partition path: each field's value, `field=value` when hive style, joined by `/`; a null or empty
   value becomes `__HIVE_DEFAULT_PARTITION__`. A value containing `/` is refused: without URL
-  encoding it would silently add a folder level.
+  encoding it would silently add a folder level. So is a value that would name no partition
+  folder of the table (`folder_message`): without hive style `.`, `..` or a name starting
+  `.hoodie` (the table's root, its parent, the timeline folder or a partition marker; a nested
+  `.hoodie` makes the folder above it another table's root to the runner's listing); in any style
+  an ASCII control character, which the `hudi` reader's path parser (object_store) rejects,
+  failing the read of the whole table.
 
 Failures are raised inside Spark with `raise_error` and a message starting with `ERROR_PREFIX`, which
 the writer turns back into a `RefusedError`.
@@ -38,6 +43,9 @@ ERROR_PREFIX = "runner.writer: "
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 NULL_PLACEHOLDER = "__null__"
 EMPTY_PLACEHOLDER = "__empty__"
+# Both engines test a value with these patterns (Java's regex in Spark, RE2 in Arrow read them alike).
+CONTROL_PATTERN = "[\\x00-\\x1f\\x7f]"
+RESERVED_PATTERN = "^(\\.|\\.\\.|\\.hoodie.*)$"
 _CASTABLE = ("string", "byte", "short", "integer", "long", "boolean", "float", "double", "date")
 
 
@@ -78,6 +86,11 @@ def partition_path_column(layout: KeyLayout, types: Mapping[str, SparkType]) -> 
         checked = F.when(F.instr(value, "/") > 0, F.raise_error(F.lit(message))).otherwise(value)
         if index == 0:  # the partition path's first folder: a ':' there names a URI scheme
             checked = F.when(F.instr(value, ":") > 0, F.raise_error(F.lit(colon_message(field)))).otherwise(checked)
+        checked = F.when(value.rlike(CONTROL_PATTERN), F.raise_error(F.lit(folder_message(field, control=True)))
+                         ).otherwise(checked)
+        if not layout.hive_style:
+            checked = F.when(value.rlike(RESERVED_PATTERN), F.raise_error(F.lit(folder_message(field, control=False)))
+                             ).otherwise(checked)
         text = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(checked)
         segments.append(F.concat(F.lit(f"{field}="), text) if layout.hive_style else text)
     return F.concat_ws("/", *segments)
@@ -88,6 +101,16 @@ def colon_message(field: str) -> str:
     return (f"{ERROR_PREFIX}partition field {field!r} has a value containing ':', which Hudi reads as a URI scheme "
             "in the first folder of a partition path (its paths take what comes before the ':' for one), so Hudi "
             "could not read or write the partition")
+
+
+def folder_message(field: str, *, control: bool) -> str:
+    """Why a value that names no partition folder is refused (both engines say it alike)."""
+    if control:
+        return (f"{ERROR_PREFIX}partition field {field!r} has a value containing a control character (a newline, "
+                "tab, NUL, ...), which the hudi reader cannot parse in a path, so it could not read the table")
+    return (f"{ERROR_PREFIX}partition field {field!r} has a value that is '.', '..' or starts with '.hoodie'; "
+            "the table names partition folders by value alone (hive_style_partitioning=false), so it would "
+            "name the table's root, a folder outside it, or Hudi's own timeline or partition marker, not a partition")
 
 
 def require_key_field(field: str, types: Mapping[str, SparkType], *, source: str) -> SparkType:

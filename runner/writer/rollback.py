@@ -24,7 +24,9 @@ undoes is a write that never completed (or is gone); one of a completed write or
 (Hudi's `commit rollback`, a restore) is refused, since Hudi first takes such an instant back to
 inflight, and finishing it here would delete its files and keep its instant. A pending
 commit whose `.hoodie/.heartbeat/T` was touched in the last two minutes belongs to a live Hudi
-writer (Hudi's heartbeat: 60 s interval, 2 tolerable misses) and is refused rather than destroyed.
+writer (Hudi's heartbeat: 60 s interval, 2 tolerable misses) and is refused rather than destroyed,
+unless the heartbeat is a runner write's (`runner.writer.heartbeat`): that write held the runner
+lock this one holds, so it died. A rolled-back commit's heartbeat file is deleted, as Hudi does.
 
 The Avro schemas below are those Hudi 0.14/0.15 embed in these files (checked against a rollback a
 Hudi 0.15 writer left in the hudi-rs fixture `v6_nonpartitioned_rollback`).
@@ -48,6 +50,7 @@ from runner.hudi.timeline import Timeline
 from runner.hudi.timeline_writer import TimelineWriter, new_instant_time
 from runner.hudi.view import discover_partitions, list_partitions
 from runner.storage import Storage
+from runner.writer.heartbeat import heartbeat_path, is_runners
 from runner.writer.markers import delete_markers, marked_files, marker_dir
 
 HEARTBEAT_TOLERANCE_MS = 120_000
@@ -117,6 +120,7 @@ def rollback_failed_writes(storage: Storage, config: TableConfig) -> tuple[str, 
         _refuse_unless_failed_commit(storage, folder, timeline, pending, target)
     for pending, target in rollbacks:
         _execute(storage, writer, timeline, pending, target)
+        storage.delete(heartbeat_path(target))  # as Hudi's `rollbackFailedWrites` does
         done.append(target)
     _, timeline, _ = read_timeline(storage)
     failed_writes = failed_writes_of(storage, folder, timeline)
@@ -129,6 +133,7 @@ def rollback_failed_writes(storage: Storage, config: TableConfig) -> tuple[str, 
         plan = _encode(ROLLBACK_PLAN, _plan(storage, failed.time, files, failed.family))
         requested = writer.requested(rollback_time, Action.ROLLBACK, plan)
         _execute(storage, writer, timeline, requested, str(failed.time))
+        storage.delete(heartbeat_path(str(failed.time)))
         done.append(str(failed.time))
     return tuple(sorted(done))
 
@@ -312,7 +317,11 @@ def _profile_partitions(storage: Storage, folder: str, timeline: Timeline, insta
 
 
 def _refuse_if_live(storage: Storage, instant: InstantTime) -> None:
-    beat = storage.stat(f".hoodie/.heartbeat/{instant}")
+    """Refuse to roll back a commit with a fresh Hudi heartbeat; a runner write's own heartbeat is
+    no sign of life, since that write held the runner lock this write holds now."""
+    beat = storage.stat(heartbeat_path(str(instant)))
+    if beat is not None and is_runners(storage, str(instant)):
+        return
     if beat is not None and beat.mtime_ms is not None:
         age = time.time() * 1000 - beat.mtime_ms
         if age <= HEARTBEAT_TOLERANCE_MS:

@@ -61,6 +61,7 @@ from runner.writer.arguments import (
     record_columns,
     refuse_clashing_names,
     refuse_duplicate_columns,
+    refuse_non_avro_names,
     unknown_table,
 )
 from runner.writer.create import (
@@ -72,6 +73,7 @@ from runner.writer.create import (
     open_table,
 )
 from runner.writer.files import WrittenFile
+from runner.writer.heartbeat import CommitHeartbeat
 from runner.writer.index import OldFile, index_frame, index_table
 from runner.writer.keys import ERROR_PREFIX, sample_record_key
 from runner.writer.local import Engine
@@ -189,6 +191,7 @@ def write(df: DataFrame | pa.Table | pa.RecordBatchReader, table: str, *, operat
     check_table_and_target(table, target)
     refuse_duplicate_columns(record_columns(df))  # before the project is read or the table created
     refuse_clashing_names(df)
+    refuse_non_avro_names(df)
     decl = _declaration(project_dir, table, target)
     storage = storage_for(decl.path)
     if arrow_input.is_arrow(df):
@@ -218,7 +221,8 @@ def _write(storage: Storage, decl: TableDeclaration, op: Operation, data: DataFr
         meta = read_table_metadata(storage) if rolled_back else meta
         layout = _layout(storage, config, meta)
         job = _Job(storage, decl, layout, op, data, schema, config.timezone, options, meta)
-        files = _guard(job.run, "write")
+        with CommitHeartbeat(storage, job.instant) as job.heartbeat:
+            files = _guard(job.run, "write")
     return WriteResult(
         table=decl.name, path=decl.path, instant=str(job.instant), operation=op.hudi, created=created,
         rolled_back=rolled_back, files=tuple(relative_path(f.partition, f.name) for f in files),
@@ -261,6 +265,7 @@ class _Job:
         self.cached: list[DataFrame] = []
         self.executors: set[str] = set()
         self.engine: Engine = "spark"
+        self.heartbeat: CommitHeartbeat | None = None  # Hudi's, for the commit (`runner.writer.heartbeat`)
         # Key fields whose keys could not be computed alike were refused in `_write`, before the rollback.
         self.virtual_keys = VirtualKeys.of(layout, schema, storage.uri)
 
@@ -316,6 +321,8 @@ class _Job:
 
     def _complete(self, inflight: Instant, files: list[WrittenFile]) -> list[WrittenFile]:
         meta = commit.commit_metadata(self.op.hudi, files, avro_schema_json(self.schema, self.layout.table_name))
+        if self.heartbeat is not None:
+            self.heartbeat.check()
         commit.complete(self.storage, self.timeline, inflight, meta)
         return files
 
