@@ -44,6 +44,8 @@ from runner.writer.keys import (
     RESERVED_PATTERN,
     colon_message,
     folder_message,
+    length_message,
+    max_value_bytes,
     require_key_field,
     require_precombine_field,
 )
@@ -251,6 +253,9 @@ def _partition_path(records: pa.Table, layout: KeyLayout, types: Mapping[str, Sp
         for control, pattern in ((True, CONTROL_PATTERN), (False, RESERVED_PATTERN)):  # keys.folder_message
             if (control or not layout.hive_style) and pc.any(pc.match_substring_regex(value, pattern)).as_py():
                 _refuse_row(folder_message(field, control=control).removeprefix(ERROR_PREFIX))
+        allowed = max_value_bytes(field, hive_style=layout.hive_style)
+        if pc.any(pc.greater(pc.binary_length(value), allowed)).as_py():
+            _refuse_row(length_message(field, allowed).removeprefix(ERROR_PREFIX))
         text = pc.if_else(missing, DEFAULT_PARTITION, value)
         segments.append(pc.binary_join_element_wise(pa.scalar(f"{field}="), text, "") if layout.hive_style
                         else text)

@@ -16,7 +16,9 @@ Values become strings as Hudi renders Avro values (`HoodieAvroUtils.getNestedFie
   `.hoodie` (the table's root, its parent, the timeline folder or a partition marker; a nested
   `.hoodie` makes the folder above it another table's root to the runner's listing); in any style
   an ASCII control character, which the `hudi` reader's path parser (object_store) rejects,
-  failing the read of the whole table.
+  failing the read of the whole table; and a folder name (`field=value` when hive style) longer than
+  `MAX_FOLDER_BYTES` in UTF-8, which local file systems refuse to create (NAME_MAX) only once the
+  data file is written, after the instant is requested (`length_message`).
 
 Failures are raised inside Spark with `raise_error` and a message starting with `ERROR_PREFIX`, which
 the writer turns back into a `RefusedError`.
@@ -46,6 +48,8 @@ EMPTY_PLACEHOLDER = "__empty__"
 # Both engines test a value with these patterns (Java's regex in Spark, RE2 in Arrow read them alike).
 CONTROL_PATTERN = "[\\x00-\\x1f\\x7f]"
 RESERVED_PATTERN = "^(\\.|\\.\\.|\\.hoodie.*)$"
+# NAME_MAX of ext4, xfs, btrfs, APFS and NTFS alike: a longer folder name cannot be created.
+MAX_FOLDER_BYTES = 255
 _CASTABLE = ("string", "byte", "short", "integer", "long", "boolean", "float", "double", "date")
 
 
@@ -91,6 +95,9 @@ def partition_path_column(layout: KeyLayout, types: Mapping[str, SparkType]) -> 
         if not layout.hive_style:
             checked = F.when(value.rlike(RESERVED_PATTERN), F.raise_error(F.lit(folder_message(field, control=False)))
                              ).otherwise(checked)
+        allowed = max_value_bytes(field, hive_style=layout.hive_style)
+        checked = F.when(F.octet_length(value) > allowed, F.raise_error(F.lit(length_message(field, allowed)))
+                         ).otherwise(checked)
         text = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(checked)
         segments.append(F.concat(F.lit(f"{field}="), text) if layout.hive_style else text)
     return F.concat_ws("/", *segments)
@@ -111,6 +118,18 @@ def folder_message(field: str, *, control: bool) -> str:
     return (f"{ERROR_PREFIX}partition field {field!r} has a value that is '.', '..' or starts with '.hoodie'; "
             "the table names partition folders by value alone (hive_style_partitioning=false), so it would "
             "name the table's root, a folder outside it, or Hudi's own timeline or partition marker, not a partition")
+
+
+def max_value_bytes(field: str, *, hive_style: bool) -> int:
+    """The longest value, in UTF-8 bytes, whose partition folder name fits `MAX_FOLDER_BYTES`."""
+    return MAX_FOLDER_BYTES - (len(f"{field}=".encode()) if hive_style else 0)
+
+
+def length_message(field: str, allowed: int) -> str:
+    """Why a partition value too long for a folder name is refused (both engines say it alike)."""
+    return (f"{ERROR_PREFIX}partition field {field!r} has a value longer than {allowed} bytes in UTF-8; "
+            f"its partition folder's name would pass the {MAX_FOLDER_BYTES} bytes a file system allows "
+            "a name, so no data file could be written there")
 
 
 def require_key_field(field: str, types: Mapping[str, SparkType], *, source: str) -> SparkType:

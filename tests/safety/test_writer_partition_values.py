@@ -55,11 +55,11 @@ def _records(source: str, spark: Any, rows: list[dict[str, Any]]) -> Any:
     return spark.createDataFrame([tuple(r.values()) for r in rows], SPARK_SCHEMA)
 
 
-def _assert_refused_and_unchanged(root: Path, records: Any, operation: str, field: str) -> None:
+def _assert_refused_and_unchanged(root: Path, records: Any, operation: str, field: str, why: str = "") -> None:
     warehouse = root / "warehouse"
     before_rows = oracle_rows(warehouse / "t")
     before = set(digest(warehouse))
-    with pytest.raises(RefusedError, match=f"partition field '{field}'"):
+    with pytest.raises(RefusedError, match=f"partition field '{field}'{why}"):
         runner.write(records, "t", operation=operation, project_dir=root)
     # No data file anywhere, in or outside the table (the timeline's own files aside: a DataFrame's
     # keys are computed in Spark, after the instant is requested, which the next write rolls back).
@@ -129,3 +129,33 @@ def test_odd_but_valid_values_are_written_as_given_and_updated_in_place(
     assert found == sorted(expected, key=repr)
     table = root / "warehouse" / "t"
     assert all(p.resolve().is_relative_to(table) for p in table.rglob("*.parquet"))
+
+
+def _longest(hive_style: bool) -> int:
+    return 255 - (len("region=") if hive_style else 0)
+
+
+@pytest.mark.parametrize("hive_style", [True, False])
+@pytest.mark.parametrize("source", ["arrow", "spark"])
+def test_a_value_too_long_for_a_folder_name_is_refused_before_anything_is_written(
+    hive_style: bool, source: str, spark: Any, tmp_path: Path
+) -> None:
+    """A folder name has at most 255 bytes on every common file system; one byte more used to
+    fail in storage with the data file's write, the instant already requested, naming no field."""
+    root = _project(tmp_path, hive_style=hive_style)
+    longest = _longest(hive_style)
+    too_long = "é" * (longest // 2) + "x" * (longest % 2 + 1)  # an é is two bytes: fewer characters than bytes
+    assert len(too_long) <= longest < len(too_long.encode()) == longest + 1
+    rows = [{"id": 7, "region": too_long, "part": "p", "ts": 1}]
+    _assert_refused_and_unchanged(root, _records(source, spark, rows), "insert", "region",
+                                  f" has a value longer than {longest} bytes")
+
+
+@pytest.mark.parametrize("hive_style", [True, False])
+def test_a_value_exactly_as_long_as_a_folder_name_allows_is_written(hive_style: bool, tmp_path: Path) -> None:
+    root = _project(tmp_path, hive_style=hive_style)
+    longest = "x" * _longest(hive_style)
+    runner.write(pa.Table.from_pylist([{"id": 7, "region": longest, "part": "p", "ts": 1}], SCHEMA), "t",
+                 operation="insert", project_dir=root)
+    found = oracle_rows(root / "warehouse" / "t", columns=("id", "region"))
+    assert {"id": 7, "region": longest} in found
